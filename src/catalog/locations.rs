@@ -1,0 +1,82 @@
+//! Azure public-cloud region names (the `name` ARM uses, not the display name).
+
+/// Every region name dsinfra accepts, sorted.
+pub static LOCATIONS: &[&str] = &[
+    "australiacentral",
+    "australiaeast",
+    "australiasoutheast",
+    "austriaeast",
+    "belgiumcentral",
+    "brazilsouth",
+    "brazilsoutheast",
+    "canadacentral",
+    "canadaeast",
+    "centralindia",
+    "centralus",
+    "chilecentral",
+    "eastasia",
+    "eastus",
+    "eastus2",
+    "francecentral",
+    "francesouth",
+    "germanynorth",
+    "germanywestcentral",
+    "indonesiacentral",
+    "israelcentral",
+    "italynorth",
+    "japaneast",
+    "japanwest",
+    "koreacentral",
+    "koreasouth",
+    "malaysiawest",
+    "mexicocentral",
+    "newzealandnorth",
+    "northcentralus",
+    "northeurope",
+    "norwayeast",
+    "norwaywest",
+    "polandcentral",
+    "qatarcentral",
+    "southafricanorth",
+    "southafricawest",
+    "southcentralus",
+    "southeastasia",
+    "southindia",
+    "spaincentral",
+    "swedencentral",
+    "switzerlandnorth",
+    "switzerlandwest",
+    "uaecentral",
+    "uaenorth",
+    "uksouth",
+    "ukwest",
+    "westcentralus",
+    "westeurope",
+    "westindia",
+    "westus",
+    "westus2",
+    "westus3",
+];
+
+/// Whether `name` is a known region (ARM compares region names case-insensitively and ignores
+/// spaces, so `East US` is `eastus`).
+pub fn is_known_location(name: &str) -> bool {
+    let normal: String = name
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    LOCATIONS.binary_search(&normal.as_str()).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_sorted_for_binary_search() {
+        assert!(LOCATIONS.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_known_location("East US"));
+        assert!(!is_known_location("moon-1"));
+    }
+}

@@ -1,0 +1,111 @@
+//! What dsinfra knows about Azure without asking it: VM sizes, prices and regions.
+//!
+//! The plan needs vCPUs (quota), GPUs, temp-disk size (BeeOND, blobfuse caches), the quota family,
+//! whether a size needs a Generation 2 image or has InfiniBand, and an hourly price, all offline.
+//! Sizes come from the Azure size documentation (see `shared/reference/arm.md` section 6). Prices
+//! are indicative pay-as-you-go Linux rates for [`PRICE_REGION`] as of [`PRICE_DATE`]; only the
+//! H100, NC6 and NC6s_v3 rates were confirmed against public sources, the rest are from memory of
+//! the retail price sheet and every plan says they are estimates. Other regions differ by roughly
+//! +-20%; the plan names the region the prices are for.
+
+mod locations;
+mod sizes;
+
+pub use locations::{LOCATIONS, is_known_location};
+
+/// Region the prices are for.
+pub const PRICE_REGION: &str = "eastus";
+/// When the prices were recorded.
+pub const PRICE_DATE: &str = "2026-11";
+/// Hours in the 30-day projection the plan shows.
+pub const HOURS_PER_MONTH: f64 = 720.0;
+
+/// One VM size.
+// The flags are independent facts from the size documentation, not a state machine.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VmSize {
+    /// ARM size name, e.g. `Standard_ND40rs_v2`.
+    pub name: &'static str,
+    /// vCPUs: what the quota counts.
+    pub vcpus: u32,
+    /// Memory in GiB.
+    pub memory_gib: u32,
+    /// Local temp disk in GiB (0: none).
+    pub temp_disk_gib: u32,
+    /// Number of GPUs.
+    pub gpus: u32,
+    /// GPU model, empty for CPU sizes.
+    pub gpu_model: &'static str,
+    /// The quota family ARM's usages API reports (`standardNDSv2Family`).
+    pub quota_family: &'static str,
+    /// Indicative $/hour while running.
+    pub price_per_hour: f64,
+    /// Accepts only Generation 2 images.
+    pub gen2_only: bool,
+    /// Accepts only Generation 1 images.
+    pub gen1_only: bool,
+    /// Has an InfiniBand (RDMA) interface.
+    pub infiniband: bool,
+    /// Supports accelerated networking on its NIC.
+    pub accelerated_networking: bool,
+    /// Retired by Azure: creating it fails; the plan warns.
+    pub retired: bool,
+}
+
+/// Look a size up by its ARM name (case-insensitive, as ARM is).
+pub fn vm_size(name: &str) -> Option<&'static VmSize> {
+    sizes::SIZES
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+/// Every known size name, for "did you mean" suggestions.
+pub fn vm_size_names() -> impl Iterator<Item = &'static str> {
+    sizes::SIZES.iter().map(|s| s.name)
+}
+
+/// Indicative $/hour of a Standard static public IP.
+pub const PUBLIC_IP_PER_HOUR: f64 = 0.005;
+
+/// Indicative $/GiB-month of a managed disk by SKU (billed whether the VM runs or is parked).
+pub fn disk_price_per_gib_month(sku: &str) -> f64 {
+    match sku {
+        "Premium_LRS" | "Premium_ZRS" => 0.154,
+        "PremiumV2_LRS" => 0.082,
+        "StandardSSD_LRS" | "StandardSSD_ZRS" => 0.075,
+        "UltraSSD_LRS" => 0.12,
+        _ => 0.045,
+    }
+}
+
+/// $/hour of a managed disk of `size_gib` GiB.
+pub fn disk_price_per_hour(sku: &str, size_gib: u32) -> f64 {
+    disk_price_per_gib_month(sku) * f64::from(size_gib) / 730.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_sorted_and_unique() {
+        let names: Vec<&str> = vm_size_names().collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn seed_sizes_are_known_with_their_quota_family() {
+        let nd = vm_size("standard_nd40rs_v2").expect("ND40rs_v2 known");
+        assert_eq!(nd.vcpus, 40);
+        assert_eq!(nd.gpus, 8);
+        assert_eq!(nd.quota_family, "standardNDSv2Family");
+        assert!(nd.gen2_only && nd.infiniband);
+        let cpu = vm_size("Standard_D3_v2").expect("D3_v2 known");
+        assert_eq!((cpu.vcpus, cpu.temp_disk_gib), (4, 200));
+        assert_eq!(vm_size("Standard_NC6s_v3").map(|s| s.gpus), Some(1));
+    }
+}

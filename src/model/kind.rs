@@ -1,0 +1,128 @@
+//! The Azure resource types dsinfra manages, with what the planner must know about each.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// An Azure resource type dsinfra creates (plus the locally signed SAS, which lives in state like a
+/// resource so that re-signing before expiry can be planned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceKind {
+    /// `Microsoft.Resources/resourceGroups`
+    ResourceGroup,
+    /// `Microsoft.Network/virtualNetworks` (subnets are sent inside the VNet body).
+    VirtualNetwork,
+    /// `Microsoft.Network/networkSecurityGroups`
+    NetworkSecurityGroup,
+    /// `Microsoft.Network/publicIPAddresses`
+    PublicIp,
+    /// `Microsoft.Network/networkInterfaces`
+    NetworkInterface,
+    /// `Microsoft.Compute/proximityPlacementGroups`
+    ProximityPlacementGroup,
+    /// `Microsoft.Compute/virtualMachines`
+    VirtualMachine,
+    /// `Microsoft.Compute/disks`
+    ManagedDisk,
+    /// `Microsoft.Storage/storageAccounts`
+    StorageAccount,
+    /// `Microsoft.Storage/storageAccounts/blobServices/containers`
+    BlobContainer,
+    /// `Microsoft.Storage/storageAccounts/fileServices/shares`
+    FileShare,
+    /// `Microsoft.DevTestLab/schedules` (`shutdown-computevm-<vm>`)
+    AutoShutdownSchedule,
+    /// A shared access signature signed locally; never sent to ARM, never stored in clear.
+    Sas,
+}
+
+impl ResourceKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [Self; 13] = [
+        Self::ResourceGroup,
+        Self::VirtualNetwork,
+        Self::NetworkSecurityGroup,
+        Self::PublicIp,
+        Self::NetworkInterface,
+        Self::ProximityPlacementGroup,
+        Self::VirtualMachine,
+        Self::ManagedDisk,
+        Self::StorageAccount,
+        Self::BlobContainer,
+        Self::FileShare,
+        Self::AutoShutdownSchedule,
+        Self::Sas,
+    ];
+
+    /// The ARM resource type, as in ids and in the plan's JSON `type` field.
+    pub fn arm_type(self) -> &'static str {
+        match self {
+            Self::ResourceGroup => "Microsoft.Resources/resourceGroups",
+            Self::VirtualNetwork => "Microsoft.Network/virtualNetworks",
+            Self::NetworkSecurityGroup => "Microsoft.Network/networkSecurityGroups",
+            Self::PublicIp => "Microsoft.Network/publicIPAddresses",
+            Self::NetworkInterface => "Microsoft.Network/networkInterfaces",
+            Self::ProximityPlacementGroup => "Microsoft.Compute/proximityPlacementGroups",
+            Self::VirtualMachine => "Microsoft.Compute/virtualMachines",
+            Self::ManagedDisk => "Microsoft.Compute/disks",
+            Self::StorageAccount => "Microsoft.Storage/storageAccounts",
+            Self::BlobContainer => "Microsoft.Storage/storageAccounts/blobServices/containers",
+            Self::FileShare => "Microsoft.Storage/storageAccounts/fileServices/shares",
+            Self::AutoShutdownSchedule => "Microsoft.DevTestLab/schedules",
+            Self::Sas => "dsinfra/sas",
+        }
+    }
+
+    /// Attributes whose change cannot be made in place: changing one replaces the resource.
+    /// The plan names the attribute that forces a replacement.
+    pub fn force_new(self) -> &'static [&'static str] {
+        match self {
+            Self::ResourceGroup
+            | Self::VirtualNetwork
+            | Self::NetworkSecurityGroup
+            | Self::ProximityPlacementGroup => &["location"],
+            Self::PublicIp | Self::ManagedDisk => &["location", "sku", "zone"],
+            Self::NetworkInterface => &["location", "subnet"],
+            // Azure can resize some VMs in place, but not across families, not into a PPG with
+            // running members and not between Gen1/Gen2 images; replacing is the one behaviour
+            // that always works, and the plan says so before anything is spent.
+            Self::VirtualMachine => &[
+                "location",
+                "size",
+                "image",
+                "admin_username",
+                "zone",
+                "os_disk_size_gb",
+                "os_disk_sku",
+                "proximity_placement_group",
+                "nic",
+            ],
+            Self::StorageAccount => &["location", "kind", "sku", "hns"],
+            Self::BlobContainer => &[],
+            Self::FileShare => &["protocol"],
+            Self::AutoShutdownSchedule => &["vm"],
+            Self::Sas => &["account", "scope", "permissions", "start", "https_only"],
+        }
+    }
+
+    /// Whether this kind holds the user's data: `destroy --keep-data` keeps these (and whatever
+    /// they need, such as their resource group).
+    pub fn is_data(self) -> bool {
+        matches!(
+            self,
+            Self::StorageAccount | Self::BlobContainer | Self::FileShare | Self::ManagedDisk
+        )
+    }
+
+    /// Whether this kind exists in ARM (false for the locally signed SAS).
+    pub fn is_arm(self) -> bool {
+        self != Self::Sas
+    }
+}
+
+impl fmt::Display for ResourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.arm_type())
+    }
+}

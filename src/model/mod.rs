@@ -1,0 +1,233 @@
+//! The desired world: what a manifest asks for, after evaluation and expansion.
+//!
+//! The manifest layer produces a [`Desired`]; the planner diffs it against the state; the engine
+//! turns each [`Resource`] into ARM calls. Resources refer to each other by [`Address`] (in
+//! `depends_on` and in attribute values such as a NIC's `subnet`), never by ARM id, so that a plan
+//! can be made offline without knowing the subscription. The ARM id is derived from the address's
+//! deterministic name when the subscription is known ([`Resource::arm_id`]).
+
+mod kind;
+
+pub use kind::ResourceKind;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::addr::Address;
+use crate::diag::Span;
+
+/// Attribute values of a resource: what dsinfra manages and diffs. Values are JSON so they can be
+/// stored in state and shown in plans as-is; references to other resources are address strings.
+pub type Attrs = BTreeMap<String, Value>;
+
+/// Tags dsinfra puts on every ARM resource so it can always be traced back to its manifest.
+pub mod tags {
+    /// The experiment (manifest id) the resource belongs to.
+    pub const EXPERIMENT: &str = "dsinfra-experiment";
+    /// The resource's address in the manifest.
+    pub const ADDRESS: &str = "dsinfra-address";
+    /// Marks the resource as created by dsinfra.
+    pub const MANAGED_BY: &str = "managed-by";
+}
+
+/// Lifecycle flags from the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    /// Refuse to delete or replace this resource.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prevent_destroy: bool,
+}
+
+/// One Azure resource (or locally signed SAS) the manifest asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// Stable address, e.g. `vm.gpu.nic`.
+    pub address: Address,
+    /// Resource type.
+    pub kind: ResourceKind,
+    /// Deterministic Azure name (valid per the naming rules for its kind).
+    pub name: String,
+    /// Name of the parent resource for child types (the storage account of a container or share).
+    pub parent: Option<String>,
+    /// Resource group the resource lives in (for a resource group: its own name).
+    pub resource_group: String,
+    /// Attributes dsinfra manages; the plan diffs these.
+    pub attrs: Attrs,
+    /// Resources that must exist before this one (from references and from block structure).
+    pub depends_on: BTreeSet<Address>,
+    /// Lifecycle flags.
+    pub lifecycle: Lifecycle,
+    /// Where in the manifest this resource comes from (the block header), for diagnostics.
+    pub span: Option<Span>,
+}
+
+impl Resource {
+    /// The ARM resource id in a subscription.
+    pub fn arm_id(&self, subscription: &str) -> String {
+        arm_id(
+            subscription,
+            self.kind,
+            &self.resource_group,
+            self.parent.as_deref(),
+            &self.name,
+        )
+    }
+}
+
+/// The ARM id of a resource from its parts (see [`Resource::arm_id`]).
+pub fn arm_id(
+    subscription: &str,
+    kind: ResourceKind,
+    resource_group: &str,
+    parent: Option<&str>,
+    name: &str,
+) -> String {
+    let group = format!("/subscriptions/{subscription}/resourceGroups/{resource_group}");
+    let parent = parent.unwrap_or_default();
+    match kind {
+        ResourceKind::ResourceGroup => {
+            format!("/subscriptions/{subscription}/resourceGroups/{name}")
+        }
+        ResourceKind::BlobContainer => format!(
+            "{group}/providers/Microsoft.Storage/storageAccounts/{parent}/blobServices/default/containers/{name}"
+        ),
+        ResourceKind::FileShare => format!(
+            "{group}/providers/Microsoft.Storage/storageAccounts/{parent}/fileServices/default/shares/{name}"
+        ),
+        ResourceKind::Sas => format!("{group}/sas/{parent}/{name}"),
+        other => format!("{group}/providers/{}/{name}", other.arm_type()),
+    }
+}
+
+/// The `azure` block: where and how the experiment's resources are created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AzureSettings {
+    /// Subscription id; `None` when neither the manifest nor `AZURE_SUBSCRIPTION_ID` sets it
+    /// (offline planning still works).
+    pub subscription: Option<String>,
+    /// Default Azure region for every resource.
+    pub location: String,
+    /// The experiment's resource group.
+    pub resource_group: String,
+    /// Tags applied to every resource, besides dsinfra's own.
+    pub tags: BTreeMap<String, String>,
+    /// ARM endpoint override (an emulator, a sovereign cloud).
+    pub endpoint: Option<String>,
+}
+
+/// Which nodes of a VM or cluster a step runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepScope {
+    /// Every node.
+    All,
+    /// The head node (node 0) only.
+    Head,
+}
+
+/// When a step runs again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunPolicy {
+    /// Once, until its content changes.
+    Once,
+    /// Once per boot (mounts, caches and scratch on the temp disk).
+    PerBoot,
+    /// Every apply.
+    Always,
+}
+
+/// A post-boot step declared inside a `vm` or `cluster` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The `vm`/`cluster` block the step belongs to (`cluster.train`).
+    pub block: Address,
+    /// The step's name, unique within its block (defaults to its kind).
+    pub name: String,
+    /// Built-in step kind (`mofed`, `blobfuse2`, `stage`, ...) or `script` for user steps.
+    pub kind: String,
+    /// Nodes it runs on.
+    pub scope: StepScope,
+    /// When it runs again.
+    pub run: RunPolicy,
+    /// Parameters after evaluation; references to secrets are address strings, never values.
+    pub params: BTreeMap<String, Value>,
+    /// Where it was declared.
+    pub span: Option<Span>,
+}
+
+/// An `output` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// Output name.
+    pub name: String,
+    /// Value; strings of the form `(known after apply: ADDRESS.ATTR)` stand for values only ARM
+    /// knows (see [`known_after_apply`]).
+    pub value: Value,
+    /// Whether the value is secret (never printed unless `--show-secrets`).
+    pub sensitive: bool,
+    /// Description from the manifest.
+    pub description: Option<String>,
+}
+
+/// The placeholder for a value that only exists after apply, such as a VM's public IP.
+pub fn known_after_apply(address: &Address, attribute: &str) -> Value {
+    Value::String(format!("(known after apply: {address}.{attribute})"))
+}
+
+/// Everything a manifest asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Desired {
+    /// The manifest id: every resource is tagged with it. Defaults to the manifest's file stem.
+    pub experiment: String,
+    /// Azure settings.
+    pub azure: AzureSettings,
+    /// Resources in a stable order (by address).
+    pub resources: Vec<Resource>,
+    /// Post-boot steps in manifest order.
+    pub steps: Vec<Step>,
+    /// Outputs in manifest order.
+    pub outputs: Vec<Output>,
+    /// SHA-256 (hex) of the manifest text and the variable values: binds saved plans.
+    pub manifest_hash: String,
+}
+
+impl Desired {
+    /// The resource at an address.
+    pub fn resource(&self, address: &Address) -> Option<&Resource> {
+        self.resources.iter().find(|r| &r.address == address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arm_ids_follow_the_provider_paths() {
+        assert_eq!(
+            arm_id("s", ResourceKind::ResourceGroup, "rg", None, "rg"),
+            "/subscriptions/s/resourceGroups/rg"
+        );
+        assert_eq!(
+            arm_id("s", ResourceKind::VirtualMachine, "rg", None, "vm1"),
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"
+        );
+        assert_eq!(
+            arm_id("s", ResourceKind::BlobContainer, "rg", Some("acct"), "raw"),
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/acct/blobServices/default/containers/raw"
+        );
+        assert_eq!(
+            arm_id(
+                "s",
+                ResourceKind::AutoShutdownSchedule,
+                "rg",
+                None,
+                "shutdown-computevm-gpu"
+            ),
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.DevTestLab/schedules/shutdown-computevm-gpu"
+        );
+    }
+}
