@@ -1,0 +1,86 @@
+//! Where command output goes: stdout for results (plans, DOT, JSON), stderr for diagnostics,
+//! notes and errors, so `dsinfra plan --json > plan.json` and `dsinfra graph | dot` stay clean.
+//! Colour is decided once, here, from `--color`, NO_COLOR and whether the stream is a terminal.
+
+use std::io::Write as _;
+
+use console::{Style, Term};
+
+use super::ColorChoice;
+
+/// The terminal, as the commands see it.
+#[derive(Debug, Clone)]
+pub struct Output {
+    stdout_colour: bool,
+    stderr_colour: bool,
+}
+
+impl Output {
+    /// Decide colour for both streams.
+    pub fn new(choice: ColorChoice) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let decide = |term: &Term| match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => !no_color && term.features().colors_supported() && term.is_term(),
+        };
+        let stdout_colour = decide(&Term::stdout());
+        let stderr_colour = decide(&Term::stderr());
+        // console styles consult a global switch; keep it in line with our decision so that
+        // renderers that use `Style` directly agree with `--color`.
+        console::set_colors_enabled(stdout_colour);
+        console::set_colors_enabled_stderr(stderr_colour);
+        Self {
+            stdout_colour,
+            stderr_colour,
+        }
+    }
+
+    /// Whether results on stdout may be coloured.
+    pub fn stdout_colour(&self) -> bool {
+        self.stdout_colour
+    }
+
+    /// Whether messages on stderr may be coloured.
+    pub fn stderr_colour(&self) -> bool {
+        self.stderr_colour
+    }
+
+    /// Write a result to stdout as-is.
+    pub fn result(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    /// Write diagnostics or other pre-rendered messages to stderr as-is.
+    pub fn message(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(text.as_bytes());
+        let _ = stderr.flush();
+    }
+
+    /// A one-line note on stderr (`note: ...`).
+    pub fn note(&self, text: &str) {
+        let label = self.paint_stderr(Style::new().cyan().bold(), "note");
+        self.message(&format!("{label}: {text}\n"));
+    }
+
+    /// Print an error and its causes to stderr: the one place errors are printed.
+    pub fn error(&self, err: &anyhow::Error) {
+        let label = self.paint_stderr(Style::new().red().bold(), "error");
+        let mut text = format!("{label}: {err}\n");
+        for cause in err.chain().skip(1) {
+            text.push_str(&format!("  caused by: {cause}\n"));
+        }
+        self.message(&text);
+    }
+
+    fn paint_stderr(&self, style: Style, text: &str) -> String {
+        if self.stderr_colour {
+            style.force_styling(true).apply_to(text).to_string()
+        } else {
+            text.to_owned()
+        }
+    }
+}
