@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod cli;
 pub mod diag;
 pub mod emulator;
+pub mod engine;
 pub mod graph;
 pub mod manifest;
 pub mod model;
