@@ -20,6 +20,10 @@ pub mod model;
 pub mod openapi;
 pub mod plan;
 pub mod render;
+pub mod secret;
+pub mod ssh;
 pub mod state;
+pub mod steps;
+pub mod storage;
 
 pub use cli::run;

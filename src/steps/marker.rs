@@ -1,0 +1,241 @@
+//! Markers on the node and the pure decision "run this step or skip it, and why".
+//!
+//! After a step succeeds, the node keeps `<marker_dir>/<step>.marker` holding the step's content
+//! hash and the boot id it ran in. Markers live on the node, not in dsinfra's state, so that a
+//! node recreated from the same manifest (a new disk) runs its steps again while a re-apply
+//! against the same node does not; they hold no secret, so they are world-readable and the
+//! runner reads them without sudo.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::ssh::shell_quote;
+
+use super::spec::RunPolicy;
+
+/// What a node remembers about one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// The step's content hash when it last succeeded.
+    pub hash: String,
+    /// The boot id it succeeded in.
+    pub boot_id: String,
+}
+
+/// A node's current boot and its step markers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeState {
+    /// The current boot id.
+    pub boot_id: String,
+    /// Markers by step name.
+    pub markers: BTreeMap<String, Marker>,
+}
+
+/// Why a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunReason {
+    /// Never ran on this node.
+    New,
+    /// Its content hash changed.
+    Changed,
+    /// A per-boot step, and the node rebooted since it ran.
+    Rebooted,
+    /// Its policy is `always`.
+    Always,
+    /// Asked for (`--rerun-step`).
+    Forced,
+}
+
+/// Why a step is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Ran with the same content before.
+    UpToDate,
+    /// A per-boot step that already ran in this boot.
+    DoneThisBoot,
+}
+
+/// The decision for one step on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Run(RunReason),
+    /// Skip it.
+    Skip(SkipReason),
+}
+
+impl fmt::Display for RunReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::New => "new",
+            Self::Changed => "changed",
+            Self::Rebooted => "rebooted",
+            Self::Always => "always",
+            Self::Forced => "forced",
+        })
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::UpToDate => "up to date",
+            Self::DoneThisBoot => "done this boot",
+        })
+    }
+}
+
+/// Decides whether a step runs. Order of precedence: forced, new, changed, then the policy.
+pub fn decide(
+    policy: RunPolicy,
+    marker: Option<&Marker>,
+    hash: &str,
+    boot_id: &str,
+    forced: bool,
+) -> Decision {
+    if forced {
+        return Decision::Run(RunReason::Forced);
+    }
+    let Some(marker) = marker else {
+        return Decision::Run(RunReason::New);
+    };
+    if marker.hash != hash {
+        return Decision::Run(RunReason::Changed);
+    }
+    match policy {
+        RunPolicy::Always => Decision::Run(RunReason::Always),
+        RunPolicy::PerBoot if marker.boot_id != boot_id => Decision::Run(RunReason::Rebooted),
+        RunPolicy::PerBoot => Decision::Skip(SkipReason::DoneThisBoot),
+        RunPolicy::Once => Decision::Skip(SkipReason::UpToDate),
+    }
+}
+
+/// The command printing the boot id, then one `<file>\t<hash> <boot id>` line per marker.
+pub(crate) fn read_state_command(marker_dir: &str, boot_id_path: &str) -> String {
+    format!(
+        "cat -- {boot} && for f in {dir}/*.marker; do [ -f \"$f\" ] && printf '%s\\t%s\\n' \
+         \"${{f##*/}}\" \"$(head -n 1 -- \"$f\")\"; done; true",
+        boot = shell_quote(boot_id_path),
+        dir = shell_quote(marker_dir),
+    )
+}
+
+/// Parses [`read_state_command`]'s output; malformed marker lines count as absent markers.
+pub(crate) fn parse_state(output: &str) -> Option<NodeState> {
+    let mut lines = output.lines();
+    let boot_id = lines.next()?.trim().to_owned();
+    if boot_id.is_empty() {
+        return None;
+    }
+    let markers = lines
+        .filter_map(|line| {
+            let (file, content) = line.split_once('\t')?;
+            let step = file.strip_suffix(".marker")?;
+            let (hash, boot) = content.trim().split_once(' ')?;
+            Some((
+                step.to_owned(),
+                Marker {
+                    hash: hash.to_owned(),
+                    boot_id: boot.to_owned(),
+                },
+            ))
+        })
+        .collect();
+    Some(NodeState { boot_id, markers })
+}
+
+/// Shell code that records a marker (atomically) when `$rc` is 0 or 100 (reboot requested).
+/// The boot id is read on the node at that moment, so a marker always names the boot it ran in.
+pub(crate) fn write_marker_epilogue(
+    marker_dir: &str,
+    step: &str,
+    hash: &str,
+    boot_id_path: &str,
+) -> String {
+    let dir = shell_quote(marker_dir);
+    let file = shell_quote(&format!("{marker_dir}/{step}.marker"));
+    format!(
+        "if [ \"$rc\" = 0 ] || [ \"$rc\" = {REBOOT_EXIT} ]; then \
+         mkdir -p -- {dir} && chmod 755 -- {dir} && \
+         printf '%s %s\\n' {hash} \"$(cat -- {boot})\" > {file}.tmp && mv -f -- {file}.tmp {file} \
+         || {{ echo 'dsinfra: cannot write the step marker' >&2; rc=1; }}; fi",
+        hash = shell_quote(hash),
+        boot = shell_quote(boot_id_path),
+    )
+}
+
+/// The exit status by which a step asks for a reboot before the next step.
+pub const REBOOT_EXIT: u32 = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(hash: &str, boot: &str) -> Marker {
+        Marker {
+            hash: hash.into(),
+            boot_id: boot.into(),
+        }
+    }
+
+    #[test]
+    fn decisions_for_every_policy() {
+        use Decision::{Run, Skip};
+        let m = marker("h1", "b1");
+        assert_eq!(
+            decide(RunPolicy::Once, None, "h1", "b1", false),
+            Run(RunReason::New)
+        );
+        assert_eq!(
+            decide(RunPolicy::Once, Some(&m), "h2", "b1", false),
+            Run(RunReason::Changed)
+        );
+        assert_eq!(
+            decide(RunPolicy::Once, Some(&m), "h1", "b2", false),
+            Skip(SkipReason::UpToDate)
+        );
+        assert_eq!(
+            decide(RunPolicy::Once, Some(&m), "h1", "b1", true),
+            Run(RunReason::Forced)
+        );
+        assert_eq!(
+            decide(RunPolicy::PerBoot, Some(&m), "h1", "b1", false),
+            Skip(SkipReason::DoneThisBoot)
+        );
+        assert_eq!(
+            decide(RunPolicy::PerBoot, Some(&m), "h1", "b2", false),
+            Run(RunReason::Rebooted)
+        );
+        assert_eq!(
+            decide(RunPolicy::Always, Some(&m), "h1", "b1", false),
+            Run(RunReason::Always)
+        );
+        assert_eq!(
+            decide(RunPolicy::Always, None, "h1", "b1", false),
+            Run(RunReason::New)
+        );
+    }
+
+    #[test]
+    fn state_parses_boot_id_and_markers_and_ignores_junk() {
+        let state = parse_state(
+            "b-1\nmofed.marker\tabc b-0\nblob.marker\tdef b-1\nnot-a-marker\tx y\nbroken.marker\t\n",
+        )
+        .expect("boot id present");
+        assert_eq!(state.boot_id, "b-1");
+        assert_eq!(
+            state.markers,
+            BTreeMap::from([
+                ("blob".to_owned(), marker("def", "b-1")),
+                ("mofed".to_owned(), marker("abc", "b-0")),
+            ])
+        );
+        assert_eq!(parse_state(""), None);
+    }
+
+    #[test]
+    fn reasons_read_as_in_the_plan() {
+        assert_eq!(RunReason::Rebooted.to_string(), "rebooted");
+        assert_eq!(SkipReason::DoneThisBoot.to_string(), "done this boot");
+    }
+}

@@ -1,0 +1,132 @@
+//! What the runner is asked to do: steps and nodes, in the runner's own small types.
+//!
+//! They are independent of the manifest model on purpose: the engine converts `model::Step`
+//! (after rendering its template) into a [`StepSpec`], and VMs/cluster nodes into [`NodeSpec`]s.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::ssh::{BOOT_ID_PATH, HostKeyPolicy, Secret, Target};
+
+use super::hash::step_hash;
+
+/// Which nodes a step runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every node.
+    All,
+    /// The head node (the first node) only.
+    Head,
+}
+
+/// When a step runs again once it succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPolicy {
+    /// Again only when its content changes.
+    Once,
+    /// Again after every reboot (mounts, caches and scratch on the temp disk).
+    PerBoot,
+    /// On every run.
+    Always,
+}
+
+/// A secret input: its identity is hashed, its value only reaches the node.
+#[derive(Debug, Clone)]
+pub struct SecretInput {
+    /// The name the script reads it under: `$DSINFRA_SECRETS/<name>`.
+    pub name: String,
+    /// What identifies the value without revealing it (e.g. the key's address and version); a
+    /// new identity re-runs the step, a new value under the same identity does not.
+    pub identity: String,
+    /// The value.
+    pub value: Secret,
+}
+
+/// One rendered step.
+#[derive(Debug, Clone)]
+pub struct StepSpec {
+    /// Unique within the list; letters, digits, `_`, `-`, `.` (it names the marker and log file).
+    pub name: String,
+    /// The rendered script (bash).
+    pub script: String,
+    /// Non-secret parameters: hashed, and exported to the script as variables.
+    pub params: BTreeMap<String, String>,
+    /// Secret inputs, delivered as files on the node.
+    pub secrets: Vec<SecretInput>,
+    /// Nodes it runs on.
+    pub scope: Scope,
+    /// When it runs again.
+    pub policy: RunPolicy,
+    /// Kill it after this long.
+    pub timeout: Option<Duration>,
+}
+
+impl StepSpec {
+    /// A step running `script` once on every node, with no parameters.
+    pub fn new(name: impl Into<String>, script: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            script: script.into(),
+            params: BTreeMap::new(),
+            secrets: Vec::new(),
+            scope: Scope::All,
+            policy: RunPolicy::Once,
+            timeout: None,
+        }
+    }
+
+    /// The content hash recorded in the node's marker (see [`step_hash`]).
+    pub fn hash(&self) -> String {
+        let identities: BTreeMap<&str, &str> = self
+            .secrets
+            .iter()
+            .map(|s| (s.name.as_str(), s.identity.as_str()))
+            .collect();
+        step_hash(&self.script, &self.params, &identities)
+    }
+}
+
+/// How to reach a node and where its markers live.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    /// Address, port, user; `target.node` is the node's name in logs and the summary.
+    pub target: Target,
+    /// Host-key policy for this node.
+    pub host_key: HostKeyPolicy,
+    /// Reach the node through this host (the head node of a private cluster).
+    pub jump: Option<Hop>,
+    /// The directory holding this node's step markers.
+    pub marker_dir: String,
+    /// Where the node's boot id is read.
+    pub boot_id_path: String,
+}
+
+/// A jump host.
+#[derive(Debug, Clone)]
+pub struct Hop {
+    /// How to reach it.
+    pub target: Target,
+    /// Its host-key policy.
+    pub host_key: HostKeyPolicy,
+}
+
+/// Where markers live on a real node.
+pub const DEFAULT_MARKER_DIR: &str = "/var/lib/dsinfra/steps";
+
+impl NodeSpec {
+    /// A directly reachable node with the default marker directory and boot id.
+    pub fn new(target: Target, host_key: HostKeyPolicy) -> Self {
+        Self {
+            target,
+            host_key,
+            jump: None,
+            marker_dir: DEFAULT_MARKER_DIR.to_owned(),
+            boot_id_path: BOOT_ID_PATH.to_owned(),
+        }
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.target.node
+    }
+}

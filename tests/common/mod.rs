@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests: real peers (Azurite, sshd) started per test.
+
+pub mod azurite;
+pub mod sshd;

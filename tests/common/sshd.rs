@@ -1,0 +1,382 @@
+//! Real OpenSSH test hosts: private `sshd -D` processes on 127.0.0.1, each with its own port,
+//! directory and ed25519 host key, all letting one dedicated test user in with a client key
+//! generated for this run. Used by tests/ssh.rs and reusable by later end-to-end tests and the
+//! fan-out benchmark (`#[path]`-included there).
+//!
+//! Why real sshd: the SSH layer is only as honest as its peer (style.md, rule 12), and the things
+//! that matter (host-key checks, `sudo -n bash -s`, what `ps` shows, jump channels) are
+//! properties of OpenSSH, not of a fake.
+//!
+//! Setup facts come from shared/reference/test-harness.md: `/run/sshd` must exist; the user is
+//! created with `useradd -M -p '*'` (a `!` password makes sshd without PAM treat it as locked);
+//! it gets a NOPASSWD sudo rule so scripts really go through `sudo -n`. Each sshd is stopped by
+//! the pid in its pid file when the [`TestHosts`] value drops, never by process name.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use dsinfra::ssh::{Auth, HostKey, HostKeyPair, HostKeyPolicy, Target};
+use dsinfra::steps::NodeSpec;
+
+/// The login user on every test host.
+pub const TEST_USER: &str = "dsinfra-test";
+const TEST_HOME: &str = "/var/tmp/dsinfra-test-home";
+const SSHD: &str = "/usr/sbin/sshd";
+const SFTP_SERVER: &str = "/usr/lib/openssh/sftp-server";
+
+/// A set of running test hosts sharing one client key.
+pub struct TestHosts {
+    /// The hosts, `host0`, `host1`, ...
+    pub hosts: Vec<Host>,
+    /// The client's private key file.
+    pub client_key: PathBuf,
+    /// Owns every host's directory; removed after the hosts stop.
+    dir: tempfile::TempDir,
+}
+
+/// One running sshd.
+pub struct Host {
+    /// Its node name in tests (`host0`).
+    pub name: String,
+    /// The port it listens on at 127.0.0.1.
+    pub port: u16,
+    /// Its host key (what a pinned policy expects).
+    pub public_key: HostKey,
+    /// Its directory: config, keys, pid file, log, fake boot id, markers.
+    pub dir: PathBuf,
+    /// A file holding the host's "boot id": tests rewrite it to simulate a reboot.
+    pub boot_id_path: PathBuf,
+    /// Where step markers of this host go (all hosts share one filesystem).
+    pub marker_dir: PathBuf,
+    /// sshd's own log (`-E`).
+    pub log: PathBuf,
+    pid_file: PathBuf,
+    child: Child,
+}
+
+/// Starts `n` hosts. Returns `None` (after printing why) when this machine cannot run them
+/// locally; under CI (`CI=true`) that is a test failure instead, so CI never skips silently.
+pub fn start(n: usize) -> Option<TestHosts> {
+    if let Err(why) = prerequisites() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "real sshd test hosts are required under CI: {why}"
+        );
+        eprintln!("SKIPPED: cannot start sshd test hosts: {why} (scripts/test installs them)");
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("dsinfra-sshd-")
+        .tempdir()
+        .expect("a temp dir can be created");
+    // The test user reads the boot id file and the markers as itself.
+    set_mode(dir.path(), 0o755);
+    let client = HostKeyPair::generate().expect("ed25519 generation works");
+    let client_key = dir.path().join("client_ed25519");
+    write_file(
+        &client_key,
+        client.private_openssh().expose().as_bytes(),
+        0o600,
+    );
+    let authorized = dir.path().join("authorized_keys");
+    write_file(
+        &authorized,
+        format!("{}\n", client.public().to_openssh()).as_bytes(),
+        0o644,
+    );
+    let hosts = (0..n)
+        .map(|i| Host::start(dir.path(), &format!("host{i}"), &authorized))
+        .collect();
+    Some(TestHosts {
+        hosts,
+        client_key,
+        dir,
+    })
+}
+
+impl TestHosts {
+    /// Authentication with this run's client key.
+    pub fn auth(&self) -> Auth {
+        Auth::key_file(&self.client_key).expect("the harness wrote a valid key")
+    }
+
+    /// The harness's scratch directory (logs of tests can go below it).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Host {
+    fn start(root: &Path, name: &str, authorized: &Path) -> Self {
+        let dir = root.join(name);
+        fs::create_dir(&dir).expect("host dir can be created");
+        set_mode(&dir, 0o755);
+        let pair = HostKeyPair::generate().expect("ed25519 generation works");
+        let key_file = dir.join("ssh_host_ed25519_key");
+        write_file(&key_file, pair.private_openssh().expose().as_bytes(), 0o600);
+        let boot_id_path = dir.join("boot_id");
+        write_file(
+            &boot_id_path,
+            format!("{}\n", new_boot_id()).as_bytes(),
+            0o644,
+        );
+        let pid_file = dir.join("sshd.pid");
+        let log = dir.join("sshd.log");
+        let config = dir.join("sshd_config");
+
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            write_file(
+                &config,
+                sshd_config(port, &key_file, &pid_file, authorized).as_bytes(),
+                0o644,
+            );
+            let _ = fs::remove_file(&pid_file);
+            let child = Command::new(SSHD)
+                .args(["-D", "-f"])
+                .arg(&config)
+                .arg("-E")
+                .arg(&log)
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("sshd starts");
+            let mut host = Self {
+                name: name.to_owned(),
+                port,
+                public_key: pair.public().clone(),
+                marker_dir: dir.join("markers"),
+                dir: dir.clone(),
+                boot_id_path: boot_id_path.clone(),
+                log: log.clone(),
+                pid_file: pid_file.clone(),
+                child,
+            };
+            if host.wait_listening() {
+                return host;
+            }
+            // Most likely another test took the port between our probe and sshd's bind.
+            last_log = fs::read_to_string(&log).unwrap_or_default();
+            host.stop();
+        }
+        panic!("sshd for {name} did not start; its log:\n{last_log}");
+    }
+
+    /// Waits until sshd wrote its pid file and accepts TCP connections.
+    fn wait_listening(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if self.pid_file.exists()
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// The address of this host for the SSH layer.
+    pub fn target(&self) -> Target {
+        Target {
+            node: self.name.clone(),
+            host: "127.0.0.1".to_owned(),
+            port: self.port,
+            user: TEST_USER.to_owned(),
+        }
+    }
+
+    /// A policy pinning this host's real key.
+    pub fn pinned(&self) -> HostKeyPolicy {
+        HostKeyPolicy::Pinned(self.public_key.clone())
+    }
+
+    /// This host as a step-runner node, with its own marker dir and fake boot id.
+    pub fn node(&self) -> NodeSpec {
+        let mut node = NodeSpec::new(self.target(), self.pinned());
+        node.marker_dir = self.marker_dir.display().to_string();
+        node.boot_id_path = self.boot_id_path.display().to_string();
+        node
+    }
+
+    /// A reboot command for the runner that "reboots" this host by giving it a new boot id.
+    pub fn simulated_reboot_command(&self) -> String {
+        format!(
+            "sudo -n sh -c 'cat /proc/sys/kernel/random/uuid > {}'",
+            self.boot_id_path.display()
+        )
+    }
+
+    /// The current fake boot id.
+    pub fn boot_id(&self) -> String {
+        fs::read_to_string(&self.boot_id_path)
+            .expect("boot id file exists")
+            .trim()
+            .to_owned()
+    }
+
+    /// Simulates a reboot from the test's side.
+    pub fn reboot(&self) {
+        write_file(
+            &self.boot_id_path,
+            format!("{}\n", new_boot_id()).as_bytes(),
+            0o644,
+        );
+    }
+
+    /// Stops sshd by the pid in its pid file (falling back to the child's pid), then reaps it.
+    fn stop(&mut self) {
+        let pid = fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            .unwrap_or_else(|| self.child.id());
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn sshd_config(port: u16, key: &Path, pid: &Path, authorized: &Path) -> String {
+    format!(
+        "Port {port}\n\
+         ListenAddress 127.0.0.1\n\
+         HostKey {key}\n\
+         PidFile {pid}\n\
+         AuthorizedKeysFile {authorized}\n\
+         AllowUsers {TEST_USER}\n\
+         PermitRootLogin no\n\
+         UsePAM no\n\
+         PasswordAuthentication no\n\
+         KbdInteractiveAuthentication no\n\
+         PubkeyAuthentication yes\n\
+         StrictModes no\n\
+         KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org\n\
+         MaxStartups 200:30:400\n\
+         MaxSessions 50\n\
+         AllowTcpForwarding yes\n\
+         Subsystem sftp {SFTP_SERVER}\n",
+        key = key.display(),
+        pid = pid.display(),
+        authorized = authorized.display(),
+    )
+}
+
+/// Checks (once per process) that sshd can run here and prepares the user, sudo and /run/sshd.
+fn prerequisites() -> Result<(), String> {
+    static READY: OnceLock<Result<(), String>> = OnceLock::new();
+    READY.get_or_init(prepare).clone()
+}
+
+fn prepare() -> Result<(), String> {
+    for (path, package) in [
+        (SSHD, "openssh-server"),
+        (SFTP_SERVER, "openssh-sftp-server"),
+        ("/usr/bin/sudo", "sudo"),
+    ] {
+        if !Path::new(path).exists() {
+            return Err(format!("{path} is missing (Debian package {package})"));
+        }
+    }
+    let uid = run("id", &["-u"])?;
+    if uid.trim() != "0" {
+        return Err("the harness must run as root to start sshd and create its test user".into());
+    }
+    fs::create_dir_all("/run/sshd").map_err(|e| format!("cannot create /run/sshd: {e}"))?;
+    set_mode(Path::new("/run/sshd"), 0o755);
+    if run("id", &["-u", TEST_USER]).is_err() {
+        let created = run(
+            "useradd",
+            &[
+                "-M",
+                "-p",
+                "*",
+                "-d",
+                TEST_HOME,
+                "-s",
+                "/bin/bash",
+                TEST_USER,
+            ],
+        );
+        // Another test binary may have created it at the same moment.
+        if let Err(why) = created
+            && run("id", &["-u", TEST_USER]).is_err()
+        {
+            return Err(format!("cannot create user {TEST_USER}: {why}"));
+        }
+    }
+    fs::create_dir_all(TEST_HOME).map_err(|e| format!("cannot create {TEST_HOME}: {e}"))?;
+    run("chown", &[TEST_USER, TEST_HOME])?;
+    let sudoers = Path::new("/etc/sudoers.d/dsinfra-test");
+    let rule = format!("{TEST_USER} ALL=(ALL) NOPASSWD: ALL\n");
+    if fs::read_to_string(sudoers).ok().as_deref() != Some(rule.as_str()) {
+        let staging = sudoers.with_extension("tmp");
+        fs::write(&staging, &rule).map_err(|e| format!("cannot write sudoers rule: {e}"))?;
+        set_mode(&staging, 0o440);
+        fs::rename(&staging, sudoers).map_err(|e| format!("cannot install sudoers rule: {e}"))?;
+    }
+    Ok(())
+}
+
+fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("an ephemeral port is available")
+        .port()
+}
+
+fn new_boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .expect("the kernel provides uuids")
+        .trim()
+        .to_owned()
+}
+
+fn write_file(path: &Path, contents: &[u8], mode: u32) {
+    fs::write(path, contents).expect("harness files can be written");
+    set_mode(path, mode);
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod works");
+}
