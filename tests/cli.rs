@@ -35,3 +35,192 @@ fn usage_errors_exit_1_with_clap_advice() {
         .code(1)
         .stderr(predicate::str::contains("unrecognized subcommand 'aply'"));
 }
+
+/// A scratch copy of examples/ so that state directories land in a temp dir, not the repo.
+fn scratch_examples() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    copy_dir(&src, &dir.path().join("examples"));
+    dir
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn validate_summarises_a_valid_seed() {
+    let dir = scratch_examples();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["validate", "examples/nd40-beeond.hcl"])
+        .assert()
+        .success()
+        .stdout(
+            "examples/nd40-beeond.hcl is valid: experiment `cosmoflow`, 16 Azure resources from 5 blocks, 3 post-boot steps\n",
+        );
+}
+
+#[test]
+fn validate_prints_the_same_diagnostics_as_the_corpus() {
+    // The corpus pins the exact rendering; the binary must print exactly that on stderr.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let expected = std::fs::read_to_string(root.join("tests/corpus/46-many-problems.expected"))
+        .expect("corpus expectation exists");
+    dsinfra()
+        .current_dir(root)
+        .args(["validate", "tests/corpus/46-many-problems.hcl"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(expected);
+}
+
+#[test]
+fn malformed_var_flags_are_refused_with_an_example() {
+    let dir = scratch_examples();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["plan", "examples/dual-dsvm.hcl", "-var", "oops"])
+        .assert()
+        .code(1)
+        .stderr("error: `-var oops` is not NAME=VALUE (for example: -var nodes=6)\n");
+}
+
+#[test]
+fn plan_detailed_exitcode_saved_plan_and_staleness() {
+    let dir = scratch_examples();
+    let run = |args: &[&str]| {
+        let mut cmd = dsinfra();
+        cmd.current_dir(dir.path()).args(args);
+        cmd
+    };
+    // Nothing exists yet: changes, exit 2.
+    run(&["plan", "examples/dual-dsvm.hcl", "--detailed-exitcode", "-out", "p.plan"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("Plan: 12 to add, 0 to change, 0 to replace, 0 to destroy."))
+        .stderr(predicate::str::contains("note: saved the plan to p.plan"));
+    // The saved plan is current for the same manifest and variables.
+    run(&["show", "p.plan"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "note: the saved plan is current: the manifest and the state are as they were",
+        ));
+    // Editing the manifest makes it stale.
+    let manifest = dir.path().join("examples/dual-dsvm.hcl");
+    let text = std::fs::read_to_string(&manifest).expect("read manifest");
+    std::fs::write(&manifest, text.replace("Standard_NC6s_v3", "Standard_NC24ads_A100_v4"))
+        .expect("edit manifest");
+    run(&["show", "p.plan"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::is_match(
+            "error: the manifest or its variables changed since the plan was saved \\(hash [0-9a-f]{12} then, [0-9a-f]{12} now\\): run `dsinfra plan -out` again\n$",
+        ).expect("valid regex"));
+}
+
+#[test]
+fn plan_json_is_shaped_like_terraform_show_json() {
+    let dir = scratch_examples();
+    let output = dsinfra()
+        .current_dir(dir.path())
+        .args(["plan", "examples/nd40-beeond.hcl", "--json"])
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    let changes = json["resource_changes"].as_array().expect("resource_changes");
+    let vms: Vec<&str> = changes
+        .iter()
+        .filter(|c| c["type"] == "Microsoft.Compute/virtualMachines")
+        .map(|c| c["address"].as_str().expect("address"))
+        .collect();
+    assert_eq!(
+        vms,
+        ["cluster.train[0].vm", "cluster.train[1].vm", "cluster.train[2].vm", "cluster.train[3].vm"]
+    );
+    assert!(changes.iter().all(|c| c["change"]["actions"] == serde_json::json!(["create"])));
+}
+
+#[test]
+fn fmt_check_lists_unformatted_files() {
+    let dir = scratch_examples();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["fmt", "--check", "examples/dual-dsvm.hcl"])
+        .assert()
+        .success()
+        .stdout("");
+    let messy = dir.path().join("messy.hcl");
+    std::fs::write(&messy, "experiment=\"x\"\nazure {\nlocation=\"eastus\"\n}\n").expect("write");
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["fmt", "--check", "messy.hcl"])
+        .assert()
+        .code(1)
+        .stdout("messy.hcl\n");
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["fmt", "messy.hcl"])
+        .assert()
+        .success();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["fmt", "--check", "messy.hcl"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn init_writes_a_template_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["init", "--list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("dual-dsvm"));
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["init", "--template", "single-gpu"])
+        .assert()
+        .success();
+    assert!(dir.path().join("single-gpu.hcl").exists());
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["init", "--template", "single-gpu"])
+        .assert()
+        .code(1)
+        .stderr("error: single-gpu.hcl already exists: choose another path, or pass --force to overwrite it\n");
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["init", "--template", "dual-dsv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "error: there is no template `dual-dsv`: did you mean `dual-dsvm`? the templates are",
+        ));
+}
+
+#[test]
+fn graph_prints_dot_with_every_resource() {
+    let dir = scratch_examples();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["graph", "examples/nd40-beeond.hcl"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("digraph \"cosmoflow\" {"))
+        .stdout(predicate::str::contains("\"cluster.train[3].vm\""));
+}

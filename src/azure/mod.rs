@@ -1,1 +1,39 @@
-//! Placeholder: see docs/architecture.md.
+//! The Azure Resource Manager client: credentials, transport, long-running operations, retries
+//! and typed request/response bodies.
+//!
+//! This module imports nothing from the rest of dsinfra (it could become its own crate), so it
+//! defines its own types. The layers, bottom up:
+//! - [`secret`]: the redacting string for tokens, keys and customData.
+//! - [`credential`], [`identity`], [`subscription`]: who we are and where we work.
+//! - [`retry`], [`ratelimit`]: pure decisions about waiting.
+//! - [`client`], [`lro`]: the transport and ARM's async protocol.
+//! - [`api_version`], [`resource_id`]: the one api-version table and the path builders.
+//! - [`types`]: serde bodies checked against the official specs, and [`ops`], the typed
+//!   helpers per resource.
+//! - [`error`], [`quota_message`]: one error type that keeps ARM's answer verbatim.
+//!
+//! See docs/azure-client.md for the design.
+
+pub mod api_version;
+pub mod client;
+pub mod credential;
+pub mod error;
+pub mod identity;
+pub mod lro;
+pub mod ops;
+pub mod quota_message;
+pub mod ratelimit;
+pub mod resource_id;
+pub mod retry;
+pub mod secret;
+pub mod subscription;
+pub mod types;
+
+pub use client::{ArmClient, ArmClientBuilder, DeleteOutcome, Idempotency, Method};
+pub use credential::{AccessToken, StaticTokenCredential, TokenCredential};
+pub use error::{ArmError, ErrorDetail};
+pub use identity::DefaultCredentialChain;
+pub use lro::{LroProgress, PollPolicy, ProgressCallback, ProgressState};
+pub use resource_id::ResourceId;
+pub use retry::RetryPolicy;
+pub use secret::Secret;

@@ -122,6 +122,8 @@ pub struct FmtArgs {
 }
 
 /// `plan`
+// Each flag is an independent command-line switch, as clap models them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The manifest and its variables.
@@ -156,6 +158,10 @@ pub struct ShowArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The `-var` values the plan was made with (they are not saved in the plan, as they may be
+    /// secret; without them the check reports the manifest's variables as changed).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
 }
 
 /// Terraform users type `-var x=1`, `-target a.b`, `-out f`. clap has no multi-letter short

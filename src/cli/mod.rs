@@ -5,7 +5,9 @@
 //! place that chooses the exit code. anyhow is used in this module only (style.md habit 1).
 
 mod args;
+mod manifest_cmds;
 mod output;
+mod plan_cmd;
 
 use std::ffi::OsString;
 
@@ -51,7 +53,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2);
             // usage errors are exit 1 here, like every other error, so scripts see one code.
             let _ = err.print();
-            return if err.use_stderr() { 1 } else { 0 };
+            return i32::from(err.use_stderr());
         }
     };
     let out = Output::new(cli.color);
@@ -70,35 +72,11 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
 
 fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
-        Command::Init(args) => init(&args, out),
-        Command::Validate(args) => validate(&args, out),
-        Command::Fmt(args) => fmt(&args, out),
-        Command::Graph(args) => graph(&args, out),
-        Command::Plan(args) => plan(&args, out),
-        Command::Show(args) => show(&args, out),
+        Command::Init(args) => manifest_cmds::init(&args, out),
+        Command::Validate(args) => manifest_cmds::validate(&args, out),
+        Command::Fmt(args) => manifest_cmds::fmt(&args, out),
+        Command::Graph(args) => manifest_cmds::graph(&args, out),
+        Command::Plan(args) => plan_cmd::plan(&args, out),
+        Command::Show(args) => plan_cmd::show(&args, out),
     }
-}
-
-fn init(_args: &args::InitArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra init` is not available in this build yet")
-}
-
-fn validate(_args: &args::ManifestArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra validate` is not available in this build yet")
-}
-
-fn fmt(_args: &args::FmtArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra fmt` is not available in this build yet")
-}
-
-fn graph(_args: &args::ManifestArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra graph` is not available in this build yet")
-}
-
-fn plan(_args: &args::PlanArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra plan` is not available in this build yet")
-}
-
-fn show(_args: &args::ShowArgs, _out: &Output) -> anyhow::Result<Outcome> {
-    anyhow::bail!("`dsinfra show` is not available in this build yet")
 }

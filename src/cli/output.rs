@@ -2,6 +2,7 @@
 //! notes and errors, so `dsinfra plan --json > plan.json` and `dsinfra graph | dot` stay clean.
 //! Colour is decided once, here, from `--color`, NO_COLOR and whether the stream is a terminal.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 
 use console::{Style, Term};
@@ -71,7 +72,7 @@ impl Output {
         let label = self.paint_stderr(Style::new().red().bold(), "error");
         let mut text = format!("{label}: {err}\n");
         for cause in err.chain().skip(1) {
-            text.push_str(&format!("  caused by: {cause}\n"));
+            let _ = writeln!(text, "  caused by: {cause}");
         }
         self.message(&text);
     }

@@ -1,1 +1,25 @@
-//! Placeholder: see docs/architecture.md.
+//! Rendering: the only code that turns results into terminal text.
+//!
+//! Every renderer returns a `String` (or a JSON value) and takes colour as a parameter; the CLI
+//! decides colour once (on a TTY, not under NO_COLOR) and writes the text. That keeps renderers
+//! pure and snapshot-testable with colour off.
+//!
+//! - [`plan_text`]: the plan as Terraform users know it (`+`, `~`, `-/+`, `-`), steps, cost, summary.
+//! - [`plan_json`]: the plan shaped like `terraform show -json`.
+//! - [`desired_dot`]: the resource graph of a manifest in DOT, for `dsinfra graph`.
+//! - [`diagnostics`]: located diagnostics with coloured `error:`/`warning:` headers.
+//!
+//! Progress and status output of the engine (issue 4) belongs here too, as renderers of engine
+//! events (`render::progress`), so that no layer below the CLI writes to the terminal.
+
+mod diagnostics;
+mod dot;
+mod paint;
+mod plan_json;
+mod plan_text;
+mod value;
+
+pub use diagnostics::diagnostics;
+pub use dot::desired_dot;
+pub use plan_json::{plan_json, plan_json_string};
+pub use plan_text::plan_text;

@@ -1,1 +1,29 @@
-//! Placeholder: see docs/architecture.md.
+//! The state: what dsinfra believes exists in Azure for one experiment, and where that is kept.
+//!
+//! The state is the planner's "before" and the engine's memory across runs (terraform's state):
+//! per resource its address, ARM id, kind, the attributes dsinfra manages, its dependencies, and
+//! whether its create finished. It is versioned JSON ([`FORMAT_VERSION`], a `serial` bumped on every
+//! save, a `lineage` that identifies one experiment's state for its whole life) so that a saved plan
+//! can be bound to exactly one version of it.
+//!
+//! Where it is kept is a [`Backend`]: [`LocalBackend`] (a file next to the manifest, an OS lock, an
+//! atomic write and a backup) today; an Azure Blob backend with a lease plugs into the same trait
+//! later. Secrets never enter the state: a secret is recorded only by its [`SecretIdentity`], and
+//! every save refuses attribute values that look like secrets (see docs/state.md).
+
+mod backend;
+mod error;
+mod local;
+mod lock;
+mod model;
+mod secret;
+
+pub use backend::Backend;
+pub use error::StateError;
+pub use local::LocalBackend;
+pub use lock::LockHolder;
+pub use model::{Drift, FORMAT_VERSION, PowerState, ResourceState, ResourceStatus, State};
+pub use secret::{SecretIdentity, SecretKind};
+
+/// The version of dsinfra writing states and plans (recorded in both).
+pub const DSINFRA_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,188 @@
+//! Thin typed helpers per resource over the generic operations, so callers never pick a body
+//! type, an action name or an idempotency flag by hand.
+
+use super::client::{ArmClient, DeleteOutcome, Idempotency};
+use super::error::ArmError;
+use super::resource_id::ResourceId;
+use super::types::compute::{VirtualMachine, VirtualMachineInstanceView, VmAction};
+use super::types::devtestlab::Schedule;
+use super::types::disk::Disk;
+use super::types::network::{
+    NetworkInterface, NetworkSecurityGroup, PublicIpAddress, Subnet, VirtualNetwork,
+};
+use super::types::placement::ProximityPlacementGroup;
+use super::types::quota::{ResourceSku, Usage};
+use super::types::resources::ResourceGroup;
+use super::types::storage::{
+    BlobContainer, FileShare, StorageAccount, StorageAccountCreate, StorageAccountKeys,
+};
+
+impl ArmClient {
+    /// PUT a resource group.
+    pub async fn put_resource_group(
+        &self,
+        id: &ResourceId,
+        body: &ResourceGroup,
+    ) -> Result<ResourceGroup, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a virtual network (with every subnet: the list replaces the existing one).
+    pub async fn put_virtual_network(
+        &self,
+        id: &ResourceId,
+        body: &VirtualNetwork,
+    ) -> Result<VirtualNetwork, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT one subnet.
+    pub async fn put_subnet(&self, id: &ResourceId, body: &Subnet) -> Result<Subnet, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a network security group.
+    pub async fn put_network_security_group(
+        &self,
+        id: &ResourceId,
+        body: &NetworkSecurityGroup,
+    ) -> Result<NetworkSecurityGroup, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a public IP address.
+    pub async fn put_public_ip_address(
+        &self,
+        id: &ResourceId,
+        body: &PublicIpAddress,
+    ) -> Result<PublicIpAddress, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a network interface.
+    pub async fn put_network_interface(
+        &self,
+        id: &ResourceId,
+        body: &NetworkInterface,
+    ) -> Result<NetworkInterface, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a proximity placement group.
+    pub async fn put_proximity_placement_group(
+        &self,
+        id: &ResourceId,
+        body: &ProximityPlacementGroup,
+    ) -> Result<ProximityPlacementGroup, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a virtual machine (also how data disks are attached and detached).
+    pub async fn put_virtual_machine(
+        &self,
+        id: &ResourceId,
+        body: &VirtualMachine,
+    ) -> Result<VirtualMachine, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// GET a VM's instance view.
+    pub async fn get_instance_view(
+        &self,
+        vm: &ResourceId,
+    ) -> Result<Option<VirtualMachineInstanceView>, ArmError> {
+        self.get(&vm.join("instanceView")).await
+    }
+
+    /// Runs a power action and waits for it.
+    pub async fn vm_action(&self, vm: &ResourceId, action: VmAction) -> Result<(), ArmError> {
+        let idempotency = if action.is_idempotent() {
+            Idempotency::Idempotent
+        } else {
+            Idempotency::NotIdempotent
+        };
+        self.post_action::<serde_json::Value>(vm, action.path(), &[], None, idempotency)
+            .await
+            .map(|_| ())
+    }
+
+    /// PUT a managed disk.
+    pub async fn put_disk(&self, id: &ResourceId, body: &Disk) -> Result<Disk, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a storage account (202 + Location, polled).
+    pub async fn put_storage_account(
+        &self,
+        id: &ResourceId,
+        body: &StorageAccountCreate,
+    ) -> Result<StorageAccount, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// POST listKeys. Reading keys changes nothing, so it retries like a GET.
+    pub async fn list_storage_keys(
+        &self,
+        account: &ResourceId,
+    ) -> Result<StorageAccountKeys, ArmError> {
+        self.post_action(account, "listKeys", &[], None, Idempotency::Idempotent)
+            .await?
+            .ok_or_else(|| ArmError::usage(format!("listKeys on {account} returned no keys")))
+    }
+
+    /// PUT a blob container.
+    pub async fn put_blob_container(
+        &self,
+        id: &ResourceId,
+        body: &BlobContainer,
+    ) -> Result<BlobContainer, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a file share.
+    pub async fn put_file_share(
+        &self,
+        id: &ResourceId,
+        body: &FileShare,
+    ) -> Result<FileShare, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a DevTestLab schedule (VM auto-shutdown).
+    pub async fn put_schedule(
+        &self,
+        id: &ResourceId,
+        body: &Schedule,
+    ) -> Result<Schedule, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// Compute usages (vCPU quota per family) in `location`.
+    pub async fn compute_usages(
+        &self,
+        subscription_id: &str,
+        location: &str,
+    ) -> Result<Vec<Usage>, ArmError> {
+        self.list(&ResourceId::compute_usages(subscription_id, location), &[])
+            .await
+    }
+
+    /// Compute SKUs offered in `location`, with their restrictions.
+    pub async fn compute_skus(
+        &self,
+        subscription_id: &str,
+        location: &str,
+    ) -> Result<Vec<ResourceSku>, ArmError> {
+        let filter = format!("location eq '{location}'");
+        self.list(
+            &ResourceId::compute_skus(subscription_id),
+            &[("$filter", filter.as_str())],
+        )
+        .await
+    }
+
+    /// Deletes a resource group and everything in it.
+    pub async fn delete_resource_group(&self, id: &ResourceId) -> Result<DeleteOutcome, ArmError> {
+        self.delete(id).await
+    }
+}

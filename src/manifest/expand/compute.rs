@@ -1,0 +1,587 @@
+//! `vm` and `cluster` blocks: public IP, NIC, VM and auto-shutdown per node, plus a proximity
+//! placement group for clusters. The attributes both share (size, image, key, disk, park) are read
+//! once by [`Machine::read`].
+
+use serde_json::{Value as Json, json};
+
+use crate::addr::Address;
+use crate::catalog::{self, VmSize};
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::model::{Attrs, ResourceKind};
+
+use super::super::eval::EvalBlock;
+use super::super::fields::{Fields, Located};
+use super::super::images::{self, ImageError, ImageRef};
+use super::super::names;
+use super::super::validate::{ssh_key, time};
+use super::super::values::MAX_NODES;
+use super::{Expander, steps};
+
+const DISK_SKUS: [&str; 5] = [
+    "Standard_LRS",
+    "StandardSSD_LRS",
+    "Premium_LRS",
+    "StandardSSD_ZRS",
+    "Premium_ZRS",
+];
+
+/// Usernames Azure refuses for Linux VMs.
+const RESERVED_USERS: [&str; 31] = [
+    "1",
+    "123",
+    "a",
+    "actuser",
+    "adm",
+    "admin",
+    "admin1",
+    "admin2",
+    "administrator",
+    "aspnet",
+    "backup",
+    "console",
+    "david",
+    "guest",
+    "john",
+    "owner",
+    "root",
+    "server",
+    "sql",
+    "support",
+    "support_388945a0",
+    "sys",
+    "test",
+    "test1",
+    "test2",
+    "test3",
+    "user",
+    "user1",
+    "user2",
+    "user3",
+    "user4",
+];
+
+/// What every node of a `vm` or `cluster` has in common.
+struct Machine {
+    size: Option<Located<String>>,
+    info: Option<&'static VmSize>,
+    image: Option<ImageRef>,
+    ssh_keys: Vec<String>,
+    admin: String,
+    os_disk_gb: Option<i64>,
+    os_disk_sku: String,
+    zone: Option<String>,
+    network: Option<String>,
+    subnet: Option<String>,
+    park: Option<(String, String)>,
+}
+
+impl Machine {
+    fn read(ex: &mut Expander<'_>, block: &EvalBlock) -> Self {
+        let title = block.title();
+        let networks: Vec<String> = ex.networks.keys().cloned().collect();
+        let network_subnets = ex.networks.clone();
+        let mut f = Fields::new(block, ex.diags);
+        let size = f.required_string("size", "\"Standard_NC6s_v3\"");
+        let info = size.as_ref().and_then(|s| check_size(&mut f, s));
+        let image = read_image(&mut f, info);
+        let ssh_keys = read_keys(&mut f);
+        let admin = f
+            .string("admin_username")
+            .filter(|u| check_username(&mut f, u))
+            .map_or_else(|| "azureuser".to_owned(), |u| u.value);
+        let os_disk_gb = f
+            .integer_in("os_disk_gb", 30, 4095, " GiB")
+            .map(|n| n.value);
+        let os_disk_sku = f
+            .string("os_disk_sku")
+            .filter(|s| f.one_of(s, "os_disk_sku", &DISK_SKUS))
+            .map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
+        let zone = f
+            .string("zone")
+            .filter(|z| f.one_of(z, "zone", &["1", "2", "3"]))
+            .map(|z| z.value);
+
+        // The network: named by reference, or the only one there is.
+        let is_network = |a: &str| a.starts_with("network.") && a.matches('.').count() == 1;
+        let network = if f.has("network") {
+            f.reference("network", "a network", "network.main", &is_network)
+                .map(|r| r.value.trim_start_matches("network.").to_owned())
+        } else {
+            match networks.as_slice() {
+                [only] => Some(only.clone()),
+                [] => {
+                    f.report(
+                        Diagnostic::error(format!("{title} needs a network"))
+                            .with_span(block.header.clone())
+                            .with_help(
+                                "add a `network \"main\" { ssh_from = [\"<your IP>/32\"] }` block",
+                            ),
+                    );
+                    None
+                }
+                many => {
+                    f.report(
+                        Diagnostic::error(format!("{title} must say which network it uses"))
+                            .with_span(block.header.clone())
+                            .with_help(format!(
+                                "add `network = network.NAME`; the manifest has: {}",
+                                many.join(", ")
+                            )),
+                    );
+                    None
+                }
+            }
+        };
+        let subnets = network
+            .as_ref()
+            .and_then(|n| network_subnets.get(n))
+            .map(|n| n.subnets.clone())
+            .unwrap_or_default();
+        let subnet = match f.string("subnet") {
+            Some(s) if subnets.contains(&s.value) || subnets.is_empty() => Some(s.value),
+            Some(s) => {
+                let d = Diagnostic::error(format!("network has no subnet `{}`", s.value))
+                    .with_span(s.span.clone())
+                    .with_label("unknown subnet");
+                f.report(
+                    match did_you_mean(&s.value, subnets.iter().map(String::as_str)) {
+                        Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                        None => d.with_help(format!("subnets: {}", subnets.join(", "))),
+                    },
+                );
+                None
+            }
+            None => subnets.first().cloned(),
+        };
+        let park = block
+            .block("park")
+            .and_then(|p| read_park(f.diags_mut(), p));
+        Self {
+            size,
+            info,
+            image,
+            ssh_keys,
+            admin,
+            os_disk_gb,
+            os_disk_sku,
+            zone,
+            network,
+            subnet,
+            park,
+        }
+    }
+}
+
+fn check_size(f: &mut Fields<'_>, size: &Located<String>) -> Option<&'static VmSize> {
+    let title = f.block().title();
+    let Some(info) = catalog::vm_size(&size.value) else {
+        let d = Diagnostic::error(format!("unknown VM size `{}` in {title}", size.value))
+            .with_span(size.span.clone())
+            .with_label("not a size dsinfra knows");
+        f.report(match did_you_mean(&size.value, catalog::vm_size_names()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help("see the sizes in docs/manifest.md (e.g. Standard_D4s_v5, Standard_NC6s_v3, Standard_ND40rs_v2)"),
+        });
+        return None;
+    };
+    if info.retired {
+        f.report(
+            Diagnostic::warning(format!("VM size `{}` is retired", info.name))
+                .with_span(size.span.clone())
+                .with_label("Azure no longer creates VMs of this size")
+                .with_help("pick a current size, e.g. Standard_NC4as_T4_v3 or Standard_NC24ads_A100_v4 for GPUs"),
+        );
+    }
+    Some(info)
+}
+
+fn read_image(f: &mut Fields<'_>, info: Option<&VmSize>) -> Option<ImageRef> {
+    let title = f.block().title();
+    let block = f.block();
+    let (result, span, shown) = if let Some(image_block) = block.block("image") {
+        if f.has("image") {
+            f.report(
+                Diagnostic::error(format!("{title} sets `image` twice"))
+                    .with_span(image_block.header.clone())
+                    .with_help("use either `image = \"alias\"` or an `image { ... }` block"),
+            );
+            return None;
+        }
+        let mut inner = Fields::new(image_block, f.diags_mut());
+        let publisher = inner.required_string("publisher", "\"Canonical\"");
+        let offer = inner.required_string("offer", "\"0001-com-ubuntu-server-jammy\"");
+        let sku = inner.required_string("sku", "\"22_04-lts-gen2\"");
+        let version = inner
+            .string("version")
+            .map_or_else(|| "latest".to_owned(), |v| v.value);
+        let generation = inner.integer_in("generation", 1, 2, "");
+        let (Some(publisher), Some(offer), Some(sku)) = (publisher, offer, sku) else {
+            return None;
+        };
+        let generation = generation.map_or_else(
+            || images::generation_from_sku(&sku.value),
+            // integer_in checked the range 1..=2.
+            |g| if g.value == 2 { 2 } else { 1 },
+        );
+        let image = ImageRef {
+            publisher: publisher.value,
+            offer: offer.value,
+            sku: sku.value.clone(),
+            version,
+            generation,
+        };
+        (
+            images::check(image, info),
+            image_block.header.clone(),
+            sku.value,
+        )
+    } else {
+        let text = f.string("image").unwrap_or_else(|| Located {
+            value: "ubuntu-22.04".to_owned(),
+            span: block.header.clone(),
+        });
+        (images::resolve(&text.value, info), text.span, text.value)
+    };
+    match result {
+        Ok(image) => Some(image),
+        Err(ImageError::Unknown) => {
+            let d = Diagnostic::error(format!("unknown image `{shown}` in {title}"))
+                .with_span(span)
+                .with_label("not an image alias or publisher:offer:sku:version");
+            f.report(match did_you_mean(&shown, images::alias_names()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!(
+                    "use one of {}, a URN `publisher:offer:sku:version`, or an `image {{ ... }}` block",
+                    images::alias_names().collect::<Vec<_>>().join(", ")
+                )),
+            });
+            None
+        }
+        Err(ImageError::Generation { needs, image }) => {
+            let size = info.map_or("this size", |s| s.name);
+            f.report(
+                Diagnostic::error(format!("{size} needs a Generation {needs} image"))
+                    .with_span(span)
+                    .with_label(format!("`{shown}` is a Generation {image} image"))
+                    .with_help(if needs == 2 {
+                        "use an alias such as `ubuntu-22.04` or `hpc-ubuntu-22.04` (it picks the generation), or a `-gen2` SKU"
+                    } else {
+                        "use an alias such as `ubuntu-22.04` (it picks the generation), or a Generation 1 SKU"
+                    }),
+            );
+            None
+        }
+    }
+}
+
+fn read_keys(f: &mut Fields<'_>) -> Vec<String> {
+    let title = f.block().title();
+    let Some(keys) = f.strings("ssh_key") else {
+        f.missing("ssh_key", "file(\"~/.ssh/id_ed25519.pub\")");
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for key in &keys.value {
+        match ssh_key::check(key) {
+            Ok(k) => out.push(k),
+            Err(ssh_key::KeyError::Private) => f.report(
+                Diagnostic::error(format!("`ssh_key` in {title} is a private key"))
+                    .with_span(keys.span.clone())
+                    .with_label("a private key must never be in a manifest (it is not shown here)")
+                    .with_help("use the public half, e.g. file(\"~/.ssh/id_ed25519.pub\")"),
+            ),
+            Err(ssh_key::KeyError::NotAKey(why)) => f.report(
+                Diagnostic::error(format!("`ssh_key` in {title} is not an SSH public key"))
+                    .with_span(keys.span.clone())
+                    .with_label(why)
+                    .with_help(
+                        "give the contents of a .pub file, e.g. file(\"~/.ssh/id_ed25519.pub\")",
+                    ),
+            ),
+        }
+    }
+    if keys.value.is_empty() {
+        f.report(
+            Diagnostic::error(format!("`ssh_key` in {title} is empty"))
+                .with_span(keys.span)
+                .with_help("password login is disabled, so at least one public key is needed"),
+        );
+    }
+    out
+}
+
+fn check_username(f: &mut Fields<'_>, user: &Located<String>) -> bool {
+    let name = user.value.as_str();
+    let why = if RESERVED_USERS.contains(&name.to_ascii_lowercase().as_str()) {
+        Some("Azure reserves this name")
+    } else if name.is_empty() || name.len() > 32 {
+        Some("it must be 1 to 32 characters")
+    } else if !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        Some("use lowercase letters, digits, `_` and `-`, starting with a letter")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        let title = f.block().title();
+        f.report(
+            Diagnostic::error(format!("invalid `admin_username` in {title}"))
+                .with_span(user.span.clone())
+                .with_label(why)
+                .with_help("the default `azureuser` always works"),
+        );
+        return false;
+    }
+    true
+}
+
+fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, String)> {
+    let mut f = Fields::new(park, diags);
+    let at = f.required_string("at", "\"19:00\"");
+    let zone = f.string("time_zone");
+    let time = at.and_then(|at| match time::parse_hhmm(&at.value) {
+        Ok(t) => Some(t),
+        Err(why) => {
+            f.report(
+                Diagnostic::error("invalid park time")
+                    .with_span(at.span)
+                    .with_label(why)
+                    .with_help("write the time as HH:MM, e.g. at = \"19:00\""),
+            );
+            None
+        }
+    });
+    let zone = match zone {
+        None => Some("UTC".to_owned()),
+        Some(z) => {
+            if let Some(w) = time::windows_zone(&z.value) {
+                Some(w.to_owned())
+            } else {
+                let d = Diagnostic::error(format!("unknown time zone `{}`", z.value))
+                    .with_span(z.span.clone())
+                    .with_label("not a Windows time zone id or a known IANA name");
+                f.report(match did_you_mean(&z.value, time::zone_names()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(
+                        "use e.g. \"W. Europe Standard Time\", \"Europe/Berlin\" or \"UTC\"",
+                    ),
+                });
+                None
+            }
+        }
+    };
+    Some((time?, zone?))
+}
+
+/// Expand a `vm` or `cluster` block.
+// One node's resources are built in one place, in the order Azure needs them (IP, NIC, VM,
+// schedule), so the whole kit can be read top to bottom.
+#[allow(clippy::too_many_lines)]
+pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
+    let machine = Machine::read(ex, block);
+    let lifecycle = ex.lifecycle(block);
+    let is_cluster = block.ident == "cluster";
+    let (count, public_nodes, ppg) = if is_cluster {
+        let mut f = Fields::new(block, ex.diags);
+        let count = if f.has("count") {
+            f.integer_in("count", 1, MAX_NODES, " nodes")
+                .map_or(0, |c| c.value)
+        } else {
+            1
+        };
+        let head_public = f.bool_or("head_public_ip", true);
+        let ppg = f.bool_or("placement_group", true);
+        (count, usize::from(head_public), ppg)
+    } else {
+        let mut f = Fields::new(block, ex.diags);
+        (1, usize::from(f.bool_or("public_ip", true)), false)
+    };
+    let label = block.label().to_owned();
+    let kind = block.ident.clone();
+    let id = ex.experiment.id.clone();
+    let ppg_address = Address::new(&kind, &label, None, "ppg");
+    if ppg {
+        let mut attrs = Attrs::new();
+        attrs.insert("location".into(), ex.location());
+        attrs.insert("type".into(), json!("Standard"));
+        attrs.insert(
+            "vm_sizes".into(),
+            json!(
+                machine
+                    .size
+                    .as_ref()
+                    .map(|s| vec![s.value.clone()])
+                    .unwrap_or_default()
+            ),
+        );
+        if let Some(zone) = &machine.zone {
+            attrs.insert("zone".into(), json!(zone));
+        }
+        ex.push(
+            ppg_address.clone(),
+            ResourceKind::ProximityPlacementGroup,
+            names::compose(&id, &label, "ppg"),
+            None,
+            attrs,
+            [],
+            &lifecycle,
+            Some(&block.header),
+        );
+    }
+    let vnet = machine
+        .network
+        .as_ref()
+        .map(|n| Address::new("network", n, None, "vnet"));
+    let nsg = machine
+        .network
+        .as_ref()
+        .map(|n| Address::new("network", n, None, "nsg"));
+    let block_address = format!("{kind}.{label}");
+    let disks = ex
+        .attachments
+        .get(&block_address)
+        .cloned()
+        .unwrap_or_default();
+    let mut primaries = Vec::new();
+    // The range check above bounds `count` by MAX_NODES, far below u32::MAX.
+    let count = u32::try_from(count).unwrap_or(0);
+    for i in 0..count {
+        let index = is_cluster.then_some(i);
+        let (vm_name, suffix) = if is_cluster {
+            (names::compose(&id, &label, &i.to_string()), format!("{i}-"))
+        } else {
+            (names::compose(&id, &label, ""), String::new())
+        };
+        let public = (i as usize) < public_nodes;
+        let pip = Address::new(&kind, &label, index, "public_ip");
+        let nic = Address::new(&kind, &label, index, "nic");
+        let vm = Address::new(&kind, &label, index, "vm");
+        if public {
+            let mut attrs = Attrs::new();
+            attrs.insert("location".into(), ex.location());
+            attrs.insert("sku".into(), json!("Standard"));
+            attrs.insert("allocation".into(), json!("Static"));
+            if let Some(zone) = &machine.zone {
+                attrs.insert("zone".into(), json!(zone));
+            }
+            ex.push(
+                pip.clone(),
+                ResourceKind::PublicIp,
+                names::compose(&id, &label, &format!("{suffix}pip")),
+                None,
+                attrs,
+                [],
+                &lifecycle,
+                Some(&block.header),
+            );
+        }
+        let mut nic_attrs = Attrs::new();
+        nic_attrs.insert("location".into(), ex.location());
+        nic_attrs.insert(
+            "subnet".into(),
+            json!(vnet.as_ref().map(ToString::to_string)),
+        );
+        nic_attrs.insert("subnet_name".into(), json!(machine.subnet));
+        nic_attrs.insert("nsg".into(), json!(nsg.as_ref().map(ToString::to_string)));
+        nic_attrs.insert(
+            "public_ip".into(),
+            if public {
+                json!(pip.to_string())
+            } else {
+                Json::Null
+            },
+        );
+        nic_attrs.insert(
+            "accelerated_networking".into(),
+            json!(machine.info.is_some_and(|s| s.accelerated_networking)),
+        );
+        let mut nic_deps: Vec<Address> = vnet.iter().chain(nsg.iter()).cloned().collect();
+        if public {
+            nic_deps.push(pip.clone());
+        }
+        ex.push(
+            nic.clone(),
+            ResourceKind::NetworkInterface,
+            names::compose(&id, &label, &format!("{suffix}nic")),
+            None,
+            nic_attrs,
+            nic_deps,
+            &lifecycle,
+            Some(&block.header),
+        );
+        let mut attrs = Attrs::new();
+        attrs.insert("location".into(), ex.location());
+        attrs.insert(
+            "size".into(),
+            json!(machine.size.as_ref().map(|s| s.value.clone())),
+        );
+        attrs.insert(
+            "image".into(),
+            machine.image.as_ref().map_or(Json::Null, ImageRef::to_json),
+        );
+        attrs.insert("admin_username".into(), json!(machine.admin));
+        attrs.insert("ssh_public_keys".into(), json!(machine.ssh_keys));
+        attrs.insert("os_disk_size_gb".into(), json!(machine.os_disk_gb));
+        attrs.insert("os_disk_sku".into(), json!(machine.os_disk_sku));
+        attrs.insert("zone".into(), json!(machine.zone));
+        attrs.insert("nic".into(), json!(nic.to_string()));
+        attrs.insert(
+            "proximity_placement_group".into(),
+            if ppg {
+                json!(ppg_address.to_string())
+            } else {
+                Json::Null
+            },
+        );
+        attrs.insert(
+            "data_disks".into(),
+            json!(
+                disks
+                    .iter()
+                    .map(|d| json!({"lun": d.lun, "disk": d.disk.to_string()}))
+                    .collect::<Vec<_>>()
+            ),
+        );
+        attrs.insert("password_auth_disabled".into(), json!(true));
+        let mut deps = vec![nic.clone()];
+        deps.extend(disks.iter().map(|d| d.disk.clone()));
+        if ppg {
+            deps.push(ppg_address.clone());
+        }
+        ex.push(
+            vm.clone(),
+            ResourceKind::VirtualMachine,
+            vm_name.clone(),
+            None,
+            attrs,
+            deps,
+            &lifecycle,
+            Some(&block.header),
+        );
+        if let Some((time, zone)) = &machine.park {
+            let mut attrs = Attrs::new();
+            attrs.insert("location".into(), ex.location());
+            attrs.insert("time".into(), json!(time));
+            attrs.insert("time_zone".into(), json!(zone));
+            attrs.insert("vm".into(), json!(vm.to_string()));
+            attrs.insert("status".into(), json!("Enabled"));
+            ex.push(
+                Address::new(&kind, &label, index, "auto_shutdown"),
+                ResourceKind::AutoShutdownSchedule,
+                names::shutdown_schedule_name(&vm_name),
+                None,
+                attrs,
+                [vm.clone()],
+                &lifecycle,
+                Some(&block.header),
+            );
+        }
+        primaries.push(vm);
+    }
+    ex.set_primaries(block, primaries);
+    let infiniband = machine.info.is_some_and(|s| s.infiniband);
+    steps::expand(ex, block, is_cluster, infiniband, machine.size.as_ref());
+}

@@ -1,0 +1,370 @@
+//! `step` blocks inside `vm` and `cluster`: checked against the table in `step_kinds.rs` and
+//! turned into [`Step`]s with every default filled in, so the plan shows exactly what will run.
+//! References to storage and SAS blocks stay addresses: a step never holds a secret.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value as Json, json};
+
+use crate::addr::Address;
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::model::{RunPolicy, Step, StepScope};
+
+use super::super::eval::EvalBlock;
+use super::super::fields::{Fields, Located};
+use super::super::step_kinds::{self, COMMON, Def, Kind, Ty};
+use super::super::validate::time;
+use super::Expander;
+
+pub(super) fn expand(
+    ex: &mut Expander<'_>,
+    block: &EvalBlock,
+    is_cluster: bool,
+    infiniband: bool,
+    size: Option<&Located<String>>,
+) {
+    let owner = Address::block(&block.ident, block.label());
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for step in block.blocks_of("step") {
+        let Some(kind) = step_kinds::kind(step.label()) else {
+            let d = Diagnostic::error(format!(
+                "unknown step kind `{}` in {}",
+                step.label(),
+                block.title()
+            ))
+            .with_span(step.label_span())
+            .with_label("not a built-in step");
+            ex.diags
+                .push(match did_you_mean(step.label(), step_kinds::names()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!(
+                        "built-in steps: {}; or write your own with step \"script\"",
+                        step_kinds::names().collect::<Vec<_>>().join(", ")
+                    )),
+                });
+            continue;
+        };
+        let Some(built) = read_step(ex, &owner, block, step, kind, is_cluster, infiniband, size)
+        else {
+            continue;
+        };
+        let line = step.header.start;
+        if names.insert(built.name.clone(), line).is_some() {
+            ex.diags.push(
+                Diagnostic::error(format!(
+                    "two steps named `{}` in {}",
+                    built.name,
+                    block.title()
+                ))
+                .with_span(step.header.clone())
+                .with_help("give one of them a different `name = \"...\"`"),
+            );
+            continue;
+        }
+        ex.steps.push(built);
+    }
+}
+
+// One step's checks read as a list: common attributes, parameters, then cross-parameter rules.
+#[allow(clippy::too_many_arguments, clippy::too_many_lines)]
+fn read_step(
+    ex: &mut Expander<'_>,
+    owner: &Address,
+    block: &EvalBlock,
+    step: &EvalBlock,
+    kind: &Kind,
+    is_cluster: bool,
+    infiniband: bool,
+    size: Option<&Located<String>>,
+) -> Option<Step> {
+    let title = format!("step \"{}\" of {}", kind.name, block.title());
+    let mut ok = true;
+    let allowed: Vec<&str> = COMMON
+        .iter()
+        .copied()
+        .chain(kind.params.iter().map(|p| p.name))
+        .collect();
+    for attr in &step.attrs {
+        if !allowed.contains(&attr.name.as_str()) {
+            let d = Diagnostic::error(format!(
+                "unknown parameter `{}` for step \"{}\"",
+                attr.name, kind.name
+            ))
+            .with_span(attr.key_span.clone())
+            .with_label(format!("`{}` does not take this", kind.name));
+            ex.diags
+                .push(match did_you_mean(&attr.name, allowed.iter().copied()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!("`{}` takes: {}", kind.name, allowed.join(", "))),
+                });
+            ok = false;
+        }
+    }
+    for nested in &step.blocks {
+        ex.diags.push(
+            Diagnostic::error(format!("unexpected block `{}` in {title}", nested.ident))
+                .with_span(nested.header.clone())
+                .with_help("steps take only parameters (`name = value`)"),
+        );
+        ok = false;
+    }
+    if kind.cluster_only && !is_cluster {
+        ex.diags.push(
+            Diagnostic::error(format!("step \"{}\" needs a cluster", kind.name))
+                .with_span(step.label_span())
+                .with_label(format!("{} is a single VM", block.title()))
+                .with_help("move it into a `cluster` block, or remove it"),
+        );
+        ok = false;
+    }
+    if kind.name == "mofed"
+        && !infiniband
+        && let Some(size) = size
+    {
+        ex.diags.push(
+                Diagnostic::warning(format!("step \"mofed\" on {}, which has no InfiniBand", size.value))
+                    .with_span(step.label_span())
+                    .with_label("MOFED drivers will have no device to drive")
+                    .with_help("remove the step, or use an InfiniBand size (ND40rs_v2, ND96asr_v4, HB120rs_v3, ...)"),
+            );
+    }
+
+    let sas_scopes = ex.sas_scopes.clone();
+    let share_protocols = ex.share_protocols.clone();
+    let base_dir = ex.base_dir.clone();
+    let mut f = Fields::new(step, ex.diags);
+    let name = f
+        .string("name")
+        .map_or_else(|| kind.name.to_owned(), |n| n.value);
+    let run = match f.string("run") {
+        None => kind.run,
+        Some(r) => match r.value.as_str() {
+            "once" => RunPolicy::Once,
+            "per_boot" => RunPolicy::PerBoot,
+            "always" => RunPolicy::Always,
+            _ => {
+                f.one_of(&r, "run", &["once", "per_boot", "always"]);
+                ok = false;
+                kind.run
+            }
+        },
+    };
+    let scope = match f.string("scope") {
+        None => kind.scope,
+        Some(s) => match s.value.as_str() {
+            "all" => StepScope::All,
+            "head" => StepScope::Head,
+            _ => {
+                f.one_of(&s, "scope", &["all", "head"]);
+                ok = false;
+                kind.scope
+            }
+        },
+    };
+    let mut params: BTreeMap<String, Json> = BTreeMap::new();
+    let timeout = f
+        .string("timeout")
+        .map_or_else(|| kind.timeout.to_owned(), |t| t.value.clone());
+    if let Err(why) = time::parse_duration(&timeout) {
+        f.report(
+            Diagnostic::error(format!("invalid `timeout` in {title}"))
+                .with_span(f.span_of("timeout"))
+                .with_label(why),
+        );
+        ok = false;
+    }
+    params.insert("timeout".into(), json!(timeout));
+
+    let mut spans = BTreeMap::new();
+    for param in kind.params {
+        let span = f.span_of(param.name);
+        let value = if f.has(param.name) {
+            let v = read_param(&mut f, param.name, param.ty);
+            if v.is_none() {
+                ok = false;
+            }
+            v
+        } else {
+            match param.default {
+                Def::Required => {
+                    f.report(
+                        Diagnostic::error(format!("{title} is missing `{}`", param.name))
+                            .with_span(step.label_span())
+                            .with_help(format!("add `{}`: {}", param.name, param.help)),
+                    );
+                    ok = false;
+                    None
+                }
+                Def::Unset => None,
+                Def::Text(t) => Some(json!(t)),
+                Def::Int(i) => Some(json!(i)),
+                Def::Bool(b) => Some(json!(b)),
+            }
+        };
+        if let Some(value) = value {
+            spans.insert(param.name, span);
+            params.insert(param.name.to_owned(), value);
+        }
+    }
+
+    // Rules that involve several parameters or other blocks.
+    let text = |params: &BTreeMap<String, Json>, key: &str| {
+        params.get(key).and_then(Json::as_str).map(str::to_owned)
+    };
+    let exactly_one = |f: &mut Fields<'_>, a: &str, b: &str| {
+        let (has_a, has_b) = (f.has(a), f.has(b));
+        if has_a == has_b {
+            f.report(
+                Diagnostic::error(format!("{title} needs exactly one of `{a}` and `{b}`"))
+                    .with_span(step.label_span())
+                    .with_help(if has_a {
+                        format!("set `{a}` or `{b}`, not both")
+                    } else {
+                        format!("add `{a} = ...` or `{b} = ...`")
+                    }),
+            );
+            false
+        } else {
+            true
+        }
+    };
+    match kind.name {
+        "script" => {
+            ok &= exactly_one(&mut f, "script", "file");
+            if let Some(file) = text(&params, "file") {
+                let path = if std::path::Path::new(&file).is_absolute() {
+                    std::path::PathBuf::from(&file)
+                } else {
+                    base_dir.join(&file)
+                };
+                if let Ok(content) = std::fs::read_to_string(&path) {
+                    params.insert("script".into(), json!(content));
+                } else {
+                    f.report(
+                        Diagnostic::error(format!("cannot read script file `{file}`"))
+                            .with_span(f.span_of("file"))
+                            .with_label(format!("looked for {}", path.display()))
+                            .with_help("paths are relative to the manifest's directory"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        "nfs_cache" => {
+            ok &= exactly_one(&mut f, "share", "export");
+            if let Some(share) = text(&params, "share")
+                && share_protocols.get(&share).is_some_and(|p| p != "NFS")
+            {
+                f.report(
+                        Diagnostic::error(format!("{title} needs an NFS share"))
+                            .with_span(f.span_of("share"))
+                            .with_label(format!("{share} uses SMB"))
+                            .with_help("set `protocol = \"NFS\"` on the share, or mount it with step \"azure_files\""),
+                    );
+                ok = false;
+            }
+        }
+        "beeond" if !params.contains_key("interface") => {
+            params.insert(
+                "interface".into(),
+                json!(if infiniband { "ib0" } else { "eth0" }),
+            );
+        }
+        _ => {}
+    }
+    if let Some(sas) = text(&params, "sas") {
+        let target = text(&params, "container").or_else(|| text(&params, "from"));
+        if let (Some(target), Some(scope)) = (target, sas_scopes.get(&sas)) {
+            let account_of = |a: &str| {
+                let label = a.split('.').nth(1).unwrap_or_default().to_owned();
+                format!("storage_account.{label}.account")
+            };
+            if scope != &target && scope != &account_of(&target) {
+                f.report(
+                    Diagnostic::error(format!("{sas} does not grant access to {target}"))
+                        .with_span(
+                            spans
+                                .get("sas")
+                                .cloned()
+                                .unwrap_or_else(|| step.header.clone()),
+                        )
+                        .with_label(format!("it is scoped to {scope}"))
+                        .with_help("use a SAS scoped to this container or to its account"),
+                );
+                ok = false;
+            }
+        }
+    }
+    if !ok {
+        return None;
+    }
+    Some(Step {
+        block: owner.clone(),
+        name,
+        kind: kind.name.to_owned(),
+        scope,
+        run,
+        params,
+        span: Some(step.header.clone()),
+    })
+}
+
+fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {
+    let title = f.block().title();
+    match ty {
+        Ty::Text => f.string(name).map(|s| json!(s.value)),
+        Ty::Int => {
+            let n = f.integer(name)?;
+            if n.value < 0 {
+                f.report(
+                    Diagnostic::error(format!("`{name}` in {title} must not be negative"))
+                        .with_span(n.span)
+                        .with_label(format!("this is {}", n.value)),
+                );
+                return None;
+            }
+            Some(json!(n.value))
+        }
+        Ty::Bool => f.bool(name).map(|b| json!(b.value)),
+        Ty::Path => {
+            let p = f.string(name)?;
+            if p.value.starts_with('/') && !p.value.contains("..") {
+                Some(json!(p.value))
+            } else {
+                f.report(
+                    Diagnostic::error(format!("`{name}` in {title} must be an absolute path"))
+                        .with_span(p.span)
+                        .with_label("not an absolute path on the node")
+                        .with_help(
+                            "write a path starting with `/`, without `..`, e.g. \"/mnt/data\"",
+                        ),
+                );
+                None
+            }
+        }
+        Ty::Container => f
+            .reference(
+                name,
+                "a blob container",
+                "storage_account.data.container.raw",
+                &|a: &str| a.starts_with("storage_account.") && a.contains(".container."),
+            )
+            .map(|r| json!(r.value)),
+        Ty::Share => f
+            .reference(
+                name,
+                "a file share",
+                "storage_account.data.file_share.scratch",
+                &|a: &str| a.starts_with("storage_account.") && a.contains(".file_share."),
+            )
+            .map(|r| json!(r.value)),
+        Ty::Sas => f
+            .reference(name, "a sas block", "sas.read", &|a: &str| {
+                a.starts_with("sas.")
+            })
+            .map(|r| json!(r.value)),
+        Ty::TextMap => f
+            .string_map(name)
+            .map(|m| json!(m.value.into_iter().collect::<BTreeMap<_, _>>())),
+    }
+}

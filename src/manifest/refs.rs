@@ -1,0 +1,512 @@
+//! References between parts of a manifest: finding them, checking them, ordering by them.
+//!
+//! Blocks refer to each other (`storage_account.data.container.raw`, `vm.gpu.private_ip`), to
+//! variables and to local values. Before anything is evaluated, this module collects every
+//! reference from the hcl-edit tree (so each has a span), checks that it names something that
+//! exists ("did you mean"), and orders the evaluation so that each part is evaluated after what it
+//! refers to. A cycle is reported as its path (`vm.a -> vm.b -> vm.a`), located at the reference
+//! that closes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hcl_edit::Span as _;
+use hcl_edit::expr::{Expression, ForExpr, Traversal, TraversalOperator};
+use hcl_edit::template::ForTemplateExpr;
+use hcl_edit::visit::{self, Visit};
+
+use crate::diag::{Diagnostic, Span, did_you_mean};
+
+use super::parse::Spans;
+use super::schema::RESOURCE_KINDS;
+
+/// One step of a reference after its root: `.name` or `[index]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Segment {
+    /// `.name`
+    Attr(String),
+    /// `[n]` with a literal number, or `[expr]` (`None`).
+    Index(Option<u64>),
+}
+
+/// A reference found in an expression: `vm.gpu.private_ip` is root `vm` with segments
+/// `gpu`, `private_ip`.
+#[derive(Debug, Clone)]
+pub(super) struct Reference {
+    /// The root variable (`var`, `local`, `vm`, ...).
+    pub root: String,
+    /// What follows the root, as far as it is static.
+    pub segments: Vec<Segment>,
+    /// Where the reference is written.
+    pub span: Span,
+}
+
+impl Reference {
+    /// The attribute name at position `i` of the segments, if it is one.
+    pub fn attr(&self, i: usize) -> Option<&str> {
+        match self.segments.get(i) {
+            Some(Segment::Attr(name)) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The node this reference depends on: `local.x`, `vm.gpu`; `None` for variables.
+    pub fn node(&self) -> Option<String> {
+        let first = self.attr(0)?;
+        if self.root == "local" || RESOURCE_KINDS.contains(&self.root.as_str()) {
+            Some(format!("{}.{first}", self.root))
+        } else {
+            None
+        }
+    }
+}
+
+/// Collect every reference in an expression (names bound by `for` are not references).
+pub(super) fn collect(expr: &Expression, spans: &Spans) -> Vec<Reference> {
+    let mut collector = Collector {
+        spans,
+        bound: Vec::new(),
+        found: Vec::new(),
+    };
+    collector.visit_expr(expr);
+    collector.found
+}
+
+struct Collector<'a> {
+    spans: &'a Spans,
+    bound: Vec<String>,
+    found: Vec<Reference>,
+}
+
+impl Collector<'_> {
+    fn is_bound(&self, name: &str) -> bool {
+        self.bound.iter().any(|b| b == name)
+    }
+}
+
+impl Visit for Collector<'_> {
+    fn visit_expr(&mut self, expr: &Expression) {
+        if let Expression::Variable(var) = expr {
+            if !self.is_bound(var.as_str()) {
+                self.found.push(Reference {
+                    root: var.as_str().to_owned(),
+                    segments: Vec::new(),
+                    span: self.spans.of(expr.span()),
+                });
+            }
+            return;
+        }
+        visit::visit_expr(self, expr);
+    }
+
+    fn visit_traversal(&mut self, node: &Traversal) {
+        let Expression::Variable(root) = &node.expr else {
+            visit::visit_traversal(self, node);
+            return;
+        };
+        // Index expressions inside the traversal may hold references of their own.
+        for op in &node.operators {
+            if let TraversalOperator::Index(index) = op.value() {
+                self.visit_expr(index);
+            }
+        }
+        if self.is_bound(root.as_str()) {
+            return;
+        }
+        let mut segments = Vec::new();
+        for op in &node.operators {
+            match op.value() {
+                TraversalOperator::GetAttr(name) => segments.push(Segment::Attr(name.to_string())),
+                TraversalOperator::LegacyIndex(i) => segments.push(Segment::Index(Some(**i))),
+                TraversalOperator::Index(Expression::Number(n)) => {
+                    segments.push(Segment::Index(n.as_u64()));
+                }
+                TraversalOperator::Index(_) => segments.push(Segment::Index(None)),
+                TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => break,
+            }
+        }
+        self.found.push(Reference {
+            root: root.as_str().to_owned(),
+            segments,
+            span: self.spans.of(node.span()),
+        });
+    }
+
+    fn visit_for_expr(&mut self, node: &ForExpr) {
+        self.visit_expr(&node.intro.collection_expr);
+        let depth = self.bound.len();
+        if let Some(key) = &node.intro.key_var {
+            self.bound.push(key.as_str().to_owned());
+        }
+        self.bound.push(node.intro.value_var.as_str().to_owned());
+        if let Some(key_expr) = &node.key_expr {
+            self.visit_expr(key_expr);
+        }
+        self.visit_expr(&node.value_expr);
+        if let Some(cond) = &node.cond {
+            self.visit_expr(&cond.expr);
+        }
+        self.bound.truncate(depth);
+    }
+
+    fn visit_for_template_expr(&mut self, node: &ForTemplateExpr) {
+        self.visit_expr(&node.collection_expr);
+        let depth = self.bound.len();
+        if let Some(key) = &node.key_var {
+            self.bound.push(key.as_str().to_owned());
+        }
+        self.bound.push(node.value_var.as_str().to_owned());
+        self.visit_template(&node.template);
+        self.bound.truncate(depth);
+    }
+}
+
+/// Attributes a block exposes to references, per block kind (see `values.rs`).
+pub(super) fn exposed_attrs(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "network" => &["address", "name", "address_space", "subnet", "nsg_name"],
+        "vm" => &[
+            "address",
+            "name",
+            "size",
+            "admin_username",
+            "private_ip",
+            "public_ip",
+        ],
+        "cluster" => &[
+            "address",
+            "name",
+            "size",
+            "count",
+            "infiniband",
+            "admin_username",
+            "head_public_ip",
+            "private_ips",
+            "nodes",
+        ],
+        "storage_account" => &[
+            "address",
+            "name",
+            "blob_endpoint",
+            "file_endpoint",
+            "container",
+            "file_share",
+        ],
+        "sas" => &["address", "permissions"],
+        "disk" => &["address", "name", "size_gb"],
+        _ => &[],
+    }
+}
+
+/// What references may name: declared variables, locals and blocks.
+pub(super) struct Known<'a> {
+    /// Declared variable names.
+    pub variables: &'a BTreeSet<String>,
+    /// Declared local names.
+    pub locals: &'a BTreeSet<String>,
+    /// Declared block labels per kind.
+    pub blocks: &'a BTreeMap<String, Vec<String>>,
+}
+
+/// Which roots a reference may start with, by where it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Allowed {
+    /// Only `var.*` (the `experiment` attribute, variable validations).
+    VariablesOnly,
+    /// Nothing (variable defaults must be constants).
+    Nothing,
+    /// Everything.
+    All,
+}
+
+/// Check references against what exists; return false if any is wrong (the caller skips
+/// evaluating that expression, so the user sees one error per mistake, not follow-ons).
+pub(super) fn check(
+    refs: &[Reference],
+    known: &Known<'_>,
+    allowed: Allowed,
+    what: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    let mut ok = true;
+    for r in refs {
+        if let Some(d) = check_one(r, known, allowed, what) {
+            diags.push(d);
+            ok = false;
+        }
+    }
+    ok
+}
+
+fn check_one(r: &Reference, known: &Known<'_>, allowed: Allowed, what: &str) -> Option<Diagnostic> {
+    let root = r.root.as_str();
+    let is_kind = RESOURCE_KINDS.contains(&root);
+    if root != "var" && !is_kind && root != "local" {
+        let mut roots = vec!["var", "local"];
+        roots.extend(RESOURCE_KINDS);
+        let d = Diagnostic::error(format!("unknown name `{root}`"))
+            .with_span(r.span.clone())
+            .with_label("not a variable, local value or block");
+        return Some(match did_you_mean(root, roots) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help("references start with `var.`, `local.` or a block kind (`vm.NAME`, `storage_account.NAME`, ...); text needs quotes"),
+        });
+    }
+    match allowed {
+        Allowed::Nothing => {
+            return Some(
+                Diagnostic::error(format!("{what} cannot refer to other values"))
+                    .with_span(r.span.clone())
+                    .with_help("a variable's default must be a constant; use a local value to compute from it"),
+            );
+        }
+        Allowed::VariablesOnly if root != "var" => {
+            return Some(
+                Diagnostic::error(format!("{what} may only refer to variables"))
+                    .with_span(r.span.clone())
+                    .with_help("every generated name depends on it, so it is evaluated before anything else"),
+            );
+        }
+        _ => {}
+    }
+    let Some(first) = r.attr(0) else {
+        let example = match root {
+            "var" => "var.NAME",
+            "local" => "local.NAME",
+            _ => "KIND.NAME.ATTRIBUTE",
+        };
+        return Some(
+            Diagnostic::error(format!("`{root}` alone is not a value"))
+                .with_span(r.span.clone())
+                .with_help(format!("name what you refer to, e.g. `{example}`")),
+        );
+    };
+    let (names, noun): (Vec<&str>, String) = match root {
+        "var" => (
+            known.variables.iter().map(String::as_str).collect(),
+            "variable".to_owned(),
+        ),
+        "local" => (
+            known.locals.iter().map(String::as_str).collect(),
+            "local value".to_owned(),
+        ),
+        kind => (
+            known
+                .blocks
+                .get(kind)
+                .map(|v| v.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
+            format!("`{kind}` block"),
+        ),
+    };
+    if !names.contains(&first) {
+        let d = Diagnostic::error(format!("reference to undeclared {noun} `{first}`"))
+            .with_span(r.span.clone())
+            .with_label(format!("no {noun} named `{first}`"));
+        return Some(match did_you_mean(first, names.iter().copied()) {
+            Some(s) => d.with_help(format!("did you mean `{root}.{s}`?")),
+            None if names.is_empty() => d.with_help(match root {
+                "var" => format!("declare it: `variable \"{first}\" {{ default = ... }}`"),
+                "local" => format!("define it: `locals {{ {first} = ... }}`"),
+                kind => format!("declare it: `{kind} \"{first}\" {{ ... }}`"),
+            }),
+            None => d.with_help(format!("declared: {}", names.join(", "))),
+        });
+    }
+    if is_kind && let Some(attr) = r.attr(1) {
+        let exposed = exposed_attrs(root);
+        if !exposed.contains(&attr) {
+            let d = Diagnostic::error(format!("`{root}` blocks have no attribute `{attr}`"))
+                .with_span(r.span.clone())
+                .with_label("unknown attribute");
+            return Some(match did_you_mean(attr, exposed.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{root}.{first}.{s}`?")),
+                None => d.with_help(format!("a `{root}` block exposes: {}", exposed.join(", "))),
+            });
+        }
+    }
+    None
+}
+
+/// A node of the evaluation graph: a local value, a block, an output or the `azure` block.
+#[derive(Debug, Clone)]
+pub(super) struct Node {
+    /// `local.x`, `vm.gpu`, `output.ip`, `azure`.
+    pub id: String,
+    /// Every reference written inside it.
+    pub refs: Vec<Reference>,
+}
+
+/// The evaluation order (dependencies first, otherwise source order), and every cycle found,
+/// each reported once.
+pub(super) fn order(nodes: &[Node], diags: &mut Vec<Diagnostic>) -> (Vec<usize>, BTreeSet<usize>) {
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<(usize, Span)>> = nodes
+        .iter()
+        .map(|n| {
+            let mut out: Vec<(usize, Span)> = Vec::new();
+            for r in &n.refs {
+                if let Some(target) = r.node().and_then(|id| index.get(id.as_str()).copied())
+                    && !out.iter().any(|(t, _)| *t == target)
+                {
+                    out.push((target, r.span.clone()));
+                }
+            }
+            out
+        })
+        .collect();
+    let mut state = vec![0u8; nodes.len()]; // 0 new, 1 on the stack, 2 done
+    let mut stack: Vec<usize> = Vec::new();
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut in_cycle = BTreeSet::new();
+    let mut reported: BTreeSet<Vec<usize>> = BTreeSet::new();
+    for start in 0..nodes.len() {
+        visit_node(
+            start,
+            &edges,
+            nodes,
+            &mut state,
+            &mut stack,
+            &mut out,
+            &mut in_cycle,
+            &mut reported,
+            diags,
+        );
+    }
+    (out, in_cycle)
+}
+
+// A recursive depth-first walk: manifests are small (a few dozen blocks), so recursion depth is
+// no concern, and the explicit stack gives the cycle path for free.
+#[allow(clippy::too_many_arguments)]
+fn visit_node(
+    node: usize,
+    edges: &[Vec<(usize, Span)>],
+    nodes: &[Node],
+    state: &mut [u8],
+    stack: &mut Vec<usize>,
+    out: &mut Vec<usize>,
+    in_cycle: &mut BTreeSet<usize>,
+    reported: &mut BTreeSet<Vec<usize>>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if state[node] != 0 {
+        return;
+    }
+    state[node] = 1;
+    stack.push(node);
+    for (target, span) in &edges[node] {
+        match state[*target] {
+            0 => visit_node(
+                *target, edges, nodes, state, stack, out, in_cycle, reported, diags,
+            ),
+            1 => {
+                let from = stack.iter().position(|n| n == target).unwrap_or(0);
+                let members: Vec<usize> = stack[from..].to_vec();
+                let mut key = members.clone();
+                key.sort_unstable();
+                in_cycle.extend(members.iter().copied());
+                if reported.insert(key) {
+                    let mut path: Vec<&str> =
+                        members.iter().map(|m| nodes[*m].id.as_str()).collect();
+                    path.push(nodes[*target].id.as_str());
+                    diags.push(
+                        Diagnostic::error(format!("reference cycle: {}", path.join(" -> ")))
+                            .with_span(span.clone())
+                            .with_label(format!(
+                                "{} refers to {} here",
+                                nodes[node].id, nodes[*target].id
+                            ))
+                            .with_help("a block or local value cannot depend on itself, directly or through others; remove one of these references"),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    stack.pop();
+    state[node] = 2;
+    out.push(node);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn refs_of(text: &str) -> Vec<String> {
+        let spans = Spans::new(Arc::from(Path::new("t.hcl")), Arc::from(text));
+        let expr = hcl_edit::parser::parse_expr(text).expect("parses");
+        collect(&expr, &spans)
+            .into_iter()
+            .map(|r| {
+                let mut s = r.root.clone();
+                for seg in r.segments {
+                    match seg {
+                        Segment::Attr(a) => {
+                            s.push('.');
+                            s.push_str(&a);
+                        }
+                        Segment::Index(i) => s.push_str(&["[", &format!("{i:?}"), "]"].concat()),
+                    }
+                }
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_references_in_templates_calls_and_for_expressions() {
+        assert_eq!(
+            refs_of("\"${var.a}-${lower(local.b)}\""),
+            ["var.a", "local.b"]
+        );
+        assert_eq!(
+            refs_of("[for n in cluster.t.nodes : n.private_ip if n != var.skip]"),
+            ["cluster.t.nodes", "var.skip"]
+        );
+        assert_eq!(
+            refs_of("cluster.t.nodes[0].private_ip"),
+            ["cluster.t.nodes[Some(0)].private_ip"]
+        );
+    }
+
+    fn node(id: &str, targets: &[&str]) -> Node {
+        let file: Arc<Path> = Arc::from(Path::new("t.hcl"));
+        Node {
+            id: id.to_owned(),
+            refs: targets
+                .iter()
+                .map(|t| {
+                    let (root, name) = t.split_once('.').expect("kind.name");
+                    Reference {
+                        root: root.to_owned(),
+                        segments: vec![Segment::Attr(name.to_owned())],
+                        span: Span::new(Arc::clone(&file), 0, 1),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn orders_dependencies_first_and_reports_cycles_as_paths() {
+        let nodes = [
+            node("vm.a", &["local.x"]),
+            node("local.x", &[]),
+            node("vm.b", &["vm.c"]),
+            node("vm.c", &["vm.b"]),
+        ];
+        let mut diags = Vec::new();
+        let (order, cyclic) = order(&nodes, &mut diags);
+        assert_eq!(order, [1, 0, 3, 2]);
+        assert_eq!(cyclic, BTreeSet::from([2, 3]));
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].summary, "reference cycle: vm.b -> vm.c -> vm.b");
+    }
+}

@@ -1,0 +1,269 @@
+//! What an experiment costs per hour, running and parked, from the offline price catalog.
+//!
+//! Only what dominates an experiment's bill is priced: VM compute (billed only while running),
+//! managed disks including OS disks, and public IPs (both billed whether the VM runs or is
+//! parked). Storage accounts, shares and containers are billed by usage and shown as unpriced.
+//! Each cluster node is its own VM resource, so nodes count individually. The attribute names read
+//! here are the manifest layer's: VM `size`, `os_disk_size_gb`, `os_disk_sku`; disk `size_gb`,
+//! `sku`.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::addr::Address;
+use crate::catalog;
+use crate::model::{Attrs, ResourceKind};
+
+/// $/hour of one resource in each power state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    /// While running (for non-VMs: always).
+    pub running_per_hour: f64,
+    /// While parked (VMs deallocated; everything else is billed as when running).
+    pub parked_per_hour: f64,
+}
+
+impl Rate {
+    fn is_zero(self) -> bool {
+        self.running_per_hour.abs() < f64::EPSILON && self.parked_per_hour.abs() < f64::EPSILON
+    }
+}
+
+/// The price of one resource before and after the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceCost {
+    /// The resource.
+    pub address: Address,
+    /// What is priced (`Standard_NC6s_v3 + 128 GiB Premium_LRS OS disk`).
+    pub what: String,
+    /// Its rate now, if it exists now.
+    pub before: Option<Rate>,
+    /// Its rate after the plan, if it exists then.
+    pub after: Option<Rate>,
+}
+
+/// Totals of one world (before or after the plan).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostTotals {
+    /// $/hour with every VM running.
+    pub running_per_hour: f64,
+    /// $/hour with every VM parked.
+    pub parked_per_hour: f64,
+    /// 30-day projection with every VM running.
+    pub running_per_month: f64,
+    /// 30-day projection with every VM parked.
+    pub parked_per_month: f64,
+}
+
+impl CostTotals {
+    fn add(&mut self, rate: Rate) {
+        self.running_per_hour = micro(self.running_per_hour + rate.running_per_hour);
+        self.parked_per_hour = micro(self.parked_per_hour + rate.parked_per_hour);
+        self.running_per_month = micro(self.running_per_hour * catalog::HOURS_PER_MONTH);
+        self.parked_per_month = micro(self.parked_per_hour * catalog::HOURS_PER_MONTH);
+    }
+}
+
+/// Round to a millionth of a dollar: far below what the prices mean, and it keeps JSON plans and
+/// snapshots free of float noise (`3.0870027397260276`).
+fn micro(amount: f64) -> f64 {
+    (amount * 1e6).round() / 1e6
+}
+
+/// The cost section of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostSummary {
+    /// Region the prices are for.
+    pub region: String,
+    /// Region the experiment runs in (prices there differ when it is not `region`).
+    #[serde(default)]
+    pub location: String,
+    /// When they were recorded.
+    pub price_date: String,
+    /// Hours in the monthly projection.
+    pub hours_per_month: f64,
+    /// Every priced resource, in plan order.
+    pub resources: Vec<ResourceCost>,
+    /// Totals now.
+    pub before: CostTotals,
+    /// Totals after the plan.
+    pub after: CostTotals,
+}
+
+impl CostSummary {
+    /// Price `(address, kind, before attrs, after attrs)` rows.
+    pub(super) fn from_rows<'a>(
+        rows: impl IntoIterator<
+            Item = (
+                &'a Address,
+                ResourceKind,
+                Option<&'a Attrs>,
+                Option<&'a Attrs>,
+            ),
+        >,
+    ) -> Self {
+        let mut summary = Self {
+            region: catalog::PRICE_REGION.to_owned(),
+            location: String::new(),
+            price_date: catalog::PRICE_DATE.to_owned(),
+            hours_per_month: catalog::HOURS_PER_MONTH,
+            resources: Vec::new(),
+            before: CostTotals::default(),
+            after: CostTotals::default(),
+        };
+        for (address, kind, before, after) in rows {
+            let before = before.map(|a| rate_of(kind, a));
+            let after_rate = after.map(|a| rate_of(kind, a));
+            if let Some((rate, _)) = before {
+                summary.before.add(rate);
+            }
+            if let Some((rate, _)) = after_rate {
+                summary.after.add(rate);
+            }
+            let priced = |r: Option<(Rate, String)>| r.filter(|(rate, _)| !rate.is_zero());
+            let (b, a) = (priced(before), priced(after_rate));
+            if b.is_none() && a.is_none() {
+                continue;
+            }
+            let what = a
+                .as_ref()
+                .or(b.as_ref())
+                .map(|(_, what)| what.clone())
+                .unwrap_or_default();
+            summary.resources.push(ResourceCost {
+                address: address.clone(),
+                what,
+                before: b.map(|(r, _)| r),
+                after: a.map(|(r, _)| r),
+            });
+        }
+        summary
+    }
+}
+
+fn text<'a>(attrs: &'a Attrs, key: &str) -> Option<&'a str> {
+    attrs.get(key).and_then(Value::as_str)
+}
+
+fn gib(attrs: &Attrs, key: &str) -> Option<u32> {
+    attrs
+        .get(key)
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+/// The rate of one resource and a description of what was priced.
+pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
+    match kind {
+        ResourceKind::VirtualMachine => {
+            let size = text(attrs, "size").unwrap_or("unknown size");
+            let compute = catalog::vm_size(size).map_or(0.0, |s| s.price_per_hour);
+            let mut what = if catalog::vm_size(size).is_some() {
+                size.to_owned()
+            } else {
+                format!("{size} (not in the price catalog)")
+            };
+            let disk = match (gib(attrs, "os_disk_size_gb"), text(attrs, "os_disk_sku")) {
+                (Some(gib), Some(sku)) => {
+                    let _ = write!(what, " + {gib} GiB {sku} OS disk");
+                    catalog::disk_price_per_hour(sku, gib)
+                }
+                _ => 0.0,
+            };
+            let rate = Rate {
+                running_per_hour: micro(compute + disk),
+                parked_per_hour: micro(disk),
+            };
+            (rate, what)
+        }
+        ResourceKind::ManagedDisk => {
+            let sku = text(attrs, "sku").unwrap_or("Standard_LRS");
+            let size = gib(attrs, "size_gb").unwrap_or(0);
+            let price = micro(catalog::disk_price_per_hour(sku, size));
+            let rate = Rate {
+                running_per_hour: price,
+                parked_per_hour: price,
+            };
+            (rate, format!("{size} GiB {sku} disk"))
+        }
+        ResourceKind::PublicIp => {
+            let rate = Rate {
+                running_per_hour: catalog::PUBLIC_IP_PER_HOUR,
+                parked_per_hour: catalog::PUBLIC_IP_PER_HOUR,
+            };
+            (rate, "Standard static public IP".to_owned())
+        }
+        _ => (Rate::default(), String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(pairs: &[(&str, Value)]) -> Attrs {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn vm_compute_is_billed_only_while_running_but_its_os_disk_always() {
+        let vm = attrs(&[
+            ("size", Value::from("Standard_NC6s_v3")),
+            ("os_disk_size_gb", Value::from(128)),
+            ("os_disk_sku", Value::from("Premium_LRS")),
+        ]);
+        let (rate, what) = rate_of(ResourceKind::VirtualMachine, &vm);
+        let disk = catalog::disk_price_per_hour("Premium_LRS", 128);
+        assert!(disk > 0.0);
+        assert!((rate.parked_per_hour - disk).abs() < 1e-6);
+        assert!(
+            (rate.running_per_hour - (3.06 + disk)).abs() < 1e-6,
+            "{rate:?}"
+        );
+        assert_eq!(what, "Standard_NC6s_v3 + 128 GiB Premium_LRS OS disk");
+    }
+
+    #[test]
+    fn public_ips_and_disks_cost_the_same_parked() {
+        let (ip, _) = rate_of(ResourceKind::PublicIp, &Attrs::new());
+        assert_eq!(
+            ip,
+            Rate {
+                running_per_hour: catalog::PUBLIC_IP_PER_HOUR,
+                parked_per_hour: catalog::PUBLIC_IP_PER_HOUR
+            }
+        );
+        let disk = attrs(&[
+            ("size_gb", Value::from(1024)),
+            ("sku", Value::from("Premium_LRS")),
+        ]);
+        let (rate, what) = rate_of(ResourceKind::ManagedDisk, &disk);
+        assert!(rate.running_per_hour > 0.0);
+        assert!((rate.running_per_hour - rate.parked_per_hour).abs() < f64::EPSILON);
+        assert_eq!(what, "1024 GiB Premium_LRS disk");
+        let (storage, _) = rate_of(ResourceKind::StorageAccount, &Attrs::new());
+        assert!(storage.is_zero());
+    }
+
+    #[test]
+    fn totals_sum_before_and_after_with_a_monthly_projection() {
+        let a: Address = "cluster.t[0].vm".parse().expect("valid");
+        let b: Address = "cluster.t[1].vm".parse().expect("valid");
+        let vm = attrs(&[("size", Value::from("Standard_NC6s_v3"))]);
+        let summary = CostSummary::from_rows([
+            (&a, ResourceKind::VirtualMachine, Some(&vm), Some(&vm)),
+            (&b, ResourceKind::VirtualMachine, None, Some(&vm)),
+        ]);
+        assert!((summary.before.running_per_hour - 3.06).abs() < 1e-9);
+        assert!((summary.after.running_per_hour - 6.12).abs() < 1e-9);
+        assert!((summary.after.running_per_month - 6.12 * 720.0).abs() < 1e-6);
+        assert!(summary.after.parked_per_hour.abs() < f64::EPSILON);
+        assert_eq!(summary.resources.len(), 2);
+        assert_eq!(summary.resources[1].before, None);
+    }
+}

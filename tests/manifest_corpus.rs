@@ -1,0 +1,141 @@
+//! The malformed-manifest corpus: every `tests/corpus/NN-name.hcl` must produce exactly the
+//! diagnostics in `NN-name.expected` (rendered as the CLI prints them, without colour).
+//!
+//! Optional companions: `NN-name.vars` is passed as a var file, and each `name=value` line of
+//! `NN-name.flags` as a `-var`. Run with `UPDATE_CORPUS=1` to rewrite the expectations, then
+//! review the diff by eye: the expectations are the user interface.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use dsinfra::diag::render_all;
+use dsinfra::manifest::{LoadOptions, load};
+
+fn corpus() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir("tests/corpus")
+        .expect("tests/corpus exists (tests run from the crate root)")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hcl"))
+        .map(|p| Path::new("tests/corpus").join(p.file_name().expect("a file name")))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The environment the corpus sees: fixed, so expectations do not depend on the machine.
+fn options(manifest: &Path) -> LoadOptions {
+    let vars_file = manifest.with_extension("vars");
+    let flags_file = manifest.with_extension("flags");
+    let vars = std::fs::read_to_string(&flags_file)
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    LoadOptions {
+        vars,
+        var_files: if vars_file.exists() {
+            vec![vars_file]
+        } else {
+            Vec::new()
+        },
+        env: Box::new(|name| match name {
+            "HOME" => Some("tests/corpus/home".to_owned()),
+            "DSINFRA_CORPUS" => Some("set".to_owned()),
+            _ => None,
+        }),
+    }
+}
+
+fn render(manifest: &Path) -> String {
+    match load(manifest, &options(manifest)) {
+        Err(failed) => render_all(&failed.diagnostics, &failed.sources),
+        Ok(loaded) => render_all(&loaded.warnings, &loaded.sources),
+    }
+}
+
+fn diff(expected: &str, actual: &str) -> String {
+    let mut out = String::new();
+    let e: Vec<&str> = expected.lines().collect();
+    let a: Vec<&str> = actual.lines().collect();
+    for i in 0..e.len().max(a.len()) {
+        match (e.get(i), a.get(i)) {
+            (Some(x), Some(y)) if x == y => {
+                let _ = writeln!(out, "  {x}");
+            }
+            (x, y) => {
+                if let Some(x) = x {
+                    let _ = writeln!(out, "- {x}");
+                }
+                if let Some(y) = y {
+                    let _ = writeln!(out, "+ {y}");
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn malformed_manifests_give_exact_diagnostics() {
+    let update = std::env::var_os("UPDATE_CORPUS").is_some();
+    let files = corpus();
+    assert!(
+        files.len() >= 40,
+        "the corpus has {} manifests; keep at least 40",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for manifest in &files {
+        let actual = render(manifest);
+        assert!(
+            !actual.is_empty(),
+            "{} loads without any diagnostic: it is not malformed",
+            manifest.display()
+        );
+        let expected_path = manifest.with_extension("expected");
+        if update {
+            std::fs::write(&expected_path, &actual).expect("write expectation");
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if expected != actual {
+            failures.push(format!(
+                "{} (expected - / actual +):\n{}",
+                manifest.display(),
+                diff(&expected, &actual)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} corpus file(s) differ; run with UPDATE_CORPUS=1 to accept, then review:\n\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn corpus_names_are_numbered_and_unique() {
+    let mut numbers: Vec<String> = corpus()
+        .iter()
+        .map(|p| {
+            let name = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            name.split('-').next().unwrap_or_default().to_owned()
+        })
+        .collect();
+    assert!(
+        numbers
+            .iter()
+            .all(|n| n.len() == 2 && n.chars().all(|c| c.is_ascii_digit()))
+    );
+    let count = numbers.len();
+    numbers.dedup();
+    assert_eq!(numbers.len(), count, "each number is used once");
+}
