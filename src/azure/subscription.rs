@@ -41,7 +41,7 @@ pub struct ResolvedSubscription {
 }
 
 /// The message when no source names a subscription.
-pub const NO_SUBSCRIPTION: &str = "no Azure subscription: set `subscription_id` in the manifest's `azure` block, set AZURE_SUBSCRIPTION_ID, or run `az login` (and `az account set --subscription ...`)";
+pub const NO_SUBSCRIPTION: &str = "no Azure subscription: set `subscription` in the manifest's `azure` block, set AZURE_SUBSCRIPTION_ID, or run `az login` (and `az account set --subscription ...`)";
 
 /// Picks the subscription: `explicit` (manifest) > `env` (AZURE_SUBSCRIPTION_ID) > `cli_default`
 /// (called only when needed). Empty strings count as unset. The chosen id must be a GUID, as

@@ -78,6 +78,39 @@ Examples:
     Plan(PlanArgs),
     /// Show a saved plan and check that it still matches the manifest and the state.
     Show(ShowArgs),
+    /// Run the built-in ARM emulator as a server (for offline CI and tests).
+    ///
+    /// It behaves as Azure Resource Manager does for every resource dsinfra creates: long-running
+    /// operations, quotas, throttling, ARM's error codes. The endpoint is printed on stdout.
+    #[command(after_help = "\
+Example:
+  dsinfra emulator --port 8443 --latency-scale 0.01 &
+  dsinfra apply exp.hcl --endpoint http://127.0.0.1:8443 --auto-approve")]
+    Emulator(EmulatorArgs),
+}
+
+/// `emulator`
+#[derive(Debug, Args)]
+pub struct EmulatorArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Directory where the emulated cloud is kept between runs.
+    #[arg(long, value_name = "DIR", default_value = ".dsinfra/emulator")]
+    pub state_dir: PathBuf,
+    /// Multiplies every operation's duration: 1 is near reality (a VM takes ~90 s), 0.01 suits
+    /// tests, 0 is instant.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub latency_scale: f64,
+    /// Accept only this bearer token (default: any non-empty token).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Fault rules to load at start (JSON list; see docs/emulator.md).
+    #[arg(long, value_name = "FILE")]
+    pub faults: Option<PathBuf>,
+    /// Never answer 429 (the rate-limit headers are still sent).
+    #[arg(long)]
+    pub no_throttle: bool,
 }
 
 /// `init`

@@ -5,6 +5,8 @@
 //! place that chooses the exit code. anyhow is used in this module only (style.md habit 1).
 
 mod args;
+pub mod connect;
+mod emulator_cmd;
 mod manifest_cmds;
 mod output;
 mod plan_cmd;
@@ -78,5 +80,6 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Graph(args) => manifest_cmds::graph(&args, out),
         Command::Plan(args) => plan_cmd::plan(&args, out),
         Command::Show(args) => plan_cmd::show(&args, out),
+        Command::Emulator(args) => emulator_cmd::emulator(&args, out),
     }
 }

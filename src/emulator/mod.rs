@@ -1,1 +1,248 @@
-//! Placeholder: see docs/architecture.md.
+//! A local ARM-compatible HTTP server: the stand-in for Azure used by the tests, by
+//! `dsinfra emulator`, and in-process by `--emulator`.
+//!
+//! It behaves as real ARM does per `shared/reference/arm.md`: long-running PUTs, DELETEs and
+//! actions with Azure-AsyncOperation / Location polling, ARM's error codes and messages,
+//! throttling headers and 429s, bearer-token checks, quotas and SKU restrictions. Its responses
+//! are checked against the official OpenAPI specs by `tests/conformance.rs`; the deviations it
+//! chose are listed in `docs/emulator.md`. The module imports nothing from the rest of the
+//! crate, so it could become its own crate.
+//!
+//! Operations complete by elapsed time (tokio time, so tests may pause it), scaled by
+//! [`EmulatorConfig::latency_scale`]; the cloud is saved to `state_dir/state.json` after every
+//! change so separate CLI runs see the same resources.
+
+mod admin;
+mod compute;
+mod config;
+mod error;
+mod faults;
+mod groups;
+mod network;
+mod ops;
+mod path;
+mod providers;
+mod schedules;
+mod server;
+mod storage;
+mod store;
+mod throttle;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use config::{
+    EmulatorConfig, QuotaConfig, QuotaLimit, SkuRestriction, VmSizeSpec, default_vm_sizes,
+    normalize_location,
+};
+pub use error::{ArmError, EmulatorError};
+pub use faults::{ActiveFault, FaultAction, FaultRule};
+pub use store::SshEndpoint;
+
+use server::{Clock, Shared, lock};
+use store::Cloud;
+
+/// A running emulator. Dropping it stops the server; [`EmulatorHandle::shutdown`] also waits for
+/// open connections to finish.
+pub struct EmulatorHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for EmulatorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatorHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts an emulator on 127.0.0.1 (`config.port`, 0 for any free port), loading the cloud from
+/// `config.state_dir` and fault rules from `config.faults` and `config.faults_file`.
+pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
+    let cloud = match &config.state_dir {
+        Some(dir) => Cloud::load(dir)?,
+        None => Cloud::default(),
+    };
+    let mut table = faults::FaultTable::default();
+    for rule in config.faults.iter().cloned() {
+        table.add(rule);
+    }
+    if let Some(file) = &config.faults_file {
+        let text = std::fs::read_to_string(file).map_err(|source| EmulatorError::Io {
+            path: file.clone(),
+            source,
+        })?;
+        let rules: Vec<FaultRule> =
+            serde_json::from_str(&text).map_err(|source| EmulatorError::Parse {
+                path: file.clone(),
+                source,
+            })?;
+        for rule in rules {
+            table.add(rule);
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
+        .await
+        .map_err(|source| EmulatorError::Bind {
+            port: config.port,
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| EmulatorError::Bind {
+            port: config.port,
+            source,
+        })?;
+    let shared = Arc::new(Shared {
+        endpoint: format!("http://{addr}"),
+        config,
+        clock: Clock::new(),
+        cloud: Mutex::new(cloud),
+        faults: Mutex::new(table),
+        throttle: Mutex::new(throttle::Throttle::default()),
+        tokens_seen: Mutex::new(std::collections::HashSet::new()),
+        tokens_expired: Mutex::new(std::collections::HashSet::new()),
+    });
+    let app = axum::Router::new()
+        .fallback(server::handle)
+        .with_state(Arc::clone(&shared));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+            let _ = stopped.await;
+        });
+        if let Err(err) = serve.await {
+            tracing::error!(%err, "emulator server stopped with an error");
+        }
+    });
+    tracing::info!(endpoint = %shared.endpoint, "emulator listening");
+    Ok(EmulatorHandle {
+        addr,
+        shared,
+        stop: Some(stop),
+        task: Some(task),
+    })
+}
+
+impl EmulatorHandle {
+    /// The base URL clients use instead of `https://management.azure.com`, e.g.
+    /// `http://127.0.0.1:41234`.
+    pub fn endpoint(&self) -> String {
+        self.shared.endpoint.clone()
+    }
+
+    /// The bound socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting connections and waits for the server task to end.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Adds a fault rule; returns its id.
+    pub fn add_fault(&self, rule: FaultRule) -> u64 {
+        lock(&self.shared.faults).add(rule)
+    }
+
+    /// The active fault rules with their remaining counts.
+    pub fn faults(&self) -> Vec<ActiveFault> {
+        lock(&self.shared.faults).list()
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+    }
+
+    /// Declares every bearer token seen so far expired: requests carrying one get 401
+    /// ExpiredAuthenticationToken until the client fetches a new token.
+    pub fn expire_tokens(&self) {
+        self.shared.expire_tokens();
+    }
+
+    /// Maps a public IP address (given directly, or found through a public IP or VM resource id)
+    /// to a local SSH endpoint such as `127.0.0.1:2222`.
+    pub fn map_ssh_endpoint(
+        &self,
+        ip_address: Option<&str>,
+        resource_id: Option<&str>,
+        endpoint: &str,
+    ) -> Result<SshEndpoint, String> {
+        map_ssh(&self.shared, ip_address, resource_id, endpoint)
+    }
+
+    /// The current public IP to SSH endpoint map.
+    pub fn ssh_endpoints(&self) -> Vec<SshEndpoint> {
+        lock(&self.shared.cloud).ssh_endpoints.clone()
+    }
+}
+
+impl Drop for EmulatorHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Shared by the handle and the admin API.
+fn map_ssh(
+    shared: &Shared,
+    ip_address: Option<&str>,
+    resource_id: Option<&str>,
+    endpoint: &str,
+) -> Result<SshEndpoint, String> {
+    if endpoint.parse::<SocketAddr>().is_err() {
+        return Err(format!(
+            "endpoint {endpoint:?} is not a socket address such as 127.0.0.1:2222"
+        ));
+    }
+    let mut cloud = lock(&shared.cloud);
+    let (ip, pip_id) = match (ip_address, resource_id) {
+        (Some(ip), _) => (ip.to_owned(), None),
+        (None, Some(id)) => {
+            let id_key = providers::key(id);
+            let resource = cloud
+                .resources
+                .get(&id_key)
+                .ok_or_else(|| format!("no resource {id}"))?;
+            match resource.kind {
+                store::Kind::PublicIpAddress => {
+                    let ip = resource
+                        .body
+                        .pointer("/properties/ipAddress")
+                        .and_then(serde_json::Value::as_str)
+                        .ok_or_else(|| format!("public IP {id} has no address"))?;
+                    (ip.to_owned(), Some(resource.id.clone()))
+                }
+                store::Kind::VirtualMachine => {
+                    let (ip, pip) = network::vm_public_ip(&cloud, &id_key)
+                        .ok_or_else(|| format!("VM {id} has no public IP address"))?;
+                    (ip, Some(pip))
+                }
+                _ => return Err(format!("{id} is neither a public IP nor a VM")),
+            }
+        }
+        (None, None) => return Err("give ipAddress or resourceId".into()),
+    };
+    let mapped = admin::endpoint(ip, endpoint, pip_id);
+    cloud
+        .ssh_endpoints
+        .retain(|e| e.ip_address != mapped.ip_address);
+    cloud.ssh_endpoints.push(mapped.clone());
+    shared.save(&mut cloud).map_err(|e| e.message)?;
+    Ok(mapped)
+}

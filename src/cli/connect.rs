@@ -1,0 +1,163 @@
+//! Connecting to ARM: the real Azure (credential chain + subscription), a running emulator
+//! (`--endpoint URL`), or the built-in emulator in-process (`--emulator`).
+//!
+//! Every command that talks to Azure flattens [`ConnectArgs`] and calls [`connect`]. The in-process
+//! emulator keeps its cloud in `.dsinfra/emulator/` next to the manifest, so `apply` and a later
+//! `destroy` (separate processes) see the same resources.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::azure::{ArmClient, DefaultCredentialChain, StaticTokenCredential, TokenCredential};
+use crate::catalog;
+use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
+use crate::model::AzureSettings;
+
+/// The subscription id used against emulators when the manifest names none.
+pub const EMULATOR_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The bearer token sent to emulators (any non-empty token is accepted unless one is configured).
+const EMULATOR_TOKEN: &str = "dsinfra-emulator";
+
+/// How to reach ARM.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// Use the built-in ARM emulator in-process (its cloud is kept in .dsinfra/emulator/ next to
+    /// the manifest, so later commands see the same resources). No Azure account needed.
+    #[arg(long, conflicts_with = "endpoint")]
+    pub emulator: bool,
+    /// Use a running ARM-compatible endpoint, e.g. `dsinfra emulator`'s http://127.0.0.1:PORT.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+}
+
+/// Where a connection goes, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Azure itself (or the manifest's endpoint override).
+    Azure,
+    /// An emulator endpoint given with --endpoint.
+    Endpoint(String),
+    /// The built-in emulator.
+    BuiltInEmulator,
+}
+
+/// A ready ARM client and everything it needs to stay alive.
+#[derive(Debug)]
+pub struct Connection {
+    /// The client.
+    pub client: ArmClient,
+    /// The subscription all ids live in.
+    pub subscription: String,
+    /// Where it goes.
+    pub target: Target,
+    /// The in-process emulator, kept alive for as long as the connection.
+    pub emulator: Option<EmulatorHandle>,
+}
+
+/// Connect as the arguments say. `manifest` locates `.dsinfra/emulator/` for `--emulator`.
+pub async fn connect(
+    args: &ConnectArgs,
+    manifest: &Path,
+    settings: &AzureSettings,
+) -> anyhow::Result<Connection> {
+    if args.emulator {
+        let dir = manifest
+            .parent()
+            .unwrap_or_else(|| Path::new(""))
+            .join(".dsinfra")
+            .join("emulator");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+        let handle = emulator::start(builtin_emulator_config(Some(&dir), latency_scale()?))
+            .await
+            .context("could not start the built-in emulator")?;
+        let client = emulator_client(&handle.endpoint())?;
+        return Ok(Connection {
+            client,
+            subscription: emulator_subscription(settings),
+            target: Target::BuiltInEmulator,
+            emulator: Some(handle),
+        });
+    }
+    if let Some(endpoint) = &args.endpoint {
+        return Ok(Connection {
+            client: emulator_client(endpoint)?,
+            subscription: emulator_subscription(settings),
+            target: Target::Endpoint(endpoint.clone()),
+            emulator: None,
+        });
+    }
+    let subscription =
+        crate::azure::subscription::resolve_subscription_from_environment(settings.subscription.as_deref())
+            .await?;
+    let credential: Arc<dyn TokenCredential> = Arc::new(DefaultCredentialChain::from_process_env());
+    let mut builder = ArmClient::builder(credential);
+    if let Some(endpoint) = &settings.endpoint {
+        builder = builder.endpoint(endpoint.clone());
+    }
+    Ok(Connection {
+        client: builder.build()?,
+        subscription: subscription.id,
+        target: Target::Azure,
+        emulator: None,
+    })
+}
+
+/// The emulator configuration dsinfra uses for `--emulator` and `dsinfra emulator`: every VM size
+/// and region dsinfra's catalog knows, so manifests that validate can be applied.
+pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> EmulatorConfig {
+    EmulatorConfig {
+        state_dir: state_dir.map(Path::to_path_buf),
+        latency_scale,
+        vm_sizes: catalog::vm_size_names()
+            .filter_map(catalog::vm_size)
+            .map(|s| VmSizeSpec::new(s.name, s.vcpus, s.quota_family))
+            .collect(),
+        locations: catalog::LOCATIONS.iter().map(|l| (*l).to_owned()).collect(),
+        ..EmulatorConfig::default()
+    }
+}
+
+/// Latency scale of the built-in emulator: `DSINFRA_EMULATOR_LATENCY_SCALE`, default 0.01 (a VM
+/// takes about a second instead of 90, so the quick start is quick but still shows real ordering
+/// and parallelism).
+fn latency_scale() -> anyhow::Result<f64> {
+    match std::env::var("DSINFRA_EMULATOR_LATENCY_SCALE") {
+        Ok(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .with_context(|| {
+                format!("DSINFRA_EMULATOR_LATENCY_SCALE={text} is not a non-negative number")
+            }),
+        Err(_) => Ok(0.01),
+    }
+}
+
+fn emulator_subscription(settings: &AzureSettings) -> String {
+    settings
+        .subscription
+        .clone()
+        .unwrap_or_else(|| EMULATOR_SUBSCRIPTION.to_owned())
+}
+
+fn emulator_client(endpoint: &str) -> anyhow::Result<ArmClient> {
+    let credential: Arc<dyn TokenCredential> = Arc::new(StaticTokenCredential::new(
+        std::env::var("DSINFRA_EMULATOR_TOKEN").unwrap_or_else(|_| EMULATOR_TOKEN.to_owned()),
+    ));
+    Ok(ArmClient::builder(credential)
+        .endpoint(endpoint.trim_end_matches('/').to_owned())
+        .build()?)
+}
+
+/// A tokio runtime for the commands that talk to Azure (the rest of the CLI is synchronous).
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")
+}

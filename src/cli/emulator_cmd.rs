@@ -1,0 +1,49 @@
+//! `dsinfra emulator`: run the ARM emulator as a server until Ctrl-C, for CI pipelines and for
+//! pointing several commands (`--endpoint`) at one emulated cloud.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+
+use super::args::EmulatorArgs;
+use super::connect::{builtin_emulator_config, runtime};
+use super::{Outcome, Output};
+use crate::emulator;
+
+/// `dsinfra emulator`
+pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
+    if !(args.latency_scale.is_finite() && args.latency_scale >= 0.0) {
+        anyhow::bail!(
+            "--latency-scale {} is not a non-negative number (1 is near reality, 0.01 suits tests, 0 is instant)",
+            args.latency_scale
+        );
+    }
+    std::fs::create_dir_all(&args.state_dir)
+        .with_context(|| format!("could not create {}", args.state_dir.display()))?;
+    let mut config = builtin_emulator_config(Some(&args.state_dir), args.latency_scale);
+    config.port = args.port;
+    config.required_token.clone_from(&args.token);
+    config.faults_file.clone_from(&args.faults);
+    config.throttle = !args.no_throttle;
+    runtime()?.block_on(async {
+        let handle = emulator::start(config)
+            .await
+            .context("could not start the emulator")?;
+        // The endpoint goes to stdout alone on its line so scripts can read it; the rest is for
+        // people and goes to stderr.
+        out.result(&format!("{}\n", handle.endpoint()));
+        let _ = std::io::stdout().flush();
+        out.note(&format!(
+            "ARM emulator listening; cloud kept in {}; latency x{}; Ctrl-C stops it. Use it with `dsinfra apply FILE --endpoint {}`",
+            args.state_dir.display(),
+            args.latency_scale,
+            handle.endpoint()
+        ));
+        tokio::signal::ctrl_c()
+            .await
+            .context("could not listen for Ctrl-C")?;
+        handle.shutdown().await;
+        out.note("emulator stopped; its cloud is saved");
+        Ok(Outcome::Success)
+    })
+}

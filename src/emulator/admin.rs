@@ -1,0 +1,112 @@
+//! The emulator's own HTTP API under `/_emulator/`, for tests and tools in other processes:
+//! fault rules, token expiry, and the public-IP to local-SSH-endpoint map. It needs no token
+//! and is not throttled; it is not part of ARM and only listens on 127.0.0.1.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::faults::FaultRule;
+use super::server::{Shared, lock};
+use super::store::SshEndpoint;
+
+/// The reserved path prefix.
+pub(crate) const PREFIX: &str = "/_emulator/";
+
+fn reply(status: StatusCode, body: &Value) -> Response {
+    (status, axum::Json(body.clone())).into_response()
+}
+
+fn bad_request(message: &str) -> Response {
+    reply(
+        StatusCode::BAD_REQUEST,
+        &json!({"error": {"code": "BadRequest", "message": message}}),
+    )
+}
+
+/// A mapping request: an address or a resource id (public IP or VM), and the local endpoint.
+#[derive(Deserialize)]
+struct MapRequest {
+    #[serde(rename = "ipAddress")]
+    ip_address: Option<String>,
+    #[serde(rename = "resourceId")]
+    resource_id: Option<String>,
+    endpoint: String,
+}
+
+pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> Response {
+    let route = path.trim_start_matches(PREFIX).trim_end_matches('/');
+    match (method, route) {
+        ("GET", "health") => reply(StatusCode::OK, &json!({"status": "ok"})),
+        ("GET", "faults") => {
+            let faults = lock(&shared.faults).list();
+            reply(StatusCode::OK, &json!({ "value": faults }))
+        }
+        ("POST", "faults") => {
+            let rules: Vec<FaultRule> = match serde_json::from_slice::<Value>(body) {
+                Ok(Value::Array(items)) => match serde_json::from_value(Value::Array(items)) {
+                    Ok(rules) => rules,
+                    Err(err) => return bad_request(&err.to_string()),
+                },
+                Ok(single) => match serde_json::from_value(single) {
+                    Ok(rule) => vec![rule],
+                    Err(err) => return bad_request(&err.to_string()),
+                },
+                Err(err) => return bad_request(&err.to_string()),
+            };
+            let mut table = lock(&shared.faults);
+            let ids: Vec<u64> = rules.into_iter().map(|r| table.add(r)).collect();
+            reply(StatusCode::CREATED, &json!({ "ids": ids }))
+        }
+        ("DELETE", "faults") => {
+            lock(&shared.faults).clear();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        ("POST", "tokens/expire") => {
+            shared.expire_tokens();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        ("GET", "ssh-endpoints") => {
+            let endpoints = lock(&shared.cloud).ssh_endpoints.clone();
+            reply(StatusCode::OK, &json!({ "value": endpoints }))
+        }
+        ("POST" | "PUT", "ssh-endpoints") => {
+            let request: MapRequest = match serde_json::from_slice(body) {
+                Ok(r) => r,
+                Err(err) => return bad_request(&err.to_string()),
+            };
+            match super::map_ssh(
+                shared,
+                request.ip_address.as_deref(),
+                request.resource_id.as_deref(),
+                &request.endpoint,
+            ) {
+                Ok(mapped) => reply(
+                    StatusCode::OK,
+                    &serde_json::to_value(mapped).unwrap_or(Value::Null),
+                ),
+                Err(message) => bad_request(&message),
+            }
+        }
+        ("DELETE", "ssh-endpoints") => {
+            let mut cloud = lock(&shared.cloud);
+            cloud.ssh_endpoints.clear();
+            let _ = shared.save(&mut cloud);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            &json!({"error": {"code": "NotFound", "message": format!("No emulator admin route {method} {path}.")}}),
+        ),
+    }
+}
+
+/// Used by [`super::map_ssh`] to build the stored mapping.
+pub(crate) fn endpoint(ip: String, endpoint: &str, public_ip_id: Option<String>) -> SshEndpoint {
+    SshEndpoint {
+        ip_address: ip,
+        endpoint: endpoint.to_owned(),
+        public_ip_id,
+    }
+}

@@ -1,0 +1,274 @@
+//! What an emulated cloud looks like: where it keeps its state, how slow it is, which VM sizes
+//! exist, the quota and SKU restrictions of the subscription, and faults to inject from start.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::faults::FaultRule;
+
+/// One VM size the emulated compute provider knows: vCPUs count against the quota family.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmSizeSpec {
+    /// ARM size name, e.g. `Standard_ND40rs_v2` (compared case-insensitively).
+    pub name: String,
+    /// vCPUs, counted against quota.
+    pub vcpus: u32,
+    /// Quota family as the usages API names it, e.g. `standardNDSv2Family`.
+    pub family: String,
+}
+
+impl VmSizeSpec {
+    /// Convenience constructor for config tables.
+    pub fn new(name: &str, vcpus: u32, family: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            vcpus,
+            family: family.to_owned(),
+        }
+    }
+}
+
+/// The sizes of arm.md §6 plus the small sizes the spec examples use, so the emulator accepts
+/// the official examples and every size the catalog prices.
+pub fn default_vm_sizes() -> Vec<VmSizeSpec> {
+    [
+        ("Standard_ND40rs_v2", 40, "standardNDSv2Family"),
+        ("Standard_NC6", 6, "standardNCFamily"),
+        ("Standard_NC6s_v3", 6, "standardNCSv3Family"),
+        ("Standard_NC24ads_A100_v4", 24, "StandardNCADSA100v4Family"),
+        ("Standard_ND96asr_v4", 96, "standardNDASv4_A100Family"),
+        ("Standard_ND96isr_H100_v5", 96, "standardNDSH100v5Family"),
+        ("Standard_D1_v2", 1, "standardDv2Family"),
+        ("Standard_D2_v2", 2, "standardDv2Family"),
+        ("Standard_D3_v2", 4, "standardDv2Family"),
+        ("Standard_D2s_v5", 2, "standardDSv5Family"),
+        ("Standard_D4s_v5", 4, "standardDSv5Family"),
+        ("Standard_B2s", 2, "standardBSFamily"),
+        ("Standard_L32s_v2", 32, "standardLSv2Family"),
+    ]
+    .into_iter()
+    .map(|(name, vcpus, family)| VmSizeSpec::new(name, vcpus, family))
+    .collect()
+}
+
+/// A vCPU limit for one quota family in one location (`*` matches every location).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaLimit {
+    /// Location such as `eastus`, or `*`.
+    pub location: String,
+    /// Quota family, e.g. `standardNDSv2Family`.
+    pub family: String,
+    /// vCPU limit.
+    pub limit: u32,
+}
+
+/// The subscription's vCPU quotas. Defaults are generous so manifests can be tried offline;
+/// tests set a family to 0 to see the real OperationNotAllowed error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaConfig {
+    /// Limit for a family with no entry in `limits`.
+    pub default_family_limit: u32,
+    /// The "Total Regional Cores" limit per location.
+    pub regional_limit: u32,
+    /// Specific limits; the first match wins.
+    pub limits: Vec<QuotaLimit>,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        Self {
+            default_family_limit: 1000,
+            regional_limit: 5000,
+            limits: Vec::new(),
+        }
+    }
+}
+
+impl QuotaConfig {
+    /// The limit for `family` in `location` (a normalised location such as `eastus`).
+    pub fn family_limit(&self, location: &str, family: &str) -> u32 {
+        self.limits
+            .iter()
+            .find(|l| {
+                l.family.eq_ignore_ascii_case(family)
+                    && (l.location == "*" || normalize_location(&l.location) == location)
+            })
+            .map_or(self.default_family_limit, |l| l.limit)
+    }
+}
+
+/// A VM size not offered to the subscription in a location, or only in some zones of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkuRestriction {
+    /// VM size name.
+    pub size: String,
+    /// Location such as `eastus`.
+    pub location: String,
+    /// Restricted zones; empty means the whole location.
+    #[serde(default)]
+    pub zones: Vec<String>,
+}
+
+/// Everything that shapes an emulated cloud.
+#[derive(Clone)]
+pub struct EmulatorConfig {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Directory holding `state.json`, so separate runs see the same cloud. `None` keeps the cloud
+    /// in memory only.
+    pub state_dir: Option<PathBuf>,
+    /// Multiplies every operation's duration: 1.0 is near reality, 0.01 suits tests, 0 completes
+    /// every operation at once (still reported as in progress in the first response).
+    pub latency_scale: f64,
+    /// When set, only this bearer token is accepted; otherwise any non-empty token is.
+    pub required_token: Option<String>,
+    /// vCPU quotas.
+    pub quotas: QuotaConfig,
+    /// SKU restrictions reported by the SKUs API and enforced on VM PUT.
+    pub sku_restrictions: Vec<SkuRestriction>,
+    /// Whether ARM's per-subscription token buckets answer 429 when empty. The remaining-count
+    /// headers are sent either way.
+    pub throttle: bool,
+    /// The VM sizes the compute provider knows.
+    pub vm_sizes: Vec<VmSizeSpec>,
+    /// Locations the SKUs API lists.
+    pub locations: Vec<String>,
+    /// Faults active from the start.
+    pub faults: Vec<FaultRule>,
+    /// A JSON file with a list of [`FaultRule`]s, loaded at start.
+    pub faults_file: Option<PathBuf>,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            state_dir: None,
+            latency_scale: 1.0,
+            required_token: None,
+            quotas: QuotaConfig::default(),
+            sku_restrictions: Vec::new(),
+            throttle: true,
+            vm_sizes: default_vm_sizes(),
+            locations: [
+                "eastus",
+                "eastus2",
+                "westus2",
+                "westus3",
+                "westeurope",
+                "northeurope",
+            ]
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+            faults: Vec::new(),
+            faults_file: None,
+        }
+    }
+}
+
+/// Debug output never shows the required token.
+impl std::fmt::Debug for EmulatorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatorConfig")
+            .field("port", &self.port)
+            .field("state_dir", &self.state_dir)
+            .field("latency_scale", &self.latency_scale)
+            .field(
+                "required_token",
+                &self.required_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("quotas", &self.quotas)
+            .field("sku_restrictions", &self.sku_restrictions)
+            .field("throttle", &self.throttle)
+            .field("vm_sizes", &self.vm_sizes.len())
+            .field("locations", &self.locations)
+            .field("faults", &self.faults)
+            .field("faults_file", &self.faults_file)
+            .finish()
+    }
+}
+
+impl EmulatorConfig {
+    /// Looks a size up case-insensitively.
+    pub fn vm_size(&self, name: &str) -> Option<&VmSizeSpec> {
+        self.vm_sizes
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Scales a real-world duration by `latency_scale`.
+    pub fn scaled(&self, real: Duration) -> Duration {
+        if self.latency_scale <= 0.0 || !self.latency_scale.is_finite() {
+            return Duration::ZERO;
+        }
+        real.mul_f64(self.latency_scale)
+    }
+}
+
+/// ARM accepts `East US` and `eastus` alike; quotas, SKUs and usages use the short form.
+pub fn normalize_location(location: &str) -> String {
+    location
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quota_limits_match_family_and_location() {
+        let quotas = QuotaConfig {
+            default_family_limit: 10,
+            regional_limit: 100,
+            limits: vec![
+                QuotaLimit {
+                    location: "East US".into(),
+                    family: "standardNDSv2Family".into(),
+                    limit: 0,
+                },
+                QuotaLimit {
+                    location: "*".into(),
+                    family: "standardDv2Family".into(),
+                    limit: 4,
+                },
+            ],
+        };
+        assert_eq!(quotas.family_limit("eastus", "standardndsv2family"), 0);
+        assert_eq!(quotas.family_limit("westus2", "standardNDSv2Family"), 10);
+        assert_eq!(quotas.family_limit("westus2", "standardDv2Family"), 4);
+    }
+
+    #[test]
+    fn debug_output_hides_the_required_token() {
+        let config = EmulatorConfig {
+            required_token: Some("s3cret-token".into()),
+            ..EmulatorConfig::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret-token"), "{shown}");
+        assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn scale_zero_means_instant() {
+        let config = EmulatorConfig {
+            latency_scale: 0.0,
+            ..EmulatorConfig::default()
+        };
+        assert_eq!(config.scaled(Duration::from_secs(90)), Duration::ZERO);
+        let config = EmulatorConfig {
+            latency_scale: 0.01,
+            ..EmulatorConfig::default()
+        };
+        assert_eq!(
+            config.scaled(Duration::from_secs(90)),
+            Duration::from_millis(900)
+        );
+    }
+}

@@ -1,0 +1,329 @@
+//! Long-running operations: creation with a deadline from the latency model, completion by
+//! elapsed time (never by counting polls), and the three ways ARM lets clients watch them:
+//! the Azure-AsyncOperation status resource, the Location result URL, and the storage monitor.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use super::compute;
+use super::config::normalize_location;
+use super::error::ArmError;
+use super::server::{Ctx, Reply};
+use super::store::{Cloud, Kind, OpKind, OpStatus, Operation};
+
+/// Real-world durations the latency model starts from, before `latency_scale`.
+pub(crate) fn base_latency(kind: Kind, op: &OpKind, vm_size: Option<&str>) -> Duration {
+    let heavy_vm = vm_size.is_some_and(|s| s.to_ascii_lowercase().starts_with("standard_nd"));
+    let secs = match (kind, op) {
+        (
+            Kind::Subnet | Kind::NetworkSecurityGroup | Kind::SecurityRule | Kind::PublicIpAddress,
+            _,
+        ) => 3,
+        (Kind::NetworkInterface, _) | (Kind::Disk, OpKind::Delete) => 2,
+        (Kind::VirtualNetwork | Kind::Disk, _) => 5,
+        (Kind::StorageAccount, _) => 20,
+        (Kind::VirtualMachine, OpKind::Put) if heavy_vm => 300,
+        (Kind::VirtualMachine, OpKind::Put) => 90,
+        (Kind::VirtualMachine, OpKind::Delete) => 45,
+        (Kind::VirtualMachine, OpKind::Action(action)) => match action.as_str() {
+            "deallocate" => 60,
+            "powerOff" => 20,
+            _ => 30,
+        },
+        // Resource groups and everything else: about a second.
+        _ => 1,
+    };
+    Duration::from_secs(secs)
+}
+
+/// Starts an operation on `target`; it takes any failure injected for this request.
+pub(crate) fn start(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    kind: OpKind,
+    target: &str,
+    namespace: &str,
+    location: &str,
+    real: Duration,
+) -> Operation {
+    let duration = ctx.config.scaled(real);
+    let due =
+        ctx.now + chrono::Duration::from_std(duration).unwrap_or_else(|_| chrono::Duration::zero());
+    let sub = target.split('/').nth(2).unwrap_or_default().to_owned();
+    let op = Operation {
+        id: uuid::Uuid::new_v4().to_string(),
+        sub,
+        namespace: namespace.to_owned(),
+        location: normalize_location(location),
+        kind,
+        target: target.to_owned(),
+        started: ctx.now,
+        due,
+        status: OpStatus::InProgress,
+        finished: None,
+        failure: ctx.take_failure(),
+        previous_power: None,
+    };
+    cloud.operations.insert(op.id.clone(), op.clone());
+    op
+}
+
+/// Whole seconds until the operation is due, as `Retry-After` wants them.
+fn retry_after(op: &Operation, now: DateTime<Utc>) -> String {
+    let ms = (op.due - now).num_milliseconds().max(0);
+    ((ms + 999) / 1000).to_string()
+}
+
+fn status_url(ctx: &Ctx<'_>, op: &Operation) -> String {
+    format!(
+        "{}/subscriptions/{}/providers/{}/locations/{}/operations/{}?api-version={}",
+        ctx.endpoint, op.sub, op.namespace, op.location, op.id, ctx.api_version
+    )
+}
+
+fn result_url(ctx: &Ctx<'_>, op: &Operation) -> String {
+    format!(
+        "{}/subscriptions/{}/providers/{}/locations/{}/operationResults/{}?api-version={}",
+        ctx.endpoint, op.sub, op.namespace, op.location, op.id, ctx.api_version
+    )
+}
+
+/// Headers of a PUT answered 200/201 with a non-terminal state (network, compute).
+pub(crate) fn put_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
+    vec![
+        ("Azure-AsyncOperation".into(), status_url(ctx, op)),
+        ("Retry-After".into(), retry_after(op, ctx.now)),
+    ]
+}
+
+/// Headers of a 202 for a DELETE or an action: both URLs, as network and compute send them.
+pub(crate) fn accepted_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
+    vec![
+        ("Azure-AsyncOperation".into(), status_url(ctx, op)),
+        ("Location".into(), result_url(ctx, op)),
+        ("Retry-After".into(), retry_after(op, ctx.now)),
+    ]
+}
+
+/// Headers of a storage account creation: the monitor URL only, in the storage provider's form.
+pub(crate) fn storage_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
+    vec![
+        (
+            "Location".into(),
+            format!(
+                "{}/subscriptions/{}/providers/Microsoft.Storage/operations/{}?monitor=true&api-version={}",
+                ctx.endpoint, op.sub, op.id, ctx.api_version
+            ),
+        ),
+        ("Retry-After".into(), retry_after(op, ctx.now)),
+    ]
+}
+
+/// Headers of a resource group delete: the subscription-level operationresults URL.
+pub(crate) fn group_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
+    vec![
+        (
+            "Location".into(),
+            format!(
+                "{}/subscriptions/{}/operationresults/{}?api-version={}",
+                ctx.endpoint, op.sub, op.id, ctx.api_version
+            ),
+        ),
+        ("Retry-After".into(), retry_after(op, ctx.now)),
+    ]
+}
+
+/// Completes every operation whose deadline has passed, oldest deadline first. Returns whether
+/// anything changed (the caller then saves the cloud).
+pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>) -> bool {
+    let mut due: Vec<(DateTime<Utc>, String)> = cloud
+        .operations
+        .values()
+        .filter(|op| op.status == OpStatus::InProgress && op.due <= now)
+        .map(|op| (op.due, op.id.clone()))
+        .collect();
+    due.sort();
+    for (_, id) in &due {
+        complete(cloud, id);
+    }
+    !due.is_empty()
+}
+
+fn complete(cloud: &mut Cloud, id: &str) {
+    let Some(op) = cloud.operations.get(id).cloned() else {
+        return;
+    };
+    let failed = op.failure.is_some();
+    match &op.kind {
+        OpKind::Put => {
+            let mut remove = Vec::new();
+            for (key, resource) in &mut cloud.resources {
+                if resource.op.as_deref() != Some(id) {
+                    continue;
+                }
+                resource.op = None;
+                if failed && resource.kind == Kind::StorageAccount {
+                    // The old model: a failed 202-created resource never appears.
+                    remove.push(key.clone());
+                } else if failed {
+                    resource.set_provisioning_state("Failed");
+                    resource.failure.clone_from(&op.failure);
+                    if resource.kind == Kind::VirtualMachine {
+                        resource.power = Some("deallocated".into());
+                    }
+                } else {
+                    resource.set_provisioning_state("Succeeded");
+                    resource.hidden = false;
+                    resource.failure = None;
+                    if resource.kind == Kind::VirtualMachine {
+                        resource.power = Some("running".into());
+                    }
+                }
+            }
+            for key in remove {
+                cloud.remove_tree(&key);
+            }
+        }
+        OpKind::Delete => {
+            if failed {
+                if let Some(resource) = cloud.resources.get_mut(&op.target) {
+                    resource.op = None;
+                    resource.set_provisioning_state("Failed");
+                    resource.failure.clone_from(&op.failure);
+                }
+            } else {
+                if cloud
+                    .resources
+                    .get(&op.target)
+                    .is_some_and(|r| r.kind == Kind::VirtualMachine)
+                {
+                    compute::release_disks(cloud, &op.target);
+                }
+                cloud.remove_tree(&op.target);
+            }
+        }
+        OpKind::Action(action) => {
+            if let Some(resource) = cloud.resources.get_mut(&op.target) {
+                resource.op = None;
+                resource.power = if failed {
+                    op.previous_power.clone()
+                } else {
+                    Some(compute::power_after(action).to_owned())
+                };
+            }
+        }
+        OpKind::GroupDelete => {
+            if failed {
+                if let Some(group) = cloud.resources.get_mut(&op.target) {
+                    group.op = None;
+                    group.set_provisioning_state("Succeeded");
+                }
+            } else {
+                cloud.remove_tree(&op.target);
+            }
+        }
+    }
+    if let Some(stored) = cloud.operations.get_mut(id) {
+        stored.status = if failed {
+            OpStatus::Failed
+        } else {
+            OpStatus::Succeeded
+        };
+        stored.finished = Some(stored.due);
+    }
+}
+
+fn timestamp(time: DateTime<Utc>) -> String {
+    time.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+fn find<'a>(cloud: &'a Cloud, sub: &str, id: &str) -> Result<&'a Operation, ArmError> {
+    cloud
+        .operations
+        .get(id)
+        .filter(|op| op.sub.eq_ignore_ascii_case(sub))
+        .ok_or_else(|| {
+            ArmError::new(
+                404,
+                "OperationNotFound",
+                format!("The operation '{id}' could not be found."),
+            )
+        })
+}
+
+/// `GET .../locations/{loc}/operations/{id}`: always 200 with the status body.
+pub(crate) fn status(cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmError> {
+    let op = find(cloud, sub, id)?;
+    let mut body = json!({
+        "name": op.id,
+        "status": op.status.as_str(),
+        "startTime": timestamp(op.started),
+    });
+    if let Some(finished) = op.finished {
+        body["endTime"] = json!(timestamp(finished));
+    }
+    if op.status == OpStatus::Failed
+        && let Some(failure) = &op.failure
+    {
+        body["error"] = failure.inner();
+    }
+    Ok(Reply::json(200, body))
+}
+
+/// `GET .../operationResults/{id}` and the resource group operationresults URL: 202 while
+/// running, then the synchronous result (200 with no body for deletes and actions), or the
+/// failure with its status.
+pub(crate) fn result(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmError> {
+    let op = find(cloud, sub, id)?;
+    match op.status {
+        OpStatus::InProgress => {
+            let location = format!(
+                "{}{}",
+                ctx.endpoint,
+                match op.kind {
+                    OpKind::GroupDelete => format!(
+                        "/subscriptions/{}/operationresults/{}?api-version={}",
+                        op.sub, op.id, ctx.api_version
+                    ),
+                    _ => format!(
+                        "/subscriptions/{}/providers/{}/locations/{}/operationResults/{}?api-version={}",
+                        op.sub, op.namespace, op.location, op.id, ctx.api_version
+                    ),
+                }
+            );
+            Ok(Reply::empty(202)
+                .header("Location", location)
+                .header("Retry-After", retry_after(op, ctx.now)))
+        }
+        OpStatus::Succeeded => Ok(Reply::empty(200)),
+        OpStatus::Failed => Err(op
+            .failure
+            .clone()
+            .unwrap_or_else(|| ArmError::new(500, "InternalServerError", "The operation failed."))),
+    }
+}
+
+/// The storage provider's monitor URL: 202 while creating, then 200 with the account body.
+pub(crate) fn storage_monitor(
+    ctx: &Ctx<'_>,
+    cloud: &Cloud,
+    sub: &str,
+    id: &str,
+    render: impl Fn(&Cloud, &str) -> Option<Value>,
+) -> Result<Reply, ArmError> {
+    let op = find(cloud, sub, id)?;
+    match op.status {
+        OpStatus::InProgress => Ok(Reply::empty(202).headers(storage_headers(ctx, op))),
+        OpStatus::Failed => Err(op
+            .failure
+            .clone()
+            .unwrap_or_else(|| ArmError::new(500, "InternalServerError", "The operation failed."))),
+        OpStatus::Succeeded => match render(cloud, &op.target) {
+            Some(body) => Ok(Reply::json(200, body)),
+            // Deleted since: the synchronous result of a finished creation is gone too.
+            None => Ok(Reply::empty(204)),
+        },
+    }
+}

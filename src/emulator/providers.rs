@@ -1,0 +1,536 @@
+//! Routing a parsed ARM path to the resource group, network, compute, storage or DevTestLab
+//! handlers, with the checks ARM makes before a request reaches a provider: the group exists,
+//! is not being deleted, the resource type is known, the parent of a child resource exists.
+
+use serde_json::{Value, json};
+
+use super::error::ArmError;
+use super::path::{ResourcePath, Route};
+use super::server::{Ctx, Reply};
+use super::store::{Cloud, Kind, Resource};
+use super::{compute, groups, network, ops, schedules, storage};
+
+pub(crate) fn dispatch(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    route: &Route,
+) -> Result<Reply, ArmError> {
+    match route {
+        Route::Groups { sub } => groups::list(cloud, ctx, sub),
+        Route::Group { sub, group } => groups::handle(cloud, ctx, sub, group),
+        Route::GroupOperation { sub, id } => ops::result(ctx, cloud, sub, id),
+        Route::Location {
+            sub,
+            namespace,
+            location,
+            rest,
+        } => match rest.as_slice() {
+            [kind, id] if kind.eq_ignore_ascii_case("operations") => ops::status(cloud, sub, id),
+            [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
+                ops::result(ctx, cloud, sub, id)
+            }
+            [usages]
+                if usages.eq_ignore_ascii_case("usages")
+                    && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
+            {
+                Ok(compute::usages(cloud, ctx, sub, location))
+            }
+            _ => Err(unknown_path()),
+        },
+        Route::Provider {
+            sub,
+            namespace,
+            rest,
+        } => {
+            let storage_ns = namespace.eq_ignore_ascii_case("Microsoft.Storage");
+            match rest.as_slice() {
+                [skus]
+                    if skus.eq_ignore_ascii_case("skus")
+                        && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
+                {
+                    Ok(compute::skus(ctx))
+                }
+                [kind, id] if storage_ns && kind.eq_ignore_ascii_case("operations") => {
+                    ops::storage_monitor(ctx, cloud, sub, id, |cloud, key| {
+                        cloud.resources.get(key).map(|r| storage::render(cloud, r))
+                    })
+                }
+                [check] if storage_ns && check.eq_ignore_ascii_case("checkNameAvailability") => {
+                    storage::check_name(cloud, ctx)
+                }
+                _ => Err(unknown_path()),
+            }
+        }
+        Route::Resource(path) => resource(cloud, ctx, path),
+        Route::Unknown => Err(unknown_path()),
+    }
+}
+
+fn unknown_path() -> ArmError {
+    ArmError::new(
+        404,
+        "InvalidResourceType",
+        "The resource type could not be found in the namespace for the requested api version.",
+    )
+}
+
+/// The lower-cased id used as a key: names are case-insensitive.
+pub(crate) fn key(id: &str) -> String {
+    id.trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// Builds the id ARM returns: canonical type spelling, the group's stored casing, the names as
+/// the URL gave them.
+pub(crate) fn canonical_id(path: &ResourcePath, kind: Kind, group: &str) -> String {
+    let type_parts: Vec<&str> = kind.type_name().split('/').collect();
+    let mut id = format!(
+        "/subscriptions/{}/resourceGroups/{group}/providers/{}",
+        path.sub, type_parts[0]
+    );
+    for (i, (_, name)) in path.segments.iter().enumerate() {
+        id.push('/');
+        id.push_str(type_parts.get(i + 1).copied().unwrap_or_default());
+        id.push('/');
+        id.push_str(name);
+    }
+    if kind == Kind::Schedule {
+        // DevTestLab returns its ids in lower case.
+        id = id.to_ascii_lowercase();
+    }
+    id
+}
+
+/// The `'{type}/{name}'` part of a ResourceNotFound message, e.g.
+/// `Microsoft.Network/virtualNetworks/vnet/subnets/default`.
+fn display_name(path: &ResourcePath, kind: Kind) -> (String, String) {
+    let type_parts: Vec<&str> = kind.type_name().split('/').collect();
+    let mut rtype = format!(
+        "{}/{}",
+        type_parts[0],
+        type_parts.get(1).copied().unwrap_or_default()
+    );
+    let mut name = path
+        .segments
+        .first()
+        .map(|(_, n)| n.clone())
+        .unwrap_or_default();
+    for (i, (_, n)) in path.segments.iter().enumerate().skip(1) {
+        name = format!(
+            "{name}/{}/{n}",
+            type_parts.get(i + 1).copied().unwrap_or_default()
+        );
+    }
+    if path.segments.len() > 1 {
+        rtype = format!("{rtype}/{name}");
+        let (head, tail) = rtype.rsplit_once('/').unwrap_or((&rtype, ""));
+        return (head.to_owned(), tail.to_owned());
+    }
+    (rtype, name)
+}
+
+pub(crate) fn not_found(path: &ResourcePath, kind: Kind) -> ArmError {
+    let (rtype, name) = display_name(path, kind);
+    ArmError::not_found(&rtype, &name, &path.group)
+}
+
+/// Context a provider handler receives for one resource request.
+pub(crate) struct Target<'p> {
+    pub path: &'p ResourcePath,
+    pub kind: Kind,
+    /// Canonical id for a new resource (an existing one keeps its stored id).
+    pub id: String,
+    pub key: String,
+    /// The group's stored name and key.
+    pub group_name: String,
+    pub group_key: String,
+}
+
+impl Target<'_> {
+    pub fn name(&self) -> &str {
+        self.path.name()
+    }
+
+    pub fn not_found(&self) -> ArmError {
+        not_found(self.path, self.kind)
+    }
+
+    /// The stored id of an existing resource, else the canonical one.
+    pub fn id_in(&self, cloud: &Cloud) -> String {
+        cloud
+            .resources
+            .get(&self.key)
+            .map_or_else(|| self.id.clone(), |r| r.id.clone())
+    }
+}
+
+fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result<Reply, ArmError> {
+    let group = groups::existing(cloud, &path.sub, &path.group)?;
+    let (group_key, group_name, group_deleting) = (group.0, group.1, group.2);
+    let write = matches!(ctx.method.as_str(), "PUT" | "POST" | "PATCH");
+    if write && group_deleting {
+        return Err(ArmError::group_being_deleted(&path.group));
+    }
+    if let Some(tail) = &path.tail
+        && ctx.method == "GET"
+        && let Some(kind) = Kind::from_type(&format!("{}/{tail}", path.rtype()))
+    {
+        return Ok(list(cloud, ctx, path, kind, &group_key));
+    }
+    let kind = Kind::from_type(&path.rtype()).ok_or_else(|| {
+        ArmError::new(
+            404,
+            "InvalidResourceType",
+            format!(
+                "The resource type '{}' could not be found in the namespace '{}' for api version '{}'.",
+                path.rtype().split_once('/').map_or("", |(_, t)| t),
+                path.namespace,
+                ctx.api_version
+            ),
+        )
+    })?;
+    let id = canonical_id(path, kind, &group_name);
+    let target = Target {
+        path,
+        kind,
+        key: key(&id),
+        id,
+        group_name,
+        group_key,
+    };
+    // A child (subnet, rule, container, share) needs its top-level parent.
+    if path.segments.len() > 1 {
+        let top = ResourcePath {
+            segments: path.segments[..1].to_vec(),
+            tail: None,
+            ..path.clone()
+        };
+        let top_kind = Kind::from_type(&top.rtype());
+        let top_key = top_kind.map(|k| key(&canonical_id(&top, k, &target.group_name)));
+        let present = top_key
+            .as_ref()
+            .and_then(|k| cloud.resources.get(k))
+            .is_some_and(|r| !r.hidden);
+        if !present {
+            if ctx.method == "DELETE" {
+                return Ok(Reply::empty(204));
+            }
+            let parent_id =
+                top_kind.map_or_else(String::new, |k| canonical_id(&top, k, &target.group_name));
+            let action = if write { "write" } else { "read" };
+            return Err(ArmError::new(
+                404,
+                "ParentResourceNotFound",
+                format!(
+                    "Failed to perform '{action}' on resource(s) of type '{}', because the parent \
+                     resource '{parent_id}' could not be found.",
+                    kind.type_name().split_once('/').map_or("", |(_, t)| t)
+                ),
+            ));
+        }
+    }
+    if let Some(tail) = path.tail.clone() {
+        return action(cloud, ctx, &target, &tail);
+    }
+    match ctx.method.as_str() {
+        "GET" => get(cloud, ctx, &target),
+        "HEAD" => Ok(Reply::empty(if visible(cloud, &target.key) {
+            204
+        } else {
+            404
+        })),
+        "PUT" => put(cloud, ctx, &target),
+        "DELETE" => delete(cloud, ctx, &target),
+        "PATCH" => patch(cloud, ctx, &target),
+        other => Err(method_not_allowed(other)),
+    }
+}
+
+fn method_not_allowed(method: &str) -> ArmError {
+    ArmError::new(
+        405,
+        "HttpMethodNotAllowed",
+        format!("The requested resource does not support http method '{method}'."),
+    )
+}
+
+fn visible(cloud: &Cloud, key: &str) -> bool {
+    cloud.resources.get(key).is_some_and(|r| !r.hidden)
+}
+
+/// The representation a GET returns, with values derived from other resources.
+pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value {
+    match resource.kind {
+        Kind::VirtualNetwork
+        | Kind::Subnet
+        | Kind::NetworkSecurityGroup
+        | Kind::SecurityRule
+        | Kind::PublicIpAddress
+        | Kind::NetworkInterface => network::render(cloud, resource),
+        Kind::VirtualMachine | Kind::Disk | Kind::ProximityPlacementGroup => {
+            compute::render(cloud, ctx, resource)
+        }
+        Kind::StorageAccount | Kind::BlobContainer | Kind::FileShare => {
+            storage::render(cloud, resource)
+        }
+        Kind::Schedule | Kind::ResourceGroup => resource.body.clone(),
+    }
+}
+
+fn get(cloud: &Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
+    match cloud.resources.get(&target.key) {
+        Some(resource) if !resource.hidden => Ok(Reply::json(200, render(cloud, ctx, resource))),
+        _ => Err(target.not_found()),
+    }
+}
+
+fn list(cloud: &Cloud, ctx: &Ctx<'_>, path: &ResourcePath, kind: Kind, group_key: &str) -> Reply {
+    let items: Vec<Value> = if path.segments.is_empty() {
+        let prefix = format!("{group_key}/");
+        cloud
+            .of_kind(kind)
+            .into_iter()
+            .filter(|r| key(&r.id).starts_with(&prefix))
+            .map(|r| render(cloud, ctx, r))
+            .collect()
+    } else {
+        let parent = Kind::from_type(&path.rtype())
+            .map(|k| key(&canonical_id(path, k, path.group.as_str())))
+            .unwrap_or_default();
+        cloud
+            .children(&parent, kind)
+            .into_iter()
+            .filter(|r| !r.hidden)
+            .map(|r| render(cloud, ctx, r))
+            .collect()
+    };
+    Reply::json(200, json!({ "value": items }))
+}
+
+fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
+    if !ctx.body().is_object() {
+        return Err(ArmError::invalid_request(
+            "The request content must be a JSON object.",
+        ));
+    }
+    match target.kind {
+        Kind::VirtualNetwork => network::put_vnet(cloud, ctx, target),
+        Kind::Subnet => network::put_subnet(cloud, ctx, target),
+        Kind::NetworkSecurityGroup => network::put_nsg(cloud, ctx, target),
+        Kind::SecurityRule => network::put_rule(cloud, ctx, target),
+        Kind::PublicIpAddress => network::put_public_ip(cloud, ctx, target),
+        Kind::NetworkInterface => network::put_nic(cloud, ctx, target),
+        Kind::ProximityPlacementGroup => compute::put_ppg(cloud, ctx, target),
+        Kind::VirtualMachine => compute::put_vm(cloud, ctx, target),
+        Kind::Disk => compute::put_disk(cloud, ctx, target),
+        Kind::StorageAccount => storage::put_account(cloud, ctx, target),
+        Kind::BlobContainer | Kind::FileShare => Ok(storage::put_child(cloud, ctx, target)),
+        Kind::Schedule => schedules::put(cloud, ctx, target),
+        Kind::ResourceGroup => Err(method_not_allowed("PUT")),
+    }
+}
+
+fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
+    let Some(resource) = cloud
+        .resources
+        .get(&target.key)
+        .filter(|r| !r.hidden)
+        .cloned()
+    else {
+        // ARM: a DELETE of a missing resource is a success with nothing deleted.
+        return Ok(Reply::empty(204));
+    };
+    match target.kind {
+        Kind::VirtualNetwork
+        | Kind::Subnet
+        | Kind::NetworkSecurityGroup
+        | Kind::SecurityRule
+        | Kind::PublicIpAddress
+        | Kind::NetworkInterface => network::check_delete(cloud, &resource)?,
+        Kind::VirtualMachine | Kind::Disk | Kind::ProximityPlacementGroup => {
+            compute::check_delete(cloud, &resource)?;
+        }
+        _ => {}
+    }
+    match target.kind {
+        // Synchronous deletes: 200 when something was deleted.
+        Kind::StorageAccount
+        | Kind::BlobContainer
+        | Kind::FileShare
+        | Kind::Schedule
+        | Kind::ProximityPlacementGroup => {
+            cloud.remove_tree(&target.key);
+            Ok(Reply::empty(200))
+        }
+        _ => {
+            if let Some(op_id) = &resource.op
+                && let Some(op) = cloud.operations.get(op_id).cloned()
+                && op.kind == super::store::OpKind::Delete
+            {
+                // Already being deleted: answer with the running operation.
+                return Ok(Reply::empty(202).headers(ops::accepted_headers(ctx, &op)));
+            }
+            let real = ops::base_latency(target.kind, &super::store::OpKind::Delete, None);
+            let op = ops::start(
+                cloud,
+                ctx,
+                super::store::OpKind::Delete,
+                &target.key,
+                target.kind.namespace(),
+                resource.location(),
+                real,
+            );
+            if let Some(stored) = cloud.resources.get_mut(&target.key) {
+                stored.op = Some(op.id.clone());
+                if stored.provisioning_state().is_some() {
+                    stored.set_provisioning_state("Deleting");
+                }
+                if stored.kind == Kind::VirtualMachine {
+                    stored.power = Some("deallocating".into());
+                }
+            }
+            Ok(Reply::empty(202).headers(ops::accepted_headers(ctx, &op)))
+        }
+    }
+}
+
+/// PATCH updates tags (the common denominator of every type's update model), synchronously.
+fn patch(cloud: &mut Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
+    let body = ctx.body();
+    let Some(resource) = cloud.resources.get_mut(&target.key).filter(|r| !r.hidden) else {
+        return Err(target.not_found());
+    };
+    if let Some(tags) = body.get("tags") {
+        resource.body["tags"] = tags.clone();
+    }
+    if target.kind.has_etag() {
+        resource.body["etag"] = json!(network::new_etag());
+    }
+    let resource = resource.clone();
+    Ok(Reply::json(200, render(cloud, ctx, &resource)))
+}
+
+fn action(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    tail: &str,
+) -> Result<Reply, ArmError> {
+    match target.kind {
+        Kind::VirtualMachine => compute::vm_action(cloud, ctx, target, tail),
+        Kind::StorageAccount => storage::account_action(cloud, ctx, target, tail),
+        _ => Err(ArmError::new(
+            404,
+            "NotFound",
+            format!(
+                "The action '{tail}' is not supported on {}.",
+                target.kind.type_name()
+            ),
+        )),
+    }
+}
+
+/// Reads `location`, which every tracked resource requires.
+pub(crate) fn require_location(body: &Value) -> Result<String, ArmError> {
+    body.get("location")
+        .and_then(Value::as_str)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ArmError::new(
+                400,
+                "LocationRequired",
+                "The location property is required for this definition.",
+            )
+        })
+}
+
+/// Copies the writable top-level fields every tracked resource shares.
+pub(crate) fn envelope(
+    id: &str,
+    name: &str,
+    kind: Kind,
+    location: Option<&str>,
+    body: &Value,
+) -> Value {
+    let mut out = json!({"id": id, "name": name, "type": kind.type_name()});
+    if let Some(location) = location {
+        out["location"] = json!(location);
+    }
+    for field in [
+        "tags",
+        "zones",
+        "sku",
+        "kind",
+        "extendedLocation",
+        "identity",
+        "plan",
+    ] {
+        if let Some(value) = body.get(field) {
+            out[field] = value.clone();
+        }
+    }
+    out
+}
+
+/// Checks that a referenced resource exists (and is visible), in the network provider's words.
+pub(crate) fn require_reference(
+    cloud: &Cloud,
+    reference: &str,
+    referrer: &str,
+) -> Result<(), ArmError> {
+    if visible(cloud, &key(reference)) {
+        return Ok(());
+    }
+    Err(ArmError::new(
+        400,
+        "InvalidResourceReference",
+        format!(
+            "Resource {reference} referenced by resource {referrer} was not found. Please make sure \
+             that the referenced resource exists, and that both resources are in the same region."
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emulator::path::{Route, parse};
+
+    fn resource_path(path: &str) -> ResourcePath {
+        match parse(path) {
+            Route::Resource(p) => p,
+            other => panic!("not a resource path: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_use_canonical_types_and_url_names() {
+        let path = resource_path(
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/virtualnetworks/MyNet/subnets/Sub1",
+        );
+        assert_eq!(
+            canonical_id(&path, Kind::Subnet, "RG"),
+            "/subscriptions/s/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/MyNet/subnets/Sub1"
+        );
+    }
+
+    #[test]
+    fn not_found_messages_name_type_and_group() {
+        let path = resource_path(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/x",
+        );
+        assert_eq!(
+            not_found(&path, Kind::VirtualMachine).message,
+            "The Resource 'Microsoft.Compute/virtualMachines/x' under resource group 'rg' was not \
+             found. For more details please go to https://aka.ms/ARMResourceNotFoundFix"
+        );
+        let path = resource_path(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/x",
+        );
+        assert_eq!(
+            not_found(&path, Kind::Subnet).message,
+            "The Resource 'Microsoft.Network/virtualNetworks/v/subnets/x' under resource group 'rg' \
+             was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix"
+        );
+    }
+}

@@ -1,0 +1,471 @@
+//! The HTTP front door: every request passes authentication, fault injection and throttling in
+//! the order ARM applies them, then reaches the provider handlers under one lock on the cloud.
+//! Every answer carries `x-ms-request-id` and the remaining-requests header of its bucket.
+
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::admin;
+use super::config::EmulatorConfig;
+use super::error::ArmError;
+use super::faults::FaultTable;
+use super::ops;
+use super::path::{self, Route};
+use super::providers;
+use super::store::Cloud;
+use super::throttle::{Category, Throttle, Verdict};
+
+/// A clock that follows tokio's time (so tests may pause it) but reads as UTC, so operation
+/// deadlines survive a restart in `state.json`.
+pub(crate) struct Clock {
+    instant: tokio::time::Instant,
+    utc: DateTime<Utc>,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        Self {
+            instant: tokio::time::Instant::now(),
+            utc: Utc::now(),
+        }
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        let elapsed = self.instant.elapsed();
+        self.utc + chrono::Duration::from_std(elapsed).unwrap_or_else(|_| chrono::Duration::zero())
+    }
+}
+
+/// State shared by every request.
+pub(crate) struct Shared {
+    pub config: EmulatorConfig,
+    pub endpoint: String,
+    pub clock: Clock,
+    pub cloud: Mutex<Cloud>,
+    pub faults: Mutex<FaultTable>,
+    pub throttle: Mutex<Throttle>,
+    /// Hashes of bearer tokens seen, and of those declared expired. Hashes, not tokens, so no
+    /// secret is kept.
+    pub tokens_seen: Mutex<HashSet<u64>>,
+    pub tokens_expired: Mutex<HashSet<u64>>,
+}
+
+/// Locks a mutex, recovering the data if a panicking request poisoned it: the cloud stays
+/// usable for the remaining requests of a test.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    pub fn state_dir(&self) -> Option<&PathBuf> {
+        self.config.state_dir.as_ref()
+    }
+
+    /// Saves the cloud if it has a directory; a failure is logged and reported to the caller.
+    pub fn save(&self, cloud: &mut Cloud) -> Result<(), ArmError> {
+        let Some(dir) = self.state_dir() else {
+            return Ok(());
+        };
+        cloud.save(dir).map_err(|err| {
+            tracing::error!(%err, "emulator could not save its state");
+            ArmError::new(
+                500,
+                "InternalServerError",
+                "The emulator could not save its state.",
+            )
+        })
+    }
+
+    pub fn expire_tokens(&self) {
+        let seen = lock(&self.tokens_seen).clone();
+        lock(&self.tokens_expired).extend(seen);
+    }
+}
+
+/// What a handler answers, before the common headers are added.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Value>,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Some(body),
+        }
+    }
+
+    pub fn empty(status: u16) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    #[must_use]
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    #[must_use]
+    pub fn headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.headers.extend(headers);
+        self
+    }
+}
+
+impl From<ArmError> for Reply {
+    fn from(err: ArmError) -> Self {
+        Reply::json(err.status, err.body())
+    }
+}
+
+/// Everything a provider handler needs to know about the request.
+pub(crate) struct Ctx<'a> {
+    pub config: &'a EmulatorConfig,
+    pub endpoint: &'a str,
+    pub now: DateTime<Utc>,
+    pub method: String,
+    /// Query parameters, keys lower-cased.
+    pub query: BTreeMap<String, String>,
+    pub api_version: String,
+    pub body: Option<Value>,
+    /// An injected failure for the operation this request starts, if any.
+    pub fail_operation: Option<ArmError>,
+    pub took_failure: bool,
+}
+
+impl Ctx<'_> {
+    /// Hands the injected failure to an operation being created.
+    pub fn take_failure(&mut self) -> Option<ArmError> {
+        let failure = self.fail_operation.take();
+        self.took_failure |= failure.is_some();
+        failure
+    }
+
+    /// The request body, or an empty object.
+    pub fn body(&self) -> Value {
+        self.body
+            .clone()
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
+    }
+
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+}
+
+/// The single axum handler: admin routes first, then ARM.
+pub(crate) async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    if path.starts_with(admin::PREFIX) {
+        return admin::handle(&shared, method.as_str(), &path, &body);
+    }
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let correlation = headers
+        .get("x-ms-correlation-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| request_id.clone(), str::to_owned);
+    let (reply, rate_header) = arm(&shared, &method, &uri, &headers, &body).await;
+    let mut response = build(reply);
+    let out = response.headers_mut();
+    insert(out, "x-ms-request-id", &request_id);
+    insert(out, "x-ms-correlation-request-id", &correlation);
+    if let Some((name, remaining)) = rate_header {
+        insert(out, name, &remaining.to_string());
+    }
+    response
+}
+
+fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        headers.insert(name, value);
+    }
+}
+
+fn build(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match reply.body {
+        Some(body) => (status, axum::Json(body)).into_response(),
+        None => status.into_response(),
+    };
+    for (name, value) in &reply.headers {
+        insert(response.headers_mut(), name, value);
+    }
+    response
+}
+
+fn token_hash(token: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    token.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// ARM's timestamp style in authentication messages, e.g. `5/13/2024 6:05:58 PM`.
+fn arm_time(time: DateTime<Utc>) -> String {
+    time.format("%-m/%-d/%Y %-I:%M:%S %p").to_string()
+}
+
+fn expired(now: DateTime<Utc>) -> ArmError {
+    let expiry = now - chrono::Duration::minutes(5);
+    ArmError::new(
+        401,
+        "ExpiredAuthenticationToken",
+        format!(
+            "The access token expiry UTC time '{}' is earlier than current UTC time '{}'.",
+            arm_time(expiry),
+            arm_time(now)
+        ),
+    )
+}
+
+fn unauthorized(err: ArmError, description: &str) -> Reply {
+    Reply::from(err).header(
+        "WWW-Authenticate",
+        format!(
+            "Bearer authorization_uri=\"https://login.microsoftonline.com/common\", \
+             error=\"invalid_token\", error_description=\"{description}\""
+        ),
+    )
+}
+
+/// Checks the bearer token as ARM does, before anything else.
+fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Result<(), Reply> {
+    let Some(value) = headers.get("authorization") else {
+        return Err(unauthorized(
+            ArmError::new(
+                401,
+                "AuthenticationFailed",
+                "Authentication failed. The 'Authorization' header is missing.",
+            ),
+            "The authentication failed because of missing 'Authorization' header.",
+        ));
+    };
+    let token = value
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        return Err(unauthorized(
+            ArmError::new(
+                401,
+                "AuthenticationFailed",
+                "Authentication failed. The 'Authorization' header is provided in an invalid format.",
+            ),
+            "The authentication failed because of invalid 'Authorization' header.",
+        ));
+    };
+    if shared
+        .config
+        .required_token
+        .as_deref()
+        .is_some_and(|required| required != token)
+    {
+        return Err(unauthorized(
+            ArmError::new(
+                401,
+                "InvalidAuthenticationToken",
+                "The access token is invalid.",
+            ),
+            "The access token is invalid.",
+        ));
+    }
+    let hash = token_hash(token);
+    if lock(&shared.tokens_expired).contains(&hash) {
+        return Err(unauthorized(expired(now), "The access token has expired."));
+    }
+    lock(&shared.tokens_seen).insert(hash);
+    Ok(())
+}
+
+fn subscription(route: &Route) -> Option<&str> {
+    match route {
+        Route::Groups { sub }
+        | Route::Group { sub, .. }
+        | Route::Location { sub, .. }
+        | Route::Provider { sub, .. }
+        | Route::GroupOperation { sub, .. } => Some(sub),
+        Route::Resource(p) => Some(&p.sub),
+        Route::Unknown => None,
+    }
+}
+
+fn resource_type(route: &Route) -> Option<String> {
+    match route {
+        Route::Groups { .. } | Route::Group { .. } => {
+            Some("Microsoft.Resources/resourceGroups".to_owned())
+        }
+        Route::Resource(p) if !p.segments.is_empty() => Some(p.rtype()),
+        _ => None,
+    }
+}
+
+fn parse_query(uri: &Uri) -> BTreeMap<String, String> {
+    uri.query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (
+                path::percent_decode(k).to_ascii_lowercase(),
+                path::percent_decode(&v.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
+type RateHeader = Option<(&'static str, u32)>;
+
+/// Draws from the subscription's bucket: the remaining-count header to send, and the 429 when
+/// the bucket is empty and throttling is on.
+fn take_token(shared: &Shared, route: &Route, category: Category) -> (RateHeader, Option<Reply>) {
+    let Some(sub) = subscription(route) else {
+        return (None, None);
+    };
+    let verdict = lock(&shared.throttle).take(sub, category, tokio::time::Instant::now());
+    match verdict {
+        Verdict::Allowed { remaining } => (Some((category.header(), remaining)), None),
+        Verdict::Throttled { retry_after } if shared.config.throttle => {
+            let err = ArmError::new(
+                429,
+                "SubscriptionRequestsThrottled",
+                format!(
+                    "Number of '{}' requests for subscription '{sub}' actor 'emulator' exceeded. \
+                     Please try again after '{retry_after}' seconds after the last request and \
+                     refer to https://aka.ms/arm-throttling for more details.",
+                    category.label(),
+                ),
+            );
+            let reply = Reply::from(err).header("Retry-After", retry_after.to_string());
+            (Some((category.header(), 0)), Some(reply))
+        }
+        Verdict::Throttled { .. } => (Some((category.header(), 0)), None),
+    }
+}
+
+async fn arm(
+    shared: &Shared,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> (Reply, RateHeader) {
+    let now = shared.clock.now();
+    let path = uri.path();
+    let route = path::parse(path);
+    let method_name = method.as_str().to_ascii_uppercase();
+    if let Err(reply) = authenticate(shared, headers, now) {
+        return (reply, None);
+    }
+    let category = Category::of(&method_name);
+    let rtype = resource_type(&route);
+    let decision = lock(&shared.faults).decide(&method_name, path, rtype.as_deref());
+    if !decision.delay.is_zero() {
+        tokio::time::sleep(decision.delay).await;
+    }
+    if decision.expire_token {
+        return (
+            unauthorized(expired(now), "The access token has expired."),
+            None,
+        );
+    }
+    let (rate, throttled) = take_token(shared, &route, category);
+    if let Some(reply) = throttled {
+        return (reply, rate);
+    }
+    if let Some((err, retry_after)) = decision.respond {
+        let mut reply = Reply::from(err);
+        if let Some(seconds) = retry_after {
+            reply = reply.header("Retry-After", seconds.to_string());
+        }
+        return (reply, rate);
+    }
+    let query = parse_query(uri);
+    let Some(api_version) = query.get("api-version").cloned() else {
+        let err = ArmError::new(
+            400,
+            "MissingApiVersionParameter",
+            "The api-version query parameter (?api-version=) is required for all requests.",
+        );
+        return (err.into(), rate);
+    };
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                let err = ArmError::invalid_request(format!(
+                    "The request content was invalid and could not be deserialized: '{err}'."
+                ));
+                return (err.into(), rate);
+            }
+        }
+    };
+    let mut ctx = Ctx {
+        config: &shared.config,
+        endpoint: &shared.endpoint,
+        now,
+        method: method_name.clone(),
+        query,
+        api_version,
+        body,
+        fail_operation: decision.fail_operation.as_ref().map(|(_, e)| e.clone()),
+        took_failure: false,
+    };
+    let reply = {
+        let mut cloud = lock(&shared.cloud);
+        let advanced = ops::advance(&mut cloud, now);
+        let reply = providers::dispatch(&mut cloud, &mut ctx, &route);
+        let wrote = method_name != "GET" && method_name != "HEAD";
+        let saved = if advanced || wrote {
+            shared.save(&mut cloud)
+        } else {
+            Ok(())
+        };
+        match (reply, saved) {
+            (_, Err(err)) | (Err(err), _) => Reply::from(err),
+            (Ok(reply), Ok(())) => reply,
+        }
+    };
+    if ctx.took_failure
+        && let Some((id, _)) = decision.fail_operation
+    {
+        lock(&shared.faults).consume(id);
+    }
+    (reply, rate)
+}

@@ -1,0 +1,324 @@
+//! The emulated cloud's contents: resources (groups included) and operations, kept in one
+//! serialisable value and written atomically to `state.json` after every change, so separate
+//! runs of the CLI (apply, then destroy) see the same cloud.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::{ArmError, EmulatorError};
+
+/// Bumped when the file layout changes incompatibly.
+const STATE_VERSION: u32 = 1;
+
+/// The resource types the emulator serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Kind {
+    ResourceGroup,
+    VirtualNetwork,
+    Subnet,
+    NetworkSecurityGroup,
+    SecurityRule,
+    PublicIpAddress,
+    NetworkInterface,
+    ProximityPlacementGroup,
+    VirtualMachine,
+    Disk,
+    StorageAccount,
+    BlobContainer,
+    FileShare,
+    Schedule,
+}
+
+impl Kind {
+    /// Maps a URL resource type (any casing) to a kind.
+    pub fn from_type(rtype: &str) -> Option<Self> {
+        let kind = match rtype.to_ascii_lowercase().as_str() {
+            "microsoft.network/virtualnetworks" => Self::VirtualNetwork,
+            "microsoft.network/virtualnetworks/subnets" => Self::Subnet,
+            "microsoft.network/networksecuritygroups" => Self::NetworkSecurityGroup,
+            "microsoft.network/networksecuritygroups/securityrules" => Self::SecurityRule,
+            "microsoft.network/publicipaddresses" => Self::PublicIpAddress,
+            "microsoft.network/networkinterfaces" => Self::NetworkInterface,
+            "microsoft.compute/proximityplacementgroups" => Self::ProximityPlacementGroup,
+            "microsoft.compute/virtualmachines" => Self::VirtualMachine,
+            "microsoft.compute/disks" => Self::Disk,
+            "microsoft.storage/storageaccounts" => Self::StorageAccount,
+            "microsoft.storage/storageaccounts/blobservices/containers" => Self::BlobContainer,
+            "microsoft.storage/storageaccounts/fileservices/shares" => Self::FileShare,
+            "microsoft.devtestlab/schedules" => Self::Schedule,
+            _ => return None,
+        };
+        Some(kind)
+    }
+
+    /// The canonical type string ARM returns.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Self::ResourceGroup => "Microsoft.Resources/resourceGroups",
+            Self::VirtualNetwork => "Microsoft.Network/virtualNetworks",
+            Self::Subnet => "Microsoft.Network/virtualNetworks/subnets",
+            Self::NetworkSecurityGroup => "Microsoft.Network/networkSecurityGroups",
+            Self::SecurityRule => "Microsoft.Network/networkSecurityGroups/securityRules",
+            Self::PublicIpAddress => "Microsoft.Network/publicIPAddresses",
+            Self::NetworkInterface => "Microsoft.Network/networkInterfaces",
+            Self::ProximityPlacementGroup => "Microsoft.Compute/proximityPlacementGroups",
+            Self::VirtualMachine => "Microsoft.Compute/virtualMachines",
+            Self::Disk => "Microsoft.Compute/disks",
+            Self::StorageAccount => "Microsoft.Storage/storageAccounts",
+            Self::BlobContainer => "Microsoft.Storage/storageAccounts/blobServices/containers",
+            Self::FileShare => "Microsoft.Storage/storageAccounts/fileServices/shares",
+            // DevTestLab answers in lower case (its spec examples do too).
+            Self::Schedule => "microsoft.devtestlab/schedules",
+        }
+    }
+
+    /// The provider namespace, as operation URLs spell it.
+    pub fn namespace(self) -> &'static str {
+        self.type_name().split('/').next().unwrap_or_default()
+    }
+
+    /// Network resources carry an etag on every representation.
+    pub fn has_etag(self) -> bool {
+        self.namespace() == "Microsoft.Network"
+    }
+}
+
+/// One resource as the emulator stores it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Resource {
+    /// The id in the casing of the request that created it.
+    pub id: String,
+    pub kind: Kind,
+    /// The stored representation (id, name, type, location, tags, properties, ...). Values
+    /// derived from other resources (a subnet's ipConfigurations) are added on read.
+    pub body: Value,
+    /// Creation order, so lists and child arrays keep the order they were created in.
+    pub seq: u64,
+    /// The operation currently running on it.
+    #[serde(default)]
+    pub op: Option<String>,
+    /// Hidden resources answer 404 (a storage account until its creation completes: ARM's
+    /// "old model" for a 202 to a PUT).
+    #[serde(default)]
+    pub hidden: bool,
+    /// VM power state (`running`, `deallocated`, ...).
+    #[serde(default)]
+    pub power: Option<String>,
+    /// Storage account keys. The emulator's state is the fake cloud's own storage, so they live
+    /// here; they never reach logs or errors.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// The error that failed the last operation on it (shown in a VM's instance view).
+    #[serde(default)]
+    pub failure: Option<ArmError>,
+}
+
+impl Resource {
+    pub fn provisioning_state(&self) -> Option<&str> {
+        self.body
+            .pointer("/properties/provisioningState")
+            .and_then(Value::as_str)
+    }
+
+    pub fn set_provisioning_state(&mut self, state: &str) {
+        if let Some(props) = self
+            .body
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+        {
+            props.insert("provisioningState".into(), Value::String(state.to_owned()));
+        }
+    }
+
+    pub fn location(&self) -> &str {
+        self.body
+            .get("location")
+            .and_then(Value::as_str)
+            .unwrap_or("eastus")
+    }
+
+    pub fn name(&self) -> &str {
+        self.body
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+/// What an operation does when it completes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum OpKind {
+    /// A PUT (create or update).
+    Put,
+    /// A DELETE of one resource.
+    Delete,
+    /// A POST action on a VM: `start`, `deallocate`, `powerOff`, `restart`.
+    Action(String),
+    /// A resource group delete, cascading to everything inside.
+    GroupDelete,
+}
+
+/// An operation's externally visible status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum OpStatus {
+    InProgress,
+    Succeeded,
+    Failed,
+}
+
+impl OpStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InProgress => "InProgress",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+        }
+    }
+}
+
+/// A long-running operation, completed by time rather than by polling.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Operation {
+    pub id: String,
+    pub sub: String,
+    pub namespace: String,
+    pub location: String,
+    pub kind: OpKind,
+    /// Key of the target resource (or group).
+    pub target: String,
+    pub started: DateTime<Utc>,
+    pub due: DateTime<Utc>,
+    pub status: OpStatus,
+    #[serde(default)]
+    pub finished: Option<DateTime<Utc>>,
+    /// An injected failure the operation ends with.
+    #[serde(default)]
+    pub failure: Option<ArmError>,
+    /// What the resource's state was before (for an action that fails).
+    #[serde(default)]
+    pub previous_power: Option<String>,
+}
+
+/// A mapping from a public IP address to a local SSH endpoint (a test hook).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SshEndpoint {
+    /// The public IP address ARM reports.
+    #[serde(rename = "ipAddress")]
+    pub ip_address: String,
+    /// `127.0.0.1:port` of the sshd standing in for the VM.
+    pub endpoint: String,
+    /// The public IP resource id, when known.
+    #[serde(
+        rename = "publicIpAddressId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub public_ip_id: Option<String>,
+}
+
+/// Everything in the emulated cloud.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Cloud {
+    #[serde(default)]
+    pub version: u32,
+    /// Keyed by the lower-cased id: names are case-insensitive.
+    pub resources: BTreeMap<String, Resource>,
+    pub operations: BTreeMap<String, Operation>,
+    #[serde(default)]
+    pub ssh_endpoints: Vec<SshEndpoint>,
+    #[serde(default)]
+    pub seq: u64,
+    #[serde(default)]
+    pub ip_counter: u32,
+}
+
+impl Cloud {
+    pub fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Resources of a kind, in creation order.
+    pub fn of_kind(&self, kind: Kind) -> Vec<&Resource> {
+        let mut out: Vec<&Resource> = self
+            .resources
+            .values()
+            .filter(|r| r.kind == kind && !r.hidden)
+            .collect();
+        out.sort_by_key(|r| r.seq);
+        out
+    }
+
+    /// Direct children of a resource, in creation order.
+    pub fn children(&self, parent_key: &str, kind: Kind) -> Vec<&Resource> {
+        let prefix = format!("{parent_key}/");
+        let mut out: Vec<&Resource> = self
+            .resources
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, r)| r)
+            .filter(|r| r.kind == kind)
+            .collect();
+        out.sort_by_key(|r| r.seq);
+        out
+    }
+
+    /// Removes a resource and everything nested under its id.
+    pub fn remove_tree(&mut self, key: &str) {
+        let prefix = format!("{key}/");
+        self.resources
+            .retain(|k, _| k != key && !k.starts_with(&prefix));
+    }
+
+    /// Loads `state.json` from `dir`, or an empty cloud if there is none yet.
+    pub fn load(dir: &Path) -> Result<Cloud, EmulatorError> {
+        let path = state_path(dir);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                serde_json::from_str(&text).map_err(|source| EmulatorError::Parse { path, source })
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Cloud {
+                version: STATE_VERSION,
+                ..Cloud::default()
+            }),
+            Err(source) => Err(EmulatorError::Io { path, source }),
+        }
+    }
+
+    /// Writes `state.json` atomically: a temporary file in the same directory, then a rename,
+    /// so a crash never leaves half a cloud. The file is private to the user (it holds keys).
+    pub fn save(&mut self, dir: &Path) -> Result<(), EmulatorError> {
+        self.version = STATE_VERSION;
+        let path = state_path(dir);
+        let io = |source| EmulatorError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let text = serde_json::to_vec_pretty(self).map_err(|source| EmulatorError::Parse {
+            path: path.clone(),
+            source,
+        })?;
+        let tmp = dir.join(format!(".state.json.{}.tmp", std::process::id()));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&tmp).map_err(io)?;
+        file.write_all(&text).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)
+    }
+}
+
+fn state_path(dir: &Path) -> PathBuf {
+    dir.join("state.json")
+}

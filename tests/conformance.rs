@@ -1,0 +1,1100 @@
+//! The emulator and the validator held to the official Azure OpenAPI specs in
+//! ../shared/azure-specs: the validator accepts every example request and rejects broken
+//! bodies; every example present is replayed against the emulator; and every response of a
+//! typical lifecycle validates against its operation's schema.
+//!
+//! When the specs are not beside the checkout the tests say so on stderr and pass, except
+//! under CI (`CI=true`), where they fail: a CI run must never skip conformance silently.
+
+use std::collections::BTreeSet;
+
+use dsinfra::emulator::{self, EmulatorConfig, EmulatorHandle};
+use dsinfra::openapi::{Direction, Specs, Violation, ViolationKind, significant};
+use serde_json::{Value, json};
+
+fn specs() -> Option<Specs> {
+    match Specs::load_default() {
+        Ok(specs) => Some(specs),
+        Err(missing) => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            assert!(!ci, "conformance specs are required under CI: {missing}");
+            eprintln!("SKIPPING conformance test: {missing}");
+            None
+        }
+    }
+}
+
+fn describe(violations: &[&Violation]) -> String {
+    violations.iter().fold(String::new(), |mut out, v| {
+        out.push_str("\n  ");
+        out.push_str(&v.to_string());
+        out
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The validator itself.
+
+#[test]
+fn every_example_request_body_passes_the_validator() {
+    let Some(specs) = specs() else { return };
+    let examples = specs.examples();
+    assert!(
+        examples.len() >= 35,
+        "expected the shipped examples, found {}",
+        examples.len()
+    );
+    let mut checked = 0;
+    for example in &examples {
+        let op = example.operation;
+        let Some(param) = op.body_parameter() else {
+            continue;
+        };
+        let Some(body) = example.body["parameters"].get(param) else {
+            continue;
+        };
+        let violations = op.validate_request(Some(body));
+        let strict = significant(&violations, true);
+        assert!(
+            strict.is_empty(),
+            "{} ({}) request fails:{}",
+            example.title,
+            example.file,
+            describe(&strict)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} example requests had bodies");
+}
+
+#[test]
+fn every_example_response_body_passes_the_validator() {
+    let Some(specs) = specs() else { return };
+    for example in specs.examples() {
+        let Some(responses) = example.body["responses"].as_object() else {
+            continue;
+        };
+        for (status, response) in responses {
+            let status: u16 = status.parse().expect("numeric status");
+            let violations = example
+                .operation
+                .validate_response(status, response.get("body"));
+            // Examples are documentation: unknown properties in them are tolerated, type and
+            // enum errors are not.
+            let errors = significant(&violations, false);
+            assert!(
+                errors.is_empty(),
+                "{} ({}) response {status} fails:{}",
+                example.title,
+                example.file,
+                describe(&errors)
+            );
+        }
+    }
+}
+
+fn vnet_op(specs: &Specs) -> dsinfra::openapi::Operation<'_> {
+    specs
+        .operation(
+            "PUT",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v",
+            Some("2024-07-01"),
+        )
+        .expect("VNet PUT is in the specs")
+}
+
+fn kinds(violations: &[Violation]) -> Vec<(String, ViolationKind)> {
+    violations
+        .iter()
+        .map(|v| (v.path.clone(), v.kind))
+        .collect()
+}
+
+#[test]
+fn broken_bodies_fail_with_located_violations() {
+    let Some(specs) = specs() else { return };
+    let op = vnet_op(&specs);
+    assert_eq!(op.operation_id(), "VirtualNetworks_CreateOrUpdate");
+    assert!(op.long_running());
+    let good = json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}});
+    assert_eq!(op.validate_request(Some(&good)), vec![]);
+
+    let wrong_type = json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": "10.0.0.0/16"}}});
+    assert_eq!(
+        kinds(&op.validate_request(Some(&wrong_type))),
+        [(
+            "$.properties.addressSpace.addressPrefixes".to_owned(),
+            ViolationKind::Type
+        )]
+    );
+
+    let read_only = json!({"location": "eastus", "properties": {"provisioningState": "Succeeded"}});
+    assert_eq!(
+        kinds(&op.validate_request(Some(&read_only))),
+        [(
+            "$.properties.provisioningState".to_owned(),
+            ViolationKind::ReadOnly
+        )]
+    );
+
+    let unknown = json!({"location": "eastus", "properties": {"adressSpace": {}}});
+    let violations = op.validate_request(Some(&unknown));
+    assert_eq!(
+        kinds(&violations),
+        [(
+            "$.properties.adressSpace".to_owned(),
+            ViolationKind::UnknownProperty
+        )]
+    );
+    assert!(
+        significant(&violations, false).is_empty(),
+        "unknown properties are the caller's choice"
+    );
+
+    let nsg = specs
+        .operation("PUT", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n", Some("2024-07-01"))
+        .expect("NSG PUT");
+    let vm = specs
+        .operation(
+            "PUT",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm",
+            Some("2024-11-01"),
+        )
+        .expect("VM PUT");
+    // Caching is a closed enum (modelAsString false).
+    let bad_enum = json!({"location": "eastus", "properties": {"storageProfile": {"osDisk": {"createOption": "FromImage", "caching": "Sometimes"}}}});
+    assert_eq!(
+        kinds(&vm.validate_request(Some(&bad_enum))),
+        [(
+            "$.properties.storageProfile.osDisk.caching".to_owned(),
+            ViolationKind::Enum
+        )]
+    );
+    let any_case = json!({"location": "eastus", "properties": {"storageProfile": {"osDisk": {"createOption": "FromImage", "caching": "readwrite"}}}});
+    assert_eq!(
+        vm.validate_request(Some(&any_case)),
+        vec![],
+        "ARM enums compare case-insensitively"
+    );
+    let missing = json!({"location": "eastus", "properties": {"securityRules": [{"name": "r", "properties": {
+        "access": "Allow", "priority": 100, "direction": "Inbound"}}]}});
+    assert_eq!(
+        kinds(&nsg.validate_request(Some(&missing))),
+        [(
+            "$.properties.securityRules[0].properties".to_owned(),
+            ViolationKind::Required
+        )]
+    );
+
+    // Responses: undeclared statuses and missing bodies are caught too.
+    assert_eq!(
+        kinds(&op.validate_response(202, None)),
+        [("$".to_owned(), ViolationKind::UndeclaredStatus)]
+    );
+    assert_eq!(
+        kinds(&op.validate_response(200, None)),
+        [("$".to_owned(), ViolationKind::Body)]
+    );
+    let error = json!({"error": {"code": "X", "message": "y"}});
+    assert!(
+        op.validate_response(400, Some(&error)).is_empty(),
+        "errors validate against default"
+    );
+}
+
+#[test]
+fn open_enums_and_definitions_follow_x_ms_enum() {
+    let Some(specs) = specs() else { return };
+    let vm = specs
+        .operation(
+            "PUT",
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm",
+            Some("2024-11-01"),
+        )
+        .expect("VM PUT");
+    // vmSize is an enum with modelAsString: any size name is accepted.
+    let body = json!({"location": "eastus", "properties": {"hardwareProfile": {"vmSize": "Standard_Future_v9"}}});
+    assert_eq!(vm.validate_request(Some(&body)), vec![]);
+    let violations = specs
+        .validate_definition(
+            "common-types/resource-management/v3/types.json",
+            "ErrorResponse",
+            &json!({"error": {"code": 5}}),
+            Direction::Response,
+        )
+        .expect("definition exists");
+    assert_eq!(
+        kinds(&violations),
+        [("$.error.code".to_owned(), ViolationKind::Type)]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Example replay.
+
+const TOKEN: &str = "conformance";
+
+async fn emulator() -> EmulatorHandle {
+    emulator::start(EmulatorConfig {
+        latency_scale: 0.0,
+        ..EmulatorConfig::default()
+    })
+    .await
+    .expect("emulator starts")
+}
+
+struct Answer {
+    status: u16,
+    body: Option<Value>,
+}
+
+async fn send(
+    http: &reqwest::Client,
+    endpoint: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+    let mut request = http
+        .request(method, format!("{endpoint}{path}"))
+        .bearer_auth(TOKEN);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request.send().await.expect("emulator reachable");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    let body = (!text.is_empty()).then(|| serde_json::from_str(&text).expect("JSON body"));
+    Answer { status, body }
+}
+
+fn versioned(path: &str, version: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}api-version={version}")
+}
+
+/// The api-version to create a prerequisite of this resource type with.
+fn version_for(id: &str) -> &'static str {
+    let lower = id.to_ascii_lowercase();
+    if lower.contains("/microsoft.network/") {
+        "2024-07-01"
+    } else if lower.contains("/microsoft.compute/disks/") {
+        "2025-01-02"
+    } else if lower.contains("/microsoft.compute/") {
+        "2024-11-01"
+    } else if lower.contains("/microsoft.storage/") {
+        "2025-01-01"
+    } else {
+        "2025-04-01"
+    }
+}
+
+fn group_of(id: &str) -> Option<String> {
+    let parts: Vec<&str> = id.split('/').collect();
+    (parts.len() > 4 && parts[3].eq_ignore_ascii_case("resourceGroups"))
+        .then(|| parts[..5].join("/"))
+}
+
+/// Creates the resource an id names (and what it needs) with a minimal body, waiting for it.
+fn ensure<'a>(
+    http: &'a reqwest::Client,
+    endpoint: &'a str,
+    id: &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
+    Box::pin(async move {
+        if let Some(group) = group_of(id) {
+            let exists = send(
+                http,
+                endpoint,
+                "GET",
+                &versioned(&group, "2025-04-01"),
+                None,
+            )
+            .await;
+            if exists.status == 404 {
+                let made = send(
+                    http,
+                    endpoint,
+                    "PUT",
+                    &versioned(&group, "2025-04-01"),
+                    Some(&json!({"location": "westus"})),
+                )
+                .await;
+                assert_eq!(made.status, 201, "prerequisite group {group}");
+            }
+        }
+        let Some(group) = group_of(id) else { return };
+        let lower = id.to_ascii_lowercase();
+        let version = version_for(id);
+        if send(http, endpoint, "GET", &versioned(id, version), None)
+            .await
+            .status
+            == 200
+        {
+            return;
+        }
+        let prereq_nic =
+            format!("{group}/providers/Microsoft.Network/networkInterfaces/prereq-nic");
+        let body = if let Some((vnet, subnet)) = lower.split_once("/subnets/") {
+            let vnet_id = &id[..vnet.len()];
+            let subnet_name = &id[lower.len() - subnet.len()..];
+            let body = json!({"location": "westus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+                "subnets": [{"name": subnet_name, "properties": {"addressPrefix": "10.0.0.0/24"}}]}});
+            put_and_wait(http, endpoint, vnet_id, version, &body).await;
+            return;
+        } else if lower.contains("/virtualnetworks/") {
+            json!({"location": "westus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}})
+        } else if lower.contains("/networkinterfaces/") {
+            let subnet = format!(
+                "{group}/providers/Microsoft.Network/virtualNetworks/prereq-vnet/subnets/default"
+            );
+            ensure(http, endpoint, &subnet).await;
+            json!({"location": "westus", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": subnet}}}]}})
+        } else if lower.contains("/virtualmachines/") {
+            ensure(http, endpoint, &prereq_nic).await;
+            json!({"location": "westus", "properties": {"hardwareProfile": {"vmSize": "Standard_D2_v2"},
+                "storageProfile": {"osDisk": {"createOption": "FromImage"}},
+                "networkProfile": {"networkInterfaces": [{"id": prereq_nic}]}}})
+        } else if lower.contains("/disks/") {
+            json!({"location": "westus", "properties": {"creationData": {"createOption": "Empty"}, "diskSizeGB": 32}})
+        } else if lower.contains("/storageaccounts/") {
+            let account = id
+                .split("/blobServices/")
+                .next()
+                .unwrap_or(id)
+                .split("/fileServices/")
+                .next()
+                .unwrap_or(id);
+            let made = send(http, endpoint, "PUT", &versioned(account, version), Some(&json!({"location": "westus", "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"}))).await;
+            assert!(
+                matches!(made.status, 200 | 202),
+                "prerequisite account {account}"
+            );
+            // Latency 0: the next request completes the creation.
+            if account.len() < id.len() {
+                let child = send(
+                    http,
+                    endpoint,
+                    "PUT",
+                    &versioned(id, version),
+                    Some(&json!({})),
+                )
+                .await;
+                assert_eq!(child.status, 201, "prerequisite {id}");
+            }
+            return;
+        } else if lower.contains("/microsoft.devtestlab/schedules/") {
+            json!({"location": "westus", "properties": {"status": "Enabled", "taskType": "LabVmsStartupTask", "timeZoneId": "UTC", "dailyRecurrence": {"time": "0700"}}})
+        } else {
+            json!({"location": "westus"})
+        };
+        put_and_wait(http, endpoint, id, version_for(id), &body).await;
+    })
+}
+
+async fn put_and_wait(
+    http: &reqwest::Client,
+    endpoint: &str,
+    id: &str,
+    version: &str,
+    body: &Value,
+) {
+    let made = send(http, endpoint, "PUT", &versioned(id, version), Some(body)).await;
+    assert!(
+        matches!(made.status, 200..=202),
+        "prerequisite {id}: {} {:?}",
+        made.status,
+        made.body
+    );
+}
+
+/// Every ARM id an example body refers to.
+fn referenced_ids(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if let Value::String(s) = v
+                    && (k == "id" || k == "targetResourceId")
+                    && s.starts_with("/subscriptions/")
+                {
+                    out.insert(s.clone());
+                }
+                referenced_ids(v, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| referenced_ids(v, out)),
+        _ => {}
+    }
+}
+
+fn encode_segment(value: &str) -> String {
+    value
+        .replace('{', "%7B")
+        .replace('}', "%7D")
+        .replace(' ', "%20")
+}
+
+/// Keys of the example that our answer lacks, at the top level and under `properties`.
+fn missing_keys(ours: &Value, example: &Value) -> Vec<String> {
+    let mut missing = Vec::new();
+    if let (Some(ours), Some(theirs)) = (ours.as_object(), example.as_object()) {
+        for key in theirs.keys() {
+            if !ours.contains_key(key) {
+                missing.push(key.clone());
+            }
+        }
+    }
+    if let (Some(ours), Some(theirs)) = (
+        ours["properties"].as_object(),
+        example["properties"].as_object(),
+    ) {
+        for key in theirs.keys() {
+            if !ours.contains_key(key) {
+                missing.push(format!("properties.{key}"));
+            }
+        }
+    }
+    missing
+}
+
+/// Example response keys the emulator deliberately does not produce (docs/emulator.md lists
+/// why): values only real infrastructure has, or features the emulator does not model.
+const NOT_EMULATED: &[&str] = &[
+    "systemData",
+    "nextLink",
+    // Instance-view details of a real guest agent and hardware.
+    "platformUpdateDomain",
+    "platformFaultDomain",
+    "rdpThumbPrint",
+    "bootDiagnostics",
+    "osVersion",
+    "extensions",
+    "assignedHost",
+    "maintenanceRedeployStatus",
+    "patchStatus",
+    // Placement groups: VMSS and availability sets are not emulated.
+    "properties.virtualMachineScaleSets",
+    "properties.availabilitySets",
+    // Disk fields real DiskRP fills from hardware and features the emulator does not model.
+    "properties.purchasePlan",
+    "properties.supportedCapabilities",
+    "properties.hyperVGeneration",
+    "properties.diskIOPSReadWrite",
+    "properties.diskMBpsReadWrite",
+    "properties.encryptionSettingsCollection",
+    "properties.tier",
+    "properties.lastOwnershipUpdateTime",
+    // Storage account fields for features the emulator does not model.
+    "properties.geoReplicationStats",
+    "properties.secondaryLocation",
+    "properties.statusOfSecondary",
+    "properties.secondaryEndpoints",
+    "properties.isHnsEnabled",
+    "properties.immutableStorageWithVersioning",
+    "properties.azureFilesIdentityBasedAuthentication",
+    "properties.routingPreference",
+    "properties.allowSharedKeyAccess",
+    "properties.isSftpEnabled",
+    "properties.isLocalUserEnabled",
+    "properties.keyPolicy",
+    "properties.sasPolicy",
+    "properties.defaultToOAuthAuthentication",
+    "properties.allowCrossTenantReplication",
+    "properties.publicNetworkAccess",
+    "properties.dnsEndpointType",
+    "properties.networkAcls",
+    "properties.privateEndpointConnections",
+    // Container and share fields about versions, leases and soft delete.
+    "properties.version",
+    "properties.deleted",
+    "properties.remainingRetentionDays",
+    "properties.immutabilityPolicy",
+    "properties.legalHold",
+    "properties.shareUsageBytes",
+    // Network fields of features not modelled (DNS names, DDoS, flow logs, tap, encryption).
+    "properties.dnsSettings",
+    "properties.ipTags",
+    "properties.disableTcpStateTracking",
+    "properties.tapConfigurations",
+    "properties.hostedWorkloads",
+    "properties.vnetEncryptionSupported",
+    "properties.enableDdosProtection",
+    "properties.auxiliaryMode",
+    "properties.auxiliarySku",
+    "properties.flushConnection",
+    "properties.provisioningStateForInstanceView",
+    // Standby pools are not emulated.
+    "isVMInStandbyPool",
+    // DiskRP example spells this key in PascalCase; the spec's property is lastOwnershipUpdateTime.
+    "properties.LastOwnershipUpdateTime",
+];
+
+/// Keys an example's response shows that its own request cannot produce: the example describes
+/// a resource in a richer context than the example sets up.
+const EXAMPLE_ARTIFACTS: &[(&str, &str)] = &[
+    // The disk in the example is attached to a VM the example never creates.
+    ("Disk_Get.json", "managedBy"),
+    // The response shows tags the request never sent.
+    ("GlobalSchedules_CreateOrUpdate.json", "tags"),
+    // A fresh public IP shown attached to a NIC that the example never creates.
+    (
+        "PublicIpAddressCreateDefaults.json",
+        "properties.ipConfiguration",
+    ),
+    (
+        "PublicIpAddressCreateCustomizedValues.json",
+        "properties.ipConfiguration",
+    ),
+    // The example passes zones as a stray top-level parameter instead of in the body.
+    ("PublicIpAddressCreateCustomizedValues.json", "zones"),
+];
+
+// One example after another, each set up, sent and judged in sequence: it reads best whole.
+#[allow(clippy::too_many_lines)]
+#[tokio::test]
+async fn every_example_present_replays_against_the_emulator() {
+    let Some(specs) = specs() else { return };
+    let http = reqwest::Client::new();
+    let mut replayed = Vec::new();
+    let mut failures = Vec::new();
+    for example in specs.examples() {
+        let op = example.operation;
+        let params = &example.body["parameters"];
+        let handle = emulator().await;
+        let endpoint = handle.endpoint();
+        let mut path = op.template().to_owned();
+        for name in op.path_parameters() {
+            let mut value = match &params[&name] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if name == "resourceGroupName" {
+                // A placeholder such as `{resourceGroupName}` is not a valid group name, for ARM
+                // as for the emulator; the example means "some group".
+                value = value.replace(['{', '}'], "");
+            }
+            path = path.replace(&format!("{{{name}}}"), &encode_segment(&value));
+        }
+        let decoded = path
+            .replace("%7B", "{")
+            .replace("%7D", "}")
+            .replace("%20", " ");
+        let mut query = format!("api-version={}", op.api_version());
+        let body_param = op.body_parameter();
+        for (name, value) in params.as_object().into_iter().flatten() {
+            let in_path = op.path_parameters().contains(name);
+            if in_path
+                || name == "api-version"
+                || Some(name.as_str()) == body_param
+                || value.is_object()
+                || value.is_array()
+            {
+                continue;
+            }
+            let value = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            query.push('&');
+            query.push_str(&encode_segment(name));
+            query.push('=');
+            query.push_str(&encode_segment(&value));
+        }
+        let body = body_param.and_then(|p| params.get(p)).cloned();
+        let method = op.method().to_ascii_uppercase();
+        // Prerequisites: the group, every resource the body refers to, and the target itself
+        // for reads, deletes and actions (or its parent for a child PUT).
+        if let Some(group) = group_of(&decoded)
+            && group != decoded
+        {
+            ensure(&http, &endpoint, &group).await;
+        }
+        let mut ids = BTreeSet::new();
+        if let Some(body) = &body {
+            referenced_ids(body, &mut ids);
+        }
+        for id in &ids {
+            ensure(&http, &endpoint, id).await;
+        }
+        let target_segments = decoded.split('/').count();
+        let resource_like = decoded.contains("/providers/") && group_of(&decoded).is_some();
+        if resource_like && method != "PUT" {
+            let target = if target_segments % 2 == 0 {
+                decoded
+                    .rsplit_once('/')
+                    .map_or(decoded.clone(), |(p, _)| p.to_owned())
+            } else {
+                decoded.clone()
+            };
+            // A GET example describes a resource created with what its response shows: create it
+            // from that body (ARM ignores read-only properties in requests, as the emulator does).
+            let seed = example.body.pointer("/responses/200/body").filter(|b| {
+                method == "GET" && b.get("properties").is_some() && b.get("location").is_some()
+            });
+            if let Some(seed) = seed {
+                put_and_wait(&http, &endpoint, &target, op.api_version(), seed).await;
+            }
+            ensure(&http, &endpoint, &target).await;
+        } else if resource_like
+            && (decoded.contains("/subnets/")
+                || decoded.contains("/blobServices/")
+                || decoded.contains("/fileServices/"))
+        {
+            let parent = decoded
+                .split("/subnets/")
+                .next()
+                .unwrap_or(&decoded)
+                .split("/blobServices/")
+                .next()
+                .unwrap_or(&decoded)
+                .split("/fileServices/")
+                .next()
+                .unwrap_or(&decoded)
+                .to_owned();
+            ensure(&http, &endpoint, &parent).await;
+        }
+        let answer = send(
+            &http,
+            &endpoint,
+            &method,
+            &format!("{path}?{query}"),
+            body.as_ref(),
+        )
+        .await;
+        let label = format!("{} ({method} {})", example.title, example.file);
+        let responses = example.body["responses"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        if !responses.contains_key(&answer.status.to_string()) {
+            failures.push(format!(
+                "{label}: status {} not among {:?}: {:?}",
+                answer.status,
+                responses.keys().collect::<Vec<_>>(),
+                answer.body
+            ));
+            continue;
+        }
+        let violations = op.validate_response(answer.status, answer.body.as_ref());
+        let strict = significant(&violations, true);
+        if !strict.is_empty() {
+            failures.push(format!(
+                "{label}: response does not validate:{}",
+                describe(&strict)
+            ));
+        }
+        if let (Some(ours), Some(theirs)) = (
+            &answer.body,
+            responses[&answer.status.to_string()].get("body"),
+        ) {
+            let missing: Vec<String> = missing_keys(ours, theirs)
+                .into_iter()
+                .filter(|k| !NOT_EMULATED.contains(&k.as_str()))
+                .filter(|k| {
+                    !EXAMPLE_ARTIFACTS
+                        .iter()
+                        .any(|(file, key)| example.file.ends_with(file) && key == k)
+                })
+                .collect();
+            if !missing.is_empty() {
+                failures.push(format!(
+                    "{label}: response lacks the example's keys {missing:?}"
+                ));
+            }
+        }
+        replayed.push(label);
+        handle.shutdown().await;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} examples failed:\n{}",
+        failures.len(),
+        replayed.len() + failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        replayed.len() >= 35,
+        "replayed only {} examples",
+        replayed.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A typical lifecycle, every request and response validated.
+
+struct Checked<'a> {
+    specs: &'a Specs,
+    http: reqwest::Client,
+    endpoint: String,
+    validated: usize,
+}
+
+impl Checked<'_> {
+    /// Sends a request the client would send; validates the request body and the response.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        version: &str,
+        body: Option<&Value>,
+    ) -> Answer {
+        let op = self
+            .specs
+            .operation(method, path, Some(version))
+            .unwrap_or_else(|| panic!("{method} {path} {version} is not in the specs"));
+        let request_errors = op.validate_request(body);
+        let request_errors = significant(&request_errors, true);
+        assert!(
+            request_errors.is_empty(),
+            "request {method} {path}:{}",
+            describe(&request_errors)
+        );
+        let answer = send(
+            &self.http,
+            &self.endpoint,
+            method,
+            &versioned(path, version),
+            body,
+        )
+        .await;
+        let violations = op.validate_response(answer.status, answer.body.as_ref());
+        let strict = significant(&violations, true);
+        assert!(
+            strict.is_empty(),
+            "response {} to {method} {path} ({}):{}\n{:?}",
+            answer.status,
+            op.operation_id(),
+            describe(&strict),
+            answer.body
+        );
+        self.validated += 1;
+        answer
+    }
+
+    /// Polls until the resource's provisioningState is terminal, validating each GET.
+    async fn settle(&mut self, path: &str, version: &str) -> Answer {
+        for _ in 0..100 {
+            let answer = self.call("GET", path, version, None).await;
+            let state = answer
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer("/properties/provisioningState"))
+                .and_then(Value::as_str)
+                .unwrap_or("Succeeded")
+                .to_owned();
+            if answer.status != 200 || matches!(state.as_str(), "Succeeded" | "Failed") {
+                return answer;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("{path} never settled");
+    }
+
+    async fn gone(&mut self, path: &str, version: &str) {
+        for _ in 0..100 {
+            if self.call("GET", path, version, None).await.status == 404 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("{path} never went away");
+    }
+}
+
+// A lifecycle is one scenario, top to bottom, in the order dsinfra apply and destroy run it.
+#[allow(clippy::too_many_lines)]
+#[tokio::test]
+async fn a_typical_lifecycle_validates_end_to_end() {
+    let Some(specs) = specs() else { return };
+    let handle = emulator::start(EmulatorConfig {
+        latency_scale: 0.001,
+        ..EmulatorConfig::default()
+    })
+    .await
+    .expect("emulator starts");
+    let mut c = Checked {
+        specs: &specs,
+        http: reqwest::Client::new(),
+        endpoint: handle.endpoint(),
+        validated: 0,
+    };
+    let (net, compute, disks, storage, dtl, resources) = (
+        "2024-07-01",
+        "2024-11-01",
+        "2025-01-02",
+        "2025-01-01",
+        "2018-09-15",
+        "2025-04-01",
+    );
+    let sub = "/subscriptions/11111111-2222-3333-4444-555555555555";
+    let rg = format!("{sub}/resourcegroups/exp-rg");
+    let p = |rest: &str| format!("{sub}/resourceGroups/exp-rg/providers/{rest}");
+
+    assert_eq!(
+        c.call(
+            "PUT",
+            &rg,
+            resources,
+            Some(&json!({"location": "eastus", "tags": {"owner": "ds"}}))
+        )
+        .await
+        .status,
+        201
+    );
+    assert_eq!(c.call("GET", &rg, resources, None).await.status, 200);
+    assert_eq!(
+        c.call(
+            "GET",
+            &format!("{sub}/resourcegroups/missing"),
+            resources,
+            None
+        )
+        .await
+        .status,
+        404
+    );
+
+    let nsg = p("Microsoft.Network/networkSecurityGroups/exp-nsg");
+    c.call("PUT", &nsg, net, Some(&json!({"location": "eastus", "properties": {"securityRules": [{"name": "ssh", "properties": {
+        "protocol": "Tcp", "sourcePortRange": "*", "destinationPortRange": "22", "sourceAddressPrefix": "*",
+        "destinationAddressPrefix": "*", "access": "Allow", "priority": 100, "direction": "Inbound"}}]}}))).await;
+    c.settle(&nsg, net).await;
+    let vnet = p("Microsoft.Network/virtualNetworks/exp-vnet");
+    c.call("PUT", &vnet, net, Some(&json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+        "subnets": [{"name": "default", "properties": {"addressPrefix": "10.0.0.0/24", "networkSecurityGroup": {"id": nsg}}}]}}))).await;
+    c.settle(&vnet, net).await;
+    let subnet2 = format!("{vnet}/subnets/extra");
+    c.call(
+        "PUT",
+        &subnet2,
+        net,
+        Some(&json!({"properties": {"addressPrefix": "10.0.1.0/24"}})),
+    )
+    .await;
+    c.settle(&subnet2, net).await;
+    let pip = p("Microsoft.Network/publicIPAddresses/exp-pip");
+    c.call(
+        "PUT",
+        &pip,
+        net,
+        Some(
+            &json!({"location": "eastus", "sku": {"name": "Standard", "tier": "Regional"},
+        "properties": {"publicIPAllocationMethod": "Static", "publicIPAddressVersion": "IPv4"}}),
+        ),
+    )
+    .await;
+    c.settle(&pip, net).await;
+    let nic = p("Microsoft.Network/networkInterfaces/exp-nic");
+    c.call("PUT", &nic, net, Some(&json!({"location": "eastus", "properties": {"ipConfigurations": [{"name": "ipconfig1", "properties": {
+        "subnet": {"id": format!("{vnet}/subnets/default")}, "publicIPAddress": {"id": pip}}}],
+        "networkSecurityGroup": {"id": nsg}, "enableAcceleratedNetworking": true}}))).await;
+    c.settle(&nic, net).await;
+    let ppg = p("Microsoft.Compute/proximityPlacementGroups/exp-ppg");
+    assert_eq!(
+        c.call(
+            "PUT",
+            &ppg,
+            compute,
+            Some(
+                &json!({"location": "eastus", "zones": ["1"], "properties": {
+        "proximityPlacementGroupType": "Standard", "intent": {"vmSizes": ["Standard_ND40rs_v2"]}}})
+            )
+        )
+        .await
+        .status,
+        201
+    );
+    let disk = p("Microsoft.Compute/disks/exp-data");
+    c.call(
+        "PUT",
+        &disk,
+        disks,
+        Some(
+            &json!({"location": "eastus", "sku": {"name": "Premium_LRS"},
+        "properties": {"creationData": {"createOption": "Empty"}, "diskSizeGB": 512}}),
+        ),
+    )
+    .await;
+    c.settle(&disk, disks).await;
+    let vm = p("Microsoft.Compute/virtualMachines/exp-vm");
+    let vm_body = json!({"location": "eastus", "zones": ["1"], "properties": {
+        "hardwareProfile": {"vmSize": "Standard_ND40rs_v2"},
+        "storageProfile": {"imageReference": {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"},
+            "osDisk": {"createOption": "FromImage", "caching": "ReadWrite", "managedDisk": {"storageAccountType": "Premium_LRS"}, "deleteOption": "Delete"},
+            "dataDisks": [{"lun": 0, "createOption": "Attach", "managedDisk": {"id": disk}}]},
+        "osProfile": {"computerName": "exp-vm", "adminUsername": "azureuser", "customData": "I2Nsb3VkLWNvbmZpZw==",
+            "linuxConfiguration": {"disablePasswordAuthentication": true,
+                "ssh": {"publicKeys": [{"path": "/home/azureuser/.ssh/authorized_keys", "keyData": "ssh-ed25519 AAAAC3Nz"}]}}},
+        "networkProfile": {"networkInterfaces": [{"id": nic, "properties": {"primary": true}}]},
+        "proximityPlacementGroup": {"id": ppg}}});
+    assert_eq!(
+        c.call("PUT", &vm, compute, Some(&vm_body)).await.status,
+        201
+    );
+    c.settle(&vm, compute).await;
+    let expanded = c
+        .call("GET", &format!("{vm}?$expand=instanceView"), compute, None)
+        .await;
+    assert!(
+        expanded
+            .body
+            .as_ref()
+            .is_some_and(|b| b["properties"]["instanceView"]["statuses"].is_array())
+    );
+    c.call("GET", &format!("{vm}/instanceView"), compute, None)
+        .await;
+    c.call(
+        "GET",
+        &format!("{ppg}?includeColocationStatus=true"),
+        compute,
+        None,
+    )
+    .await;
+    c.call("GET", &disk, disks, None).await;
+    for action in ["powerOff", "start", "restart", "deallocate", "start"] {
+        assert_eq!(
+            c.call("POST", &format!("{vm}/{action}"), compute, None)
+                .await
+                .status,
+            202,
+            "{action}"
+        );
+        // With latency 0.001 every action is done within a few polls.
+        for _ in 0..100 {
+            let view = c
+                .call("GET", &format!("{vm}/instanceView"), compute, None)
+                .await;
+            let power = view
+                .body
+                .as_ref()
+                .and_then(|b| b["statuses"][1]["code"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            if !power.ends_with("ing") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    c.call(
+        "GET",
+        &format!("{sub}/providers/Microsoft.Compute/locations/eastus/usages"),
+        compute,
+        None,
+    )
+    .await;
+    c.call(
+        "GET",
+        &format!("{sub}/providers/Microsoft.Compute/skus"),
+        "2021-07-01",
+        None,
+    )
+    .await;
+
+    let account = p("Microsoft.Storage/storageAccounts/expdata0001");
+    assert_eq!(
+        c.call(
+            "PUT",
+            &account,
+            storage,
+            Some(
+                &json!({"sku": {"name": "Standard_LRS"}, "kind": "StorageV2", "location": "eastus",
+        "properties": {"minimumTlsVersion": "TLS1_2", "allowBlobPublicAccess": false}})
+            )
+        )
+        .await
+        .status,
+        202
+    );
+    c.settle(&account, storage).await;
+    c.settle(&account, storage).await;
+    for _ in 0..100 {
+        if c.call("GET", &account, storage, None).await.status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    c.call("POST", &format!("{account}/listKeys"), storage, None)
+        .await;
+    c.call("POST", &format!("{account}/ListAccountSas"), storage, Some(&json!({"signedServices": "b", "signedResourceTypes": "sco",
+        "signedPermission": "rl", "signedExpiry": "2030-01-01T00:00:00Z", "signedProtocol": "https"}))).await;
+    c.call(
+        "POST",
+        &format!("{account}/ListServiceSas"),
+        storage,
+        Some(&json!({"canonicalizedResource": "/blob/expdata0001/raw",
+        "signedResource": "c", "signedPermission": "rl", "signedExpiry": "2030-01-01T00:00:00Z"})),
+    )
+    .await;
+    let container = format!("{account}/blobServices/default/containers/raw");
+    assert_eq!(
+        c.call("PUT", &container, storage, Some(&json!({})))
+            .await
+            .status,
+        201
+    );
+    c.call("GET", &container, storage, None).await;
+    let share = format!("{account}/fileServices/default/shares/home");
+    assert_eq!(
+        c.call(
+            "PUT",
+            &share,
+            storage,
+            Some(&json!({"properties": {"shareQuota": 1024, "enabledProtocols": "SMB"}}))
+        )
+        .await
+        .status,
+        201
+    );
+    c.call("GET", &share, storage, None).await;
+    let schedule = p("Microsoft.DevTestLab/schedules/shutdown-computevm-exp-vm");
+    assert_eq!(c.call("PUT", &schedule, dtl, Some(&json!({"location": "eastus", "properties": {"status": "Enabled",
+        "taskType": "ComputeVmShutdownTask", "dailyRecurrence": {"time": "1900"}, "timeZoneId": "UTC", "targetResourceId": vm,
+        "notificationSettings": {"status": "Disabled", "timeInMinutes": 30}}}))).await.status, 201);
+    c.call("GET", &schedule, dtl, None).await;
+
+    // In-use errors validate against the default error schema.
+    assert_eq!(c.call("DELETE", &nic, net, None).await.status, 400);
+    assert_eq!(
+        c.call("DELETE", &format!("{vnet}/subnets/default"), net, None)
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        c.call(
+            "GET",
+            &p("Microsoft.Compute/virtualMachines/nope"),
+            compute,
+            None
+        )
+        .await
+        .status,
+        404
+    );
+
+    // Deletes, in dependency order.
+    assert_eq!(c.call("DELETE", &schedule, dtl, None).await.status, 200);
+    assert_eq!(c.call("DELETE", &share, storage, None).await.status, 200);
+    assert_eq!(
+        c.call("DELETE", &container, storage, None).await.status,
+        200
+    );
+    assert_eq!(c.call("DELETE", &account, storage, None).await.status, 200);
+    assert_eq!(c.call("DELETE", &account, storage, None).await.status, 204);
+    assert_eq!(c.call("DELETE", &vm, compute, None).await.status, 202);
+    c.gone(&vm, compute).await;
+    assert_eq!(c.call("DELETE", &disk, disks, None).await.status, 202);
+    assert_eq!(c.call("DELETE", &ppg, compute, None).await.status, 200);
+    for path in [&nic, &pip, &subnet2, &vnet, &nsg] {
+        assert_eq!(
+            c.call("DELETE", path, net, None).await.status,
+            202,
+            "{path}"
+        );
+        c.gone(path, net).await;
+    }
+    assert_eq!(c.call("DELETE", &nic, net, None).await.status, 204);
+    assert_eq!(c.call("DELETE", &rg, resources, None).await.status, 202);
+    assert!(c.validated > 60, "validated {} exchanges", c.validated);
+    handle.shutdown().await;
+}
