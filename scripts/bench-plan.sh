@@ -13,7 +13,7 @@ if ! command -v hyperfine >/dev/null; then
 fi
 
 cargo build --release --locked --quiet
-bin="$PWD/target/release/dsinfra"
+bin="${CARGO_TARGET_DIR:-$PWD/target}/release/dsinfra"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r examples/keys "$work/keys"
