@@ -156,6 +156,24 @@ pub(super) static KINDS: &[Kind] = &[
                 Def::Unset,
                 "cache size limit (default: most of the temp disk)",
             ),
+            p(
+                "attr_timeout_sec",
+                Ty::Int,
+                Def::Int(240),
+                "seconds file attributes are cached by the kernel (the seed's attr_timeout)",
+            ),
+            p(
+                "entry_timeout_sec",
+                Ty::Int,
+                Def::Int(240),
+                "seconds directory entries are cached by the kernel (the seed's entry_timeout)",
+            ),
+            p(
+                "negative_timeout_sec",
+                Ty::Int,
+                Def::Int(120),
+                "seconds a missing file is remembered as missing (the seed's negative_timeout)",
+            ),
             p("read_only", Ty::Bool, Def::Bool(false), "mount read-only"),
             p(
                 "disable_compression",
@@ -336,9 +354,11 @@ pub(super) static KINDS: &[Kind] = &[
             ),
             p(
                 "to",
-                Ty::Path,
+                // Text, not Path: `{temp}/data` (the local temp disk, resolved on the node) is the
+                // single-VM "copy to local SSD" mode.
+                Ty::Text,
                 Def::Text("/mnt/scratch/data"),
-                "destination directory",
+                "destination directory: absolute, or `{temp}/...` for the node's temp disk",
             ),
             p(
                 "decompress",

@@ -6,6 +6,7 @@
 //! is separate. See docs/ssh.md for the design.
 
 mod hash;
+pub mod library;
 mod log;
 mod marker;
 mod progress;

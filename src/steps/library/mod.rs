@@ -1,0 +1,455 @@
+//! The built-in step library: each manifest step kind (`mofed`, `blobfuse2`, `beeond`, `stage`,
+//! ...) rendered from its template into one or more runner [`StepSpec`]s.
+//!
+//! A manifest names a workflow in one line (`step "beeond" {}`); the library turns it into the
+//! runner steps that do it, in order, with the scopes that put the runner's barriers where the
+//! workflow needs them (BeeOND: install on all nodes -> SSH mesh -> start on the head -> health
+//! gate on all nodes). Templates live in templates/steps/ and are embedded in the binary; every
+//! rendered script starts with `set -euo pipefail` and has an "already done?" section
+//! (`dsinfra_done`) that makes a re-run cheap and that [`check_only`] runs on its own.
+//!
+//! Secrets never enter a script's text: a step that needs a SAS or an account key gets it as a
+//! runner [`SecretInput`] (a 0600 file under `$DSINFRA_SECRETS`), and the text only names the
+//! file. What must be known on the workstation before rendering (storage names, credentials,
+//! the blob listing for sharding, the head's public key) comes in a [`NodeContext`]. The
+//! parameter names and defaults follow src/manifest/step_kinds.rs. docs/steps.md documents
+//! every step and how each was verified.
+
+mod cluster;
+mod context;
+mod mounts;
+mod params;
+mod plan;
+pub mod shard;
+mod stage;
+mod templates;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::spec::{RunPolicy, Scope, SecretInput, StepSpec};
+
+pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
+pub use context::{
+    ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
+};
+pub use plan::{CHECK_ONLY_PARAM, check_only, dry_run};
+pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, StageShard, stage_shards};
+
+/// Every step kind the library renders.
+pub const KINDS: [&str; 12] = [
+    "mofed",
+    "blobfuse2",
+    "blobfuse",
+    "azure_files",
+    "nfs_cache",
+    "ssh_mesh",
+    "beeond",
+    "stage",
+    "elbencho",
+    "alluxio",
+    "script",
+    // Not a manifest kind: the prelude that reads the head's public key (see head_key_step).
+    "head_key",
+];
+
+/// One manifest step to render.
+#[derive(Debug, Clone)]
+pub struct StepRequest<'a> {
+    /// The step's name (defaults to its kind in the manifest); sub-steps are `<name>.<part>`.
+    pub name: &'a str,
+    /// The step kind.
+    pub kind: &'a str,
+    /// Nodes it runs on (for kinds that expand into several steps: the main part).
+    pub scope: Scope,
+    /// When it runs again (for kinds that expand into several steps: the per-boot parts;
+    /// installs are always `Once`).
+    pub policy: RunPolicy,
+    /// Parameters after evaluation (`timeout` included); storage and SAS are addresses.
+    pub params: &'a BTreeMap<String, Value>,
+}
+
+impl<'a> StepRequest<'a> {
+    /// A request from the manifest's model.
+    pub fn from_model(step: &'a crate::model::Step) -> Self {
+        Self {
+            name: &step.name,
+            kind: &step.kind,
+            scope: match step.scope {
+                crate::model::StepScope::All => Scope::All,
+                crate::model::StepScope::Head => Scope::Head,
+            },
+            policy: match step.run {
+                crate::model::RunPolicy::Once => RunPolicy::Once,
+                crate::model::RunPolicy::PerBoot => RunPolicy::PerBoot,
+                crate::model::RunPolicy::Always => RunPolicy::Always,
+            },
+            params: &step.params,
+        }
+    }
+}
+
+/// A file to copy from a node back to the workstation after the run (elbencho's CSV): the
+/// engine's post-run hook, since the runner itself only streams output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetch {
+    /// The step after which the file exists.
+    pub after_step: String,
+    /// Node index (0 = head).
+    pub node: usize,
+    /// Path on the node.
+    pub remote: String,
+    /// Path relative to the workstation's `.dsinfra/<experiment>/` directory.
+    pub local: String,
+}
+
+/// What one manifest step expands into.
+#[derive(Debug, Clone, Default)]
+pub struct Expansion {
+    /// Runner steps, in order.
+    pub steps: Vec<StepSpec>,
+    /// Files to fetch after the run.
+    pub fetch: Vec<Fetch>,
+}
+
+/// Why a step could not be rendered. Messages name the step and never a secret value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LibraryError {
+    /// The kind is not in the library.
+    #[error("unknown step kind `{0}`; built-in kinds: {list}", list = KINDS[..11].join(", "))]
+    UnknownKind(String),
+    /// A required parameter is missing.
+    #[error("step `{step}` is missing parameter `{param}`")]
+    MissingParam {
+        /// Step name.
+        step: String,
+        /// Parameter name.
+        param: String,
+    },
+    /// A parameter has an unusable value.
+    #[error("step `{step}`: parameter `{param}`: {why}")]
+    BadParam {
+        /// Step name.
+        step: String,
+        /// Parameter name.
+        param: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The engine did not resolve a storage or credential address the step refers to.
+    #[error(
+        "step `{step}`: {address} is not resolved ({what}); the engine must resolve it before rendering"
+    )]
+    Unresolved {
+        /// Step name.
+        step: String,
+        /// The address.
+        address: String,
+        /// What was expected there.
+        what: &'static str,
+    },
+    /// The step cannot work on this VM.
+    #[error("step `{step}`: {why}")]
+    Unsupported {
+        /// Step name.
+        step: String,
+        /// Why, and what to do instead.
+        why: String,
+    },
+    /// A template failed to render: a bug in the library, not in the manifest.
+    #[error("step `{step}`: internal error rendering {template}")]
+    Template {
+        /// Step name.
+        step: String,
+        /// The template and the renderer's message.
+        template: String,
+    },
+}
+
+/// Renders one manifest step for the VM or cluster described by `ctx`.
+pub fn render(request: &StepRequest<'_>, ctx: &NodeContext) -> Result<Expansion, LibraryError> {
+    let mut b = Builder::new(request, ctx)?;
+    match request.kind {
+        "mofed" => mounts::mofed(&mut b)?,
+        "blobfuse2" => mounts::blobfuse2(&mut b)?,
+        "blobfuse" => mounts::blobfuse(&mut b)?,
+        "azure_files" => mounts::azure_files(&mut b)?,
+        "nfs_cache" => mounts::nfs_cache(&mut b)?,
+        "ssh_mesh" => cluster::ssh_mesh(&mut b)?,
+        "beeond" => cluster::beeond(&mut b)?,
+        "stage" => stage::stage(&mut b, None)?,
+        "elbencho" => cluster::elbencho(&mut b)?,
+        "alluxio" => cluster::alluxio(&mut b)?,
+        "script" => mounts::script(&mut b)?,
+        other => return Err(LibraryError::UnknownKind(other.to_owned())),
+    }
+    Ok(b.finish())
+}
+
+/// Renders a block's steps in order. Unlike [`render`] one at a time, it lets a step see the
+/// ones before it: a `stage` into a BeeOND mount refuses to run unless that mount is really
+/// BeeGFS (otherwise the copy would silently fill the node's local disk).
+pub fn render_block(
+    requests: &[StepRequest<'_>],
+    ctx: &NodeContext,
+) -> Result<Expansion, LibraryError> {
+    let mut all = Expansion::default();
+    let mut beegfs_mounts: Vec<String> = Vec::new();
+    for request in requests {
+        let expansion = if request.kind == "stage" {
+            let mut b = Builder::new(request, ctx)?;
+            let to = b.params().path_or("to", stage::DEFAULT_TO)?.to_owned();
+            let gate = beegfs_mounts
+                .iter()
+                .find(|m| to == **m || to.starts_with(&format!("{m}/")))
+                .cloned();
+            stage::stage(&mut b, gate.as_deref())?;
+            b.finish()
+        } else {
+            render(request, ctx)?
+        };
+        if request.kind == "beeond" {
+            let b = Builder::new(request, ctx)?;
+            beegfs_mounts.push(
+                b.params()
+                    .path_or("mount", cluster::BEEOND_MOUNT)?
+                    .to_owned(),
+            );
+        }
+        all.steps.extend(expansion.steps);
+        all.fetch.extend(expansion.fetch);
+    }
+    Ok(all)
+}
+
+/// Collects one expansion's steps.
+struct Builder<'a> {
+    request: &'a StepRequest<'a>,
+    ctx: &'a NodeContext,
+    timeout: Option<std::time::Duration>,
+    out: Expansion,
+}
+
+/// One runner step to add.
+struct Part<'t> {
+    /// Sub-step suffix (`install`), or `None` for the step's own name.
+    pub suffix: Option<&'t str>,
+    /// Template name.
+    pub template: &'t str,
+    /// A short description for the script header.
+    pub title: &'t str,
+    /// Scope.
+    pub scope: Scope,
+    /// Policy.
+    pub policy: RunPolicy,
+    /// Template variables besides the common ones.
+    pub vars: Value,
+    /// Secret inputs.
+    pub secrets: Vec<SecretInput>,
+    /// Non-secret parameters exported to the script.
+    pub env: BTreeMap<String, String>,
+}
+
+impl<'t> Part<'t> {
+    /// A part with no secrets and no exported parameters.
+    pub fn new(
+        suffix: Option<&'t str>,
+        template: &'t str,
+        title: &'t str,
+        scope: Scope,
+        policy: RunPolicy,
+        vars: Value,
+    ) -> Self {
+        Self {
+            suffix,
+            template,
+            title,
+            scope,
+            policy,
+            vars,
+            secrets: Vec::new(),
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+impl<'a> Builder<'a> {
+    fn new(request: &'a StepRequest<'a>, ctx: &'a NodeContext) -> Result<Self, LibraryError> {
+        let params = params::Params {
+            step: request.name,
+            map: request.params,
+        };
+        let timeout = params.timeout()?;
+        Ok(Self {
+            request,
+            ctx,
+            timeout,
+            out: Expansion::default(),
+        })
+    }
+
+    fn params(&self) -> params::Params<'a> {
+        params::Params {
+            step: self.request.name,
+            map: self.request.params,
+        }
+    }
+
+    fn request(&self) -> &'a StepRequest<'a> {
+        self.request
+    }
+
+    fn ctx(&self) -> &'a NodeContext {
+        self.ctx
+    }
+
+    fn name(&self) -> &'a str {
+        self.request.name
+    }
+
+    /// The full runner step name of a part.
+    fn step_name(&self, suffix: Option<&str>) -> String {
+        match suffix {
+            Some(s) => format!("{}.{s}", self.request.name),
+            None => self.request.name.to_owned(),
+        }
+    }
+
+    fn unsupported(&self, why: impl Into<String>) -> LibraryError {
+        LibraryError::Unsupported {
+            step: self.request.name.to_owned(),
+            why: why.into(),
+        }
+    }
+
+    fn unresolved(&self, address: &str, what: &'static str) -> LibraryError {
+        LibraryError::Unresolved {
+            step: self.request.name.to_owned(),
+            address: address.to_owned(),
+            what,
+        }
+    }
+
+    /// The resolved storage target at the address held by parameter `param`.
+    fn storage(&self, param: &str) -> Result<&'a StorageTarget, LibraryError> {
+        let address = self.params().required(param)?;
+        let target = self
+            .ctx
+            .storage
+            .get(address)
+            .ok_or_else(|| self.unresolved(address, "a container or share"))?;
+        if !params::is_account_name(&target.account) || !params::is_container_name(&target.name) {
+            return Err(self.unsupported(format!(
+                "{address} resolved to unusable Azure names ({}/{})",
+                target.account, target.name
+            )));
+        }
+        Ok(target)
+    }
+
+    /// The credential for a storage target: the SAS named by `sas_param` if the step has one,
+    /// else the account key of the target's storage account.
+    fn credential(
+        &self,
+        storage_param: &str,
+        sas_param: Option<&str>,
+    ) -> Result<&'a Credential, LibraryError> {
+        if let Some(sas) = sas_param
+            .map(|p| self.params().text(p))
+            .transpose()?
+            .flatten()
+        {
+            return self
+                .ctx
+                .credentials
+                .get(sas)
+                .ok_or_else(|| self.unresolved(sas, "a SAS"));
+        }
+        let address = self.params().required(storage_param)?;
+        let account = account_address(address);
+        self.ctx
+            .credentials
+            .get(&account)
+            .ok_or_else(|| self.unresolved(&account, "the storage account key"))
+    }
+
+    /// Adds one runner step rendered from `part`.
+    fn push(&mut self, part: Part<'_>) -> Result<(), LibraryError> {
+        let name = self.step_name(part.suffix);
+        let mut context = json!({
+            "step": name,
+            "kind": self.request.kind,
+            "title": part.title,
+            "experiment": self.ctx.experiment,
+            "block": self.ctx.block,
+            "node_count": self.ctx.nodes.len(),
+            "temp_dir": self.ctx.temp_dir,
+            "infiniband": self.ctx.infiniband,
+        });
+        if let (Value::Object(base), Value::Object(extra)) = (&mut context, part.vars) {
+            base.extend(extra);
+        }
+        let script =
+            templates::render(part.template, &context).map_err(|e| LibraryError::Template {
+                step: name.clone(),
+                template: e,
+            })?;
+        self.out.steps.push(StepSpec {
+            name,
+            script,
+            params: part.env,
+            secrets: part.secrets,
+            scope: part.scope,
+            policy: part.policy,
+            timeout: self.timeout,
+        });
+        Ok(())
+    }
+
+    fn fetch(&mut self, fetch: Fetch) {
+        self.out.fetch.push(fetch);
+    }
+
+    fn finish(self) -> Expansion {
+        self.out
+    }
+}
+
+/// `storage_account.data.container.raw` -> `storage_account.data`.
+fn account_address(address: &str) -> String {
+    address.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// A runner secret input from a credential.
+fn secret_input(name: &str, credential: &Credential) -> SecretInput {
+    let value = match credential.kind {
+        CredentialKind::Sas => {
+            crate::ssh::Secret::new(credential.value.expose().trim().trim_start_matches('?'))
+        }
+        CredentialKind::AccountKey => crate::ssh::Secret::new(credential.value.expose().trim()),
+    };
+    SecretInput {
+        name: name.to_owned(),
+        identity: credential.identity.clone(),
+        value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn account_addresses_and_error_texts() {
+        assert_eq!(
+            account_address("storage_account.data.container.raw"),
+            "storage_account.data"
+        );
+        assert_eq!(
+            LibraryError::UnknownKind("blobfuse3".into()).to_string(),
+            "unknown step kind `blobfuse3`; built-in kinds: mofed, blobfuse2, blobfuse, \
+             azure_files, nfs_cache, ssh_mesh, beeond, stage, elbencho, alluxio, script"
+        );
+    }
+}

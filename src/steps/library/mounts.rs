@@ -1,0 +1,270 @@
+//! Single-node step kinds: drivers (`mofed`), mounts (`blobfuse2`, `blobfuse`, `azure_files`,
+//! `nfs_cache`) and the user's own `script`.
+//!
+//! Mounts are per boot by default: their caches live on the temp disk, which a deallocation
+//! wipes, so they are set up again after every boot (the runner's `PerBoot` policy) and each
+//! script survives a cache directory left over from before a plain reboot.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::params::check_path;
+use super::{Builder, LibraryError, Part, secret_input};
+use crate::steps::spec::RunPolicy;
+
+/// The seed's FUSE attribute/entry/negative timeouts (seconds): `attr_timeout=240
+/// entry_timeout=240 negative_timeout=120`.
+const SEED_ATTR_TIMEOUT: u64 = 240;
+const SEED_ENTRY_TIMEOUT: u64 = 240;
+const SEED_NEGATIVE_TIMEOUT: u64 = 120;
+
+/// `mofed`: the driver install (may reboot), then a per-boot port check.
+pub(super) fn mofed(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let version = p.text_or("version", "5.9-0.5.6.0.107")?.to_owned();
+    if !version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    {
+        return Err(LibraryError::BadParam {
+            step: b.name().to_owned(),
+            param: "version".into(),
+            why: format!("{version:?} is not an OFED version like 5.9-0.5.6.0.107"),
+        });
+    }
+    let vars = json!({
+        "version": version,
+        "enable_ipoib": p.bool_or("enable_ipoib", true)?,
+        "hold_kernel": p.bool_or("hold_kernel", true)?,
+    });
+    let request = b.request();
+    b.push(Part::new(
+        None,
+        "mofed.sh.j2",
+        "Mellanox OFED drivers",
+        request.scope,
+        request.policy,
+        vars.clone(),
+    ))?;
+    b.push(Part::new(
+        Some("verify"),
+        "mofed-verify.sh.j2",
+        "InfiniBand ports active",
+        request.scope,
+        RunPolicy::PerBoot,
+        vars,
+    ))
+}
+
+/// `blobfuse2`: a container mounted with a file cache on the temp disk.
+pub(super) fn blobfuse2(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let target = b.storage("container")?;
+    let credential = b.credential("container", Some("sas"))?;
+    let cache_timeout = p.int_or("cache_timeout_sec", 120)?;
+    let vars = json!({
+        "account": target.account,
+        "container": target.name,
+        "endpoint": target.blob_endpoint,
+        "mount": p.path_or("mount", "/mnt/blob")?,
+        "cache_dir": p.path_or("cache_dir", "{temp}/blobfuse2")?,
+        "cache_timeout": cache_timeout,
+        "cache_size_mb": p.int("cache_size_gb")?.map(|gb| gb.saturating_mul(1024)),
+        "read_only": p.bool_or("read_only", false)?,
+        "disable_compression": p.bool_or("disable_compression", false)?,
+        "attr_timeout": p.int_or("attr_timeout_sec", SEED_ATTR_TIMEOUT)?,
+        "entry_timeout": p.int_or("entry_timeout_sec", SEED_ENTRY_TIMEOUT)?,
+        "negative_timeout": p.int_or("negative_timeout_sec", SEED_NEGATIVE_TIMEOUT)?,
+        "sas_mode": credential.kind == super::CredentialKind::Sas,
+    });
+    let request = b.request();
+    let mut part = Part::new(
+        None,
+        "blobfuse2.sh.j2",
+        "blobfuse2 mount",
+        request.scope,
+        request.policy,
+        vars,
+    );
+    part.secrets.push(secret_input("storage", credential));
+    b.push(part)
+}
+
+/// `blobfuse`: legacy v1, Ubuntu 20.04 only.
+pub(super) fn blobfuse(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    if let Some(release) = b.ctx().ubuntu.as_deref()
+        && release != "20.04"
+    {
+        return Err(b.unsupported(format!(
+            "blobfuse v1 has no package for Ubuntu {release} (only 20.04, and it is retired in \
+             September 2026); use step \"blobfuse2\" instead"
+        )));
+    }
+    let p = b.params();
+    let target = b.storage("container")?;
+    let credential = b.credential("container", None)?;
+    let vars = json!({
+        "account": target.account,
+        "container": target.name,
+        "mount": p.path_or("mount", "/mnt/blob")?,
+        "tmp_dir": p.path_or("tmp_dir", "{temp}/blobfuse")?,
+        "cache_timeout": p.int_or("file_cache_timeout_sec", 120)?,
+        "attr_timeout": SEED_ATTR_TIMEOUT,
+        "entry_timeout": SEED_ENTRY_TIMEOUT,
+        "negative_timeout": SEED_NEGATIVE_TIMEOUT,
+        "sas_mode": credential.kind == super::CredentialKind::Sas,
+    });
+    let request = b.request();
+    let mut part = Part::new(
+        None,
+        "blobfuse.sh.j2",
+        "blobfuse (v1) mount",
+        request.scope,
+        request.policy,
+        vars,
+    );
+    part.secrets.push(secret_input("storage", credential));
+    b.push(part)
+}
+
+/// `azure_files`: an SMB 3.1.1 (or NFS 4.1) mount of a file share, kept in fstab.
+pub(super) fn azure_files(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let target = b.storage("share")?;
+    let vars = json!({
+        "account": target.account,
+        "share": target.name,
+        "host": target.file_host,
+        "nfs": target.nfs,
+        "mount": p.path_or("mount", "/mnt/share")?,
+    });
+    let request = b.request();
+    let mut part = Part::new(
+        None,
+        "azure_files.sh.j2",
+        "Azure Files mount",
+        request.scope,
+        request.policy,
+        vars,
+    );
+    if !target.nfs {
+        // SMB authenticates with the account key; an NFS share authenticates by network.
+        part.secrets
+            .push(secret_input("storage", b.credential("share", None)?));
+    }
+    b.push(part)
+}
+
+/// `nfs_cache`: cachefilesd on the temp disk and an NFS mount with `fsc`.
+pub(super) fn nfs_cache(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let (export, options) = match (p.text("share")?, p.text("export")?) {
+        (Some(_), None) => {
+            let target = b.storage("share")?;
+            (
+                format!("{}:/{}/{}", target.file_host, target.account, target.name),
+                // Azure Files NFS speaks 4.1 only.
+                "vers=4,minorversion=1,sec=sys,hard,proto=tcp,rsize=1048576,wsize=1048576,fsc",
+            )
+        }
+        (None, Some(export)) => {
+            let valid = export.split_once(":/").is_some_and(|(host, path)| {
+                !host.is_empty()
+                    && check_path(&format!("/{path}")).is_ok()
+                    && !host.contains(char::is_whitespace)
+            });
+            if !valid {
+                return Err(LibraryError::BadParam {
+                    step: b.name().to_owned(),
+                    param: "export".into(),
+                    why: format!("{export:?} is not an NFS export like host:/path"),
+                });
+            }
+            (
+                export.to_owned(),
+                "vers=3,hard,proto=tcp,rsize=1048576,wsize=1048576,fsc",
+            )
+        }
+        _ => {
+            return Err(LibraryError::BadParam {
+                step: b.name().to_owned(),
+                param: "share".into(),
+                why: "give exactly one of `share` and `export`".into(),
+            });
+        }
+    };
+    let vars = json!({
+        "export": export,
+        "options": options,
+        "mount": p.path_or("mount", "/mnt/nfs")?,
+        "cache_dir": p.path_or("cache_dir", "{temp}/fscache")?,
+    });
+    let request = b.request();
+    b.push(Part::new(
+        None,
+        "nfs_cache.sh.j2",
+        "NFS mount with FS-Cache",
+        request.scope,
+        request.policy,
+        vars,
+    ))
+}
+
+/// `script`: the user's own script, after the common prelude, with its `env` exported.
+pub(super) fn script(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let text = p
+        .text("script")?
+        .ok_or_else(|| LibraryError::MissingParam {
+            step: b.name().to_owned(),
+            param: "script".into(),
+        })?;
+    let mut env = BTreeMap::new();
+    match p.map.get("env") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(map)) => {
+            for (key, value) in map {
+                let value = value.as_str().ok_or_else(|| LibraryError::BadParam {
+                    step: b.name().to_owned(),
+                    param: "env".into(),
+                    why: format!("`{key}` must be text"),
+                })?;
+                let identifier = key
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !identifier || key.starts_with("DSINFRA_") {
+                    return Err(LibraryError::BadParam {
+                        step: b.name().to_owned(),
+                        param: "env".into(),
+                        why: format!(
+                            "`{key}` must be a shell variable name not starting with DSINFRA_"
+                        ),
+                    });
+                }
+                env.insert(key.clone(), value.to_owned());
+            }
+        }
+        Some(other) => {
+            return Err(LibraryError::BadParam {
+                step: b.name().to_owned(),
+                param: "env".into(),
+                why: format!("expected a map of text, got {other}"),
+            });
+        }
+    }
+    let vars = json!({ "script": text, "env_names": env.keys().collect::<Vec<_>>() });
+    let request = b.request();
+    let mut part = Part::new(
+        None,
+        "script.sh.j2",
+        "your script",
+        request.scope,
+        request.policy,
+        vars,
+    );
+    part.env = env;
+    b.push(part)
+}

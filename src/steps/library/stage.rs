@@ -1,0 +1,312 @@
+//! `stage`: copy a blob prefix to a directory on the nodes with azcopy, each node its own shard.
+//!
+//! dsinfra lists the blobs once on the workstation (the engine passes the listing in
+//! [`NodeContext::listings`](super::NodeContext)), assigns them to ranks by size
+//! ([`super::shard::by_size`]), and renders every rank's list into the script; each node picks
+//! its own by `DSINFRA_RANK` and hands it to azcopy with `--list-of-files`. Before copying, a
+//! node drops the entries already present at the destination, so a re-run copies nothing and
+//! does not even start azcopy; `--overwrite=false` is kept as a second guard. A per-rank done
+//! marker (holding a digest of the whole assignment) in `<to>/.dsinfra-stage/` is the step's
+//! "already done?" check, and a per-rank `.copied` file records what the rank wrote.
+//!
+//! Measured with azcopy 10.32.2 (tests/step_library.rs): `--decompress` gunzips blobs stored
+//! with `Content-Encoding: gzip` but keeps their `.gz` name, so the script renames them; with a
+//! source `CONTAINER/DIR/*`, list entries are relative to `DIR/` and land at the same relative
+//! path under the destination.
+
+use std::collections::BTreeMap;
+
+use chrono::{TimeDelta, Utc};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::shard::{self, Item};
+use super::{Builder, Credential, CredentialKind, LibraryError, Part, secret_input};
+use crate::storage::{AccountKey, BlobItem, Permissions, SasSpec};
+
+/// The default destination.
+pub(super) const DEFAULT_TO: &str = "/mnt/scratch/data";
+
+/// The oldest azcopy the step accepts: `--decompress` did nothing on Linux in 10.20.1
+/// (Azure/azure-storage-azcopy#2392).
+pub const AZCOPY_MIN_VERSION: &str = "10.21.0";
+
+/// The azcopy version installed from packages.microsoft.com when a node has none.
+pub const AZCOPY_PIN: &str = "10.27.1";
+
+/// One rank's share of a staged dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageShard {
+    /// The rank (0 = head).
+    pub rank: usize,
+    /// `(path relative to the source directory, local path relative to the destination, size)`.
+    pub entries: Vec<(String, String, u64)>,
+    /// Stored bytes the rank copies.
+    pub bytes: u64,
+}
+
+/// What a stage copies: the source directory inside the container (the prefix up to its last
+/// `/`) and each rank's shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagePlan {
+    /// The directory part of the prefix (`a/b/` for prefix `a/b/c`), source of relative paths.
+    pub source_dir: String,
+    /// One shard per rank.
+    pub shards: Vec<StageShard>,
+}
+
+/// Assigns the listed blobs under `prefix` that match `include` to `ranks` shards by size.
+/// With `decompress`, gzip content-encoded `.gz` blobs land without their `.gz`. Refuses blob
+/// names that cannot travel in the line-based list (tabs, newlines) or would escape the
+/// destination (`..`), and two blobs that would land on the same local path.
+pub fn stage_shards(
+    listing: &[BlobItem],
+    prefix: &str,
+    include: Option<&str>,
+    ranks: usize,
+    decompress: bool,
+) -> Result<StagePlan, String> {
+    let source_dir = prefix
+        .rfind('/')
+        .map_or(String::new(), |i| prefix[..=i].to_owned());
+    let mut items = Vec::new();
+    let mut locals = Vec::new();
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for blob in listing {
+        if blob.snapshot.is_some() || !blob.name.starts_with(prefix) || blob.name.ends_with('/') {
+            continue;
+        }
+        if include.is_some_and(|patterns| !shard::matches_any(patterns, &blob.name)) {
+            continue;
+        }
+        let relative = &blob.name[source_dir.len()..];
+        if relative.chars().any(char::is_control)
+            || relative.starts_with('/')
+            || relative
+                .split('/')
+                .any(|c| c == ".." || c == "." || c.is_empty())
+        {
+            return Err(format!(
+                "blob {:?} cannot be staged: its name has control characters or empty, `.` or `..` path parts",
+                blob.name
+            ));
+        }
+        let gzip = blob
+            .content_encoding
+            .as_deref()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gzip"));
+        let local = match relative.strip_suffix(".gz") {
+            Some(stem) if decompress && gzip && !stem.is_empty() && !stem.ends_with('/') => stem,
+            _ => relative,
+        };
+        if let Some(first) = seen.insert(local.to_owned(), &blob.name) {
+            return Err(format!(
+                "blobs {first:?} and {:?} would both be written to {local:?}",
+                blob.name
+            ));
+        }
+        items.push(Item {
+            name: relative.to_owned(),
+            size: blob.size,
+        });
+        locals.push(local.to_owned());
+    }
+    let shards = shard::by_size(&items, ranks)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, indices)| StageShard {
+            rank,
+            bytes: indices.iter().map(|&i| items[i].size).sum(),
+            entries: indices
+                .into_iter()
+                .map(|i| (items[i].name.clone(), locals[i].clone(), items[i].size))
+                .collect(),
+        })
+        .collect();
+    Ok(StagePlan { source_dir, shards })
+}
+
+/// Percent-encodes each path segment, keeping the `/`s.
+fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(crate::secret::percent_encode)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The SAS azcopy reads with: the step's `sas`, or a read+list container SAS signed from the
+/// account key for as long as the step may run plus an hour.
+fn stage_credential(
+    b: &Builder<'_>,
+    container: &str,
+    endpoint: &str,
+) -> Result<Credential, LibraryError> {
+    let credential = b.credential("from", Some("sas"))?;
+    match credential.kind {
+        CredentialKind::Sas => Ok(credential.clone()),
+        CredentialKind::AccountKey => {
+            let account = &b.storage("from")?.account;
+            let key = AccountKey::new(account, credential.value.expose())
+                .map_err(|_| b.unsupported("the storage account key is not valid base64"))?;
+            let lifetime = b
+                .params()
+                .timeout()?
+                .and_then(|t| TimeDelta::from_std(t).ok())
+                .unwrap_or(TimeDelta::hours(2));
+            let token = SasSpec::container(container, Utc::now() + lifetime + TimeDelta::hours(1))
+                .permissions(Permissions::READ_LIST)
+                .https_only(endpoint.starts_with("https://"))
+                .sign(&key)
+                .map_err(|_| b.unsupported("cannot sign a SAS with the storage account key"))?;
+            Ok(Credential {
+                kind: CredentialKind::Sas,
+                identity: format!("{} (read+list container SAS)", credential.identity),
+                value: crate::ssh::Secret::new(token.expose_query()),
+            })
+        }
+    }
+}
+
+/// Renders `stage`. `beegfs_gate` is the BeeOND mount the destination lies under, if any: the
+/// script then refuses to copy unless it is really mounted as BeeGFS.
+pub(super) fn stage(b: &mut Builder<'_>, beegfs_gate: Option<&str>) -> Result<(), LibraryError> {
+    let p = b.params();
+    let target = b.storage("from")?;
+    let to = p.path_or("to", DEFAULT_TO)?;
+    let prefix = p.text_or("prefix", "")?;
+    let decompress = p.bool_or("decompress", false)?;
+    let sharded = p.bool_or("shard", true)?;
+    let concurrency = p.int("concurrency")?;
+    let ranks = if sharded {
+        b.ctx().nodes.len().max(1)
+    } else {
+        1
+    };
+    let from = p.required("from")?;
+    let listing = b
+        .ctx()
+        .listings
+        .get(b.name())
+        .ok_or_else(|| b.unresolved(&format!("the blob listing of {from}"), "a listing"))?;
+    let plan =
+        stage_shards(listing, prefix, p.text("include")?, ranks, decompress).map_err(|why| {
+            LibraryError::BadParam {
+                step: b.name().to_owned(),
+                param: "from".into(),
+                why,
+            }
+        })?;
+    let mut lines = Vec::new();
+    for shard in &plan.shards {
+        for (blob, local, size) in &shard.entries {
+            lines.push(format!("{}\t{size}\t{blob}\t{local}", shard.rank));
+        }
+    }
+    let mut hasher = Sha256::new();
+    for line in &lines {
+        hasher.update(line.as_bytes());
+        hasher.update(b"\n");
+    }
+    let digest = hex::encode(hasher.finalize());
+    let source = format!(
+        "{}/{}/{}*",
+        target.blob_endpoint.trim_end_matches('/'),
+        target.name,
+        encode_path(&plan.source_dir)
+    );
+    let credential = stage_credential(b, &target.name, &target.blob_endpoint)?;
+    let vars = json!({
+        "source": source,
+        "to": to,
+        "decompress": decompress,
+        "sharded": sharded,
+        "ranks": ranks,
+        "concurrency": concurrency,
+        "lines": lines,
+        "files": lines.len(),
+        "bytes": plan.shards.iter().map(|s| s.bytes).sum::<u64>(),
+        "digest": digest,
+        "azcopy": b.ctx().azcopy,
+        "azcopy_min": AZCOPY_MIN_VERSION,
+        "azcopy_pin": AZCOPY_PIN,
+        "beegfs_gate": beegfs_gate,
+    });
+    let request = b.request();
+    let mut part = Part::new(
+        None,
+        "stage.sh.j2",
+        "stage a dataset with azcopy",
+        request.scope,
+        request.policy,
+        vars,
+    );
+    part.secrets.push(secret_input("sas", &credential));
+    b.push(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(name: &str, size: u64, gzip: bool) -> BlobItem {
+        BlobItem {
+            name: name.to_owned(),
+            size,
+            content_encoding: gzip.then(|| "gzip".to_owned()),
+            snapshot: None,
+        }
+    }
+
+    #[test]
+    fn shards_are_relative_to_the_prefix_directory_and_strip_gz_only_when_encoded() {
+        let listing = [
+            blob("data/cosmo/a_000.tfrecord.gz", 30, true),
+            blob("data/cosmo/a_001.tfrecord.gz", 20, false),
+            blob("data/cosmo/sub/b.bin", 10, false),
+            blob("data/other/c.gz", 99, true),
+        ];
+        let plan = stage_shards(&listing, "data/cosmo", None, 2, true).expect("valid listing");
+        assert_eq!(plan.source_dir, "data/");
+        assert_eq!(
+            plan.shards[0].entries,
+            [(
+                "cosmo/a_000.tfrecord.gz".into(),
+                "cosmo/a_000.tfrecord".into(),
+                30
+            )]
+        );
+        assert_eq!(
+            plan.shards[1].entries,
+            [
+                (
+                    "cosmo/a_001.tfrecord.gz".into(),
+                    "cosmo/a_001.tfrecord.gz".into(),
+                    20
+                ),
+                ("cosmo/sub/b.bin".into(), "cosmo/sub/b.bin".into(), 10),
+            ]
+        );
+        let included = stage_shards(&listing, "data/", Some("*.bin"), 1, false).expect("valid");
+        assert_eq!(included.shards[0].entries.len(), 1);
+    }
+
+    #[test]
+    fn unsafe_or_colliding_names_are_refused() {
+        let tab = [blob("x/a\tb", 1, false)];
+        assert!(stage_shards(&tab, "", None, 1, false).is_err());
+        let escape = [blob("x/../../etc/passwd", 1, false)];
+        assert!(stage_shards(&escape, "", None, 1, false).is_err());
+        let collide = [blob("a.gz", 1, true), blob("a", 1, false)];
+        assert_eq!(
+            stage_shards(&collide, "", None, 1, true).err().as_deref(),
+            Some("blobs \"a.gz\" and \"a\" would both be written to \"a\"")
+        );
+        assert!(stage_shards(&collide, "", None, 1, false).is_ok());
+    }
+
+    #[test]
+    fn source_paths_are_percent_encoded_per_segment() {
+        assert_eq!(encode_path("a b/c%/"), "a%20b/c%25/");
+        assert_eq!(encode_path(""), "");
+    }
+}

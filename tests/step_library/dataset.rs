@@ -1,0 +1,60 @@
+//! The skewed test dataset shared by tests/step_library.rs and benches/shard_balance.rs: 64
+//! CosmoFlow-like files named `univ_NNN.tfrecord` where every fourth file is about eight times
+//! larger than the others. That is the case the seed's name-modulo sharding handles worst (on
+//! four nodes, rank 0 gets every large file) and a realistic one (mixed simulation sizes).
+//! Contents are deterministic pseudo-random bytes, so gzip cannot shrink them and the stored
+//! (compressed) sizes keep the skew.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+/// Number of files.
+pub const FILES: usize = 64;
+
+/// `(file name, uncompressed content)` for every file, in name order.
+pub fn files() -> Vec<(String, Vec<u8>)> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        // xorshift64*: fast, deterministic, good enough to defeat gzip.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    (0..FILES)
+        .map(|i| {
+            let kib = if i % 4 == 0 {
+                48 + (i * 7) % 33
+            } else {
+                4 + (i * 37) % 23
+            };
+            let len = kib * 1024 + (i * 131) % 1000;
+            let mut content = Vec::with_capacity(len + 8);
+            while content.len() < len {
+                content.extend_from_slice(&next().to_le_bytes());
+            }
+            content.truncate(len);
+            (format!("univ_{i:03}.tfrecord"), content)
+        })
+        .collect()
+}
+
+/// `bytes` gzip-compressed by the system's gzip (`-n`: no name or time stamp, reproducible).
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("gzip")
+        .args(["-c", "-n", "-6"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip is installed");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("gzip runs");
+    writer
+        .join()
+        .expect("the writer thread does not panic")
+        .expect("gzip reads its input");
+    assert!(output.status.success(), "gzip failed");
+    output.stdout
+}
