@@ -15,7 +15,9 @@ fn help_teaches_the_first_steps() {
         .arg("--help")
         .assert()
         .success()
-        .stdout(predicate::str::contains("dsinfra init --template dual-dsvm"))
+        .stdout(predicate::str::contains(
+            "dsinfra init --template dual-dsvm",
+        ))
         .stdout(predicate::str::contains("validate"))
         .stdout(predicate::str::contains("plan"));
 }
@@ -105,11 +107,19 @@ fn plan_detailed_exitcode_saved_plan_and_staleness() {
         cmd
     };
     // Nothing exists yet: changes, exit 2.
-    run(&["plan", "examples/dual-dsvm.hcl", "--detailed-exitcode", "-out", "p.plan"])
-        .assert()
-        .code(2)
-        .stdout(predicate::str::contains("Plan: 12 to add, 0 to change, 0 to replace, 0 to destroy."))
-        .stderr(predicate::str::contains("note: saved the plan to p.plan"));
+    run(&[
+        "plan",
+        "examples/dual-dsvm.hcl",
+        "--detailed-exitcode",
+        "-out",
+        "p.plan",
+    ])
+    .assert()
+    .code(2)
+    .stdout(predicate::str::contains(
+        "Plan: 12 to add, 0 to change, 0 to replace, 0 to destroy.",
+    ))
+    .stderr(predicate::str::contains("note: saved the plan to p.plan"));
     // The saved plan is current for the same manifest and variables.
     run(&["show", "p.plan"])
         .assert()
@@ -120,8 +130,11 @@ fn plan_detailed_exitcode_saved_plan_and_staleness() {
     // Editing the manifest makes it stale.
     let manifest = dir.path().join("examples/dual-dsvm.hcl");
     let text = std::fs::read_to_string(&manifest).expect("read manifest");
-    std::fs::write(&manifest, text.replace("Standard_NC6s_v3", "Standard_NC24ads_A100_v4"))
-        .expect("edit manifest");
+    std::fs::write(
+        &manifest,
+        text.replace("Standard_NC6s_v3", "Standard_NC24ads_A100_v4"),
+    )
+    .expect("edit manifest");
     run(&["show", "p.plan"])
         .assert()
         .code(1)
@@ -140,7 +153,9 @@ fn plan_json_is_shaped_like_terraform_show_json() {
         .expect("runs");
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
-    let changes = json["resource_changes"].as_array().expect("resource_changes");
+    let changes = json["resource_changes"]
+        .as_array()
+        .expect("resource_changes");
     let vms: Vec<&str> = changes
         .iter()
         .filter(|c| c["type"] == "Microsoft.Compute/virtualMachines")
@@ -148,9 +163,18 @@ fn plan_json_is_shaped_like_terraform_show_json() {
         .collect();
     assert_eq!(
         vms,
-        ["cluster.train[0].vm", "cluster.train[1].vm", "cluster.train[2].vm", "cluster.train[3].vm"]
+        [
+            "cluster.train[0].vm",
+            "cluster.train[1].vm",
+            "cluster.train[2].vm",
+            "cluster.train[3].vm"
+        ]
     );
-    assert!(changes.iter().all(|c| c["change"]["actions"] == serde_json::json!(["create"])));
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["change"]["actions"] == serde_json::json!(["create"]))
+    );
 }
 
 #[test]
@@ -163,7 +187,11 @@ fn fmt_check_lists_unformatted_files() {
         .success()
         .stdout("");
     let messy = dir.path().join("messy.hcl");
-    std::fs::write(&messy, "experiment=\"x\"\nazure {\nlocation=\"eastus\"\n}\n").expect("write");
+    std::fs::write(
+        &messy,
+        "experiment=\"x\"\nazure {\nlocation=\"eastus\"\n}\n",
+    )
+    .expect("write");
     dsinfra()
         .current_dir(dir.path())
         .args(["fmt", "--check", "messy.hcl"])

@@ -91,9 +91,10 @@ pub async fn connect(
             emulator: None,
         });
     }
-    let subscription =
-        crate::azure::subscription::resolve_subscription_from_environment(settings.subscription.as_deref())
-            .await?;
+    let subscription = crate::azure::subscription::resolve_subscription_from_environment(
+        settings.subscription.as_deref(),
+    )
+    .await?;
     let credential: Arc<dyn TokenCredential> = Arc::new(DefaultCredentialChain::from_process_env());
     let mut builder = ArmClient::builder(credential);
     if let Some(endpoint) = &settings.endpoint {
