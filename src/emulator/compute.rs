@@ -408,6 +408,11 @@ fn build_storage_profile(
     let mut data = Vec::new();
     let requested = request.get("dataDisks").and_then(Value::as_array);
     for (i, disk) in requested.into_iter().flatten().enumerate() {
+        // `toBeDetached: true` is how ARM clients detach a data disk: it leaves the profile,
+        // and the rule below releases it.
+        if disk.get("toBeDetached").and_then(Value::as_bool) == Some(true) {
+            continue;
+        }
         let (out, resource) = data_disk(cloud, site, i, disk, previous)?;
         disks.extend(resource);
         data.push(out);

@@ -2,9 +2,11 @@
 //! exist, the quota and SKU restrictions of the subscription, and faults to inject from start.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::faults::FaultRule;
 
@@ -139,6 +141,72 @@ pub struct EmulatorConfig {
     pub faults: Vec<FaultRule>,
     /// A JSON file with a list of [`FaultRule`]s, loaded at start.
     pub faults_file: Option<PathBuf>,
+    /// Checks every ARM request that reaches a provider (after authentication, injected faults,
+    /// throttling and the api-version check, as ARM's front door comes before the provider's
+    /// own validation). When it reports anything, the emulator answers 400
+    /// `InvalidRequestContent` with the violations in the message and `details`, and records
+    /// them for [`super::EmulatorHandle::request_violations`]. `None` (the default) checks
+    /// nothing. The emulator stays free of spec knowledge: tests plug the spec validator in here.
+    pub request_validator: Option<RequestValidator>,
+    /// Checks every ARM answer as it leaves (admin routes excepted). Violations change nothing on
+    /// the wire; they are recorded for [`super::EmulatorHandle::response_violations`].
+    pub response_validator: Option<ResponseValidator>,
+}
+
+/// What a validator is told about one ARM request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestInfo {
+    /// Upper-case HTTP method, e.g. `PUT`.
+    pub method: String,
+    /// The URL path as sent (no query string), e.g.
+    /// `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v`.
+    pub path: String,
+    /// The `api-version` query parameter; `None` only for answers to a request without one.
+    pub api_version: Option<String>,
+    /// The parsed JSON body; `None` when the request had no body (or, for answers, one that is
+    /// not JSON).
+    pub body: Option<Value>,
+}
+
+/// What a response validator is told about one ARM answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseInfo {
+    /// HTTP status.
+    pub status: u16,
+    /// The JSON body, if the answer has one.
+    pub body: Option<Value>,
+}
+
+/// Checks one request; each returned string is one violation (empty means valid).
+pub type RequestValidator = Arc<dyn Fn(&RequestInfo) -> Vec<String> + Send + Sync>;
+
+/// Checks one answer to a request; each returned string is one violation.
+pub type ResponseValidator = Arc<dyn Fn(&RequestInfo, &ResponseInfo) -> Vec<String> + Send + Sync>;
+
+/// One violation a validator reported, with the request it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedViolation {
+    /// Upper-case HTTP method.
+    pub method: String,
+    /// The URL path, without the query string.
+    pub path: String,
+    /// The answer's status for a response violation; `None` for a request violation.
+    pub status: Option<u16>,
+    /// What the validator said.
+    pub message: String,
+}
+
+impl std::fmt::Display for RecordedViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            Some(status) => write!(
+                f,
+                "{} {} answered {status}: {}",
+                self.method, self.path, self.message
+            ),
+            None => write!(f, "{} {}: {}", self.method, self.path, self.message),
+        }
+    }
 }
 
 impl Default for EmulatorConfig {
@@ -165,6 +233,8 @@ impl Default for EmulatorConfig {
             .collect(),
             faults: Vec::new(),
             faults_file: None,
+            request_validator: None,
+            response_validator: None,
         }
     }
 }
@@ -187,6 +257,8 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("locations", &self.locations)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
+            .field("request_validator", &self.request_validator.is_some())
+            .field("response_validator", &self.response_validator.is_some())
             .finish()
     }
 }
@@ -269,6 +341,41 @@ mod tests {
         assert_eq!(
             config.scaled(Duration::from_secs(90)),
             Duration::from_millis(900)
+        );
+    }
+
+    #[test]
+    fn validators_are_off_by_default_and_shown_only_as_present() {
+        let config = EmulatorConfig::default();
+        assert!(config.request_validator.is_none() && config.response_validator.is_none());
+        let hooked = EmulatorConfig {
+            request_validator: Some(Arc::new(|_: &RequestInfo| Vec::new())),
+            ..EmulatorConfig::default()
+        };
+        let shown = format!("{hooked:?}");
+        assert!(shown.contains("request_validator: true"), "{shown}");
+        assert!(shown.contains("response_validator: false"), "{shown}");
+    }
+
+    #[test]
+    fn recorded_violations_name_the_request_and_the_status() {
+        let request = RecordedViolation {
+            method: "PUT".into(),
+            path: "/subscriptions/s/resourceGroups/rg".into(),
+            status: None,
+            message: "$.x: UnknownProperty".into(),
+        };
+        assert_eq!(
+            request.to_string(),
+            "PUT /subscriptions/s/resourceGroups/rg: $.x: UnknownProperty"
+        );
+        let response = RecordedViolation {
+            status: Some(201),
+            ..request
+        };
+        assert_eq!(
+            response.to_string(),
+            "PUT /subscriptions/s/resourceGroups/rg answered 201: $.x: UnknownProperty"
         );
     }
 }

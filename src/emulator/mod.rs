@@ -35,7 +35,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use config::{
-    EmulatorConfig, QuotaConfig, QuotaLimit, SkuRestriction, VmSizeSpec, default_vm_sizes,
+    EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo, RequestValidator,
+    ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec, default_vm_sizes,
     normalize_location,
 };
 pub use error::{ArmError, EmulatorError};
@@ -108,6 +109,8 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         throttle: Mutex::new(throttle::Throttle::default()),
         tokens_seen: Mutex::new(std::collections::HashSet::new()),
         tokens_expired: Mutex::new(std::collections::HashSet::new()),
+        request_violations: Mutex::new(Vec::new()),
+        response_violations: Mutex::new(Vec::new()),
     });
     let app = axum::Router::new()
         .fallback(server::handle)
@@ -182,6 +185,17 @@ impl EmulatorHandle {
         endpoint: &str,
     ) -> Result<SshEndpoint, String> {
         map_ssh(&self.shared, ip_address, resource_id, endpoint)
+    }
+
+    /// What [`EmulatorConfig::request_validator`] reported so far, in arrival order. Each of these
+    /// requests was answered 400 `InvalidRequestContent`.
+    pub fn request_violations(&self) -> Vec<RecordedViolation> {
+        lock(&self.shared.request_violations).clone()
+    }
+
+    /// What [`EmulatorConfig::response_validator`] reported so far, in arrival order.
+    pub fn response_violations(&self) -> Vec<RecordedViolation> {
+        lock(&self.shared.response_violations).clone()
     }
 
     /// The current public IP to SSH endpoint map.

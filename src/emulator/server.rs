@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::admin;
-use super::config::EmulatorConfig;
+use super::config::{EmulatorConfig, RecordedViolation, RequestInfo, ResponseInfo};
 use super::error::ArmError;
 use super::faults::FaultTable;
 use super::ops;
@@ -57,6 +57,9 @@ pub(crate) struct Shared {
     /// secret is kept.
     pub tokens_seen: Mutex<HashSet<u64>>,
     pub tokens_expired: Mutex<HashSet<u64>>,
+    /// What the configured validators reported, in arrival order.
+    pub request_violations: Mutex<Vec<RecordedViolation>>,
+    pub response_violations: Mutex<Vec<RecordedViolation>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking request poisoned it: the cloud stays
@@ -192,6 +195,7 @@ pub(crate) async fn handle(
         .and_then(|v| v.to_str().ok())
         .map_or_else(|| request_id.clone(), str::to_owned);
     let (reply, rate_header) = arm(&shared, &method, &uri, &headers, &body).await;
+    check_response(&shared, &method, &uri, &body, &reply);
     let mut response = build(reply);
     let out = response.headers_mut();
     insert(out, "x-ms-request-id", &request_id);
@@ -200,6 +204,67 @@ pub(crate) async fn handle(
         insert(out, name, &remaining.to_string());
     }
     response
+}
+
+/// Runs the configured response validator on an answer and records what it reports. The answer
+/// itself is never changed: a test double that hid its own mistakes would defeat the check.
+fn check_response(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes, reply: &Reply) {
+    let Some(validator) = &shared.config.response_validator else {
+        return;
+    };
+    let request = RequestInfo {
+        method: method.as_str().to_ascii_uppercase(),
+        path: uri.path().to_owned(),
+        api_version: parse_query(uri).remove("api-version"),
+        body: serde_json::from_slice(body).ok(),
+    };
+    let response = ResponseInfo {
+        status: reply.status,
+        body: reply.body.clone(),
+    };
+    let found = validator(&request, &response);
+    if found.is_empty() {
+        return;
+    }
+    lock(&shared.response_violations).extend(found.into_iter().map(|message| RecordedViolation {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        status: Some(reply.status),
+        message,
+    }));
+}
+
+/// Runs the configured request validator. Violations are recorded and answered as ARM answers a
+/// body it cannot accept: 400 `InvalidRequestContent`, every violation in the message and one
+/// `details` entry each, so the client shows them verbatim.
+fn check_request(shared: &Shared, request: &RequestInfo) -> Option<Reply> {
+    let validator = shared.config.request_validator.as_ref()?;
+    let found = validator(request);
+    if found.is_empty() {
+        return None;
+    }
+    lock(&shared.request_violations).extend(found.iter().map(|message| RecordedViolation {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        status: None,
+        message: message.clone(),
+    }));
+    let details: Vec<Value> = found
+        .iter()
+        .map(|message| serde_json::json!({"code": "InvalidRequestContent", "message": message}))
+        .collect();
+    let message = format!(
+        "The request content was invalid and could not be deserialized: {}",
+        found.join("; ")
+    );
+    Some(Reply::json(
+        400,
+        serde_json::json!({"error": {
+            "code": "InvalidRequestContent",
+            "message": message,
+            "details": details,
+        }}),
+    ))
 }
 
 fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
@@ -423,7 +488,7 @@ async fn arm(
         );
         return (err.into(), rate);
     };
-    let body = if body.iter().all(u8::is_ascii_whitespace) {
+    let mut body = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
         match serde_json::from_slice::<Value>(body) {
@@ -436,6 +501,18 @@ async fn arm(
             }
         }
     };
+    if shared.config.request_validator.is_some() {
+        let request = RequestInfo {
+            method: method_name.clone(),
+            path: path.to_owned(),
+            api_version: Some(api_version.clone()),
+            body,
+        };
+        if let Some(reply) = check_request(shared, &request) {
+            return (reply, rate);
+        }
+        body = request.body;
+    }
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,

@@ -360,8 +360,13 @@ pub struct LinuxConfiguration {
     /// Authorised keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh: Option<SshConfiguration>,
-    /// Whether to install the VM agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Whether to install the VM agent. The spec spells it `provisionVMAgent`; camelCase
+    /// would send `provisionVmAgent`, which ARM ignores as unknown.
+    #[serde(
+        default,
+        rename = "provisionVMAgent",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provision_vm_agent: Option<bool>,
 }
 
@@ -795,5 +800,22 @@ mod tests {
         assert!(!PowerState::Deallocated.is_billed());
         assert!(VmAction::Deallocate.is_idempotent() && !VmAction::Restart.is_idempotent());
         assert_eq!(VmAction::PowerOff.path(), "powerOff");
+    }
+
+    /// Regression: `provisionVMAgent` went out as `provisionVmAgent` (serde's camelCase), which
+    /// the spec does not declare and ARM ignores; found by tests/client_emulator/.
+    #[test]
+    fn provision_vm_agent_is_spelled_as_the_spec_spells_it() {
+        let linux = LinuxConfiguration {
+            provision_vm_agent: Some(false),
+            ..LinuxConfiguration::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&linux).expect("serialises"),
+            json!({"provisionVMAgent": false})
+        );
+        let back: LinuxConfiguration =
+            serde_json::from_value(json!({"provisionVMAgent": true})).expect("reads");
+        assert_eq!(back.provision_vm_agent, Some(true));
     }
 }
