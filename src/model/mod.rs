@@ -6,6 +6,7 @@
 //! can be made offline without knowing the subscription. The ARM id is derived from the address's
 //! deterministic name when the subscription is known ([`Resource::arm_id`]).
 
+pub mod duration;
 mod kind;
 
 pub use kind::ResourceKind;

@@ -15,36 +15,11 @@ pub(in crate::manifest) fn parse_hhmm(text: &str) -> Result<String, String> {
     Ok(format!("{h:02}{m:02}"))
 }
 
-/// Parse a duration like `72h`, `3d`, `90m` or `1d12h` into seconds.
+/// Parse a duration like `72h`, `3d`, `90m` or `1d12h` into seconds (see [`crate::model::duration`]).
 pub(in crate::manifest) fn parse_duration(text: &str) -> Result<i64, String> {
-    let bad = || format!("`{text}` is not a duration like 72h, 3d, 90m or 1d12h");
-    let mut total: i64 = 0;
-    let mut digits = String::new();
-    let mut any = false;
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => return Err(bad()),
-        };
-        let n: i64 = digits.parse().map_err(|_| bad())?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-        digits.clear();
-        any = true;
-    }
-    if !digits.is_empty() || !any {
-        return Err(bad());
-    }
-    Ok(total)
+    let duration = crate::model::duration::parse(text)?;
+    i64::try_from(duration.as_secs())
+        .map_err(|_| format!("`{text}` is not a duration like 72h, 3d, 90m or 1d12h"))
 }
 
 /// Windows time zone ids Azure's auto-shutdown accepts that dsinfra knows (the common ones).

@@ -113,34 +113,9 @@ pub(super) fn check_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses `90s`, `45m`, `2h`, `1d`, `1h30m`.
+/// Parses `90s`, `45m`, `2h`, `1d`, `1h30m` (the manifest's one duration syntax).
 pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let mut total = 0u64;
-    let mut number = String::new();
-    let mut any = false;
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => return Err(format!("{text:?} is not a duration like 90s, 45m or 2h")),
-        };
-        let n: u64 = number
-            .parse()
-            .map_err(|_| format!("{text:?} is not a duration like 90s, 45m or 2h"))?;
-        total = total.saturating_add(n.saturating_mul(unit));
-        number.clear();
-        any = true;
-    }
-    if !number.is_empty() || !any {
-        return Err(format!("{text:?} is not a duration like 90s, 45m or 2h"));
-    }
-    Ok(Duration::from_secs(total))
+    crate::model::duration::parse(text)
 }
 
 /// Whether `name` is a valid Azure storage account name (3-24 lowercase letters and digits).
