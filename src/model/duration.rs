@@ -43,9 +43,9 @@ mod tests {
 
     #[test]
     fn parses_units_and_combinations() {
-        assert_eq!(parse("72h"), Ok(Duration::from_secs(72 * 3600)));
-        assert_eq!(parse("1d12h"), Ok(Duration::from_secs(36 * 3600)));
-        assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse("72h"), Ok(Duration::from_hours(72)));
+        assert_eq!(parse("1d12h"), Ok(Duration::from_hours(36)));
+        assert_eq!(parse("1h30m"), Ok(Duration::from_mins(90)));
         assert_eq!(parse("45s"), Ok(Duration::from_secs(45)));
     }
 
