@@ -78,6 +78,51 @@ Examples:
     Plan(PlanArgs),
     /// Show a saved plan and check that it still matches the manifest and the state.
     Show(ShowArgs),
+    /// Create, change and delete Azure resources until they match the manifest.
+    ///
+    /// Refreshes the state from ARM, plans, shows the plan and asks for approval, then works
+    /// through the changes in dependency order, in parallel, saving the state after every
+    /// resource. Give a plan saved with `plan -out` instead of a manifest to apply exactly it.
+    #[command(after_help = "\
+Exit codes: 0 success, 1 error (the summary lists every failure), 130 interrupted (Ctrl-C).
+
+Examples:
+  dsinfra apply exp.hcl --emulator                     against the built-in emulator
+  dsinfra apply exp.hcl --auto-approve -var nodes=8
+  dsinfra plan exp.hcl -out exp.plan && dsinfra apply exp.plan")]
+    Apply(ApplyArgs),
+    /// Delete the experiment's Azure resources, dependents first.
+    #[command(after_help = "\
+Examples:
+  dsinfra destroy exp.hcl --emulator
+  dsinfra destroy exp.hcl --keep-data      keep storage and data disks, delete compute")]
+    Destroy(DestroyArgs),
+    /// Park: deallocate the experiment's VMs so compute is no longer billed.
+    ///
+    /// Disks, public IPs and storage stay (and stay billed). The temp disk of each VM is lost:
+    /// BeeOND scratch and blobfuse caches live there. `dsinfra unpark` starts the VMs again.
+    #[command(after_help = "\
+Examples:
+  dsinfra park exp.hcl --emulator --auto-approve
+  dsinfra park exp.hcl --only train        just the VMs of cluster \"train\"")]
+    Park(PowerArgs),
+    /// Unpark: start the experiment's parked VMs again.
+    Unpark(PowerArgs),
+    /// Show the experiment's VMs: power state, IPs, uptime and cost per hour and since start.
+    Status(StatusArgs),
+    /// Print the manifest's outputs (sensitive ones only with --show-secrets).
+    Output(OutputArgs),
+    /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.
+    #[command(subcommand)]
+    State(StateCommands),
+    /// Break the lock on a remote state (`backend "azureblob"`) after confirmation.
+    ///
+    /// Only for a holder that is gone and whose lease has not expired yet (it expires by itself
+    /// within a minute); a run still going would fail its next save.
+    #[command(after_help = "\
+Example:
+  dsinfra force-unlock exp.hcl --yes")]
+    ForceUnlock(super::state_cmds::ForceUnlockArgs),
     /// Run the built-in ARM emulator as a server (for offline CI and tests).
     ///
     /// It behaves as Azure Resource Manager does for every resource dsinfra creates: long-running
@@ -180,6 +225,136 @@ pub struct PlanArgs {
     /// Only plan these resources (and what they need); for exceptional cases (repeatable).
     #[arg(long = "target", value_name = "ADDRESS")]
     pub targets: Vec<String>,
+    /// Where ARM is: with a connection the plan refreshes the state (drift) and runs the quota
+    /// and SKU preflight first.
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+}
+
+/// `park` and `unpark`
+#[derive(Debug, Args)]
+pub struct PowerArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Only these VMs: a block (`gpu`, `cluster.train`), a node (`cluster.train[1]`) or an
+    /// address (repeatable).
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub only: Vec<String>,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub auto_approve: bool,
+}
+
+/// `status`
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Where ARM is (without it, power states are as last recorded).
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+}
+
+/// `output`
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Print only this output (a string is printed raw, for scripts).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print the outputs as JSON (shaped like `terraform output -json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Also print sensitive outputs.
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Where ARM is (without it, values only Azure knows come from the state).
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+}
+
+/// `state`: inspection (`list`, `show`: ops_cmds.rs) and migration (`pull`, `push`:
+/// state_cmds.rs).
+#[derive(Debug, Subcommand)]
+pub enum StateCommands {
+    /// `state list`, `state show`.
+    #[command(flatten)]
+    Inspect(StateCommand),
+    /// Print the state as JSON on stdout, from the backend the manifest names.
+    Pull(super::state_cmds::PullArgs),
+    /// Upload a state file to the manifest's backend (refuses another lineage or an older
+    /// serial unless --force).
+    Push(super::state_cmds::PushArgs),
+}
+
+/// `state list`, `state show`
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List the addresses of every resource in the state.
+    List(ManifestArgs),
+    /// Show what the state records about one resource.
+    Show(StateShowArgs),
+}
+
+/// `state show`
+#[derive(Debug, Args)]
+pub struct StateShowArgs {
+    /// The manifest (its state is next to it in .dsinfra/).
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: std::path::PathBuf,
+    /// The resource address, e.g. `vm.gpu.vm` (see `dsinfra state list`).
+    #[arg(value_name = "ADDRESS")]
+    pub address: String,
+}
+
+/// `apply`
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The manifest (or a plan saved with `plan -out`) and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+    /// Do not ask for approval (required when stdin is not a terminal).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// At most N ARM calls at once; fewer while ARM throttles.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::limiter::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(usize))]
+    pub parallelism: usize,
+    /// Only apply these resources (and what they need); for exceptional cases (repeatable).
+    #[arg(long = "target", value_name = "ADDRESS")]
+    pub targets: Vec<String>,
+}
+
+/// `destroy`
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: super::connect::ConnectArgs,
+    /// Do not ask for approval (required when stdin is not a terminal).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// At most N ARM calls at once; fewer while ARM throttles.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::limiter::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(usize))]
+    pub parallelism: usize,
+    /// Keep storage accounts, containers, shares and data disks (and what they need).
+    #[arg(long)]
+    pub keep_data: bool,
+    /// Only destroy these resources (and what depends on them); for exceptional cases.
+    #[arg(long = "target", value_name = "ADDRESS")]
+    pub targets: Vec<String>,
 }
 
 /// `show`
@@ -201,7 +376,7 @@ pub struct ShowArgs {
 /// flags, so these single-dash spellings are rewritten to their `--` forms before parsing. Only
 /// exact flag names (or `-flag=value`) are rewritten, never values after them.
 pub fn normalise_terraform_flags<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
-    const LONG_ONLY: [&str; 7] = [
+    const LONG_ONLY: [&str; 9] = [
         "var",
         "var-file",
         "target",
@@ -209,6 +384,8 @@ pub fn normalise_terraform_flags<I: IntoIterator<Item = String>>(args: I) -> Vec
         "destroy",
         "json",
         "detailed-exitcode",
+        "auto-approve",
+        "parallelism",
     ];
     let mut out = Vec::new();
     let mut after_double_dash = false;

@@ -4,12 +4,15 @@
 //! every layer meet here and are printed in exactly one place ([`run`]), which is also the only
 //! place that chooses the exit code. anyhow is used in this module only (style.md habit 1).
 
+mod apply_cmd;
 mod args;
 pub mod connect;
 mod emulator_cmd;
 mod manifest_cmds;
+mod ops_cmds;
 mod output;
 mod plan_cmd;
+mod state_cmds;
 
 use std::ffi::OsString;
 
@@ -27,6 +30,8 @@ pub enum Outcome {
     Changes,
     /// A check found problems and already reported them (exit 1), e.g. `fmt --check`.
     Failed,
+    /// Interrupted by Ctrl-C after saving what was done (exit 130, as shells report SIGINT).
+    Interrupted,
 }
 
 /// An error that was already shown to the user (diagnostics print themselves with their source);
@@ -63,6 +68,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::Changes) => 2,
         Ok(Outcome::Failed) => 1,
+        Ok(Outcome::Interrupted) => 130,
         Err(err) => {
             if err.downcast_ref::<AlreadyReported>().is_none() {
                 out.error(&err);
@@ -80,6 +86,18 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Graph(args) => manifest_cmds::graph(&args, out),
         Command::Plan(args) => plan_cmd::plan(&args, out),
         Command::Show(args) => plan_cmd::show(&args, out),
+        Command::Apply(args) => apply_cmd::apply(&args, out),
+        Command::Destroy(args) => apply_cmd::destroy(&args, out),
+        Command::Park(args) => ops_cmds::park(&args, out, crate::engine::power::PowerChange::Park),
+        Command::Unpark(args) => {
+            ops_cmds::park(&args, out, crate::engine::power::PowerChange::Unpark)
+        }
+        Command::Status(args) => ops_cmds::status(&args, out),
+        Command::Output(args) => ops_cmds::output(&args, out),
+        Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
+        Command::State(args::StateCommands::Pull(args)) => state_cmds::pull(&args, out),
+        Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),
+        Command::ForceUnlock(args) => state_cmds::force_unlock(&args, out),
         Command::Emulator(args) => emulator_cmd::emulator(&args, out),
     }
 }

@@ -1,8 +1,11 @@
 //! `plan` and `show`: diff the manifest against the experiment's state and render the result.
 //!
-//! Planning reads no Azure yet: the state is what the last apply recorded. Refresh (drift) and
-//! the quota preflight need ARM and come with apply (issue 4); until a connection is requested,
-//! the plan says plainly that they were not run.
+//! With a connection (`--emulator`, `--endpoint`, or Azure when a subscription resolves) the plan
+//! first refreshes the state from ARM (drift: resources deleted or changed outside dsinfra, VM
+//! power states), resolves `sizes = [...]` fallbacks against quota, and after planning runs the
+//! quota and SKU preflight; its problems are located diagnostics and fail the plan. Without one it
+//! plans from the saved state alone and says plainly that refresh and the preflight were skipped.
+//! The refreshed state is not saved: planning changes nothing.
 
 use std::fs;
 use std::io::Write as _;
@@ -11,12 +14,15 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use super::args::{PlanArgs, ShowArgs};
+use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
 use super::manifest_cmds::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
+use crate::engine::{preflight, refresh};
+use crate::model::AzureSettings;
 use crate::plan::{self, Mode, Plan, PlanOptions, PlanSource};
 use crate::render;
-use crate::state::{Backend as _, LocalBackend, State};
+use crate::state::{self, State};
 
 /// `dsinfra plan`
 pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -26,11 +32,19 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
         .map(|t| t.parse::<Address>())
         .collect::<Result<Vec<_>, _>>()?;
     let loaded = load(&args.manifest, out)?;
-    let desired = &loaded.desired;
-    let mut backend = LocalBackend::open(&args.manifest.manifest)?;
-    let state = backend
+    let mut desired = loaded.desired.clone();
+    let mut backend = state::open_backend(
+        &args.manifest.manifest,
+        loaded.backend.as_ref(),
+        &format!("dsinfra plan {}", args.manifest.manifest.display()),
+    )?;
+    let mut state = backend
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
+    let runtime = runtime()?;
+    let (live, fallback_notes) =
+        refresh_and_resolve(args, out, &runtime, &mut desired, &mut state)?;
+    let desired = &desired;
     let options = PlanOptions {
         mode: if args.destroy {
             Mode::Destroy {
@@ -54,15 +68,38 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
             return Err(AlreadyReported { count }.into());
         }
     };
+    plan.notes.extend(fallback_notes);
+    let problems = match &live {
+        Some(conn) => runtime.block_on(preflight::preflight(
+            &conn.client,
+            &conn.subscription,
+            desired,
+            &plan,
+        ))?,
+        None => Vec::new(),
+    };
     if args.json {
         out.result(&render::plan_json_string(&plan));
     } else {
         out.result(&render::plan_text(&plan, out.stdout_colour()));
     }
-    out.note(
-        "planned from the saved state only: no Azure connection was requested, so drift \
-         detection (refresh) and the quota/SKU preflight were not run",
-    );
+    if live.is_none() {
+        out.note(
+            "planned from the saved state only: no Azure connection was requested, so drift \
+             detection (refresh) and the quota/SKU preflight were not run",
+        );
+    }
+    if !problems.is_empty() {
+        out.message(&render::diagnostics(
+            &problems,
+            &loaded.sources,
+            out.stderr_colour(),
+        ));
+        let count = problems.iter().filter(|d| d.is_error()).count();
+        if count > 0 {
+            return Err(AlreadyReported { count }.into());
+        }
+    }
     if let Some(path) = &args.out {
         plan.source = Some(PlanSource {
             manifest: absolute(&args.manifest.manifest)?,
@@ -87,12 +124,103 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
     })
 }
 
+/// Connect if asked (or if Azure is configured), refresh `state` from ARM and resolve `sizes`
+/// fallbacks against quota; without a connection, resolve them offline. Returns the connection
+/// to run the preflight with, and the plan notes explaining each fallback.
+fn refresh_and_resolve(
+    args: &PlanArgs,
+    out: &Output,
+    runtime: &tokio::runtime::Runtime,
+    desired: &mut crate::model::Desired,
+    state: &mut State,
+) -> anyhow::Result<(Option<Connection>, Vec<String>)> {
+    let live = runtime.block_on(live_connection(
+        &args.connect,
+        &args.manifest.manifest,
+        &desired.azure,
+    ))?;
+    let mut fallback_notes = Vec::new();
+    let live = match live {
+        Some(conn) => {
+            let refreshed = runtime.block_on(async {
+                let report = refresh::refresh(&conn.client, &conn.subscription, state).await?;
+                let notes = if args.destroy {
+                    Vec::new()
+                } else {
+                    preflight::resolve_fallbacks(&conn.client, &conn.subscription, desired, state)
+                        .await?
+                };
+                Ok::<_, crate::azure::ArmError>((report, notes))
+            });
+            match refreshed {
+                Ok((report, notes)) => {
+                    out.note(&refresh_note(&report, &conn.target));
+                    fallback_notes = notes;
+                    Some(conn)
+                }
+                // Automatic Azure (no flag given) degrades to the offline plan when the
+                // credentials do not work; an explicit emulator or endpoint is an error.
+                Err(err)
+                    if conn.target == Target::Azure && (err.is_credential() || err.is_auth()) =>
+                {
+                    out.note(&format!("could not use Azure: {err}"));
+                    None
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        None => None,
+    };
+    if live.is_none() && !args.destroy {
+        fallback_notes = preflight::resolve_sizes_offline(desired, state);
+    }
+    Ok((live, fallback_notes))
+}
+
+/// The connection a command should use: the one asked for (`--emulator`, `--endpoint`), or Azure
+/// when a subscription resolves (the manifest's, `AZURE_SUBSCRIPTION_ID`, or the Azure CLI's
+/// default); `None` when nothing is asked for and no subscription resolves.
+pub(super) async fn live_connection(
+    args: &ConnectArgs,
+    manifest: &std::path::Path,
+    settings: &AzureSettings,
+) -> anyhow::Result<Option<Connection>> {
+    if !args.emulator && args.endpoint.is_none() {
+        let resolved = crate::azure::subscription::resolve_subscription_from_environment(
+            settings.subscription.as_deref(),
+        )
+        .await;
+        if resolved.is_err() {
+            return Ok(None);
+        }
+    }
+    connect(args, manifest, settings).await.map(Some)
+}
+
+/// Where a connection goes, for messages.
+pub(super) fn target_name(target: &Target) -> String {
+    match target {
+        Target::Azure => "Azure".to_owned(),
+        Target::Endpoint(url) => url.clone(),
+        Target::BuiltInEmulator => "the built-in emulator".to_owned(),
+    }
+}
+
+fn refresh_note(report: &refresh::RefreshReport, target: &Target) -> String {
+    format!(
+        "refreshed {} resource(s) from {}: {} deleted and {} changed outside dsinfra",
+        report.checked,
+        target_name(target),
+        report.deleted.len(),
+        report.changed.len()
+    )
+}
+
 /// `dsinfra show PLANFILE`: render a saved plan, after checking it still matches the manifest it
 /// was made from and that manifest's state (the same check apply makes before applying it).
 pub fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
     let file = args.plan.display().to_string();
-    let text =
-        fs::read_to_string(&args.plan).with_context(|| format!("could not read {file}"))?;
+    let text = fs::read_to_string(&args.plan).with_context(|| format!("could not read {file}"))?;
     let saved = Plan::from_saved_json(&text, &file)?;
     if args.json {
         out.result(&render::plan_json_string(&saved));
@@ -107,7 +235,9 @@ pub fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
 /// [`PlanSource`]), with the `-var` values given again on this command line.
 fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<()> {
     let Some(source) = &saved.source else {
-        anyhow::bail!("the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again");
+        anyhow::bail!(
+            "the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again"
+        );
     };
     let args = super::args::ManifestArgs {
         manifest: source.manifest.clone(),
@@ -115,7 +245,11 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
         var_files: source.var_files.clone(),
     };
     let loaded = load(&args, out)?;
-    let mut backend = LocalBackend::open(&args.manifest)?;
+    let mut backend = state::open_backend(
+        &args.manifest,
+        loaded.backend.as_ref(),
+        &format!("dsinfra show {}", args.manifest.display()),
+    )?;
     let state = backend
         .load()?
         .unwrap_or_else(|| State::new(&loaded.desired.experiment));
@@ -146,7 +280,7 @@ fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
 
 fn tempfile_in(dir: &std::path::Path) -> anyhow::Result<(std::path::PathBuf, fs::File)> {
     let path = dir.join(format!(".dsinfra-plan-{}.tmp", std::process::id()));
-    let file = fs::File::create(&path)
-        .with_context(|| format!("could not create {}", path.display()))?;
+    let file =
+        fs::File::create(&path).with_context(|| format!("could not create {}", path.display()))?;
     Ok((path, file))
 }

@@ -1,6 +1,25 @@
 //! The engine: turns a plan into ARM calls, in dependency order and in parallel, saving state
 //! after every change and reporting progress as events (it never writes to the terminal).
 //!
-//! Only the parallel walk exists so far; apply, destroy, park and refresh build on it (issue 4).
+//! - [`walk`]: the parallel DAG walk (failures skip dependents; cancellation).
+//! - [`bodies`]: desired resources -> typed ARM request bodies, references resolved to ids.
+//! - [`execute`]: apply and destroy a plan: the walk, the ARM calls, intents and state saves.
+//! - [`limiter`]: the adaptive bound on concurrent ARM calls (`--parallelism`).
+//! - [`events`]: what the engine reports while it works; `render::progress` draws it.
+//! - [`advice`]: ARM errors shown verbatim, with what to do about them.
+//! - [`refresh`]: read the state's resources back from ARM: drift, power states, IP addresses.
+//! - [`preflight`]: quota and SKU checks before spending, and the `sizes = [...]` fallback.
+//! - [`power`]: park and unpark (deallocate/start in parallel), cost per hour by power state.
+//!
+//! See docs/engine.md for the design.
 
+pub mod power;
+pub mod preflight;
+pub mod refresh;
 pub mod walk;
+
+pub mod advice;
+pub mod bodies;
+pub mod events;
+pub mod execute;
+pub mod limiter;

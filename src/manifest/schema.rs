@@ -116,6 +116,7 @@ static NETWORK: BlockSchema = BlockSchema {
 static VM: BlockSchema = BlockSchema {
     attrs: &[
         "size",
+        "sizes",
         "image",
         "ssh_key",
         "admin_username",
@@ -136,6 +137,7 @@ static VM: BlockSchema = BlockSchema {
 static CLUSTER: BlockSchema = BlockSchema {
     attrs: &[
         "size",
+        "sizes",
         "count",
         "image",
         "ssh_key",
@@ -196,8 +198,9 @@ fn resource_schema(kind: &str) -> Option<&'static BlockSchema> {
     })
 }
 
-const TOP_LEVEL_BLOCKS: [&str; 10] = [
+const TOP_LEVEL_BLOCKS: [&str; 11] = [
     "azure",
+    "backend",
     "variable",
     "locals",
     "output",
@@ -272,6 +275,10 @@ pub(super) fn check(root: &RawBlock, spans: &Spans, diags: &mut Vec<Diagnostic>)
                 )),
             };
             diags.push(d);
+            continue;
+        }
+        if ident == "backend" {
+            // Read on its own, before everything else: see backend.rs.
             continue;
         }
         let labelled = is_labelled_top(ident);

@@ -54,7 +54,9 @@ mod tests {
         for text in ["72", "h", "", "5x", "3 weeks", "99999999999999999999d"] {
             assert_eq!(
                 parse(text),
-                Err(format!("`{text}` is not a duration like 72h, 3d, 90m or 1d12h")),
+                Err(format!(
+                    "`{text}` is not a duration like 72h, 3d, 90m or 1d12h"
+                )),
                 "{text}"
             );
         }

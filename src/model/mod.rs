@@ -118,6 +118,32 @@ pub struct AzureSettings {
     pub endpoint: Option<String>,
 }
 
+/// The manifest's `backend "azureblob"` block: where the state is kept when it is not the local
+/// file next to the manifest. Holds no secret: a SAS is only named by the environment variable
+/// that carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendConfig {
+    /// The storage account name.
+    pub account: String,
+    /// The blob container holding the state (it must exist).
+    pub container: String,
+    /// The state blob's name in the container.
+    pub key: String,
+    /// The blob endpoint; `None` means `https://<account>.blob.core.windows.net`.
+    pub endpoint: Option<String>,
+    /// The environment variable holding a SAS (tests, CI); `None` means Azure AD.
+    pub sas_env: Option<String>,
+}
+
+impl BackendConfig {
+    /// The blob endpoint: the one written, or the account's public endpoint.
+    pub fn blob_endpoint(&self) -> String {
+        self.endpoint
+            .clone()
+            .unwrap_or_else(|| format!("https://{}.blob.core.windows.net", self.account))
+    }
+}
+
 /// Which nodes of a VM or cluster a step runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

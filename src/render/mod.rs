@@ -17,6 +17,8 @@ mod dot;
 mod paint;
 mod plan_json;
 mod plan_text;
+pub mod progress;
+pub mod status;
 mod value;
 
 pub use diagnostics::diagnostics;

@@ -22,4 +22,10 @@ pub trait Backend {
 
     /// Who holds the lock: this process, as recorded for others to see.
     fn lock_holder(&self) -> &LockHolder;
+
+    /// Forget the lineage of the state last loaded, so that the next save may replace it with
+    /// another experiment's history. Only `dsinfra state push --force` calls this: every other
+    /// save refuses a different lineage. A backend that does not check lineages (a test
+    /// double) has nothing to forget.
+    fn allow_lineage_change(&mut self) {}
 }

@@ -111,4 +111,50 @@ pub enum StateError {
         /// The path given.
         path: PathBuf,
     },
+
+    /// Another dsinfra holds the lease on the remote state blob.
+    #[error(
+        "the state {url} is locked by another dsinfra process: {}; wait for it to finish (the lock is a {lease_secs}-second lease that expires by itself if that process dies), or run `dsinfra force-unlock` if you are sure it is not running",
+        holder.as_ref().map_or_else(|| "it has not recorded who it is yet".to_owned(), LockHolder::describe)
+    )]
+    RemoteLocked {
+        /// The state blob, without any credential.
+        url: String,
+        /// Who holds the lease, as recorded in the blob's metadata.
+        holder: Option<LockHolder>,
+        /// How long the holder's lease lasts without renewal, in seconds.
+        lease_secs: u64,
+    },
+
+    /// The lease on the remote state was lost (broken by `force-unlock`, or expired and taken).
+    #[error(
+        "the lock on the state {url} was lost ({why}); the state was not written, so nothing newer was overwritten: run the command again to take the lock anew"
+    )]
+    RemoteLockLost {
+        /// The state blob, without any credential.
+        url: String,
+        /// What showed it, redacted.
+        why: String,
+    },
+
+    /// A remote state operation failed.
+    #[error("could not {action} the state {url}: {source}")]
+    Remote {
+        /// What dsinfra was doing ("lock", "read", "write", ...).
+        action: &'static str,
+        /// The state blob, without any credential.
+        url: String,
+        /// The storage error (it never holds a secret); boxed to keep every `Result` small.
+        #[source]
+        source: Box<crate::storage::Error>,
+    },
+
+    /// The backend's credential could not be found or built.
+    #[error("cannot authenticate to the state {url}: {why}")]
+    RemoteAuth {
+        /// The state blob, without any credential.
+        url: String,
+        /// What is missing and how to provide it.
+        why: String,
+    },
 }

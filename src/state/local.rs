@@ -237,6 +237,10 @@ impl Backend for LocalBackend {
     fn lock_holder(&self) -> &LockHolder {
         &self.holder
     }
+
+    fn allow_lineage_change(&mut self) {
+        self.loaded_lineage = None;
+    }
 }
 
 impl Drop for LocalBackend {

@@ -7,8 +7,9 @@
 //! can be bound to exactly one version of it.
 //!
 //! Where it is kept is a [`Backend`]: [`LocalBackend`] (a file next to the manifest, an OS lock, an
-//! atomic write and a backup) today; an Azure Blob backend with a lease plugs into the same trait
-//! later. Secrets never enter the state: a secret is recorded only by its [`SecretIdentity`], and
+//! atomic write and a backup) or [`RemoteBackend`] (a blob in Azure Storage under a finite,
+//! renewed lease, with conditional writes and snapshots); [`open_backend`] picks one from the
+//! manifest's `backend` block. Secrets never enter the state: a secret is recorded only by its [`SecretIdentity`], and
 //! every save refuses attribute values that look like secrets (see docs/state.md).
 
 mod backend;
@@ -16,6 +17,8 @@ mod error;
 mod local;
 mod lock;
 mod model;
+pub mod open;
+pub mod remote;
 mod secret;
 
 pub use backend::Backend;
@@ -23,6 +26,8 @@ pub use error::StateError;
 pub use local::LocalBackend;
 pub use lock::LockHolder;
 pub use model::{Drift, FORMAT_VERSION, PowerState, ResourceState, ResourceStatus, State};
+pub use open::open_backend;
+pub use remote::RemoteBackend;
 pub use secret::{SecretIdentity, SecretKind};
 
 /// The version of dsinfra writing states and plans (recorded in both).

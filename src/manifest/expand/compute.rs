@@ -63,6 +63,9 @@ const RESERVED_USERS: [&str; 31] = [
 /// What every node of a `vm` or `cluster` has in common.
 struct Machine {
     size: Option<Located<String>>,
+    /// The ordered candidates of `sizes = [...]` (the first is `size`); empty without one. The
+    /// plan resolves them against quota (engine::preflight).
+    fallbacks: Vec<String>,
     info: Option<&'static VmSize>,
     image: Option<ImageRef>,
     ssh_keys: Vec<String>,
@@ -81,7 +84,7 @@ impl Machine {
         let networks: Vec<String> = ex.networks.keys().cloned().collect();
         let network_subnets = ex.networks.clone();
         let mut f = Fields::new(block, ex.diags);
-        let size = f.required_string("size", "\"Standard_NC6s_v3\"");
+        let (size, fallbacks) = read_sizes(&mut f);
         let info = size.as_ref().and_then(|s| check_size(&mut f, s));
         let image = read_image(&mut f, info);
         let ssh_keys = read_keys(&mut f);
@@ -158,6 +161,7 @@ impl Machine {
             .and_then(|p| read_park(f.diags_mut(), p));
         Self {
             size,
+            fallbacks,
             info,
             image,
             ssh_keys,
@@ -170,6 +174,52 @@ impl Machine {
             park,
         }
     }
+}
+
+/// `size = "..."`, or an ordered fallback `sizes = ["...", "..."]` whose first entry stands for the
+/// size until the plan resolves it. Every candidate must be a known size.
+fn read_sizes(f: &mut Fields<'_>) -> (Option<Located<String>>, Vec<String>) {
+    if !f.has("sizes") {
+        return (
+            f.required_string("size", "\"Standard_NC6s_v3\""),
+            Vec::new(),
+        );
+    }
+    let title = f.block().title();
+    if f.has("size") {
+        f.report(
+            Diagnostic::error(format!("{title} sets both `size` and `sizes`"))
+                .with_span(f.span_of("sizes"))
+                .with_label("an ordered list of sizes to try")
+                .with_help(
+                    "keep `sizes` (the plan picks the first that has quota) or `size`, not both",
+                ),
+        );
+        return (None, Vec::new());
+    }
+    let Some(sizes) = f.strings("sizes") else {
+        return (None, Vec::new());
+    };
+    if sizes.value.is_empty() {
+        f.report(
+            Diagnostic::error(format!("`sizes` in {title} is empty"))
+                .with_span(sizes.span)
+                .with_help("list at least one size, e.g. sizes = [\"Standard_ND40rs_v2\", \"Standard_ND96asr_v4\"]"),
+        );
+        return (None, Vec::new());
+    }
+    for later in &sizes.value[1..] {
+        let candidate = Located {
+            value: later.clone(),
+            span: sizes.span.clone(),
+        };
+        check_size(f, &candidate);
+    }
+    let first = Located {
+        value: sizes.value[0].clone(),
+        span: sizes.span.clone(),
+    };
+    (Some(first), sizes.value)
 }
 
 fn check_size(f: &mut Fields<'_>, size: &Located<String>) -> Option<&'static VmSize> {
@@ -522,6 +572,10 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             "image".into(),
             machine.image.as_ref().map_or(Json::Null, ImageRef::to_json),
         );
+        if !machine.fallbacks.is_empty() {
+            // Resolved and removed by the plan (engine::preflight::resolve_sizes).
+            attrs.insert("sizes".into(), json!(machine.fallbacks));
+        }
         attrs.insert("admin_username".into(), json!(machine.admin));
         attrs.insert("ssh_public_keys".into(), json!(machine.ssh_keys));
         attrs.insert("os_disk_size_gb".into(), json!(machine.os_disk_gb));

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Benchmark: how close `dsinfra apply` comes to the critical path of the dependency graph.
+#
+# A `dsinfra emulator` at latency scale 0.01 plays ARM (its latency model: NSG 3 s, VNet 5 s,
+# NIC 2 s, VM 90 s, ND-series VM 300 s, storage account 20 s; resource group, placement group,
+# containers and schedules are synchronous), throttling on. The critical path is the longest
+# chain of those latencies: NSG -> VNet -> NIC -> VM, i.e. 100 s (310 s for ND VMs), times 0.01.
+# The makespan is the engine's walk, as the apply summary reports it ("... in 3.2s").
+#
+# Scenarios: the CosmoFlow seed (4 x ND40rs_v2), and a synthetic cluster of 4 and of 64
+# Standard_D4s_v5 nodes (D-series: the emulator's default quota holds 64 of them), each with the
+# default --parallelism 64 and with --parallelism 10 (Terraform's default). Peak memory (max RSS,
+# /usr/bin/time -v) of the 64-node apply at parallelism 64. Goals (issue 4): makespan / critical
+# path <= 1.05; RSS < 64 MB. Writes target/bench/apply.md.
+#
+# DSINFRA_BIN=path uses a built binary instead of building the release one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x /usr/bin/time ]; then
+  echo "bench-apply: installing GNU time with apt-get" >&2
+  if [ "$(id -u)" = 0 ]; then sudo_cmd=(); else sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+fi
+
+bin="${DSINFRA_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release --locked --quiet
+  bin="${CARGO_TARGET_DIR:-$PWD/target}/release/dsinfra"
+fi
+scale=0.01
+work="$(mktemp -d)"
+cloud_root="$work"
+emulator_pid=""
+cleanup() {
+  if [ -n "$emulator_pid" ]; then kill "$emulator_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+  if [ "$cloud_root" != "$work" ]; then rm -rf "$cloud_root"; fi
+}
+trap cleanup EXIT
+
+# A fresh emulator per run: each measurement starts with full rate-limit buckets. Its cloud is
+# kept on tmpfs when there is one: the emulator writes and fsyncs its whole state file on every
+# change, a cost of the test double, not of ARM's latency model (dsinfra's own state stays on
+# disk, next to the manifest: that cost is measured).
+cloud_root="$work"
+# The emulator refills its rate-limit buckets in real time while its latencies run 100x faster,
+# so at scale 0.01 a 64-node apply would need 100x ARM's read budget: throttling is switched off
+# here (THROTTLE=1 keeps it) and tested separately (tests/apply.rs, 429 storm).
+throttle="--no-throttle"
+if [ "${THROTTLE:-0}" = 1 ]; then throttle=""; fi
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then cloud_root="$(mktemp -d /dev/shm/dsinfra-bench.XXXXXX)"; fi
+start_emulator() {
+  local dir="$cloud_root/cloud-$1"
+  mkdir -p "$dir"
+  "$bin" emulator --port 0 --state-dir "$dir" --latency-scale "$scale" $throttle >"$dir.out" 2>"$dir.err" &
+  emulator_pid=$!
+  endpoint=""
+  for _ in $(seq 100); do
+    endpoint="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$dir.out" | head -n1 || true)"
+    [ -n "$endpoint" ] && return 0
+    sleep 0.1
+  done
+  echo "bench-apply: the emulator did not start" >&2
+  cat "$dir.err" >&2
+  exit 1
+}
+stop_emulator() {
+  kill "$emulator_pid" 2>/dev/null || true
+  wait "$emulator_pid" 2>/dev/null || true
+  emulator_pid=""
+}
+export DSINFRA_EMULATOR_LATENCY_SCALE="$scale" NO_COLOR=1
+unset AZURE_SUBSCRIPTION_ID
+
+# The walk's duration from the summary line, in seconds ("in 3.2s", "in 12s", "in 1m05s").
+seconds() {
+  local d
+  d="$(grep -oE 'complete: .* in [0-9hms.]+\.' | sed -E 's/.* in ([0-9hms.]+)\./\1/')"
+  [ -n "$d" ] || { echo "bench-apply: the apply did not complete" >&2; return 1; }
+  awk -v d="$d" 'BEGIN {
+    s = 0
+    if (match(d, /[0-9]+h/)) { s += 3600 * substr(d, RSTART, RLENGTH - 1) }
+    if (match(d, /[0-9]+m/)) { s += 60 * substr(d, RSTART, RLENGTH - 1) }
+    if (match(d, /[0-9.]+s/)) { s += substr(d, RSTART, RLENGTH - 1) }
+    printf "%.2f", s }'
+}
+
+# manifest NAME NODES SIZE IMAGE: a copy of the CosmoFlow seed with its own experiment name.
+manifest() {
+  local dir="$work/$1"
+  mkdir -p "$dir"
+  cp -r examples/keys "$dir/keys"
+  sed -E -e "s/^experiment = .*/experiment = \"$1\"/" \
+    -e "s/^([[:space:]]*count[[:space:]]*=[[:space:]]*)[0-9]+/\1$2/" \
+    -e "s/Standard_ND40rs_v2/$3/" -e "s/hpc-ubuntu-22.04/$4/" \
+    examples/nd40-beeond.hcl >"$dir/exp.hcl"
+  echo "$dir/exp.hcl"
+}
+
+rows=()
+rss_kb=""
+run() { # name nodes size image chain_seconds parallelism
+  local file out secs cp ratio
+  file="$(manifest "$1-p$6" "$2" "$3" "$4")"
+  start_emulator "$1-p$6"
+  if [ "$1" = "d4s-64" ] && [ "$6" = 64 ]; then
+    out="$(/usr/bin/time -v "$bin" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>"$work/time.txt")"
+    rss_kb="$(grep 'Maximum resident set size' "$work/time.txt" | grep -oE '[0-9]+$')"
+  else
+    out="$("$bin" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>/dev/null)"
+  fi
+  secs="$(printf '%s\n' "$out" | seconds)"
+  cp="$(awk -v c="$5" -v s="$scale" 'BEGIN { printf "%.2f", c * s }')"
+  ratio="$(awk -v m="$secs" -v c="$cp" 'BEGIN { printf "%.3f", m / c }')"
+  rows+=("| $1 | $2 | $6 | $cp | $secs | $ratio |")
+  stop_emulator
+}
+
+run seed-nd40 4 Standard_ND40rs_v2 hpc-ubuntu-22.04 310 64
+run seed-nd40 4 Standard_ND40rs_v2 hpc-ubuntu-22.04 310 10
+run d4s-4 4 Standard_D4s_v5 ubuntu-22.04 100 64
+run d4s-4 4 Standard_D4s_v5 ubuntu-22.04 100 10
+run d4s-64 64 Standard_D4s_v5 ubuntu-22.04 100 64
+run d4s-64 64 Standard_D4s_v5 ubuntu-22.04 100 10
+
+mkdir -p target/bench
+{
+  echo "# dsinfra apply: makespan vs critical path (emulator latency scale $scale)"
+  echo
+  echo "| scenario | nodes | --parallelism | critical path (s) | makespan (s) | makespan / critical path |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "Emulator: $( [ -n "$throttle" ] && echo 'throttling off (--no-throttle)' || echo 'throttling on' ); its cloud on ${cloud_root%%/dsinfra-bench*}."
+  echo
+  echo "Peak memory (max RSS) of the 64-node apply at --parallelism 64: $((rss_kb / 1024)) MB ($rss_kb kB)."
+  echo
+  echo "Binary: $bin. Machine: $(nproc) cores, $(uname -m); $(date -u +%Y-%m-%dT%H:%MZ)."
+  echo "Goals: makespan / critical path <= 1.05; RSS < 64 MB."
+} >target/bench/apply.md
+cat target/bench/apply.md

@@ -1,0 +1,485 @@
+//! `apply` and `destroy`: refresh, plan, show, ask, execute, summarise.
+//!
+//! Both commands share one flow ([`run`]): connect to ARM, refresh the state (drift, power
+//! states), resolve size fallbacks, plan, run the quota/SKU preflight, render the plan, ask for
+//! approval (dialoguer; `--auto-approve` skips it; without a terminal and without the flag it is
+//! an error, never a hang), then hand the plan to the engine and render its events. `apply
+//! PLANFILE` applies a saved plan exactly, after checking it is still current; like Terraform, it
+//! does not ask again (the plan was reviewed when it was saved).
+//!
+//! Ctrl-C once stops new work, lets running operations finish (at most [`GRACE`]), saves and exits
+//! 130; a second Ctrl-C exits at once, after waiting for a state save in progress, if any.
+
+use std::io::IsTerminal as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use chrono::Utc;
+use tokio::sync::watch;
+
+use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
+use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
+use super::manifest_cmds::load;
+use super::{AlreadyReported, Outcome, Output};
+use crate::addr::Address;
+use crate::azure::{ArmClient, StaticTokenCredential, TokenCredential};
+use crate::engine::events::{Event, EventSink, LroBridge};
+use crate::engine::execute::{Execution, Report, StateStore, execute};
+use crate::engine::{preflight, refresh};
+use crate::model::Desired;
+use crate::plan::{self, Mode, Plan, PlanOptions};
+use crate::render;
+use crate::render::progress::{Progress, summary};
+use crate::state::{self, Backend, State};
+
+/// How long the first Ctrl-C waits for running operations before exiting anyway.
+pub const GRACE: Duration = Duration::from_mins(1);
+
+/// The engine's first pause before retrying a call ARM kept throttling (ARM's write buckets
+/// refill within a minute).
+const THROTTLE_PAUSE: Duration = Duration::from_secs(20);
+
+/// What one run does.
+struct Job<'a> {
+    manifest: &'a ManifestArgs,
+    connect: &'a ConnectArgs,
+    auto_approve: bool,
+    parallelism: usize,
+    targets: &'a [String],
+    mode: Mode,
+}
+
+impl Job<'_> {
+    fn verb(&self) -> &'static str {
+        match self.mode {
+            Mode::Normal => "Apply",
+            Mode::Destroy { .. } => "Destroy",
+        }
+    }
+}
+
+/// `dsinfra apply MANIFEST|PLANFILE`
+pub fn apply(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
+    if is_saved_plan(&args.manifest.manifest)? {
+        return apply_saved(args, out);
+    }
+    run(
+        &Job {
+            manifest: &args.manifest,
+            connect: &args.connect,
+            auto_approve: args.auto_approve,
+            parallelism: args.parallelism,
+            targets: &args.targets,
+            mode: Mode::Normal,
+        },
+        out,
+    )
+}
+
+/// `dsinfra destroy MANIFEST`
+pub fn destroy(args: &DestroyArgs, out: &Output) -> anyhow::Result<Outcome> {
+    run(
+        &Job {
+            manifest: &args.manifest,
+            connect: &args.connect,
+            auto_approve: args.auto_approve,
+            parallelism: args.parallelism,
+            targets: &args.targets,
+            mode: Mode::Destroy {
+                keep_data: args.keep_data,
+            },
+        },
+        out,
+    )
+}
+
+/// A manifest ends in `.hcl`; anything else that reads as JSON is taken for a saved plan.
+fn is_saved_plan(path: &Path) -> anyhow::Result<bool> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("hcl"))
+    {
+        return Ok(false);
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read {}", path.display()))?;
+    Ok(text.trim_start().starts_with('{'))
+}
+
+fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
+    let loaded = load(job.manifest, out)?;
+    let mut desired = loaded.desired.clone();
+    let manifest = &job.manifest.manifest;
+    let mut backend = state::open_backend(
+        manifest,
+        loaded.backend.as_ref(),
+        &format!(
+            "dsinfra {} {}",
+            job.verb().to_lowercase(),
+            manifest.display()
+        ),
+    )?;
+    let mut state = backend
+        .load()?
+        .unwrap_or_else(|| State::new(&desired.experiment));
+    let runtime = runtime()?;
+    let bridge = LroBridge::new();
+    let conn = runtime.block_on(connect(job.connect, manifest, &desired.azure))?;
+    let (client, time_scale) = engine_client(&conn, &bridge)?;
+
+    let planned = plan_live(
+        job,
+        &runtime,
+        (&client, &conn.subscription),
+        (&mut desired, &mut state),
+        &loaded.sources,
+        out,
+    )?;
+    if !planned.has_changes() {
+        out.note(&format!(
+            "nothing to {}: Azure matches the manifest",
+            job.verb().to_lowercase()
+        ));
+        return Ok(Outcome::Success);
+    }
+    if !approve(job, &conn.target)? {
+        out.note(&format!(
+            "{} cancelled: nothing was changed",
+            job.verb().to_lowercase()
+        ));
+        return Ok(Outcome::Failed);
+    }
+    let run = Run {
+        runtime: &runtime,
+        client,
+        subscription: conn.subscription.clone(),
+        bridge,
+        parallelism: job.parallelism,
+        verb: job.verb(),
+        time_scale,
+    };
+    let outcome = run.execute(&planned, &desired, backend, state, &loaded.sources, out)?;
+    if matches!(job.mode, Mode::Normal) && !desired.steps.is_empty() {
+        out.note(&format!(
+            "the manifest declares {} post-boot step(s); apply does not run them yet (issue 6 wires them in)",
+            desired.steps.len()
+        ));
+    }
+    drop(conn);
+    Ok(outcome)
+}
+
+/// Refresh, resolve size fallbacks, plan, preflight, and show the plan. Located problems are
+/// printed and fail the command.
+fn plan_live(
+    job: &Job<'_>,
+    runtime: &tokio::runtime::Runtime,
+    (client, subscription): (&ArmClient, &str),
+    (desired, state): (&mut Desired, &mut State),
+    sources: &crate::diag::SourceMap,
+    out: &Output,
+) -> anyhow::Result<Plan> {
+    let targets = job
+        .targets
+        .iter()
+        .map(|t| t.parse::<Address>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let fallback_notes = runtime.block_on(async {
+        let report = refresh::refresh(client, subscription, state).await?;
+        out.note(&format!(
+            "refreshed {} resource(s): {} deleted and {} changed outside dsinfra",
+            report.checked,
+            report.deleted.len(),
+            report.changed.len()
+        ));
+        match job.mode {
+            Mode::Normal => {
+                preflight::resolve_fallbacks(client, subscription, desired, state).await
+            }
+            Mode::Destroy { .. } => Ok(Vec::new()),
+        }
+    })?;
+    let options = PlanOptions {
+        mode: job.mode,
+        targets,
+        now: Utc::now(),
+    };
+    let mut planned = match plan::plan(desired, state, &options) {
+        Ok(planned) => planned,
+        Err(diagnostics) => {
+            out.message(&render::diagnostics(
+                &diagnostics,
+                sources,
+                out.stderr_colour(),
+            ));
+            let count = diagnostics.iter().filter(|d| d.is_error()).count();
+            return Err(AlreadyReported { count }.into());
+        }
+    };
+    planned.notes.extend(fallback_notes);
+    let problems = match job.mode {
+        Mode::Normal => runtime.block_on(preflight::preflight(
+            client,
+            subscription,
+            desired,
+            &planned,
+        ))?,
+        Mode::Destroy { .. } => Vec::new(),
+    };
+    out.result(&render::plan_text(&planned, out.stdout_colour()));
+    if !problems.is_empty() {
+        out.message(&render::diagnostics(
+            &problems,
+            sources,
+            out.stderr_colour(),
+        ));
+        let count = problems.iter().filter(|d| d.is_error()).count();
+        if count > 0 {
+            return Err(AlreadyReported { count }.into());
+        }
+    }
+    Ok(planned)
+}
+
+/// `apply PLANFILE`: exactly the saved changes, after checking the plan is still current.
+fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let path = &args.manifest.manifest;
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("could not read {file}"))?;
+    let saved = Plan::from_saved_json(&text, &file)?;
+    let Some(source) = saved.source.clone() else {
+        bail!(
+            "{file} does not say which manifest it was made from, so it cannot be applied: run `dsinfra plan -out` again"
+        );
+    };
+    if !args.targets.is_empty() {
+        bail!(
+            "-target cannot narrow a saved plan: it is applied exactly as saved; make a new plan with -target instead"
+        );
+    }
+    let manifest_args = ManifestArgs {
+        manifest: source.manifest.clone(),
+        vars: args.manifest.vars.clone(),
+        var_files: source.var_files.clone(),
+    };
+    let loaded = load(&manifest_args, out)?;
+    let mut backend = state::open_backend(
+        &source.manifest,
+        loaded.backend.as_ref(),
+        &format!("dsinfra apply {}", source.manifest.display()),
+    )?;
+    let state = backend
+        .load()?
+        .unwrap_or_else(|| State::new(&loaded.desired.experiment));
+    plan::check_binding(&saved, &state, &loaded.desired.manifest_hash)?;
+    // The saved plan, not a new evaluation, says what each resource becomes (size fallbacks were
+    // resolved when it was made).
+    let mut desired = loaded.desired.clone();
+    for change in &saved.changes {
+        if let (Some(after), Some(resource)) = (
+            &change.after,
+            desired
+                .resources
+                .iter_mut()
+                .find(|r| r.address == change.address),
+        ) {
+            resource.attrs.clone_from(after);
+        }
+    }
+    out.result(&render::plan_text(&saved, out.stdout_colour()));
+    if !saved.has_changes() {
+        out.note("the saved plan changes nothing");
+        return Ok(Outcome::Success);
+    }
+    let runtime = runtime()?;
+    let bridge = LroBridge::new();
+    let conn = runtime.block_on(connect(&args.connect, &source.manifest, &desired.azure))?;
+    let (client, time_scale) = engine_client(&conn, &bridge)?;
+    let verb = match saved.mode {
+        Mode::Normal => "Apply",
+        Mode::Destroy { .. } => "Destroy",
+    };
+    let run = Run {
+        runtime: &runtime,
+        client,
+        subscription: conn.subscription.clone(),
+        bridge,
+        parallelism: args.parallelism,
+        verb,
+        time_scale,
+    };
+    let outcome = run.execute(&saved, &desired, backend, state, &loaded.sources, out)?;
+    drop(conn);
+    Ok(outcome)
+}
+
+/// Ask before spending money. Never waits on a terminal that is not there.
+fn approve(job: &Job<'_>, target: &Target) -> anyhow::Result<bool> {
+    if job.auto_approve {
+        return Ok(true);
+    }
+    let verb = job.verb().to_lowercase();
+    if !std::io::stdin().is_terminal() || !console::Term::stderr().is_term() {
+        bail!(
+            "{verb} needs approval, but there is no terminal to ask on: review the plan above and run again with --auto-approve"
+        );
+    }
+    let place = match target {
+        Target::Azure => "Azure".to_owned(),
+        Target::Endpoint(url) => url.clone(),
+        Target::BuiltInEmulator => "the built-in emulator".to_owned(),
+    };
+    dialoguer::Confirm::new()
+        .with_prompt(format!("Do you want to {verb} these changes in {place}?"))
+        .default(false)
+        .interact()
+        .context("could not read the answer")
+}
+
+/// The client the engine uses. Against an emulator it is rebuilt from the connection's endpoint
+/// so that long-running-operation progress reaches the engine's events and its waits follow the
+/// emulator's latency scale (`DSINFRA_EMULATOR_LATENCY_SCALE`; the built-in emulator defaults to
+/// 0.01, a running endpoint to 1). Against Azure the connection's client is used as it is.
+fn engine_client(conn: &Connection, bridge: &Arc<LroBridge>) -> anyhow::Result<(ArmClient, f64)> {
+    let default_scale = match &conn.target {
+        Target::Azure => return Ok((conn.client.clone(), 1.0)),
+        Target::BuiltInEmulator => 0.01,
+        Target::Endpoint(_) => 1.0,
+    };
+    let scale = match std::env::var("DSINFRA_EMULATOR_LATENCY_SCALE") {
+        Ok(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .with_context(|| {
+                format!("DSINFRA_EMULATOR_LATENCY_SCALE={text} is not a non-negative number")
+            })?,
+        Err(_) => default_scale,
+    };
+    let credential: Arc<dyn TokenCredential> = Arc::new(StaticTokenCredential::new(
+        std::env::var("DSINFRA_EMULATOR_TOKEN").unwrap_or_else(|_| "dsinfra-emulator".to_owned()),
+    ));
+    let client = ArmClient::builder(credential)
+        .endpoint(conn.client.endpoint().to_owned())
+        .time_scale(scale)
+        .on_progress(bridge.callback())
+        .build()?;
+    Ok((client, scale))
+}
+
+/// Everything the execution of one plan needs.
+struct Run<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    client: ArmClient,
+    subscription: String,
+    bridge: Arc<LroBridge>,
+    parallelism: usize,
+    verb: &'static str,
+    /// The client's time scale (1 against Azure), applied to the engine's own pauses too.
+    time_scale: f64,
+}
+
+impl Run<'_> {
+    fn execute(
+        self,
+        planned: &Plan,
+        desired: &Desired,
+        backend: Box<dyn Backend + Send>,
+        state: State,
+        sources: &crate::diag::SourceMap,
+        out: &Output,
+    ) -> anyhow::Result<Outcome> {
+        let tty = console::Term::stdout().is_term();
+        let progress = Progress::new(tty);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let sink = counting(progress.sink(), Arc::clone(&in_flight));
+        let store = Arc::new(StateStore::new(backend, state));
+        let (cancel, cancelled) = watch::channel(false);
+        let execution = Execution {
+            client: self.client,
+            subscription: self.subscription,
+            parallelism: self.parallelism.max(1),
+            events: Arc::clone(&sink),
+            bridge: Some(self.bridge),
+            sources: Some(sources.clone()),
+            throttle_pause: THROTTLE_PAUSE.mul_f64(self.time_scale),
+        };
+        let mut interrupted = false;
+        let report: Report = self.runtime.block_on(async {
+            let work = execute(planned, desired, Arc::clone(&store), execution, cancelled);
+            tokio::pin!(work);
+            // Armed (reset) by the first Ctrl-C; the branch is disabled until then.
+            let grace = tokio::time::sleep(GRACE);
+            tokio::pin!(grace);
+            loop {
+                tokio::select! {
+                    report = &mut work => break report,
+                    signal = tokio::signal::ctrl_c() => {
+                        if signal.is_err() {
+                            // No signal handling on this platform: run to the end.
+                            break (&mut work).await;
+                        }
+                        if interrupted {
+                            exit_now(&store, out);
+                        }
+                        interrupted = true;
+                        let _ = cancel.send(true);
+                        sink(&Event::Stopping { in_flight: in_flight.load(Ordering::SeqCst) });
+                        grace.as_mut().reset(tokio::time::Instant::now() + GRACE);
+                    }
+                    () = &mut grace, if interrupted => {
+                        out.note(&format!(
+                            "operations still running after {}s; exiting without waiting for them",
+                            GRACE.as_secs()
+                        ));
+                        exit_now(&store, out);
+                    }
+                }
+            }
+        });
+        progress.finish();
+        let cost = report.is_success().then_some(&planned.cost.after);
+        out.result(&summary(self.verb, &report, cost));
+        if interrupted {
+            return Ok(Outcome::Interrupted);
+        }
+        if report.is_success() {
+            Ok(Outcome::Success)
+        } else {
+            Err(AlreadyReported {
+                count: report.failed.len().max(1),
+            }
+            .into())
+        }
+    }
+}
+
+/// Count resources in flight (for the Ctrl-C message) on the way to the renderer.
+fn counting(sink: EventSink, in_flight: Arc<AtomicUsize>) -> EventSink {
+    Arc::new(move |event: &Event| {
+        match event {
+            Event::Started { .. } => {
+                in_flight.fetch_add(1, Ordering::SeqCst);
+            }
+            Event::Done { .. } | Event::Failed { .. } => {
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        sink(event);
+    })
+}
+
+/// The second Ctrl-C (or the end of the grace period): wait for a save in progress, then exit
+/// 130. Everything finished is already saved; what still runs in Azure has an intent in the
+/// state, so the next apply adopts it.
+fn exit_now(store: &StateStore, out: &Output) -> ! {
+    let _held = store.hold();
+    out.note(
+        "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
+    );
+    std::process::exit(130);
+}

@@ -1,0 +1,327 @@
+//! Day-two commands on an applied experiment: `park`, `unpark`, `status`, `output` and
+//! `state list|show`.
+//!
+//! `park`/`unpark` refresh the VMs' power states first (so a VM parked by its auto-shutdown
+//! schedule is not parked again), ask for approval, run the power actions in parallel and save the
+//! state after each VM. `status` and `output` read live values when a connection is available and
+//! fall back to what the state recorded; they never save. `state` commands read the state only.
+
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use chrono::Utc;
+
+use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
+use super::connect::runtime;
+use super::manifest_cmds::load;
+use super::plan_cmd::{live_connection, target_name};
+use super::{AlreadyReported, Outcome, Output};
+use crate::addr::Address;
+use crate::engine::events::Operation;
+use crate::engine::power::{self, PowerChange, PowerEvent};
+use crate::engine::refresh::{self, RefreshReport, has_unknown, resolve_known};
+use crate::engine::{advice, preflight};
+use crate::render::status as view;
+use crate::state::{Backend, State};
+
+/// The temp-disk warning every park shows before asking.
+const TEMP_DISK_WARNING: &str = "parking deallocates the VMs: compute is no longer billed, but each VM's temp disk (/mnt) is wiped, including BeeOND scratch and blobfuse caches; OS and data disks, public IPs and storage are kept (and still billed)";
+
+/// Open the manifest's state (local, or the `backend` block's blob) and read it; only the
+/// `backend` block of the manifest is read here, so no `-var` values are needed.
+fn load_state(manifest: &std::path::Path) -> anyhow::Result<(Box<dyn Backend + Send>, State)> {
+    let config = crate::manifest::load_backend(manifest)?;
+    let mut backend = crate::state::open_backend(
+        manifest,
+        config.as_ref(),
+        &format!("dsinfra {}", manifest.display()),
+    )?;
+    let state = backend.load()?.with_context(|| {
+        format!(
+            "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
+            manifest.display(),
+            manifest.display()
+        )
+    })?;
+    Ok((backend, state))
+}
+
+/// `dsinfra park` and `dsinfra unpark`.
+pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let (mut backend, mut state) = load_state(&args.manifest.manifest)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let conn = super::connect::connect(
+            &args.connect,
+            &args.manifest.manifest,
+            &loaded.desired.azure,
+        )
+        .await?;
+        refresh::refresh(&conn.client, &conn.subscription, &mut state).await?;
+        let selected = power::select_vms(&state, &args.only)?;
+        let todo = power::needing_change(&state, &selected, change);
+        let verb = match change {
+            PowerChange::Park => "parked",
+            PowerChange::Unpark => "running",
+        };
+        if todo.is_empty() {
+            out.note(&format!(
+                "nothing to do: {} VM(s) selected, all already {verb}",
+                selected.len()
+            ));
+            out.result(&view::cost_lines(&power::hourly_cost(&state)));
+            return Ok(Outcome::Success);
+        }
+        if change == PowerChange::Park {
+            out.note(TEMP_DISK_WARNING);
+        }
+        let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
+        let question = format!(
+            "{} {} VM(s) on {}: {}?",
+            match change {
+                PowerChange::Park => "Deallocate",
+                PowerChange::Unpark => "Start",
+            },
+            todo.len(),
+            target_name(&conn.target),
+            names.join(", ")
+        );
+        if change == PowerChange::Unpark {
+            // Starting needs the vCPUs a deallocated VM gave back: check before starting any.
+            let locations = preflight::locations_of_vms(&state, &todo);
+            let capacity =
+                preflight::Capacity::fetch(&conn.client, &conn.subscription, &locations).await?;
+            let problems = preflight::check_start(&state, &todo, &loaded.desired, &capacity);
+            if !problems.is_empty() {
+                out.message(&crate::render::diagnostics(
+                    &problems,
+                    &loaded.sources,
+                    out.stderr_colour(),
+                ));
+                return Err(AlreadyReported {
+                    count: problems.len(),
+                }
+                .into());
+            }
+        }
+        approve(&question, args.auto_approve)?;
+        let before = power::hourly_cost(&state);
+        let mut report = |event: PowerEvent<'_>| match event {
+            PowerEvent::Started(a) => {
+                out.message(&format!("{a}: {}...\n", change.doing()));
+            }
+            PowerEvent::Done(a, elapsed) => out.message(&format!(
+                "{a}: {} after {}s\n",
+                view::power_word(Some(change.target())),
+                elapsed.as_secs()
+            )),
+            PowerEvent::Failed(a, err) => {
+                // The engine's advice (quota numbers, capacity: another zone, region or size)
+                // applies to a start as it does to a create.
+                let described = advice::describe(
+                    err,
+                    a,
+                    Operation::Update,
+                    loaded.desired.resource(a),
+                    Some(&loaded.sources),
+                );
+                let mut text = format!("{a}: {} failed: {}\n", change.doing(), described.message);
+                for help in &described.advice {
+                    let _ = writeln!(text, "  = help: {help}");
+                }
+                out.message(&text);
+            }
+        };
+        let result = power::set_power(
+            &conn.client,
+            backend.as_mut(),
+            &mut state,
+            &todo,
+            change,
+            &mut report,
+        )
+        .await;
+        let after = power::hourly_cost(&state);
+        out.result(&view::cost_change(&before, &after));
+        result?;
+        Ok(Outcome::Success)
+    })
+}
+
+/// Ask before changing anything; `--auto-approve` skips the question, and without a terminal
+/// and without the flag this is an error, never a hang.
+fn approve(question: &str, auto_approve: bool) -> anyhow::Result<()> {
+    if auto_approve {
+        return Ok(());
+    }
+    if !console::Term::stderr().is_term() {
+        anyhow::bail!(
+            "not asking for approval without a terminal: pass --auto-approve to go ahead"
+        );
+    }
+    let yes = dialoguer::Confirm::new()
+        .with_prompt(question)
+        .default(false)
+        .interact()
+        .context("could not read the answer")?;
+    if !yes {
+        anyhow::bail!("cancelled: nothing was changed");
+    }
+    Ok(())
+}
+
+/// `dsinfra status`.
+pub fn status(args: &StatusArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let (_backend, mut state) = load_state(&args.manifest.manifest)?;
+    let rt = runtime()?;
+    let report = rt.block_on(async {
+        match live_connection(
+            &args.connect,
+            &args.manifest.manifest,
+            &loaded.desired.azure,
+        )
+        .await?
+        {
+            Some(conn) => Ok::<_, anyhow::Error>(Some(
+                refresh::refresh(&conn.client, &conn.subscription, &mut state).await?,
+            )),
+            None => Ok(None),
+        }
+    })?;
+    let live = report.is_some();
+    let report = report.unwrap_or_default();
+    let now = Utc::now();
+    let rows = power::vm_statuses(&state, &report.observed, &report.power_since, now);
+    out.result(&view::status_text(
+        &state,
+        &rows,
+        &power::hourly_cost(&state),
+        now,
+        live,
+        out.stdout_colour(),
+    ));
+    if report.has_drift() {
+        out.note(&format!(
+            "{} resource(s) were deleted and {} changed outside dsinfra: `dsinfra plan` shows what apply would do about it",
+            report.deleted.len(),
+            report.changed.len()
+        ));
+    }
+    Ok(Outcome::Success)
+}
+
+/// `dsinfra output`.
+pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let desired = &loaded.desired;
+    let mut backend = crate::state::open_backend(
+        &args.manifest.manifest,
+        loaded.backend.as_ref(),
+        &format!("dsinfra output {}", args.manifest.manifest.display()),
+    )?;
+    let mut state = backend
+        .load()?
+        .unwrap_or_else(|| State::new(&desired.experiment));
+    let needs_arm = desired
+        .outputs
+        .iter()
+        .any(|o| has_unknown(&o.value) && state.outputs.get(&o.name).is_none_or(has_unknown));
+    let mut observed = RefreshReport::default().observed;
+    if needs_arm && !state.resources.is_empty() {
+        let rt = runtime()?;
+        let report = rt.block_on(async {
+            match live_connection(&args.connect, &args.manifest.manifest, &desired.azure).await? {
+                Some(conn) => Ok::<_, anyhow::Error>(Some(
+                    refresh::refresh(&conn.client, &conn.subscription, &mut state).await?,
+                )),
+                None => Ok(None),
+            }
+        })?;
+        if let Some(report) = report {
+            observed = report.observed;
+        }
+    }
+    let mut values = Vec::new();
+    for o in &desired.outputs {
+        let value = match state.outputs.get(&o.name) {
+            Some(saved) if !has_unknown(saved) => saved.clone(),
+            _ => resolve_known(&o.value, &observed),
+        };
+        let shown = (!o.sensitive || args.show_secrets).then_some(value);
+        values.push(view::OutputValue {
+            name: o.name.clone(),
+            value: shown,
+            sensitive: o.sensitive,
+        });
+    }
+    if let Some(name) = &args.name {
+        let Some(found) = values.iter().find(|v| &v.name == name) else {
+            let known: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
+            let hint = crate::diag::did_you_mean(name, known.iter().copied()).map_or_else(
+                || format!("the manifest declares: {}", known.join(", ")),
+                |m| format!("did you mean `{m}`?"),
+            );
+            anyhow::bail!("no output named `{name}`: {hint}");
+        };
+        let Some(value) = &found.value else {
+            anyhow::bail!("output `{name}` is sensitive: add --show-secrets to print it");
+        };
+        if args.json {
+            out.result(&format!("{value}\n"));
+        } else {
+            out.result(&view::output_raw(value));
+        }
+        warn_unknown(std::slice::from_ref(found), out);
+        return Ok(Outcome::Success);
+    }
+    if args.json {
+        out.result(&view::outputs_json(&values));
+    } else {
+        out.result(&view::outputs_text(&values));
+    }
+    warn_unknown(&values, out);
+    Ok(Outcome::Success)
+}
+
+fn warn_unknown(values: &[view::OutputValue], out: &Output) {
+    let unknown = values
+        .iter()
+        .filter(|v| v.value.as_ref().is_some_and(has_unknown))
+        .count();
+    if unknown > 0 {
+        out.note(&format!(
+            "{unknown} output(s) hold values only Azure knows: apply first, or pass --emulator/--endpoint to read them"
+        ));
+    }
+}
+
+/// `dsinfra state list|show`.
+pub fn state(command: &StateCommand, out: &Output) -> anyhow::Result<Outcome> {
+    match command {
+        StateCommand::List(args) => {
+            let (_backend, state) = load_state(&args.manifest)?;
+            out.result(&view::state_list(&state));
+        }
+        StateCommand::Show(args) => {
+            let (_backend, state) = load_state(&args.manifest)?;
+            let address: Address = args.address.parse()?;
+            let Some(resource) = state.resource(&address) else {
+                let all: Vec<String> = state
+                    .resources
+                    .iter()
+                    .map(|r| r.address.to_string())
+                    .collect();
+                let hint = crate::diag::did_you_mean(&args.address, all.iter().map(String::as_str))
+                    .map_or_else(
+                        || "`dsinfra state list` shows every address".to_owned(),
+                        |m| format!("did you mean `{m}`?"),
+                    );
+                anyhow::bail!("the state has no resource at {address}: {hint}");
+            };
+            out.result(&view::state_show(resource));
+        }
+    }
+    Ok(Outcome::Success)
+}

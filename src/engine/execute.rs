@@ -1,0 +1,622 @@
+//! Apply or destroy a plan: walk its changes in dependency order, in parallel, make the ARM
+//! calls, and keep the state true after every step.
+//!
+//! Each change becomes one or two nodes of the walk ([`schedule`]): a delete node, an apply node
+//! (create or update), or both for a replacement (delete, then create). Deletes wait for
+//! whatever depended on the deleted resource (its dependents are deleted first, or updated first
+//! when they merely stop referring to it); creates and updates wait for what they depend on; a
+//! replacement's create waits for its own delete. Terraform's order, without a global phase
+//! barrier, so independent work never waits.
+//!
+//! Crash safety comes from three things together. Names are deterministic, so a repeated PUT
+//! addresses the same resource. Before a create is sent, an *intent* (status `Creating`, with the
+//! id) is saved; after ARM reports success the resource is saved as `Created`; a delete removes it
+//! from the state once ARM says it is gone. Every save is atomic (the backend's rename). Killed
+//! at any instant, the state therefore names everything that might exist: the next plan creates
+//! (adopts, PUT being idempotent) what has an intent, deletes what is no longer wanted, and never
+//! leaves an orphan or makes a duplicate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::advice::{ResourceError, describe};
+use super::bodies::request_for;
+use super::events::{Event, EventSink, LroBridge, Operation};
+use super::limiter::{Limiter, Signal};
+use super::walk::walk;
+use crate::addr::Address;
+use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::diag::SourceMap;
+use crate::model::{Desired, ResourceKind, arm_id};
+use crate::plan::{Action, Change, Plan};
+use crate::state::{
+    Backend, PowerState, ResourceState, ResourceStatus, SecretIdentity, SecretKind, State,
+    StateError,
+};
+
+/// The state of a run and the backend it is saved to, shared by every task.
+///
+/// Every change is made in memory and then saved before [`StateStore::update`] returns, so a
+/// change the engine has acted on is durable. Saves are *group commits*: the backend is
+/// synchronous and a local save costs several fsyncs, so while one save runs, the changes made
+/// meanwhile queue up and the next save writes all of them at once; a caller whose change was
+/// already written by someone else's save returns without saving again. With 64 VMs finishing
+/// together this turns 128 serial saves into a handful, and a save never interleaves with another.
+pub struct StateStore {
+    /// The state and how many changes were made to it.
+    state: Mutex<(State, u64)>,
+    /// The backend and how many changes its last successful save contained.
+    backend: Mutex<(Box<dyn Backend + Send>, u64)>,
+}
+
+impl std::fmt::Debug for StateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateStore").finish_non_exhaustive()
+    }
+}
+
+/// A panic while holding a lock happens before or after a save, never inside the backend's
+/// atomic rename, so the data behind a poisoned lock is still consistent.
+fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl StateStore {
+    /// Guard `state`, saved through `backend`.
+    pub fn new(backend: Box<dyn Backend + Send>, state: State) -> Self {
+        Self {
+            state: Mutex::new((state, 0)),
+            backend: Mutex::new((backend, 0)),
+        }
+    }
+
+    /// Change the state and return once the change is saved.
+    pub fn update(&self, change: impl FnOnce(&mut State)) -> Result<(), StateError> {
+        let mine = {
+            let mut guard = relock(&self.state);
+            change(&mut guard.0);
+            guard.1 += 1;
+            guard.1
+        };
+        let mut backend = relock(&self.backend);
+        if backend.1 >= mine {
+            return Ok(());
+        }
+        let (mut copy, version) = {
+            let guard = relock(&self.state);
+            (guard.0.clone(), guard.1)
+        };
+        backend.0.save(&mut copy)?;
+        backend.1 = version;
+        // The backend bumped the serial of what it saved; the live state follows it.
+        let mut guard = relock(&self.state);
+        guard.0.serial = copy.serial;
+        guard.0.dsinfra_version = copy.dsinfra_version;
+        Ok(())
+    }
+
+    /// A copy of the state now.
+    pub fn snapshot(&self) -> State {
+        relock(&self.state).0.clone()
+    }
+
+    /// Wait until no save is in progress and keep others out until the guard drops: the second
+    /// Ctrl-C exits while holding this, so it never cuts a save in half.
+    pub fn hold(&self) -> MutexGuard<'_, (Box<dyn Backend + Send>, u64)> {
+        relock(&self.backend)
+    }
+
+    /// The backend and the final state.
+    pub fn into_parts(self) -> (Box<dyn Backend + Send>, State) {
+        let backend = self
+            .backend
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+        let state = self
+            .state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+        (backend, state)
+    }
+}
+
+/// Which half of a change a walk node does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Delete (a delete, or the first half of a replacement).
+    Delete,
+    /// Create or update (the second half of a replacement creates).
+    Apply,
+}
+
+/// One node of the walk.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Node {
+    /// The resource.
+    pub address: Address,
+    /// Which half.
+    pub phase: Phase,
+}
+
+impl Node {
+    fn new(address: &Address, phase: Phase) -> Self {
+        Self {
+            address: address.clone(),
+            phase,
+        }
+    }
+}
+
+/// The walk's graph for a plan: node -> the nodes it waits for. `state` supplies what each
+/// resource depended on when it was created, which orders deletes.
+pub fn schedule(plan: &Plan, state: &State) -> BTreeMap<Node, BTreeSet<Node>> {
+    let mut graph: BTreeMap<Node, BTreeSet<Node>> = BTreeMap::new();
+    let mut desired_deps: BTreeMap<&Address, &BTreeSet<Address>> = BTreeMap::new();
+    for change in &plan.changes {
+        let address = &change.address;
+        match change.action {
+            Action::NoOp => {}
+            Action::Create | Action::Update => {
+                graph.insert(Node::new(address, Phase::Apply), BTreeSet::new());
+                desired_deps.insert(address, &change.depends_on);
+            }
+            Action::Replace { .. } => {
+                graph.insert(Node::new(address, Phase::Delete), BTreeSet::new());
+                graph.insert(
+                    Node::new(address, Phase::Apply),
+                    BTreeSet::from([Node::new(address, Phase::Delete)]),
+                );
+                desired_deps.insert(address, &change.depends_on);
+            }
+            Action::Delete => {
+                graph.insert(Node::new(address, Phase::Delete), BTreeSet::new());
+            }
+        }
+    }
+    // Creates and updates wait for the creates and updates of what they depend on.
+    for (address, deps) in &desired_deps {
+        let node = Node::new(address, Phase::Apply);
+        let waits: Vec<Node> = deps
+            .iter()
+            .map(|d| Node::new(d, Phase::Apply))
+            .filter(|n| graph.contains_key(n))
+            .collect();
+        if let Some(set) = graph.get_mut(&node) {
+            set.extend(waits);
+        }
+    }
+    // A delete waits for everything that depended on the resource (per the state): deleted
+    // dependents go first; updated dependents that no longer refer to it (a detached disk) are
+    // updated first. An updated dependent that still refers to a replaced resource gets no such
+    // edge: it would wait for itself.
+    for dependent in &state.resources {
+        for dependency in &dependent.depends_on {
+            let delete = Node::new(dependency, Phase::Delete);
+            if !graph.contains_key(&delete) {
+                continue;
+            }
+            let dependent_delete = Node::new(&dependent.address, Phase::Delete);
+            let dependent_apply = Node::new(&dependent.address, Phase::Apply);
+            let wait = if graph.contains_key(&dependent_delete) {
+                Some(dependent_delete)
+            } else if graph.contains_key(&dependent_apply)
+                && !desired_deps
+                    .get(&dependent.address)
+                    .is_some_and(|d| d.contains(dependency))
+            {
+                Some(dependent_apply)
+            } else {
+                None
+            };
+            if let (Some(wait), Some(set)) = (wait, graph.get_mut(&delete)) {
+                set.insert(wait);
+            }
+        }
+    }
+    graph
+}
+
+/// How to run a plan.
+pub struct Execution {
+    /// The ARM client (built with [`LroBridge::callback`] for operation progress).
+    pub client: ArmClient,
+    /// The subscription every id lives in.
+    pub subscription: String,
+    /// At most this many ARM calls at once (`--parallelism`); fewer while ARM throttles.
+    pub parallelism: usize,
+    /// Where progress goes.
+    pub events: EventSink,
+    /// The bridge the client reports operation progress to, if it was built with one.
+    pub bridge: Option<Arc<LroBridge>>,
+    /// Manifest texts, to name manifest lines in advice.
+    pub sources: Option<SourceMap>,
+    /// The first pause before the engine retries a call ARM kept throttling through the
+    /// client's retries (see [`THROTTLED_ROUNDS`]).
+    pub throttle_pause: Duration,
+}
+
+impl std::fmt::Debug for Execution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Execution")
+            .field("subscription", &self.subscription)
+            .field("parallelism", &self.parallelism)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Resources finished, with what was done, in completion order.
+    pub done: Vec<(Address, Operation)>,
+    /// Failures, in address order.
+    pub failed: Vec<ResourceError>,
+    /// Not started because something they need failed: (resource, operation, the failure).
+    pub skipped: Vec<(Address, Operation, Address)>,
+    /// Not started because the run was interrupted.
+    pub cancelled: Vec<(Address, Operation)>,
+    /// Wall time of the walk.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// Whether everything planned was done.
+    pub fn is_success(&self) -> bool {
+        self.failed.is_empty() && self.skipped.is_empty() && self.cancelled.is_empty()
+    }
+
+    /// How many resources were created, updated and deleted (a replacement counts as both a
+    /// delete and a create).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let count = |op| self.done.iter().filter(|(_, o)| *o == op).count();
+        (
+            count(Operation::Create),
+            count(Operation::Update),
+            count(Operation::Delete),
+        )
+    }
+}
+
+/// Everything a node's work needs, shared by all tasks.
+struct Shared {
+    client: ArmClient,
+    subscription: String,
+    desired: Desired,
+    changes: BTreeMap<Address, Change>,
+    store: Arc<StateStore>,
+    limiter: Limiter,
+    events: EventSink,
+    bridge: Option<Arc<LroBridge>>,
+    sources: Option<SourceMap>,
+    throttle_pause: Duration,
+}
+
+fn operation_of(change: &Change, phase: Phase) -> Operation {
+    match (phase, &change.action) {
+        (Phase::Delete, _) => Operation::Delete,
+        (Phase::Apply, Action::Update) => Operation::Update,
+        (Phase::Apply, _) => Operation::Create,
+    }
+}
+
+/// Run `plan` (made from `desired` against the state in `store`). `cancel` turning `true` stops
+/// new work from starting; work in flight finishes and is saved.
+pub async fn execute(
+    plan: &Plan,
+    desired: &Desired,
+    store: Arc<StateStore>,
+    execution: Execution,
+    cancel: watch::Receiver<bool>,
+) -> Report {
+    let started = Instant::now();
+    let graph = schedule(plan, &store.snapshot());
+    let shared = Arc::new(Shared {
+        client: execution.client,
+        subscription: execution.subscription,
+        desired: desired.clone(),
+        changes: plan
+            .changes
+            .iter()
+            .map(|c| (c.address.clone(), c.clone()))
+            .collect(),
+        store,
+        limiter: Limiter::new(execution.parallelism),
+        events: execution.events,
+        bridge: execution.bridge,
+        sources: execution.sources,
+        throttle_pause: execution.throttle_pause,
+    });
+    if let Some(bridge) = &shared.bridge {
+        bridge.connect(Arc::clone(&shared.events));
+    }
+    let walked = walk(
+        &graph,
+        |node: Node| {
+            let shared = Arc::clone(&shared);
+            async move { run_node(&shared, &node).await }
+        },
+        cancel,
+    )
+    .await;
+    let op = |node: &Node| {
+        shared
+            .changes
+            .get(&node.address)
+            .map_or(Operation::Create, |c| operation_of(c, node.phase))
+    };
+    let mut report = Report {
+        done: walked
+            .succeeded
+            .iter()
+            .map(|n| (n.address.clone(), op(n)))
+            .collect(),
+        failed: walked.failed.into_values().collect(),
+        skipped: Vec::new(),
+        cancelled: walked
+            .cancelled
+            .iter()
+            .map(|n| (n.address.clone(), op(n)))
+            .collect(),
+        elapsed: started.elapsed(),
+    };
+    for (node, because) in &walked.skipped {
+        let operation = op(node);
+        (shared.events)(&Event::Skipped {
+            address: node.address.clone(),
+            operation,
+            because: because.address.clone(),
+        });
+        report
+            .skipped
+            .push((node.address.clone(), operation, because.address.clone()));
+    }
+    report
+}
+
+async fn run_node(shared: &Shared, node: &Node) -> Result<(), ResourceError> {
+    let Some(change) = shared.changes.get(&node.address) else {
+        return Ok(());
+    };
+    let operation = operation_of(change, node.phase);
+    (shared.events)(&Event::Started {
+        address: node.address.clone(),
+        operation,
+    });
+    let started = Instant::now();
+    let result = match node.phase {
+        Phase::Delete => delete(shared, change).await,
+        Phase::Apply => apply(shared, change, operation).await,
+    };
+    match &result {
+        Ok(()) => (shared.events)(&Event::Done {
+            address: node.address.clone(),
+            operation,
+            elapsed: started.elapsed(),
+        }),
+        Err(err) => (shared.events)(&Event::Failed {
+            address: node.address.clone(),
+            operation,
+            elapsed: started.elapsed(),
+            message: err.message.clone(),
+        }),
+    }
+    result
+}
+
+/// An error that is not ARM's (a body that cannot be built, a state that cannot be saved).
+fn local_error(address: &Address, operation: Operation, message: String) -> ResourceError {
+    ResourceError {
+        address: address.clone(),
+        operation,
+        message,
+        code: None,
+        advice: Vec::new(),
+    }
+}
+
+fn save_error(address: &Address, operation: Operation, err: &StateError) -> ResourceError {
+    let mut e = local_error(
+        address,
+        operation,
+        format!("the state could not be saved: {err}"),
+    );
+    e.advice.push(
+        "nothing more is started; fix the problem and apply again: what was created is adopted"
+            .to_owned(),
+    );
+    e
+}
+
+/// When ARM still throttles after the client's own retries, the engine tries the whole call
+/// again this many times (every call it makes is idempotent: PUT and DELETE), pausing
+/// [`Execution::throttle_pause`], doubled each round, with the limiter lowered meanwhile.
+pub const THROTTLED_ROUNDS: u32 = 3;
+
+/// One ARM call under the limiter, with progress routed to `address`.
+async fn call<T, Fut>(
+    shared: &Shared,
+    id: &ResourceId,
+    address: &Address,
+    operation: Operation,
+    send: impl Fn() -> Fut,
+) -> Result<T, ArmError>
+where
+    Fut: Future<Output = Result<T, ArmError>>,
+{
+    let mut round = 0;
+    loop {
+        let slot = shared.limiter.acquire().await;
+        if let Some(bridge) = &shared.bridge {
+            bridge.register(id.as_str(), address, operation);
+        }
+        let result = send().await;
+        if let Some(bridge) = &shared.bridge {
+            bridge.unregister(id.as_str());
+        }
+        drop(slot);
+        let throttled_error = result.as_ref().err().is_some_and(ArmError::is_throttled);
+        shared
+            .limiter
+            .observe(if throttled_error || shared.client.is_slowing_down() {
+                Signal::Throttled
+            } else {
+                Signal::Clear
+            });
+        if !throttled_error || round >= THROTTLED_ROUNDS {
+            return result;
+        }
+        tokio::time::sleep(shared.throttle_pause * 2u32.pow(round)).await;
+        round += 1;
+    }
+}
+
+async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
+    let address = &change.address;
+    let operation = Operation::Delete;
+    if change.kind.is_arm() {
+        // The id the state recorded; else the one the name implies (an intent always has one,
+        // but a hand-edited state may not).
+        let id = ResourceId::from_raw(change.id.clone().unwrap_or_else(|| {
+            arm_id(
+                &shared.subscription,
+                change.kind,
+                &change.resource_group,
+                change.parent.as_deref(),
+                &change.name,
+            )
+        }));
+        call(shared, &id, address, operation, || {
+            shared.client.delete(&id)
+        })
+        .await
+        .map_err(|e| {
+            describe(
+                &e,
+                address,
+                operation,
+                shared.desired.resource(address),
+                shared.sources.as_ref(),
+            )
+        })?;
+    }
+    shared
+        .store
+        .update(|state| {
+            state.remove(address);
+        })
+        .map_err(|e| save_error(address, operation, &e))
+}
+
+async fn apply(
+    shared: &Shared,
+    change: &Change,
+    operation: Operation,
+) -> Result<(), ResourceError> {
+    let address = &change.address;
+    let resource = shared.desired.resource(address).ok_or_else(|| {
+        local_error(
+            address,
+            operation,
+            "the plan creates it but the manifest no longer has it: run `dsinfra plan` again"
+                .to_owned(),
+        )
+    })?;
+    let request = request_for(resource, &shared.desired, &shared.subscription)
+        .map_err(|e| local_error(address, operation, e.to_string()))?;
+    let id = resource.arm_id(&shared.subscription);
+    let previous = shared.store.snapshot().resource(address).cloned();
+    // An update keeps the power state it found (updating a parked VM does not start it).
+    let power_state = (resource.kind == ResourceKind::VirtualMachine).then(|| {
+        previous
+            .as_ref()
+            .and_then(|p| p.power_state)
+            .unwrap_or(PowerState::Running)
+    });
+    let record = |status: ResourceStatus, secrets| ResourceState {
+        address: address.clone(),
+        kind: resource.kind,
+        name: resource.name.clone(),
+        parent: resource.parent.clone(),
+        resource_group: resource.resource_group.clone(),
+        id: resource.kind.is_arm().then(|| id.clone()),
+        attrs: resource.attrs.clone(),
+        depends_on: resource.depends_on.clone(),
+        status,
+        power_state,
+        secrets,
+        drift: None,
+    };
+    if let Some(request) = request {
+        if operation == Operation::Create {
+            // The intent: from here on the resource may exist, so the state must say so.
+            shared
+                .store
+                .update(|state| state.upsert(record(ResourceStatus::Creating, BTreeMap::new())))
+                .map_err(|e| save_error(address, operation, &e))?;
+        }
+        call(shared, &request.id, address, operation, || {
+            request.send(&shared.client)
+        })
+        .await
+        .map_err(|e| {
+            describe(
+                &e,
+                address,
+                operation,
+                Some(resource),
+                shared.sources.as_ref(),
+            )
+        })?;
+        let secrets = previous.map(|p| p.secrets).unwrap_or_default();
+        shared
+            .store
+            .update(|state| state.upsert(record(ResourceStatus::Created, secrets)))
+            .map_err(|e| save_error(address, operation, &e))
+    } else {
+        // A SAS is signed locally and never stored in clear. Signing comes with the storage data
+        // plane; until then the state records its non-secret identity only.
+        shared
+            .store
+            .update(|state| {
+                let identity = sas_identity(resource, &state.lineage);
+                state.upsert(record(
+                    ResourceStatus::Created,
+                    BTreeMap::from([("token".to_owned(), identity)]),
+                ));
+            })
+            .map_err(|e| save_error(address, operation, &e))
+    }
+}
+
+/// The non-secret identity of a SAS: scope and permissions, and a fingerprint of its address
+/// keyed by the lineage (no signature exists yet to fingerprint).
+fn sas_identity(resource: &crate::model::Resource, lineage: &str) -> SecretIdentity {
+    let text = |key: &str| {
+        resource
+            .attrs
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    SecretIdentity {
+        kind: SecretKind::Sas,
+        scope: text("scope"),
+        permissions: text("permissions"),
+        expiry: None,
+        fingerprint: SecretIdentity::fingerprint(
+            lineage.as_bytes(),
+            resource.address.to_string().as_bytes(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

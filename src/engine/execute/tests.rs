@@ -1,0 +1,157 @@
+//! The walk's graph for plans of the fixture experiment: creates after what they need, deletes
+//! before what they need, a replacement's create after its delete.
+
+use super::*;
+use crate::plan::fixtures::{addr, dual, normal, set};
+use crate::plan::{Mode, PlanOptions, plan};
+
+fn apply(a: &str) -> Node {
+    Node::new(&addr(a), Phase::Apply)
+}
+
+fn delete(a: &str) -> Node {
+    Node::new(&addr(a), Phase::Delete)
+}
+
+fn waits(graph: &BTreeMap<Node, BTreeSet<Node>>, node: &Node) -> BTreeSet<Node> {
+    graph
+        .get(node)
+        .cloned()
+        .unwrap_or_else(|| panic!("{node:?} is not in the graph"))
+}
+
+#[test]
+fn creates_wait_for_the_creates_they_depend_on() {
+    let desired = dual();
+    let state = State::new("exp");
+    let planned = plan(&desired, &state, &normal()).expect("plans");
+    let graph = schedule(&planned, &state);
+    assert!(graph.keys().all(|n| n.phase == Phase::Apply));
+    let nic = waits(&graph, &apply("vm.gpu.nic"));
+    assert!(nic.contains(&apply("network.main.vnet")) && nic.contains(&apply("vm.gpu.pip")));
+    assert!(waits(&graph, &apply("vm.gpu.vm")).contains(&apply("vm.gpu.nic")));
+}
+
+#[test]
+fn a_replacement_deletes_dependents_first_and_creates_after_its_own_delete() {
+    let desired = dual();
+    let state = State::from_applied(&desired, "sub");
+    let mut changed = desired.clone();
+    // The NIC's subnet forces a new NIC, which forces a new VM (its `nic` cannot change in place).
+    set(
+        &mut changed,
+        "vm.gpu.nic",
+        "location",
+        serde_json::json!("westus"),
+    );
+    let planned = plan(&changed, &state, &normal()).expect("plans");
+    let graph = schedule(&planned, &state);
+    assert!(waits(&graph, &apply("vm.gpu.nic")).contains(&delete("vm.gpu.nic")));
+    assert!(
+        waits(&graph, &delete("vm.gpu.nic")).contains(&delete("vm.gpu.vm")),
+        "the VM using the NIC goes first: {graph:#?}"
+    );
+    let vm = waits(&graph, &apply("vm.gpu.vm"));
+    assert!(vm.contains(&apply("vm.gpu.nic")) && vm.contains(&delete("vm.gpu.vm")));
+    // Untouched resources are not in the walk.
+    assert!(!graph.contains_key(&apply("network.main.vnet")));
+}
+
+#[test]
+fn destroy_deletes_every_dependent_before_what_it_depends_on() {
+    let desired = dual();
+    let state = State::from_applied(&desired, "sub");
+    let options = PlanOptions {
+        mode: Mode::Destroy { keep_data: false },
+        ..normal()
+    };
+    let planned = plan(&desired, &state, &options).expect("plans");
+    let graph = schedule(&planned, &state);
+    assert_eq!(graph.len(), state.resources.len());
+    for r in &state.resources {
+        for dep in &r.depends_on {
+            assert!(
+                waits(&graph, &Node::new(dep, Phase::Delete))
+                    .contains(&Node::new(&r.address, Phase::Delete)),
+                "{dep} must wait for {}",
+                r.address
+            );
+        }
+    }
+}
+
+/// A backend that counts saves and remembers the last saved state.
+struct Counting {
+    saves: Arc<Mutex<Vec<State>>>,
+    holder: crate::state::LockHolder,
+}
+
+impl Backend for Counting {
+    fn location(&self) -> String {
+        "memory".to_owned()
+    }
+
+    fn load(&mut self) -> Result<Option<State>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+        state.serial += 1;
+        // Slow, like a save with fsyncs, so that concurrent updates pile up behind it.
+        std::thread::sleep(Duration::from_millis(20));
+        self.saves.lock().expect("not poisoned").push(state.clone());
+        Ok(())
+    }
+
+    fn lock_holder(&self) -> &crate::state::LockHolder {
+        &self.holder
+    }
+}
+
+#[test]
+fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
+    let saves = Arc::new(Mutex::new(Vec::new()));
+    let store = Arc::new(StateStore::new(
+        Box::new(Counting {
+            saves: Arc::clone(&saves),
+            holder: crate::state::LockHolder::this_process(),
+        }),
+        State::from_applied(&dual(), "sub"),
+    ));
+    let addresses: Vec<Address> = store
+        .snapshot()
+        .resources
+        .iter()
+        .map(|r| r.address.clone())
+        .collect();
+    let threads: Vec<_> = addresses
+        .iter()
+        .cloned()
+        .map(|address| {
+            let store = Arc::clone(&store);
+            let saves = Arc::clone(&saves);
+            std::thread::spawn(move || {
+                store
+                    .update(|state| {
+                        state.remove(&address);
+                    })
+                    .expect("saves");
+                // Durable on return: the last save does not have it any more.
+                let last = saves.lock().expect("not poisoned").last().cloned();
+                assert!(last.expect("saved").resource(&address).is_none());
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no panic");
+    }
+    let saves = saves.lock().expect("not poisoned");
+    assert!(
+        saves.len() < addresses.len(),
+        "{} saves for {} updates: nothing was grouped",
+        saves.len(),
+        addresses.len()
+    );
+    assert!(saves.last().expect("saved").resources.is_empty());
+    assert_eq!(store.snapshot().serial, saves.last().expect("saved").serial);
+}

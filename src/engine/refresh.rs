@@ -1,0 +1,551 @@
+//! Refresh: read every resource the state knows back from ARM, mark what was deleted or changed
+//! outside dsinfra (drift), and record each VM's power state and the values only ARM knows
+//! (public and private IP addresses) for `dsinfra output` and `dsinfra status`.
+//!
+//! Only attributes that ARM reads back reliably are compared ([`changed_attributes`]): a VM's size,
+//! a NIC's accelerated networking, a share's quota, a disk's size and SKU, a storage account's SKU
+//! and kind, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list) come
+//! back normalised or not at all, and comparing them would report drift that is not there.
+//! Tags added in Azure (by a policy, say) are not drift; a tag dsinfra set that is missing or
+//! different is.
+//!
+//! The GETs run in parallel, bounded by a semaphore ([`REFRESH_PARALLELISM`]) around the calls,
+//! as style.md asks; the ARM client already retries throttling and transient failures.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use crate::addr::Address;
+use crate::azure::types::compute::{PowerState as ArmPowerState, VirtualMachineInstanceView};
+use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::model::{Attrs, ResourceKind};
+use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
+
+/// How many GETs a refresh has in flight at once: enough that ARM's read budget (about 250 reads
+/// a minute per principal per region, refilled continuously) is the limit, not dsinfra.
+pub const REFRESH_PARALLELISM: usize = 32;
+
+/// What a refresh found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RefreshReport {
+    /// Resources read back.
+    pub checked: usize,
+    /// Resources found deleted outside dsinfra.
+    pub deleted: Vec<Address>,
+    /// Resources whose managed attributes changed outside dsinfra, with the attribute names.
+    pub changed: Vec<(Address, Vec<String>)>,
+    /// VMs whose power state differs from what the state recorded: (address, before, now).
+    pub power_changed: Vec<(Address, Option<PowerState>, PowerState)>,
+    /// Values only ARM knows, by resource and attribute (`ip_address` of a public IP,
+    /// `private_ip` of a NIC), as `(known after apply: ...)` placeholders name them.
+    pub observed: BTreeMap<Address, Attrs>,
+    /// When each VM entered its current power state, as instanceView reports it (RFC 3339).
+    pub power_since: BTreeMap<Address, String>,
+}
+
+impl RefreshReport {
+    /// Whether anything drifted.
+    pub fn has_drift(&self) -> bool {
+        !self.deleted.is_empty() || !self.changed.is_empty()
+    }
+}
+
+/// What one GET found.
+enum Found {
+    Gone,
+    Present {
+        body: Value,
+        view: Option<VirtualMachineInstanceView>,
+    },
+}
+
+/// Read every created ARM resource in `state` back from ARM and update the state in memory:
+/// `drift` on what was deleted or changed (a changed resource's `attrs` then hold what Azure has),
+/// `power_state` of VMs, and the non-sensitive outputs whose values only ARM knew. The caller
+/// decides whether to save (`drift` is never saved; the next refresh finds it again).
+///
+/// Resources whose create was interrupted (`Creating`) and the locally signed SAS are skipped:
+/// the apply adopts the former and the latter is not in ARM.
+pub async fn refresh(
+    client: &ArmClient,
+    subscription: &str,
+    state: &mut State,
+) -> Result<RefreshReport, ArmError> {
+    let _ = subscription; // ids in the state are complete; kept in the seam for other backends.
+    let gate = Arc::new(Semaphore::new(REFRESH_PARALLELISM));
+    let targets: Vec<(Address, ResourceKind, String)> = state
+        .resources
+        .iter()
+        .filter(|r| r.kind.is_arm() && r.status == ResourceStatus::Created)
+        .filter_map(|r| r.id.clone().map(|id| (r.address.clone(), r.kind, id)))
+        .collect();
+    let reads = targets.iter().map(|(address, kind, id)| {
+        let gate = Arc::clone(&gate);
+        async move {
+            let _permit = gate
+                .acquire()
+                .await
+                .map_err(|_| ArmError::usage("the refresh semaphore was closed"))?;
+            let found = read(client, *kind, id).await?;
+            Ok::<_, ArmError>((address.clone(), found))
+        }
+    });
+    let mut results = Vec::new();
+    for result in join_all(reads).await {
+        results.push(result?);
+    }
+
+    let mut report = RefreshReport {
+        checked: results.len(),
+        ..RefreshReport::default()
+    };
+    for (address, found) in results {
+        let Some(resource) = state.resource_mut(&address) else {
+            continue;
+        };
+        match found {
+            Found::Gone => {
+                resource.drift = Some(Drift::Deleted);
+                report.deleted.push(address);
+            }
+            Found::Present { body, view } => {
+                apply_observation(resource, &body, view.as_ref(), &mut report);
+            }
+        }
+    }
+    resolve_outputs(state, &report.observed);
+    Ok(report)
+}
+
+async fn read(client: &ArmClient, kind: ResourceKind, id: &str) -> Result<Found, ArmError> {
+    let id = ResourceId::from_raw(id);
+    let body = match client.get::<Value>(&id).await {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(Found::Gone),
+        // A missing resource group means everything in it is gone too.
+        Err(e) if e.is_resource_group_not_found() => return Ok(Found::Gone),
+        Err(e) => return Err(e),
+    };
+    let view = if kind == ResourceKind::VirtualMachine {
+        client.get_instance_view(&id).await?
+    } else {
+        None
+    };
+    Ok(Found::Present { body, view })
+}
+
+fn apply_observation(
+    resource: &mut ResourceState,
+    body: &Value,
+    view: Option<&VirtualMachineInstanceView>,
+    report: &mut RefreshReport,
+) {
+    let changed = changed_attributes(resource.kind, &resource.attrs, body);
+    if changed.is_empty() {
+        resource.drift = None;
+    } else {
+        for name in &changed {
+            if let Some(now) = observed_value(resource.kind, name, body) {
+                resource.attrs.insert(name.clone(), now);
+            }
+        }
+        resource.drift = Some(Drift::Changed {
+            attributes: changed.clone(),
+        });
+        report.changed.push((resource.address.clone(), changed));
+    }
+    let known = known_values(resource.kind, body);
+    if !known.is_empty() {
+        report.observed.insert(resource.address.clone(), known);
+    }
+    if let Some(view) = view {
+        if let Some(power) = view.power_state().as_ref().and_then(power_state_of) {
+            if resource.power_state != Some(power) {
+                report
+                    .power_changed
+                    .push((resource.address.clone(), resource.power_state, power));
+            }
+            resource.power_state = Some(power);
+        }
+        if let Some(since) = power_since(view) {
+            report.power_since.insert(resource.address.clone(), since);
+        }
+    }
+}
+
+/// The state's power state for an ARM power state; transitional states count as where they lead
+/// (a VM that is deallocating is parked as far as billing goes once it finishes).
+pub fn power_state_of(state: &ArmPowerState) -> Option<PowerState> {
+    match state {
+        ArmPowerState::Starting | ArmPowerState::Running => Some(PowerState::Running),
+        ArmPowerState::Stopping | ArmPowerState::Stopped => Some(PowerState::Stopped),
+        ArmPowerState::Deallocating | ArmPowerState::Deallocated => Some(PowerState::Deallocated),
+        ArmPowerState::Other(_) => None,
+    }
+}
+
+/// When the VM entered its current power state: the `PowerState/...` status's time when ARM sends
+/// one, otherwise the time of the last provisioning operation (a start or deallocate is one).
+pub fn power_since(view: &VirtualMachineInstanceView) -> Option<String> {
+    let time_of = |prefix: &str| {
+        view.statuses
+            .iter()
+            .filter(|s| {
+                s.code
+                    .as_deref()
+                    .is_some_and(|c| c.to_ascii_lowercase().starts_with(prefix))
+            })
+            .find_map(|s| s.time.clone())
+    };
+    time_of("powerstate/").or_else(|| time_of("provisioningstate/"))
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+/// The managed attributes of `kind` whose value in ARM's `body` differs from `attrs`, in name
+/// order. Only attributes ARM reads back reliably are compared; an attribute dsinfra does not
+/// manage (absent or null in `attrs`) is never drift.
+pub fn changed_attributes(kind: ResourceKind, attrs: &Attrs, body: &Value) -> Vec<String> {
+    let mut changed: Vec<String> = comparable(kind)
+        .iter()
+        .filter(|name| {
+            let Some(want) = attrs.get(**name).filter(|v| !v.is_null()) else {
+                return false;
+            };
+            // What ARM does not send back cannot be compared: never call it drift.
+            observed_value(kind, name, body).is_some_and(|have| !same(name, want, &have))
+        })
+        .map(|n| (*n).to_owned())
+        .collect();
+    changed.sort();
+    changed
+}
+
+/// Attributes compared per kind.
+fn comparable(kind: ResourceKind) -> &'static [&'static str] {
+    match kind {
+        ResourceKind::VirtualMachine => &["size", "tags"],
+        ResourceKind::NetworkInterface => &["accelerated_networking", "tags"],
+        ResourceKind::FileShare => &["quota_gb"],
+        ResourceKind::ManagedDisk => &["size_gb", "sku", "tags"],
+        ResourceKind::StorageAccount => &["sku", "kind", "tags"],
+        ResourceKind::Sas | ResourceKind::BlobContainer => &[],
+        _ => &["tags"],
+    }
+}
+
+/// Whether a wanted value matches what ARM has. Tags match when every tag dsinfra set is there
+/// with its value; names (sizes, SKUs) compare case-insensitively, as ARM does.
+fn same(name: &str, want: &Value, have: &Value) -> bool {
+    match (name, want, have) {
+        ("tags", Value::Object(want), Value::Object(have)) => {
+            want.iter().all(|(k, v)| have.get(k) == Some(v))
+        }
+        (_, Value::String(a), Value::String(b)) => a.eq_ignore_ascii_case(b),
+        (_, a, b) => a == b,
+    }
+}
+
+/// The value ARM has for one managed attribute, in dsinfra's attribute form. For tags: the tags
+/// every tag ARM has.
+fn observed_value(kind: ResourceKind, name: &str, body: &Value) -> Option<Value> {
+    match (kind, name) {
+        (_, "tags") => {
+            let have = body.get("tags").and_then(Value::as_object);
+            let mut tags = Map::new();
+            if let Some(have) = have {
+                for (k, v) in have {
+                    tags.insert(k.clone(), v.clone());
+                }
+            }
+            Some(Value::Object(tags))
+        }
+        (ResourceKind::VirtualMachine, "size") => {
+            text(body, "/properties/hardwareProfile/vmSize").map(Value::from)
+        }
+        (ResourceKind::NetworkInterface, "accelerated_networking") => Some(Value::Bool(
+            body.pointer("/properties/enableAcceleratedNetworking")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        )),
+        (ResourceKind::FileShare, "quota_gb") => body
+            .pointer("/properties/shareQuota")
+            .and_then(Value::as_i64)
+            .map(Value::from),
+        (ResourceKind::ManagedDisk, "size_gb") => body
+            .pointer("/properties/diskSizeGB")
+            .and_then(Value::as_i64)
+            .map(Value::from),
+        (ResourceKind::ManagedDisk | ResourceKind::StorageAccount, "sku") => {
+            text(body, "/sku/name").map(Value::from)
+        }
+        (ResourceKind::StorageAccount, "kind") => text(body, "/kind").map(Value::from),
+        _ => None,
+    }
+}
+
+/// Values only ARM knows, named as `(known after apply: ADDRESS.ATTR)` placeholders name them.
+pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
+    let mut known = Attrs::new();
+    match kind {
+        ResourceKind::PublicIp => {
+            if let Some(ip) = text(body, "/properties/ipAddress") {
+                known.insert("ip_address".into(), Value::from(ip));
+            }
+        }
+        ResourceKind::NetworkInterface => {
+            let ip = body
+                .pointer("/properties/ipConfigurations")
+                .and_then(Value::as_array)
+                .and_then(|configs| {
+                    configs
+                        .iter()
+                        .find_map(|c| text(c, "/properties/privateIPAddress"))
+                });
+            if let Some(ip) = ip {
+                known.insert("private_ip".into(), Value::from(ip));
+            }
+        }
+        _ => {}
+    }
+    known
+}
+
+/// Replace every `(known after apply: ADDRESS.ATTR)` placeholder inside `value` whose value is in
+/// `observed`; placeholders still unknown are left as they are.
+pub fn resolve_known(value: &Value, observed: &BTreeMap<Address, Attrs>) -> Value {
+    match value {
+        Value::String(s) => resolve_text(s, observed),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| resolve_known(v, observed)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), resolve_known(v, observed)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+const PLACEHOLDER: &str = "(known after apply: ";
+
+fn resolve_text(s: &str, observed: &BTreeMap<Address, Attrs>) -> Value {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find(PLACEHOLDER) {
+        let after = &rest[start + PLACEHOLDER.len()..];
+        let Some(end) = after.find(')') else { break };
+        let reference = &after[..end];
+        let value = reference.rsplit_once('.').and_then(|(address, attribute)| {
+            let address: Address = address.parse().ok()?;
+            observed.get(&address)?.get(attribute).cloned()
+        });
+        out.push_str(&rest[..start]);
+        match value {
+            // A whole-string placeholder keeps the value's JSON type.
+            Some(v) if start == 0 && end + 1 == after.len() && out.is_empty() => return v,
+            Some(Value::String(v)) => out.push_str(&v),
+            Some(v) => out.push_str(&v.to_string()),
+            None => out.push_str(&rest[start..=start + PLACEHOLDER.len() + end]),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Value::String(out)
+}
+
+/// Whether a value still holds a placeholder.
+pub fn has_unknown(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains(PLACEHOLDER),
+        Value::Array(items) => items.iter().any(has_unknown),
+        Value::Object(map) => map.values().any(has_unknown),
+        _ => false,
+    }
+}
+
+fn resolve_outputs(state: &mut State, observed: &BTreeMap<Address, Attrs>) {
+    for value in state.outputs.values_mut() {
+        if has_unknown(value) {
+            *value = resolve_known(value, observed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::azure::types::compute::InstanceViewStatus;
+    use serde_json::json;
+
+    fn attrs(value: Value) -> Attrs {
+        serde_json::from_value(value).expect("an object")
+    }
+
+    #[test]
+    fn a_resized_vm_and_a_removed_tag_are_drift_but_an_added_tag_is_not() {
+        let want = attrs(json!({
+            "size": "Standard_NC6s_v3", "image": {"sku": "x"},
+            "tags": {"managed-by": "dsinfra", "dsinfra-address": "vm.gpu.vm"}
+        }));
+        let same_body = json!({
+            "tags": {"managed-by": "dsinfra", "dsinfra-address": "vm.gpu.vm", "costcenter": "42"},
+            "properties": {"hardwareProfile": {"vmSize": "standard_nc6s_v3"}}
+        });
+        assert!(changed_attributes(ResourceKind::VirtualMachine, &want, &same_body).is_empty());
+        let drifted = json!({
+            "tags": {"managed-by": "dsinfra"},
+            "properties": {"hardwareProfile": {"vmSize": "Standard_NC12s_v3"}}
+        });
+        assert_eq!(
+            changed_attributes(ResourceKind::VirtualMachine, &want, &drifted),
+            ["size", "tags"]
+        );
+        assert_eq!(
+            observed_value(ResourceKind::VirtualMachine, "size", &drifted),
+            Some(json!("Standard_NC12s_v3"))
+        );
+    }
+
+    #[test]
+    fn nic_share_disk_and_account_attributes_compare_in_arms_form() {
+        let nic = attrs(json!({"accelerated_networking": true}));
+        let off = json!({"properties": {"enableAcceleratedNetworking": false}});
+        assert_eq!(
+            changed_attributes(ResourceKind::NetworkInterface, &nic, &off),
+            ["accelerated_networking"]
+        );
+        let share = attrs(json!({"quota_gb": 1024, "protocol": "NFS"}));
+        assert!(
+            changed_attributes(
+                ResourceKind::FileShare,
+                &share,
+                &json!({"properties": {"shareQuota": 1024}})
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            changed_attributes(
+                ResourceKind::FileShare,
+                &share,
+                &json!({"properties": {"shareQuota": 2048}})
+            ),
+            ["quota_gb"]
+        );
+        let disk = attrs(json!({"size_gb": 512, "sku": "Premium_LRS"}));
+        assert_eq!(
+            changed_attributes(
+                ResourceKind::ManagedDisk,
+                &disk,
+                &json!({"sku": {"name": "Standard_LRS"}, "properties": {"diskSizeGB": 1024}})
+            ),
+            ["size_gb", "sku"]
+        );
+        let account = attrs(json!({"sku": "Standard_LRS", "kind": "StorageV2"}));
+        assert!(
+            changed_attributes(
+                ResourceKind::StorageAccount,
+                &account,
+                &json!({"sku": {"name": "Standard_LRS"}, "kind": "StorageV2"})
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn unmanaged_attributes_are_never_drift() {
+        let vm = attrs(json!({"size": null}));
+        assert!(
+            changed_attributes(
+                ResourceKind::VirtualMachine,
+                &vm,
+                &json!({"properties": {"hardwareProfile": {"vmSize": "Standard_D2s_v5"}}})
+            )
+            .is_empty()
+        );
+        assert!(changed_attributes(ResourceKind::Sas, &vm, &json!({})).is_empty());
+    }
+
+    #[test]
+    fn power_states_map_to_billing_states_and_their_time() {
+        assert_eq!(
+            power_state_of(&ArmPowerState::Deallocating),
+            Some(PowerState::Deallocated)
+        );
+        assert_eq!(
+            power_state_of(&ArmPowerState::Starting),
+            Some(PowerState::Running)
+        );
+        assert_eq!(power_state_of(&ArmPowerState::Other("x".into())), None);
+        let status = |code: &str, time: Option<&str>| InstanceViewStatus {
+            code: Some(code.into()),
+            time: time.map(str::to_owned),
+            ..InstanceViewStatus::default()
+        };
+        let view = VirtualMachineInstanceView {
+            statuses: vec![
+                status("ProvisioningState/succeeded", Some("2026-11-22T06:00:00Z")),
+                status("PowerState/running", None),
+            ],
+            ..VirtualMachineInstanceView::default()
+        };
+        assert_eq!(power_since(&view).as_deref(), Some("2026-11-22T06:00:00Z"));
+        let view = VirtualMachineInstanceView {
+            statuses: vec![
+                status("ProvisioningState/succeeded", Some("2026-11-22T06:00:00Z")),
+                status("PowerState/running", Some("2026-11-22T05:00:00Z")),
+            ],
+            ..VirtualMachineInstanceView::default()
+        };
+        assert_eq!(power_since(&view).as_deref(), Some("2026-11-22T05:00:00Z"));
+    }
+
+    #[test]
+    fn placeholders_resolve_in_place_keeping_unknown_ones() {
+        let pip: Address = "vm.gpu.public_ip".parse().expect("valid");
+        let observed = BTreeMap::from([(pip, attrs(json!({"ip_address": "20.100.0.4"})))]);
+        assert_eq!(
+            resolve_known(
+                &json!("(known after apply: vm.gpu.public_ip.ip_address)"),
+                &observed
+            ),
+            json!("20.100.0.4")
+        );
+        assert_eq!(
+            resolve_known(
+                &json!({"ssh": "ssh azureuser@(known after apply: vm.gpu.public_ip.ip_address) -p 22",
+                        "other": "(known after apply: vm.gpu.nic.private_ip)"}),
+                &observed
+            ),
+            json!({"ssh": "ssh azureuser@20.100.0.4 -p 22",
+                   "other": "(known after apply: vm.gpu.nic.private_ip)"})
+        );
+        assert!(has_unknown(&json!(["(known after apply: a.b.c)"])));
+        assert!(!has_unknown(&json!(["20.100.0.4"])));
+    }
+
+    #[test]
+    fn nic_and_public_ip_expose_their_addresses() {
+        let nic = json!({"properties": {"ipConfigurations": [
+            {"properties": {"privateIPAddress": "10.0.0.4"}}]}});
+        assert_eq!(
+            known_values(ResourceKind::NetworkInterface, &nic),
+            attrs(json!({"private_ip": "10.0.0.4"}))
+        );
+        assert_eq!(
+            known_values(
+                ResourceKind::PublicIp,
+                &json!({"properties": {"ipAddress": "20.1.2.3"}})
+            ),
+            attrs(json!({"ip_address": "20.1.2.3"}))
+        );
+        assert!(known_values(ResourceKind::VirtualMachine, &nic).is_empty());
+    }
+}

@@ -1,0 +1,433 @@
+//! Operational views of a running experiment: `dsinfra status` (VMs, power states, IPs, uptime
+//! and cost), `park`/`unpark` cost lines, `dsinfra output` and `dsinfra state list|show`.
+//!
+//! Tables are aligned columns of plain text; colour (power states) only when the caller says the
+//! stream is a terminal, so piped output stays plain and greppable.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::paint::{bold, dim, green, paint, yellow};
+use super::value::{inline, key};
+use crate::engine::power::{HourlyCost, VmStatus};
+use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
+
+/// A power state as the status table and plans name it.
+pub fn power_word(state: Option<PowerState>) -> &'static str {
+    match state {
+        Some(PowerState::Running) => "running",
+        Some(PowerState::Deallocated) => "deallocated (parked)",
+        Some(PowerState::Stopped) => "stopped (still billed)",
+        None => "unknown",
+    }
+}
+
+/// `1h 05m`, `3d 2h`, `42s`.
+pub fn duration_words(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let (d, h, m) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m:02}m")
+    } else if m > 0 {
+        format!("{m}m {:02}s", s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Dollars with cents, or four decimals below a dollar (a disk's hourly rate).
+pub fn dollars(amount: f64) -> String {
+    if amount.abs() < 1.0 {
+        format!("${amount:.4}")
+    } else {
+        format!("${amount:.2}")
+    }
+}
+
+/// Align rows of cells into columns separated by two spaces (the last column is not padded).
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| console::measure_text_width(cell))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if c + 1 < row.len() {
+                let pad = widths[c] - console::measure_text_width(cell) + 2;
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The `dsinfra status` view: the VM table, the other resources, and the cost lines. `live` says
+/// whether the power states were just read from Azure (otherwise they are as last recorded).
+pub fn status_text(
+    state: &State,
+    vms: &[VmStatus],
+    cost: &HourlyCost,
+    now: DateTime<Utc>,
+    live: bool,
+    colour: bool,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}\n",
+        paint(
+            colour,
+            &bold(),
+            &format!("Experiment `{}`", state.experiment)
+        )
+    );
+    if vms.is_empty() {
+        out.push_str("No VMs in the state.\n\n");
+    } else {
+        let mut rows = vec![
+            [
+                "VM",
+                "SIZE",
+                "POWER",
+                "PUBLIC IP",
+                "PRIVATE IP",
+                "UPTIME",
+                "$/HOUR",
+                "SINCE START",
+            ]
+            .iter()
+            .map(|h| paint(colour, &bold(), h))
+            .collect::<Vec<_>>(),
+        ];
+        for vm in vms {
+            let style = match vm.power {
+                Some(PowerState::Running) => green(),
+                Some(PowerState::Deallocated) => dim(),
+                _ => yellow(),
+            };
+            let running = vm.power == Some(PowerState::Running);
+            rows.push(vec![
+                vm.address.to_string(),
+                vm.size.clone(),
+                paint(colour, &style, power_word(vm.power)),
+                vm.public_ip.clone().unwrap_or_else(|| "-".into()),
+                vm.private_ip.clone().unwrap_or_else(|| "-".into()),
+                match vm.since {
+                    Some(t) if running => duration_words((now - t).num_seconds()),
+                    _ => "-".into(),
+                },
+                dollars(vm.per_hour),
+                vm.since_start.map_or_else(|| "-".into(), dollars),
+            ]);
+        }
+        out.push_str(&table(&rows));
+        out.push('\n');
+    }
+    let others = other_resources(state);
+    if !others.is_empty() {
+        let mut rows = vec![
+            ["RESOURCE", "TYPE", "STATE"]
+                .iter()
+                .map(|h| paint(colour, &bold(), h))
+                .collect::<Vec<_>>(),
+        ];
+        rows.extend(others);
+        out.push_str(&table(&rows));
+        out.push('\n');
+    }
+    out.push_str(&cost_lines(cost));
+    if !live {
+        out.push_str(
+            "\nPower states are as last recorded; run with --emulator, --endpoint or Azure credentials to read them live.\n",
+        );
+    }
+    out
+}
+
+/// Every resource but the VMs: address, ARM type and what dsinfra knows of it.
+fn other_resources(state: &State) -> Vec<Vec<String>> {
+    state
+        .resources
+        .iter()
+        .filter(|r| r.kind != crate::model::ResourceKind::VirtualMachine)
+        .map(|r| {
+            let known = match (&r.drift, r.status) {
+                (Some(Drift::Deleted), _) => "deleted outside dsinfra".to_owned(),
+                (Some(Drift::Changed { attributes }), _) => {
+                    format!("changed outside dsinfra: {}", attributes.join(", "))
+                }
+                (None, ResourceStatus::Creating) => "create interrupted".to_owned(),
+                (None, ResourceStatus::Created) => "created".to_owned(),
+            };
+            vec![r.address.to_string(), r.kind.arm_type().to_owned(), known]
+        })
+        .collect()
+}
+
+/// The cost per hour now and in both extremes.
+pub fn cost_lines(cost: &HourlyCost) -> String {
+    format!(
+        "Cost per hour now: {} (all running: {}, all parked: {})\n",
+        dollars(cost.now),
+        dollars(cost.all_running),
+        dollars(cost.all_parked)
+    )
+}
+
+/// `park`/`unpark`: the cost per hour before and after.
+pub fn cost_change(before: &HourlyCost, after: &HourlyCost) -> String {
+    format!(
+        "Cost per hour: {} before, {} now ({} per 30 days at this rate)\n",
+        dollars(before.now),
+        dollars(after.now),
+        dollars(after.now * crate::catalog::HOURS_PER_MONTH)
+    )
+}
+
+/// One output value for `dsinfra output`: hidden when sensitive and not asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputValue {
+    /// Name.
+    pub name: String,
+    /// Value, `None` when hidden.
+    pub value: Option<Value>,
+    /// Whether it is sensitive.
+    pub sensitive: bool,
+}
+
+/// Every output as `name = value` lines; hidden ones as `(sensitive)`.
+pub fn outputs_text(outputs: &[OutputValue]) -> String {
+    let width = outputs.iter().map(|o| o.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for o in outputs {
+        let shown = o
+            .value
+            .as_ref()
+            .map_or_else(|| "(sensitive)".to_owned(), inline);
+        let _ = writeln!(out, "{:width$} = {shown}", key(&o.name));
+    }
+    out
+}
+
+/// Outputs as JSON, shaped like `terraform output -json`: `{name: {sensitive, value}}`; a hidden
+/// value is `null`.
+///
+/// # Panics
+///
+/// Never: a JSON object with string keys always serialises.
+pub fn outputs_json(outputs: &[OutputValue]) -> String {
+    let map: serde_json::Map<String, Value> = outputs
+        .iter()
+        .map(|o| {
+            (
+                o.name.clone(),
+                serde_json::json!({"sensitive": o.sensitive, "value": o.value}),
+            )
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&Value::Object(map))
+        .expect("a JSON object with string keys always serialises");
+    text.push('\n');
+    text
+}
+
+/// One output on its own: a string raw (for `$(dsinfra output exp.hcl ip)`), anything else as
+/// JSON.
+pub fn output_raw(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s}\n"),
+        other => format!("{other}\n"),
+    }
+}
+
+/// `dsinfra state list`: one address per line, in address order.
+pub fn state_list(state: &State) -> String {
+    let mut out = String::new();
+    for r in &state.resources {
+        let _ = writeln!(out, "{}", r.address);
+    }
+    out
+}
+
+/// `dsinfra state show ADDRESS`: what the state records about one resource.
+pub fn state_show(resource: &ResourceState) -> String {
+    let mut fields: Vec<(String, String)> = vec![
+        (
+            "type".into(),
+            Value::from(resource.kind.arm_type()).to_string(),
+        ),
+        (
+            "name".into(),
+            Value::from(resource.name.clone()).to_string(),
+        ),
+    ];
+    if let Some(parent) = &resource.parent {
+        fields.push(("parent".into(), Value::from(parent.clone()).to_string()));
+    }
+    fields.push((
+        "resource_group".into(),
+        Value::from(resource.resource_group.clone()).to_string(),
+    ));
+    if let Some(id) = &resource.id {
+        fields.push(("id".into(), Value::from(id.clone()).to_string()));
+    }
+    fields.push((
+        "status".into(),
+        match resource.status {
+            ResourceStatus::Created => "created".into(),
+            ResourceStatus::Creating => "creating (interrupted; adopted by the next apply)".into(),
+        },
+    ));
+    if resource.power_state.is_some() {
+        fields.push((
+            "power_state".into(),
+            power_word(resource.power_state).into(),
+        ));
+    }
+    for (name, value) in &resource.attrs {
+        fields.push((key(name), inline(value)));
+    }
+    for name in resource.secrets.keys() {
+        fields.push((key(name), "(sensitive)".into()));
+    }
+    if !resource.depends_on.is_empty() {
+        let deps: Vec<String> = resource
+            .depends_on
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        fields.push(("depends_on".into(), format!("[{}]", deps.join(", "))));
+    }
+    let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = format!("# {}\n", resource.address);
+    for (k, v) in fields {
+        let _ = writeln!(out, "{k:width$} = {v}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::power::VmStatus;
+
+    #[test]
+    fn durations_and_dollars_read_naturally() {
+        assert_eq!(duration_words(42), "42s");
+        assert_eq!(duration_words(3900), "1h 05m");
+        assert_eq!(duration_words(90_061), "1d 1h");
+        assert_eq!(duration_words(-5), "0s");
+        assert_eq!(dollars(3.0612), "$3.06");
+        assert_eq!(dollars(0.0263), "$0.0263");
+    }
+
+    #[test]
+    fn the_status_table_aligns_columns_and_says_when_states_are_not_live() {
+        let now = DateTime::parse_from_rfc3339("2026-11-22T08:00:00Z")
+            .expect("valid")
+            .with_timezone(&Utc);
+        let since = DateTime::parse_from_rfc3339("2026-11-22T06:30:00Z")
+            .expect("valid")
+            .with_timezone(&Utc);
+        let vms = [
+            VmStatus {
+                address: "vm.gpu.vm".parse().expect("valid"),
+                name: "exp-gpu".into(),
+                size: "Standard_NC6s_v3".into(),
+                power: Some(PowerState::Running),
+                public_ip: Some("20.100.0.4".into()),
+                private_ip: Some("10.0.0.4".into()),
+                since: Some(since),
+                per_hour: 3.0,
+                since_start: Some(4.5),
+            },
+            VmStatus {
+                address: "cluster.t[0].vm".parse().expect("valid"),
+                name: "exp-t-0".into(),
+                size: "Standard_ND40rs_v2".into(),
+                power: Some(PowerState::Deallocated),
+                public_ip: None,
+                private_ip: None,
+                since: None,
+                per_hour: 0.02,
+                since_start: None,
+            },
+        ];
+        let cost = HourlyCost {
+            now: 3.02,
+            all_running: 25.05,
+            all_parked: 0.04,
+        };
+        let mut state = State::new("exp");
+        state.upsert(ResourceState {
+            address: "storage_account.data".parse().expect("valid"),
+            kind: crate::model::ResourceKind::StorageAccount,
+            name: "expdata".into(),
+            parent: None,
+            resource_group: "rg".into(),
+            id: None,
+            attrs: crate::model::Attrs::new(),
+            depends_on: std::collections::BTreeSet::new(),
+            status: ResourceStatus::Created,
+            power_state: None,
+            secrets: std::collections::BTreeMap::new(),
+            drift: Some(Drift::Deleted),
+        });
+        assert_eq!(
+            status_text(&state, &vms, &cost, now, false, false),
+            "\
+Experiment `exp`
+
+VM               SIZE                POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
+vm.gpu.vm        Standard_NC6s_v3    running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
+cluster.t[0].vm  Standard_ND40rs_v2  deallocated (parked)  -           -           -       $0.0200  -
+
+RESOURCE              TYPE                               STATE
+storage_account.data  Microsoft.Storage/storageAccounts  deleted outside dsinfra
+
+Cost per hour now: $3.02 (all running: $25.05, all parked: $0.0400)
+
+Power states are as last recorded; run with --emulator, --endpoint or Azure credentials to read them live.
+"
+        );
+    }
+
+    #[test]
+    fn outputs_hide_sensitive_values() {
+        let outputs = [
+            OutputValue {
+                name: "ip".into(),
+                value: Some(Value::from("20.100.0.4")),
+                sensitive: false,
+            },
+            OutputValue {
+                name: "sas_url".into(),
+                value: None,
+                sensitive: true,
+            },
+        ];
+        assert_eq!(
+            outputs_text(&outputs),
+            "ip      = \"20.100.0.4\"\nsas_url = (sensitive)\n"
+        );
+        assert_eq!(
+            outputs_json(&outputs),
+            "{\n  \"ip\": {\n    \"sensitive\": false,\n    \"value\": \"20.100.0.4\"\n  },\n  \"sas_url\": {\n    \"sensitive\": true,\n    \"value\": null\n  }\n}\n"
+        );
+    }
+}

@@ -1,0 +1,418 @@
+//! The remote backend: the state as a blob in Azure Storage, locked with a finite, renewed lease.
+//!
+//! [`RemoteBackend`] is the [`Backend`] the engine sees when the manifest has a
+//! `backend "azureblob"` block. It is a thin synchronous layer over [`crate::storage::lock`],
+//! which owns the protocol (lease, holder metadata, conditional writes, snapshots):
+//!
+//! - opening takes the lease (refused with the holder's user, host, pid, command and since when
+//!   another dsinfra has it) and starts its background renewal;
+//! - `load` reads the blob under the lease and remembers its ETag;
+//! - `save` writes under the lease id *and* that ETag, after a snapshot of the previous version,
+//!   so a holder that lost its lease (force-unlock, or an expiry taken by another run) can never
+//!   overwrite a newer state;
+//! - dropping the backend releases the lease; a process that dies instead leaves a lease that
+//!   expires by itself within its duration.
+//!
+//! # Sync over async
+//!
+//! The [`Backend`] trait is synchronous (the engine saves from inside its walk) while the storage
+//! client is async. A [`Bridge`] runs each storage future to completion:
+//!
+//! - inside a multi-thread tokio runtime (the CLI's), with `block_in_place` + `Handle::block_on`:
+//!   the worker thread hands its other tasks to the rest of the pool while it waits, and the
+//!   lease renewal runs on that same runtime;
+//! - anywhere else (no runtime, or a current-thread runtime that cannot be blocked), on a small
+//!   runtime the backend owns, with one worker thread that also drives the renewal. The calling
+//!   thread only waits for the result, so a current-thread runtime is blocked but never
+//!   deadlocked.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+
+use super::{Backend, LockHolder, State, StateError};
+use crate::model::BackendConfig;
+use crate::secret;
+use crate::storage::{self, Auth, BlobStore, LockInfo, RemoteState, StateLock};
+
+/// How the backend runs async storage calls from its synchronous methods (see the module doc).
+enum Bridge {
+    /// The caller's multi-thread runtime.
+    Shared(Handle),
+    /// A runtime of our own; `None` only while being dropped.
+    Owned(Option<Runtime>),
+}
+
+impl Bridge {
+    /// The right bridge for the calling context.
+    fn for_current_context() -> Result<Self, std::io::Error> {
+        if let Ok(handle) = Handle::try_current()
+            && handle.runtime_flavor() == RuntimeFlavor::MultiThread
+        {
+            return Ok(Self::Shared(handle));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("dsinfra-state")
+            .enable_all()
+            .build()?;
+        Ok(Self::Owned(Some(runtime)))
+    }
+
+    /// Runs `future` to completion on the calling thread and returns its output.
+    fn run<F: Future>(&self, future: F) -> F::Output {
+        match self {
+            Self::Shared(handle) => tokio::task::block_in_place(|| handle.block_on(future)),
+            Self::Owned(runtime) => {
+                let runtime = runtime
+                    .as_ref()
+                    .expect("the owned runtime lives until the backend is dropped");
+                // `Runtime::block_on` panics inside another runtime's context (a current-thread
+                // runtime calling us). Entering our runtime and polling with a plain executor
+                // works from any thread: the future's I/O and timers are served by our
+                // runtime's worker, which also drives the lease renewal.
+                let _guard = runtime.enter();
+                futures::executor::block_on(future)
+            }
+        }
+    }
+
+    /// Whether this bridge uses the caller's runtime (for tests of both contexts).
+    fn is_shared(&self) -> bool {
+        matches!(self, Self::Shared(_))
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        // Dropping a runtime inside an async context panics; shutting it down in the background
+        // does not, and the lease has been released (or will expire) by then.
+        if let Self::Owned(runtime) = self
+            && let Some(runtime) = runtime.take()
+        {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// The state blob of one experiment, leased while this value lives.
+pub struct RemoteBackend {
+    remote: RemoteState,
+    lock: Option<StateLock>,
+    holder: LockHolder,
+    /// The ETag of the version last read or written: the next save requires it.
+    etag: Option<String>,
+    loaded_lineage: Option<String>,
+    /// Set by `allow_lineage_change`: the next save may replace another lineage.
+    replace_lineage: bool,
+    bridge: Bridge,
+}
+
+impl std::fmt::Debug for RemoteBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The lease id is a capability over the blob and stays out; the store's Debug already
+        // redacts its credential.
+        f.debug_struct("RemoteBackend")
+            .field("url", &self.remote.url())
+            .field("holder", &self.holder)
+            .field("shared_runtime", &self.bridge.is_shared())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The blob client for a backend block: its endpoint and credential.
+///
+/// The credential is a SAS from the environment variable `sas_env` names (for tests and CI), or
+/// else Azure AD: a service principal from `AZURE_TENANT_ID`/`AZURE_CLIENT_ID`/
+/// `AZURE_CLIENT_SECRET` when all three are set, the Azure CLI's login otherwise. Both go
+/// through `storage::Auth` (`Auth::sas` registers the SAS for redaction; `Auth::Token` takes an
+/// `azure_core` credential, which is what `azure_identity` builds).
+pub fn store_for(config: &BackendConfig) -> Result<BlobStore, StateError> {
+    let endpoint = config.blob_endpoint();
+    let url = format!("{endpoint}/{}/{}", config.container, config.key);
+    let auth = match &config.sas_env {
+        Some(name) => match std::env::var(name) {
+            Ok(sas) if !sas.trim().is_empty() => Auth::sas(sas.trim()),
+            _ => {
+                return Err(StateError::RemoteAuth {
+                    url,
+                    why: format!(
+                        "the backend's `sas_env` names the environment variable {name}, which is not set: set it to a SAS for the container `{}` (read, write, list, delete)",
+                        config.container
+                    ),
+                });
+            }
+        },
+        None => Auth::Token(azure_ad_credential().map_err(|why| StateError::RemoteAuth {
+            url: url.clone(),
+            why,
+        })?),
+    };
+    BlobStore::new(&endpoint, auth).map_err(|source| StateError::Remote {
+        action: "reach",
+        url,
+        source: Box::new(source),
+    })
+}
+
+fn azure_ad_credential() -> Result<Arc<dyn azure_core::credentials::TokenCredential>, String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let built = match (
+        var("AZURE_TENANT_ID"),
+        var("AZURE_CLIENT_ID"),
+        var("AZURE_CLIENT_SECRET"),
+    ) {
+        (Some(tenant), Some(client), Some(client_secret)) => {
+            secret::register(&client_secret);
+            azure_identity::ClientSecretCredential::new(
+                &tenant,
+                client,
+                azure_core::credentials::Secret::new(client_secret),
+                None,
+            )
+            .map(|c| c as Arc<dyn azure_core::credentials::TokenCredential>)
+        }
+        _ => azure_identity::AzureCliCredential::new(None)
+            .map(|c| c as Arc<dyn azure_core::credentials::TokenCredential>),
+    };
+    built.map_err(|e| {
+        format!(
+            "no Azure AD credential: {} (run `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET)",
+            storage::scrub(&e.to_string())
+        )
+    })
+}
+
+/// What the storage layer says about a holder, as the state layer describes holders.
+fn holder_of(info: &LockInfo) -> LockHolder {
+    LockHolder {
+        pid: info.pid,
+        host: info.host.clone(),
+        user: info.user.clone(),
+        command: info.command.clone(),
+        since: DateTime::parse_from_rfc3339(&info.since)
+            .map_or(DateTime::<Utc>::UNIX_EPOCH, |t| t.with_timezone(&Utc)),
+    }
+}
+
+fn info_of(holder: &LockHolder) -> LockInfo {
+    LockInfo {
+        user: holder.user.clone(),
+        host: holder.host.clone(),
+        pid: holder.pid,
+        command: holder.command.clone(),
+        since: holder.since.to_rfc3339_opts(SecondsFormat::Secs, true),
+    }
+}
+
+impl RemoteBackend {
+    /// Opens the state a backend block names and takes its lock for `holder`, with the default
+    /// 60-second lease.
+    pub fn open(config: &BackendConfig, holder: LockHolder) -> Result<Self, StateError> {
+        let store = store_for(config)?;
+        Self::open_with(
+            RemoteState::new(store, &config.container, &config.key),
+            holder,
+            storage::DEFAULT_LEASE,
+        )
+    }
+
+    /// Takes the lock on `remote` for `holder` with a lease of `lease` (15 to 60 s). Fails with
+    /// [`StateError::RemoteLocked`], naming the holder, if another process has it.
+    pub fn open_with(
+        remote: RemoteState,
+        holder: LockHolder,
+        lease: Duration,
+    ) -> Result<Self, StateError> {
+        let url = remote.url();
+        let bridge = Bridge::for_current_context().map_err(|e| StateError::Remote {
+            action: "lock",
+            url: url.clone(),
+            source: Box::new(storage::Error::Invalid(format!(
+                "cannot start the async runtime: {e}"
+            ))),
+        })?;
+        let info = info_of(&holder);
+        let lock = bridge.run(remote.lock(info, lease)).map_err(|e| match e {
+            storage::Error::Locked { url, holder } => StateError::RemoteLocked {
+                url,
+                holder: (holder.pid != 0).then(|| holder_of(&holder)),
+                lease_secs: lease.as_secs(),
+            },
+            source => StateError::Remote {
+                action: "lock",
+                url: url.clone(),
+                source: Box::new(source),
+            },
+        })?;
+        Ok(Self {
+            remote,
+            lock: Some(lock),
+            holder,
+            etag: None,
+            loaded_lineage: None,
+            replace_lineage: false,
+            bridge,
+        })
+    }
+
+    /// The state blob's URL, without any credential.
+    pub fn url(&self) -> String {
+        self.remote.url()
+    }
+
+    /// Whether the storage calls run on the caller's runtime (`true`) or on the backend's own.
+    pub fn uses_callers_runtime(&self) -> bool {
+        self.bridge.is_shared()
+    }
+
+    fn held(&self) -> &StateLock {
+        self.lock
+            .as_ref()
+            .expect("the lock is held from open until drop")
+    }
+
+    fn lost(&self, why: &str) -> StateError {
+        StateError::RemoteLockLost {
+            url: self.url(),
+            why: secret::redact(why),
+        }
+    }
+
+    fn storage_error(&self, action: &'static str, error: storage::Error) -> StateError {
+        match error {
+            storage::Error::LeaseLost { source, .. } => self.lost(&source.to_string()),
+            source => StateError::Remote {
+                action,
+                url: self.url(),
+                source: Box::new(source),
+            },
+        }
+    }
+
+    /// Reads the blob under the lease: its state (if one was ever written) and its ETag.
+    fn read(&mut self) -> Result<Option<State>, StateError> {
+        let lock = self.held();
+        if let Some(why) = lock.lost() {
+            return Err(self.lost(&why));
+        }
+        let version = self
+            .bridge
+            .run(lock.read())
+            .map_err(|e| self.storage_error("read", e))?;
+        self.etag = Some(version.etag);
+        let Some(bytes) = version.content else {
+            return Ok(None);
+        };
+        let url = self.url();
+        let text = String::from_utf8(bytes).map_err(|_| StateError::Corrupt {
+            path: PathBuf::from(&url),
+            message: "the blob is not UTF-8 text".to_owned(),
+            line: 1,
+            column: 1,
+        })?;
+        let state = State::from_json(&text, &PathBuf::from(url))?;
+        self.loaded_lineage = Some(state.lineage.clone());
+        Ok(Some(state))
+    }
+
+    fn write(&mut self, state: &State) -> Result<(), StateError> {
+        if self.etag.is_none() {
+            // Saving without a load first: learn the ETag, and refuse another lineage as a
+            // loaded state would.
+            let current = self.read()?;
+            if let Some(current) = current
+                && current.lineage != state.lineage
+                && !self.replace_lineage
+            {
+                return Err(StateError::LineageMismatch {
+                    path: PathBuf::from(self.url()),
+                    expected: current.lineage,
+                    found: state.lineage.clone(),
+                });
+            }
+        }
+        let lock = self.held();
+        if let Some(why) = lock.lost() {
+            return Err(self.lost(&why));
+        }
+        let etag = self.etag.clone().expect("the ETag is known after a read");
+        let text = state.to_json();
+        let written = self
+            .bridge
+            .run(lock.write(text.as_bytes(), &etag))
+            .map_err(|e| {
+                if e.is_condition_not_met() {
+                    self.lost(&format!(
+                        "the state blob changed since it was read: {}",
+                        storage::scrub(&e.to_string())
+                    ))
+                } else {
+                    self.storage_error("write", e)
+                }
+            })?;
+        self.etag = Some(written);
+        Ok(())
+    }
+}
+
+impl Backend for RemoteBackend {
+    fn location(&self) -> String {
+        self.url()
+    }
+
+    fn load(&mut self) -> Result<Option<State>, StateError> {
+        self.read()
+    }
+
+    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+        if let Some(expected) = &self.loaded_lineage
+            && *expected != state.lineage
+        {
+            return Err(StateError::LineageMismatch {
+                path: PathBuf::from(self.url()),
+                expected: expected.clone(),
+                found: state.lineage.clone(),
+            });
+        }
+        state.check_no_secrets()?;
+        let previous = (state.serial, state.dsinfra_version.clone());
+        state.serial += 1;
+        super::DSINFRA_VERSION.clone_into(&mut state.dsinfra_version);
+        match self.write(state) {
+            Ok(()) => {
+                self.loaded_lineage = Some(state.lineage.clone());
+                self.replace_lineage = false;
+                Ok(())
+            }
+            Err(err) => {
+                (state.serial, state.dsinfra_version) = previous;
+                Err(err)
+            }
+        }
+    }
+
+    fn lock_holder(&self) -> &LockHolder {
+        &self.holder
+    }
+
+    fn allow_lineage_change(&mut self) {
+        self.loaded_lineage = None;
+        self.replace_lineage = true;
+    }
+}
+
+impl Drop for RemoteBackend {
+    fn drop(&mut self) {
+        // Release while the runtime is still here: the lock's own Drop could only spawn the
+        // release, which would die with the process. Best effort: a failed release expires.
+        if let Some(lock) = self.lock.take()
+            && let Err(e) = self.bridge.run(lock.release())
+        {
+            tracing::warn!("releasing the state lock failed; it expires by itself: {e}");
+        }
+    }
+}
