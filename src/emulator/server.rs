@@ -421,7 +421,12 @@ fn take_token(shared: &Shared, route: &Route, category: Category) -> (RateHeader
     let Some(sub) = subscription(route) else {
         return (None, None);
     };
-    let verdict = lock(&shared.throttle).take(sub, category, tokio::time::Instant::now());
+    let verdict = lock(&shared.throttle).take(
+        sub,
+        category,
+        tokio::time::Instant::now(),
+        shared.config.latency_scale,
+    );
     match verdict {
         Verdict::Allowed { remaining } => (Some((category.header(), remaining)), None),
         Verdict::Throttled { retry_after } if shared.config.throttle => {

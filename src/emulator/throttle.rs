@@ -68,7 +68,24 @@ pub(crate) struct Throttle {
 
 impl Throttle {
     /// Takes one token from the subscription's bucket for `category`, refilling it first.
-    pub fn take(&mut self, subscription: &str, category: Category, now: Instant) -> Verdict {
+    ///
+    /// `time_scale` is the emulator's latency scale: its operations run that many times as fast
+    /// as Azure's, so its buckets must refill that much faster too, or a test at 0.01 exhausts
+    /// the read budget by polling alone where real ARM never would. The Retry-After it returns
+    /// is in real seconds (at least 1, as ARM's header is whole seconds). A scale of 0 (instant
+    /// operations) says nothing about elapsed time, so the buckets then run in real time.
+    pub fn take(
+        &mut self,
+        subscription: &str,
+        category: Category,
+        now: Instant,
+        time_scale: f64,
+    ) -> Verdict {
+        let scale = if time_scale > 0.0 && time_scale.is_finite() {
+            time_scale
+        } else {
+            1.0
+        };
         let (capacity, refill) = category.limits();
         let bucket = self
             .buckets
@@ -77,7 +94,7 @@ impl Throttle {
                 tokens: capacity,
                 updated: now,
             });
-        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64() / scale;
         bucket.tokens = (bucket.tokens + elapsed * refill).min(capacity);
         bucket.updated = now;
         if bucket.tokens >= 1.0 {
@@ -86,7 +103,7 @@ impl Throttle {
                 remaining: float_to_count(bucket.tokens),
             }
         } else {
-            let wait = (1.0 - bucket.tokens) / refill;
+            let wait = (1.0 - bucket.tokens) / refill * scale;
             Verdict::Throttled {
                 retry_after: u64::from(float_to_count(wait.ceil()).max(1)),
             }
@@ -107,38 +124,91 @@ mod tests {
     use super::*;
 
     #[test]
+    fn buckets_refill_on_the_emulators_compressed_clock() {
+        // Regression: at latency scale 0.01 the buckets refilled in real time, so polling a
+        // 64-node apply exhausted the 250-read budget although ARM would have refilled it.
+        let mut throttle = Throttle::default();
+        let start = Instant::now();
+        for _ in 0..200 {
+            assert!(matches!(
+                throttle.take("sub", Category::Writes, start, 0.01),
+                Verdict::Allowed { .. }
+            ));
+        }
+        assert_eq!(
+            throttle.take("sub", Category::Writes, start, 0.01),
+            Verdict::Throttled { retry_after: 1 }
+        );
+        // 0.1 s of real time is 10 s of emulated time: 100 writes refilled.
+        let later = start + Duration::from_millis(100);
+        for _ in 0..100 {
+            assert!(matches!(
+                throttle.take("sub", Category::Writes, later, 0.01),
+                Verdict::Allowed { .. }
+            ));
+        }
+        assert!(matches!(
+            throttle.take("sub", Category::Writes, later, 0.01),
+            Verdict::Throttled { .. }
+        ));
+        // Scale 0 (instant operations) keeps real time.
+        let mut instant = Throttle::default();
+        for _ in 0..200 {
+            instant.take("sub", Category::Writes, start, 0.0);
+        }
+        assert!(matches!(
+            instant.take(
+                "sub",
+                Category::Writes,
+                start + Duration::from_millis(100),
+                0.0
+            ),
+            Verdict::Allowed { .. }
+        ));
+        assert!(matches!(
+            instant.take(
+                "sub",
+                Category::Writes,
+                start + Duration::from_millis(100),
+                0.0
+            ),
+            Verdict::Throttled { .. }
+        ));
+    }
+
+    #[test]
     fn writes_allow_a_burst_of_200_then_throttle_and_refill() {
         let mut throttle = Throttle::default();
         let start = Instant::now();
         for i in 0..200u32 {
             assert_eq!(
-                throttle.take("sub", Category::Writes, start),
+                throttle.take("sub", Category::Writes, start, 1.0),
                 Verdict::Allowed { remaining: 199 - i }
             );
         }
         assert_eq!(
-            throttle.take("sub", Category::Writes, start),
+            throttle.take("sub", Category::Writes, start, 1.0),
             Verdict::Throttled { retry_after: 1 }
         );
         // Other subscriptions and other categories have their own buckets.
         assert!(matches!(
-            throttle.take("other", Category::Writes, start),
+            throttle.take("other", Category::Writes, start, 1.0),
             Verdict::Allowed { .. }
         ));
         assert!(matches!(
-            throttle.take("sub", Category::Reads, start),
+            throttle.take("sub", Category::Reads, start, 1.0),
             Verdict::Allowed { .. }
         ));
         // 10 tokens a second: after one second, ten more writes pass.
         let later = start + Duration::from_secs(1);
         for _ in 0..10 {
             assert!(matches!(
-                throttle.take("sub", Category::Writes, later),
+                throttle.take("sub", Category::Writes, later, 1.0),
                 Verdict::Allowed { .. }
             ));
         }
         assert!(matches!(
-            throttle.take("sub", Category::Writes, later),
+            throttle.take("sub", Category::Writes, later, 1.0),
             Verdict::Throttled { .. }
         ));
     }

@@ -152,8 +152,17 @@ pub(crate) async fn env_with(
 ) -> Option<Env> {
     let specs = specs()?;
     let log = Log::default();
+    // A test that chose its own latency scale keeps it (the pacing test needs 0: buckets in real
+    // time); the rest get the suite's scale. Struct-update syntax alone would silently override
+    // the test's choice.
+    let latency_scale =
+        if (config.latency_scale - EmulatorConfig::default().latency_scale).abs() < f64::EPSILON {
+            LATENCY_SCALE
+        } else {
+            config.latency_scale
+        };
     let handle = emulator::start(EmulatorConfig {
-        latency_scale: LATENCY_SCALE,
+        latency_scale,
         request_validator: Some(request_validator(Arc::clone(&specs))),
         response_validator: Some(response_validator(specs, Arc::clone(&log))),
         ..config
