@@ -1,7 +1,5 @@
 //! Who holds a state lock, recorded so that a second process can say who is in its way.
 
-use std::fmt::Write as _;
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -32,22 +30,12 @@ impl LockHolder {
         }
     }
 
-    /// This process, described by its own command line (program name shortened to its file name).
+    /// This process, described by its program name and subcommand only (`dsinfra apply`).
+    ///
+    /// The rest of the command line is left out on purpose: the lock file and the "locked by"
+    /// message are readable by others, and `-var` values may be secrets.
     pub fn this_process() -> Self {
-        let mut args = std::env::args();
-        let program = args.next().map_or_else(
-            || "dsinfra".to_owned(),
-            |p| {
-                std::path::Path::new(&p)
-                    .file_name()
-                    .map_or(p.clone(), |f| f.to_string_lossy().into_owned())
-            },
-        );
-        let mut command = program;
-        for arg in args {
-            let _ = write!(command, " {arg}");
-        }
-        Self::current(&command)
+        Self::current(&describe_command(std::env::args()))
     }
 
     /// One line for messages: `pid 4242, user alice on host lab1, running `dsinfra apply
@@ -83,6 +71,28 @@ fn user_name() -> String {
         .unwrap_or_else(|| "unknown-user".to_owned())
 }
 
+/// `program subcommand` from a command line: the program's file name and the first argument if
+/// it is a word (a subcommand), nothing after it. See [`LockHolder::this_process`].
+fn describe_command(mut args: impl Iterator<Item = String>) -> String {
+    let program = args.next().map_or_else(
+        || "dsinfra".to_owned(),
+        |p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map_or(p.clone(), |f| f.to_string_lossy().into_owned())
+        },
+    );
+    match args.next() {
+        Some(sub)
+            if sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !sub.starts_with('-') =>
+        {
+            format!("{program} {sub}")
+        }
+        _ => program,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +115,23 @@ mod tests {
         let me = LockHolder::current("x");
         assert_eq!(me.pid, std::process::id());
         assert!(!me.host.is_empty() && !me.user.is_empty());
+    }
+
+    #[test]
+    fn the_recorded_command_never_includes_arguments_that_may_be_secret() {
+        let args = [
+            "/usr/local/bin/dsinfra",
+            "apply",
+            "exp.hcl",
+            "-var",
+            "key=hunter2",
+        ]
+        .into_iter()
+        .map(str::to_owned);
+        assert_eq!(describe_command(args), "dsinfra apply");
+        let flag_first = ["dsinfra", "--var=key=hunter2"]
+            .into_iter()
+            .map(str::to_owned);
+        assert_eq!(describe_command(flag_first), "dsinfra");
     }
 }
