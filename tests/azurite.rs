@@ -94,6 +94,16 @@ async fn seed(store: &BlobStore) {
         .expect("put other");
 }
 
+/// A remote state for `key` in a new `tfstate` container of this Azurite.
+async fn tfstate(azurite: &Azurite, key: &str) -> RemoteState {
+    let store = admin(azurite);
+    store
+        .create_container("tfstate")
+        .await
+        .expect("create container");
+    RemoteState::new(store, "tfstate", key)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn read_list_account_sas_lists_and_reads_but_cannot_write() {
     let Some(azurite) = Azurite::start() else {
@@ -406,12 +416,7 @@ async fn two_concurrent_lockers_one_is_refused_with_the_holders_info() {
     let Some(azurite) = Azurite::start() else {
         return;
     };
-    let store = admin(&azurite);
-    store
-        .create_container("tfstate")
-        .await
-        .expect("create container");
-    let state = RemoteState::new(store, "tfstate", "exp/dsinfra.tfstate");
+    let state = tfstate(&azurite, "exp/dsinfra.tfstate").await;
 
     let (a, b) = tokio::join!(
         state.lock(holder("ana"), LEASE),
@@ -457,12 +462,7 @@ async fn a_held_lock_is_renewed_beyond_its_lease_duration() {
     let Some(azurite) = Azurite::start() else {
         return;
     };
-    let store = admin(&azurite);
-    store
-        .create_container("tfstate")
-        .await
-        .expect("create container");
-    let state = RemoteState::new(store, "tfstate", "renewed.tfstate");
+    let state = tfstate(&azurite, "renewed.tfstate").await;
     let lock = state.lock(holder("ana"), LEASE).await.expect("lock");
     tokio::time::sleep(LEASE + Duration::from_secs(5)).await;
     assert_eq!(lock.lost(), None);
@@ -509,12 +509,7 @@ async fn a_sigkilled_holder_leaves_a_lock_that_expires() {
     let Some(azurite) = Azurite::start() else {
         return;
     };
-    let store = admin(&azurite);
-    store
-        .create_container("tfstate")
-        .await
-        .expect("create container");
-    let state = RemoteState::new(store, "tfstate", "killed.tfstate");
+    let state = tfstate(&azurite, "killed.tfstate").await;
 
     let mut child = Command::new(std::env::current_exe().expect("the test binary path"))
         .args([
@@ -584,12 +579,7 @@ async fn a_lost_lease_never_overwrites_the_state() {
     let Some(azurite) = Azurite::start() else {
         return;
     };
-    let store = admin(&azurite);
-    store
-        .create_container("tfstate")
-        .await
-        .expect("create container");
-    let state = RemoteState::new(store, "tfstate", "lost.tfstate");
+    let state = tfstate(&azurite, "lost.tfstate").await;
 
     let lock = state.lock(holder("ana"), LEASE).await.expect("lock");
     let empty = lock.read().await.expect("read");
@@ -660,12 +650,7 @@ async fn state_round_trips_byte_for_byte_and_keeps_the_previous_version() {
     let Some(azurite) = Azurite::start() else {
         return;
     };
-    let store = admin(&azurite);
-    store
-        .create_container("tfstate")
-        .await
-        .expect("create container");
-    let state = RemoteState::new(store, "tfstate", "exp/round.tfstate");
+    let state = tfstate(&azurite, "exp/round.tfstate").await;
     assert_eq!(state.read().await.expect("read a missing state"), None);
 
     let first: Vec<u8> = (0..=255_u8)
