@@ -252,3 +252,40 @@ fn graph_prints_dot_with_every_resource() {
         .stdout(predicate::str::starts_with("digraph \"cosmoflow\" {"))
         .stdout(predicate::str::contains("\"cluster.train[3].vm\""));
 }
+
+#[test]
+fn a_saved_plan_stays_current_when_reloaded_by_absolute_path() {
+    // Regression: the manifest hash covered the resolved path of every `file()` read, which is
+    // relative when `plan` is given a relative path and absolute when `show` reloads the plan's
+    // recorded manifest, so every such plan looked stale.
+    let dir = tempfile::tempdir().expect("temp dir");
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["init", "--template", "dual-dsvm"])
+        .assert()
+        .success();
+    let key = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub");
+    std::fs::copy(key, dir.path().join("demo.pub")).expect("copy key");
+    let manifest = dir.path().join("dual-dsvm.hcl");
+    let text = std::fs::read_to_string(&manifest).expect("read template");
+    assert!(text.contains("file(\"~/.ssh/id_ed25519.pub\")"), "{text}");
+    std::fs::write(
+        &manifest,
+        text.replace("file(\"~/.ssh/id_ed25519.pub\")", "file(\"demo.pub\")"),
+    )
+    .expect("write manifest");
+    let var = ["-var", "my_ip=203.0.113.7/32"];
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["plan", "dual-dsvm.hcl", "-out", "p.plan"])
+        .args(var)
+        .assert()
+        .success();
+    dsinfra()
+        .current_dir(dir.path())
+        .args(["show", "p.plan"])
+        .args(var)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("note: the saved plan is current"));
+}

@@ -635,9 +635,11 @@ fn manifest_hash(text: &str, vars: &variables::Variables, files: &[eval::FileRea
             .unwrap_or_default()
             .as_bytes(),
     );
+    // Only the contents count: the argument as written is already in the text, and the
+    // resolved path depends on how the manifest was named (relative at `plan`, absolute when
+    // `show`/`apply PLANFILE` reload it), which must not make a saved plan look stale.
     for read in files {
         hasher.update(b"\0file\0");
-        hasher.update(read.path.to_string_lossy().as_bytes());
         hasher.update(read.digest);
     }
     hex::encode(hasher.finalize())
