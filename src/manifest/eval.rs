@@ -136,12 +136,10 @@ impl EvalBlock {
     }
 }
 
-/// A file read by `file()`: its path and a digest, for the manifest hash.
+/// A file read by `file()`: the digest of its contents, for the manifest hash.
 #[derive(Debug, Clone)]
 pub(super) struct FileRead {
-    /// The resolved path.
-    pub path: PathBuf,
-    /// SHA-256 of the contents.
+    /// SHA-256 of the contents (the path is not kept: see `manifest_hash`).
     pub digest: [u8; 32],
 }
 
@@ -278,10 +276,7 @@ impl<'a> Evaluator<'a> {
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let digest: [u8; 32] = Sha256::digest(&bytes).into();
-                self.files.push(FileRead {
-                    path: path.clone(),
-                    digest,
-                });
+                self.files.push(FileRead { digest });
                 String::from_utf8(bytes).map_err(|_| format!("`{written}` is not UTF-8 text"))
             }
             Err(err) => {
