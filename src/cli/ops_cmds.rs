@@ -256,6 +256,9 @@ pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
             sensitive: o.sensitive,
         });
     }
+    if args.show_secrets {
+        reveal_sas(args, desired, &state, &mut values)?;
+    }
     if let Some(name) = &args.name {
         let Some(found) = values.iter().find(|v| &v.name == name) else {
             let known: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
@@ -283,6 +286,74 @@ pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
     }
     warn_unknown(&values, out);
     Ok(Outcome::Success)
+}
+
+/// The SAS address an output's value refers to: `value = sas.read` evaluates to
+/// `{address = "sas.read", permissions = ...}`.
+fn sas_reference(value: &serde_json::Value) -> Option<crate::addr::Address> {
+    let address = value.get("address")?.as_str()?;
+    address
+        .starts_with("sas.")
+        .then(|| address.parse().ok())
+        .flatten()
+}
+
+/// With `--show-secrets`, replaces each shown output that refers to a SAS by its token,
+/// re-derived as apply signed it: the account key from `listKeys`, the fields and signing time
+/// from the state's identity (checked against its fingerprint). The token is never stored, so
+/// this needs a connection; without one the command fails rather than print something else.
+fn reveal_sas(
+    args: &OutputArgs,
+    desired: &crate::model::Desired,
+    state: &State,
+    values: &mut [view::OutputValue],
+) -> anyhow::Result<()> {
+    let wanted: Vec<usize> = values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| args.name.as_ref().is_none_or(|n| n == &v.name))
+        .filter(|(_, v)| v.value.as_ref().and_then(sas_reference).is_some())
+        .map(|(i, _)| i)
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let conn = live_connection(&args.connect, &args.manifest.manifest, &desired.azure)
+            .await?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "a SAS is not stored: printing it needs a connection to re-sign it (--emulator or --endpoint)"
+                )
+            })?;
+        for i in wanted {
+            let address = values[i]
+                .value
+                .as_ref()
+                .and_then(sas_reference)
+                .expect("only outputs referring to a SAS were selected");
+            let resource = desired
+                .resource(&address)
+                .ok_or_else(|| anyhow::anyhow!("the manifest has no {address}"))?;
+            let identity = state
+                .resource(&address)
+                .and_then(|r| r.secrets.get("token"))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{address} has not been applied: run `dsinfra apply` first")
+                })?;
+            let key = crate::engine::sas::account_key(
+                &conn.client,
+                desired,
+                &conn.subscription,
+                resource,
+            )
+            .await?;
+            let token = crate::engine::sas::resign(resource, &key, &state.lineage, identity)?;
+            values[i].value = Some(serde_json::Value::String(token.expose_query().to_owned()));
+        }
+        Ok(())
+    })
 }
 
 fn warn_unknown(values: &[view::OutputValue], out: &Output) {

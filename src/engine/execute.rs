@@ -32,10 +32,7 @@ use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::diag::SourceMap;
 use crate::model::{Desired, ResourceKind, arm_id};
 use crate::plan::{Action, Change, Plan};
-use crate::state::{
-    Backend, PowerState, ResourceState, ResourceStatus, SecretIdentity, SecretKind, State,
-    StateError,
-};
+use crate::state::{Backend, PowerState, ResourceState, ResourceStatus, State, StateError};
 
 /// The state of a run and the backend it is saved to, shared by every task.
 ///
@@ -296,6 +293,8 @@ struct Shared {
     bridge: Option<Arc<LroBridge>>,
     sources: Option<SourceMap>,
     throttle_pause: Duration,
+    /// The plan's time: SAS are signed at it.
+    planned_at: chrono::DateTime<chrono::Utc>,
 }
 
 fn operation_of(change: &Change, phase: Phase) -> Operation {
@@ -332,6 +331,7 @@ pub async fn execute(
         bridge: execution.bridge,
         sources: execution.sources,
         throttle_pause: execution.throttle_pause,
+        planned_at: plan.planned_at,
     });
     if let Some(bridge) = &shared.bridge {
         bridge.connect(Arc::clone(&shared.events));
@@ -580,41 +580,28 @@ async fn apply(
             .update(|state| state.upsert(record(ResourceStatus::Created, secrets)))
             .map_err(|e| save_error(address, operation, &e))
     } else {
-        // A SAS is signed locally and never stored in clear. Signing comes with the storage data
-        // plane; until then the state records its non-secret identity only.
+        // A SAS is signed locally from the account key (its dependency, so created by now) at
+        // the plan's time; the state keeps its identity only, never the token.
+        let key = super::sas::account_key(
+            &shared.client,
+            &shared.desired,
+            &shared.subscription,
+            resource,
+        )
+        .await
+        .map_err(|e| local_error(address, operation, e.to_string()))?;
+        let lineage = shared.store.snapshot().lineage;
+        let (_token, identity) = super::sas::sign(resource, &key, &lineage, shared.planned_at)
+            .map_err(|e| local_error(address, operation, e.to_string()))?;
         shared
             .store
             .update(|state| {
-                let identity = sas_identity(resource, &state.lineage);
                 state.upsert(record(
                     ResourceStatus::Created,
                     BTreeMap::from([("token".to_owned(), identity)]),
                 ));
             })
             .map_err(|e| save_error(address, operation, &e))
-    }
-}
-
-/// The non-secret identity of a SAS: scope and permissions, and a fingerprint of its address
-/// keyed by the lineage (no signature exists yet to fingerprint).
-fn sas_identity(resource: &crate::model::Resource, lineage: &str) -> SecretIdentity {
-    let text = |key: &str| {
-        resource
-            .attrs
-            .get(key)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    SecretIdentity {
-        kind: SecretKind::Sas,
-        scope: text("scope"),
-        permissions: text("permissions"),
-        expiry: None,
-        fingerprint: SecretIdentity::fingerprint(
-            lineage.as_bytes(),
-            resource.address.to_string().as_bytes(),
-        ),
     }
 }
 

@@ -9,6 +9,7 @@
 //! - [`advice`]: ARM errors shown verbatim, with what to do about them.
 //! - [`refresh`]: read the state's resources back from ARM: drift, power states, IP addresses.
 //! - [`preflight`]: quota and SKU checks before spending, and the `sizes = [...]` fallback.
+//! - [`sas`]: sign a `sas` resource from the account key `listKeys` returns.
 //! - [`power`]: park and unpark (deallocate/start in parallel), cost per hour by power state.
 //!
 //! See docs/engine.md for the design.
@@ -23,3 +24,4 @@ pub mod bodies;
 pub mod events;
 pub mod execute;
 pub mod limiter;
+pub mod sas;
