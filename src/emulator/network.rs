@@ -56,6 +56,26 @@ fn upsert(cloud: &mut Cloud, key: String, mut resource: Resource) {
     cloud.resources.insert(key, resource);
 }
 
+/// The stored form of a top-level network resource: ARM's envelope with a fresh etag, and the
+/// given properties plus a new `resourceGuid` (every network resource carries both).
+fn network_body(
+    id: &str,
+    name: &str,
+    kind: Kind,
+    location: &str,
+    body: &Value,
+    mut props: serde_json::Map<String, Value>,
+) -> Value {
+    props.insert(
+        "resourceGuid".into(),
+        json!(uuid::Uuid::new_v4().to_string()),
+    );
+    let mut stored = envelope(id, name, kind, Some(location), body);
+    stored["etag"] = json!(new_etag());
+    stored["properties"] = Value::Object(props);
+    stored
+}
+
 /// Starts the PUT operation and answers 201 (created) or 200 (updated) with the body.
 fn finish_put(
     cloud: &mut Cloud,
@@ -191,19 +211,14 @@ pub(crate) fn put_vnet(
     let mut props = writable_properties(&body, &["subnets"]);
     props.entry("virtualNetworkPeerings").or_insert(json!([]));
     props.entry("enableDdosProtection").or_insert(json!(false));
-    props.insert(
-        "resourceGuid".into(),
-        json!(uuid::Uuid::new_v4().to_string()),
-    );
-    let mut stored_body = envelope(
+    let stored_body = network_body(
         &id,
         target.name(),
         Kind::VirtualNetwork,
-        Some(&location),
+        &location,
         &body,
+        props,
     );
-    stored_body["etag"] = json!(new_etag());
-    stored_body["properties"] = Value::Object(props);
     let stored = new_resource(cloud, id, Kind::VirtualNetwork, stored_body, None);
     finish_put(cloud, ctx, target, created, &location, stored, children)
 }
@@ -302,20 +317,15 @@ pub(crate) fn put_nsg(
         );
         children.push((key(&rule_id), resource));
     }
-    let mut props = writable_properties(&body, &["securityRules", "defaultSecurityRules"]);
-    props.insert(
-        "resourceGuid".into(),
-        json!(uuid::Uuid::new_v4().to_string()),
-    );
-    let mut stored_body = envelope(
+    let props = writable_properties(&body, &["securityRules", "defaultSecurityRules"]);
+    let stored_body = network_body(
         &id,
         target.name(),
         Kind::NetworkSecurityGroup,
-        Some(&location),
+        &location,
         &body,
+        props,
     );
-    stored_body["etag"] = json!(new_etag());
-    stored_body["properties"] = Value::Object(props);
     let stored = new_resource(cloud, id, Kind::NetworkSecurityGroup, stored_body, None);
     finish_put(cloud, ctx, target, created, &location, stored, children)
 }
@@ -488,24 +498,19 @@ pub(crate) fn put_public_ip(
         .entry("ddosSettings")
         .or_insert(json!({"protectionMode": "VirtualNetworkInherited"}));
     props.insert("ipAddress".into(), json!(address));
-    props.insert(
-        "resourceGuid".into(),
-        json!(uuid::Uuid::new_v4().to_string()),
-    );
-    let mut stored_body = envelope(
+    let mut stored_body = network_body(
         &id,
         target.name(),
         Kind::PublicIpAddress,
-        Some(&location),
+        &location,
         &body,
+        props,
     );
     let tier = body
         .pointer("/sku/tier")
         .and_then(Value::as_str)
         .unwrap_or("Regional");
     stored_body["sku"] = json!({"name": sku_name, "tier": tier});
-    stored_body["etag"] = json!(new_etag());
-    stored_body["properties"] = Value::Object(props);
     let stored = new_resource(cloud, id, Kind::PublicIpAddress, stored_body, None);
     finish_put(cloud, ctx, target, created, &location, stored, Vec::new())
 }
@@ -678,19 +683,14 @@ pub(crate) fn put_nic(
     props
         .entry("dnsSettings")
         .or_insert(json!({"dnsServers": [], "appliedDnsServers": []}));
-    props.insert(
-        "resourceGuid".into(),
-        json!(uuid::Uuid::new_v4().to_string()),
-    );
-    let mut stored_body = envelope(
+    let stored_body = network_body(
         &id,
         target.name(),
         Kind::NetworkInterface,
-        Some(&location),
+        &location,
         &body,
+        props,
     );
-    stored_body["etag"] = json!(new_etag());
-    stored_body["properties"] = Value::Object(props);
     let stored = new_resource(cloud, id, Kind::NetworkInterface, stored_body, None);
     finish_put(cloud, ctx, target, created, &location, stored, Vec::new())
 }
