@@ -158,21 +158,6 @@ fn short_hex() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-fn new_resource(cloud: &mut Cloud, id: String, kind: Kind, body: Value) -> Resource {
-    let seq = cloud.next_seq();
-    Resource {
-        id,
-        kind,
-        body,
-        seq,
-        op: None,
-        hidden: false,
-        power: None,
-        keys: Vec::new(),
-        failure: None,
-    }
-}
-
 fn disk_body(
     id: &str,
     name: &str,
@@ -241,7 +226,7 @@ impl DiskSite<'_> {
             &self.now,
         );
         body["managedBy"] = json!(self.vm_id);
-        let resource = new_resource(cloud, disk_id.clone(), Kind::Disk, body);
+        let resource = cloud.new_resource(disk_id.clone(), Kind::Disk, body);
         (disk_id, resource)
     }
 }
@@ -678,7 +663,7 @@ pub(crate) fn put_vm(
         &location,
         ops::base_latency(Kind::VirtualMachine, &OpKind::Put, Some(&size)),
     );
-    let mut vm = new_resource(cloud, id, Kind::VirtualMachine, stored_body);
+    let mut vm = cloud.new_resource(id, Kind::VirtualMachine, stored_body);
     vm.op = Some(op.id.clone());
     match &existing {
         Some(old) => {
@@ -884,7 +869,7 @@ pub(crate) fn put_ppg(
         &body,
     );
     stored_body["properties"] = Value::Object(props);
-    let mut ppg = new_resource(cloud, id, Kind::ProximityPlacementGroup, stored_body);
+    let mut ppg = cloud.new_resource(id, Kind::ProximityPlacementGroup, stored_body);
     if let Some(old) = &existing {
         ppg.seq = old.seq;
     }
@@ -969,7 +954,7 @@ pub(crate) fn put_disk(
         &location,
         ops::base_latency(Kind::Disk, &OpKind::Put, None),
     );
-    let mut disk = new_resource(cloud, id, Kind::Disk, stored_body);
+    let mut disk = cloud.new_resource(id, Kind::Disk, stored_body);
     disk.op = Some(op.id.clone());
     if let Some(old) = &existing {
         disk.seq = old.seq;

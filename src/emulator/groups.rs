@@ -7,7 +7,7 @@ use super::error::ArmError;
 use super::ops;
 use super::providers::key;
 use super::server::{Ctx, Reply};
-use super::store::{Cloud, Kind, OpKind, Resource};
+use super::store::{Cloud, Kind, OpKind};
 
 fn group_key(sub: &str, group: &str) -> String {
     key(&format!("/subscriptions/{sub}/resourceGroups/{group}"))
@@ -131,21 +131,8 @@ fn put(
             stored[field] = value.clone();
         }
     }
-    let seq = cloud.next_seq();
-    cloud.resources.insert(
-        key.to_owned(),
-        Resource {
-            id,
-            kind: Kind::ResourceGroup,
-            body: stored.clone(),
-            seq,
-            op: None,
-            hidden: false,
-            power: None,
-            keys: Vec::new(),
-            failure: None,
-        },
-    );
+    let resource = cloud.new_resource(id, Kind::ResourceGroup, stored.clone());
+    cloud.resources.insert(key.to_owned(), resource);
     Ok(Reply::json(201, stored))
 }
 

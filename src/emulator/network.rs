@@ -25,27 +25,6 @@ fn sub_resource_id(value: &Value, field: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn new_resource(
-    cloud: &mut Cloud,
-    id: String,
-    kind: Kind,
-    body: Value,
-    op: Option<String>,
-) -> Resource {
-    let seq = cloud.next_seq();
-    Resource {
-        id,
-        kind,
-        body,
-        seq,
-        op,
-        hidden: false,
-        power: None,
-        keys: Vec::new(),
-        failure: None,
-    }
-}
-
 /// Keeps the creation order of a resource being replaced.
 fn upsert(cloud: &mut Cloud, key: String, mut resource: Resource) {
     if let Some(old) = cloud.resources.get(&key) {
@@ -186,12 +165,10 @@ pub(crate) fn put_vnet(
         )?;
         let child_key = key(&subnet_id);
         kept.push(child_key.clone());
-        let resource = new_resource(
-            cloud,
+        let resource = cloud.new_resource(
             subnet_id.clone(),
             Kind::Subnet,
             subnet_body(&subnet_id, name, subnet),
-            None,
         );
         children.push((child_key, resource));
     }
@@ -219,7 +196,7 @@ pub(crate) fn put_vnet(
         &body,
         props,
     );
-    let stored = new_resource(cloud, id, Kind::VirtualNetwork, stored_body, None);
+    let stored = cloud.new_resource(id, Kind::VirtualNetwork, stored_body);
     finish_put(cloud, ctx, target, created, &location, stored, children)
 }
 
@@ -247,12 +224,10 @@ pub(crate) fn put_subnet(
                 .map(|r| r.location().to_owned())
         })
         .unwrap_or_else(|| "eastus".into());
-    let stored = new_resource(
-        cloud,
+    let stored = cloud.new_resource(
         id.clone(),
         Kind::Subnet,
         subnet_body(&id, target.name(), &body),
-        None,
     );
     finish_put(
         cloud,
@@ -308,12 +283,10 @@ pub(crate) fn put_nsg(
             .with_target("properties.securityRules")
         })?;
         let rule_id = format!("{id}/securityRules/{name}");
-        let resource = new_resource(
-            cloud,
+        let resource = cloud.new_resource(
             rule_id.clone(),
             Kind::SecurityRule,
             rule_body(&rule_id, name, rule, Kind::SecurityRule),
-            None,
         );
         children.push((key(&rule_id), resource));
     }
@@ -326,7 +299,7 @@ pub(crate) fn put_nsg(
         &body,
         props,
     );
-    let stored = new_resource(cloud, id, Kind::NetworkSecurityGroup, stored_body, None);
+    let stored = cloud.new_resource(id, Kind::NetworkSecurityGroup, stored_body);
     finish_put(cloud, ctx, target, created, &location, stored, children)
 }
 
@@ -338,12 +311,10 @@ pub(crate) fn put_rule(
     let body = ctx.body();
     let id = target.id_in(cloud);
     let created = !cloud.resources.contains_key(&target.key);
-    let stored = new_resource(
-        cloud,
+    let stored = cloud.new_resource(
         id.clone(),
         Kind::SecurityRule,
         rule_body(&id, target.name(), &body, Kind::SecurityRule),
-        None,
     );
     finish_put(cloud, ctx, target, created, "eastus", stored, Vec::new())
 }
@@ -511,7 +482,7 @@ pub(crate) fn put_public_ip(
         .and_then(Value::as_str)
         .unwrap_or("Regional");
     stored_body["sku"] = json!({"name": sku_name, "tier": tier});
-    let stored = new_resource(cloud, id, Kind::PublicIpAddress, stored_body, None);
+    let stored = cloud.new_resource(id, Kind::PublicIpAddress, stored_body);
     finish_put(cloud, ctx, target, created, &location, stored, Vec::new())
 }
 
@@ -691,7 +662,7 @@ pub(crate) fn put_nic(
         &body,
         props,
     );
-    let stored = new_resource(cloud, id, Kind::NetworkInterface, stored_body, None);
+    let stored = cloud.new_resource(id, Kind::NetworkInterface, stored_body);
     finish_put(cloud, ctx, target, created, &location, stored, Vec::new())
 }
 

@@ -243,6 +243,21 @@ impl Cloud {
         self.seq
     }
 
+    /// A new resource with the next creation number, no operation, power state or keys yet.
+    pub fn new_resource(&mut self, id: String, kind: Kind, body: Value) -> Resource {
+        Resource {
+            id,
+            kind,
+            body,
+            seq: self.next_seq(),
+            op: None,
+            hidden: false,
+            power: None,
+            keys: Vec::new(),
+            failure: None,
+        }
+    }
+
     /// Resources of a kind, in creation order.
     pub fn of_kind(&self, kind: Kind) -> Vec<&Resource> {
         let mut out: Vec<&Resource> = self
