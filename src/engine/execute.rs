@@ -551,6 +551,13 @@ async fn apply(
         status,
         power_state,
         secrets,
+        // What dsinfra learned about the node (its pinned key, boots, steps) outlives updates.
+        host_key: previous.as_ref().and_then(|p| p.host_key.clone()),
+        boots: previous.as_ref().map_or(0, |p| p.boots),
+        steps: previous
+            .as_ref()
+            .map(|p| p.steps.clone())
+            .unwrap_or_default(),
         drift: None,
     };
     if let Some(request) = request {
@@ -574,7 +581,10 @@ async fn apply(
                 shared.sources.as_ref(),
             )
         })?;
-        let secrets = previous.map(|p| p.secrets).unwrap_or_default();
+        let secrets = previous
+            .as_ref()
+            .map(|p| p.secrets.clone())
+            .unwrap_or_default();
         shared
             .store
             .update(|state| state.upsert(record(ResourceStatus::Created, secrets)))

@@ -360,6 +360,9 @@ mod tests {
             status: ResourceStatus::Created,
             power_state: Some(power),
             secrets: BTreeMap::new(),
+            host_key: None,
+            boots: 0,
+            steps: std::collections::BTreeMap::new(),
             drift: None,
         }
     }

@@ -185,6 +185,28 @@ pub struct Step {
     pub span: Option<Span>,
 }
 
+impl Step {
+    /// A digest of what the manifest says about this step (kind, scope, run policy and
+    /// parameters, which name secrets by address, never by value). State records it for every
+    /// node the step succeeded on, so a plan can tell, offline, which steps are new or changed;
+    /// the node's own markers (over the rendered script) stay the final word when apply runs.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest as _, Sha256};
+        // serde_json writes object keys in order (BTreeMap / sorted Map), so equal parameters
+        // always give the same bytes.
+        let text = serde_json::json!({
+            "kind": self.kind,
+            "scope": self.scope,
+            "run": self.run,
+            "params": self.params,
+        })
+        .to_string();
+        hex::encode(Sha256::digest(format!(
+            "dsinfra-step-fingerprint-v1\n{text}"
+        )))
+    }
+}
+
 /// An `output` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {

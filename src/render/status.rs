@@ -386,6 +386,9 @@ mod tests {
             status: ResourceStatus::Created,
             power_state: None,
             secrets: std::collections::BTreeMap::new(),
+            host_key: None,
+            boots: 0,
+            steps: std::collections::BTreeMap::new(),
             drift: Some(Drift::Deleted),
         });
         assert_eq!(

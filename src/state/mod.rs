@@ -25,7 +25,9 @@ pub use backend::Backend;
 pub use error::StateError;
 pub use local::LocalBackend;
 pub use lock::LockHolder;
-pub use model::{Drift, FORMAT_VERSION, PowerState, ResourceState, ResourceStatus, State};
+pub use model::{
+    Drift, FORMAT_VERSION, PowerState, ResourceState, ResourceStatus, State, StepRecord,
+};
 pub use open::open_backend;
 pub use remote::RemoteBackend;
 pub use secret::{SecretIdentity, SecretKind};

@@ -106,9 +106,38 @@ pub struct ResourceState {
     /// Identities (never values) of the secrets belonging to this resource, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub secrets: BTreeMap<String, SecretIdentity>,
+    /// For VMs dsinfra created: the public half of the host key it generated and sent in
+    /// customData (an OpenSSH line). SSH connections pin it; `None` for adopted VMs, which are
+    /// trusted on first use and pinned from then on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<String>,
+    /// For VMs: how many times dsinfra started the VM again since it was created (unpark,
+    /// resize). A per-boot step recorded at an older boot runs again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boots: u64,
+    /// For VMs: the post-boot steps that last succeeded on this node, by step name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub steps: BTreeMap<String, StepRecord>,
     /// Drift found by the refresh of this run (not saved).
     #[serde(skip)]
     pub drift: Option<Drift>,
+}
+
+/// A post-boot step that succeeded on a node, as the plan needs it to predict the next apply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// [`crate::model::Step::fingerprint`] of the manifest step that ran.
+    pub fingerprint: String,
+    /// The VM's [`ResourceState::boots`] when it ran.
+    #[serde(default)]
+    pub boot: u64,
+    /// When it finished (RFC 3339, UTC).
+    pub at: String,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl State {
@@ -179,6 +208,9 @@ impl State {
                 power_state: (r.kind == ResourceKind::VirtualMachine)
                     .then_some(PowerState::Running),
                 secrets,
+                host_key: None,
+                boots: 0,
+                steps: std::collections::BTreeMap::new(),
                 drift: None,
             });
         }
