@@ -8,6 +8,7 @@
 //! each could become its own crate.
 
 pub mod addr;
+pub mod atomic_file;
 pub mod azure;
 pub mod catalog;
 pub mod cli;

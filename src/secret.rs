@@ -9,7 +9,11 @@
 //!   seen in this process, in the forms it is likely to appear in (raw, percent-encoded, base64),
 //!   and replaces any occurrence in a text with `***`. It is the last line of defence for texts we
 //!   do not control, such as a service's error message or a library's log line;
-//!   [`RedactingWriter`] plugs it into a tracing subscriber.
+//!   [`RedactingWriter`] plugs it into the tracing subscriber the CLI installs (`cli::logging`).
+//!   The `azure` and `ssh` modules have their own `Secret` types (they import nothing from the
+//!   rest of dsinfra); every value those wrap is remembered there, and the process-wide registry
+//!   reads the new ones before each redaction ([`absorb_module_secrets`]), so tokens, storage
+//!   keys, customData and private keys are redacted without either module knowing about it.
 //! - [`FingerprintKey::fingerprint`] is a keyed hash (HMAC-SHA256, hex) that the state can keep to
 //!   detect that a secret changed without storing it. The key is per state, so the same secret
 //!   has unrelated fingerprints in two states and a stolen state cannot be used to test guesses
@@ -17,7 +21,7 @@
 
 use std::fmt::{self, Write as _};
 use std::io;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -153,9 +157,33 @@ pub fn register(secret: &str) {
     REGISTRY.register(secret);
 }
 
-/// `text` with every secret registered in this process replaced by `***`.
+/// `text` with every secret registered in this process replaced by `***`, including every value
+/// wrapped by `azure::Secret` or `ssh::Secret` so far.
 pub fn redact(text: &str) -> String {
+    absorb_module_secrets();
     REGISTRY.redact(text)
+}
+
+/// How many of the `azure` and `ssh` modules' remembered values the registry has read.
+static ABSORBED: Mutex<(usize, usize)> = Mutex::new((0, 0));
+
+/// Registers the values `azure::Secret` and `ssh::Secret` wrapped since the last call.
+///
+/// Those modules cannot call [`register`] (they import nothing from the rest of dsinfra), so
+/// they remember what they wrap and the registry pulls it here. [`redact`] calls this first,
+/// which means a value is covered from the moment it was wrapped, whatever the order of events.
+pub fn absorb_module_secrets() {
+    let mut absorbed = ABSORBED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let azure = crate::azure::Secret::remembered_since(absorbed.0);
+    let ssh = crate::ssh::Secret::remembered_since(absorbed.1);
+    absorbed.0 += azure.len();
+    absorbed.1 += ssh.len();
+    // Registering under the lock keeps two absorbing threads from skipping values.
+    for value in azure.iter().chain(&ssh) {
+        REGISTRY.register(value);
+    }
 }
 
 /// The forms a secret is likely to appear in: as is, percent-encoded (as in a SAS query string,
@@ -360,6 +388,22 @@ mod tests {
             .write_all(b"INFO uploading with key writer-secret-5678\n")
             .expect("writing to a Vec cannot fail");
         assert_eq!(writer.into_inner(), b"INFO uploading with key ***\n");
+    }
+
+    #[test]
+    fn values_wrapped_by_the_azure_and_ssh_secret_types_are_redacted() {
+        let key = crate::azure::Secret::new("azure-storage-key-for-redaction-1");
+        let pem = crate::ssh::Secret::new("ssh-private-key-for-redaction-2");
+        assert_eq!(
+            redact(&format!("key {} pem {}", key.expose(), pem.expose())),
+            "key *** pem ***"
+        );
+        let mut writer = RedactingWriter::new(Vec::new());
+        let late = crate::azure::Secret::new("azure-token-wrapped-after-1st-redact");
+        writer
+            .write_all(format!("token {}\n", late.expose()).as_bytes())
+            .expect("writing to a Vec cannot fail");
+        assert_eq!(writer.into_inner(), b"token ***\n");
     }
 
     #[test]

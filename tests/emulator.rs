@@ -1433,11 +1433,19 @@ async fn latency_scale_controls_operation_duration() {
     let created = slow.put(&vnet, NET, &body).await;
     assert_eq!(
         created.header("retry-after"),
-        Some("1"),
-        "5 s x 0.1 rounds up to one second"
+        Some("5"),
+        "Retry-After counts ARM seconds: 5 s left, although at 0.1 that is 0.5 s of wall time"
     );
-    slow.poll_status(created.header("azure-asyncoperation").expect("async"))
-        .await;
+    let status_url = created.header("azure-asyncoperation").expect("async");
+    let running = slow.send("GET", status_url, None, Some(&slow.token)).await;
+    assert_eq!(running.body["status"], "InProgress");
+    let left: u64 = running
+        .header("retry-after")
+        .expect("a running operation's status says when to look again")
+        .parse()
+        .expect("whole seconds");
+    assert!((1..=5).contains(&left), "{left} s left of 5");
+    slow.poll_status(status_url).await;
     let took = started.elapsed();
     assert!(
         took >= Duration::from_millis(480) && took < Duration::from_secs(3),

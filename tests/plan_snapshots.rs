@@ -3,15 +3,17 @@
 //! (`State::from_applied`). Each snapshot was read line by line before it was accepted; a change
 //! to one is a change to what users see, so review the diff the same way.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
+use dsinfra::addr::Address;
 use dsinfra::diag::SourceMap;
 use dsinfra::manifest::{self, LoadOptions};
-use dsinfra::model::Desired;
+use dsinfra::model::{Desired, ResourceKind, StepScope};
 use dsinfra::plan::{self, Mode, Plan, PlanOptions};
 use dsinfra::render;
-use dsinfra::state::State;
+use dsinfra::state::{State, StepRecord};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra";
@@ -110,7 +112,54 @@ fn options(mode: Mode) -> PlanOptions {
         mode,
         targets: Vec::new(),
         now: now(),
+        rerun_steps: BTreeSet::new(),
     }
+}
+
+/// Records in `state` that every step of `desired` succeeded on every node it runs on, at each
+/// VM's current boot, as an apply that ran the steps leaves it.
+fn record_steps(state: &mut State, desired: &Desired) {
+    for step in &desired.steps {
+        for r in &mut state.resources {
+            let node = r.kind == ResourceKind::VirtualMachine
+                && r.address.block_address() == step.block
+                && (step.scope == StepScope::All || r.address.index.unwrap_or(0) == 0);
+            if node {
+                r.steps.insert(
+                    step.name.clone(),
+                    StepRecord {
+                        fingerprint: step.fingerprint(),
+                        boot: r.boots,
+                        at: "2026-11-22T05:00:00Z".to_owned(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// The state an apply of `applied` leaves after its steps ran everywhere, changed by `edit`.
+fn ran(applied: &str, edit: impl FnOnce(&mut State)) -> State {
+    let desired = load("before.hcl", applied).0;
+    let mut state = State::from_applied(&desired, "00000000-sub");
+    record_steps(&mut state, &desired);
+    edit(&mut state);
+    state
+}
+
+/// Plan `text` against `state` with `rerun` steps forced.
+fn plan_against(state: &State, text: &str, rerun: &[&str]) -> Plan {
+    let (desired, sources) = load("exp.hcl", text);
+    let opts = PlanOptions {
+        rerun_steps: rerun.iter().map(|r| (*r).to_owned()).collect(),
+        ..options(Mode::Normal)
+    };
+    plan::plan(&desired, state, &opts).unwrap_or_else(|diags| {
+        panic!(
+            "planning failed:\n{}",
+            render::diagnostics(&diags, &sources, false)
+        )
+    })
 }
 
 /// Plan `text` against the state an apply of `applied` (if any) would leave.
@@ -214,6 +263,62 @@ fn json_plan_is_shaped_like_terraform_show_json() {
     assert_eq!(vm["change"]["after"]["size"], "Standard_NC24ads_A100_v4");
     assert_eq!(json["format_version"], "1.2");
     insta::assert_snapshot!(render::plan_json_string(&plan));
+}
+
+#[test]
+fn steps_that_ran_and_nothing_changed() {
+    let text = cluster(4);
+    let plan = plan_against(&ran(&text, |_| {}), &text, &[]);
+    assert!(!plan.has_changes() && !plan.has_step_runs());
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+#[test]
+fn a_changed_step_parameter_reruns_only_that_step() {
+    let before = cluster(4);
+    let after = before.replace("/mnt/scratch/cosmoflow", "/mnt/scratch/cosmoflow-v2");
+    let plan = plan_against(&ran(&before, |_| {}), &after, &[]);
+    assert!(!plan.has_changes() && plan.has_step_runs());
+    let running: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter(|s| s.runs())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(running, ["stage"]);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+#[test]
+fn an_unparked_node_reruns_its_per_boot_steps() {
+    // Node 2 was parked and unparked by dsinfra after the steps ran: its boot count moved on.
+    let text = cluster(4);
+    let state = ran(&text, |state| {
+        let node = Address::new("cluster", "train", Some(2), "vm");
+        state
+            .resource_mut(&node)
+            .expect("the cluster has node 2")
+            .boots = 1;
+    });
+    let plan = plan_against(&state, &text, &[]);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+#[test]
+fn rerun_step_forces_a_step_everywhere() {
+    let text = cluster(4);
+    let plan = plan_against(&ran(&text, |_| {}), &text, &["train/mofed"]);
+    assert!(!plan.has_changes() && plan.has_step_runs());
+    let json = render::plan_json(&plan);
+    let mofed = &json["steps"][0];
+    assert_eq!(mofed["name"], "mofed");
+    assert_eq!(mofed["runs"], true);
+    assert_eq!(
+        mofed["reasons"][3],
+        serde_json::json!({"node": "cluster.train[3].vm", "reason": "forced"})
+    );
+    assert_eq!(json["steps"][1]["runs"], false);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
 }
 
 #[test]

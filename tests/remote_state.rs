@@ -690,3 +690,231 @@ fn a_bad_backend_block_is_reported_with_its_source() {
         )
     );
 }
+
+/// A storage account and its container, kept in a remote state: what the two-apply and Ctrl-C
+/// tests apply.
+fn applied_manifest(azurite: &Azurite, key: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, path) = manifest(azurite, key);
+    let mut text = std::fs::read_to_string(&path).expect("the manifest was written");
+    text.push_str("\nstorage_account \"data\" {\n  container \"raw\" {}\n}\n");
+    std::fs::write(&path, text).expect("written");
+    (dir, path)
+}
+
+/// An ARM emulator on a runtime of its own (these tests are synchronous), stopped on drop.
+struct Arm {
+    handle: dsinfra::emulator::EmulatorHandle,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Arm {
+    fn start() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut config = dsinfra::cli::connect::builtin_emulator_config(None, 0.0);
+        config.throttle = false;
+        let handle = runtime
+            .block_on(dsinfra::emulator::start(config))
+            .expect("the emulator starts");
+        Self { handle, runtime }
+    }
+
+    fn endpoint(&self) -> String {
+        self.handle.endpoint()
+    }
+
+    /// Every `method` request waits `millis` before it is answered, until cleared.
+    fn slow(&self, method: &str, millis: u64) {
+        let _guard = self.runtime.enter();
+        self.handle.add_fault(dsinfra::emulator::FaultRule {
+            method: Some(method.to_owned()),
+            path: None,
+            resource_type: None,
+            count: None,
+            action: dsinfra::emulator::FaultAction::Delay {
+                millis,
+                jitter_millis: 0,
+            },
+        });
+    }
+}
+
+/// `dsinfra ARGS --endpoint ARM`, started in the background with its output captured.
+fn spawn_dsinfra(sas: &SasToken, arm: &Arm, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_dsinfra"))
+        .args(args)
+        .args(["--endpoint", &arm.endpoint()])
+        .env("NO_COLOR", "1")
+        .env(SAS_ENV, sas.expose_query())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dsinfra starts")
+}
+
+fn finished(child: std::process::Child) -> Run {
+    let output = child.wait_with_output().expect("dsinfra ends");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Who holds the lease on `remote` now, as a refused process is told, once someone does.
+fn wait_for_holder(remote: &RemoteState, within: Duration) -> LockHolder {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(info) = block(remote.holder()).expect("the lock can be read") {
+            return LockHolder {
+                pid: info.pid,
+                host: info.host,
+                user: info.user,
+                command: info.command,
+                since: DateTime::parse_from_rfc3339(&info.since)
+                    .expect("the lock records an RFC 3339 time")
+                    .with_timezone(&Utc),
+            };
+        }
+        assert!(Instant::now() < deadline, "nobody took the lock");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Guards the lock where it matters: two literal `apply` runs on one `backend "azureblob"`
+/// manifest. The second is refused at once, naming the first (its pid, user, host, command and
+/// start), and succeeds after the first has finished and released the lease.
+#[test]
+fn a_second_apply_is_refused_while_the_first_holds_the_remote_lock() {
+    let Some(azurite) = azurite() else {
+        return;
+    };
+    let sas = state_sas();
+    let (_dir, exp) = applied_manifest(&azurite, "two-applies.json");
+    let remote = remote(&azurite, "two-applies.json", &sas);
+    let url = remote.url();
+    let arm = Arm::start();
+    // The first apply's creates take a few seconds, so it holds the lock while the second runs.
+    arm.slow("PUT", 1500);
+
+    let first = spawn_dsinfra(&sas, &arm, &["apply", path_str(&exp), "--auto-approve"]);
+    let holder = wait_for_holder(&remote, Duration::from_secs(30));
+    assert_eq!(holder.pid, first.id());
+    assert_eq!(holder.command, format!("dsinfra apply {}", exp.display()));
+
+    let second = dsinfra(
+        &sas,
+        &[
+            "apply",
+            path_str(&exp),
+            "--auto-approve",
+            "--endpoint",
+            &arm.endpoint(),
+        ],
+    );
+    assert_eq!(second.code, Some(1), "{}", second.stderr);
+    assert_eq!(
+        second.stderr,
+        format!(
+            "error: the state {url} is locked by another dsinfra process: {}; wait for it to finish (the lock is a 60-second lease that expires by itself if that process dies), or run `dsinfra force-unlock` if you are sure it is not running\n",
+            holder.describe()
+        )
+    );
+    assert_eq!(second.stdout, "", "the refused apply planned nothing");
+
+    let first = finished(first);
+    assert_eq!(first.code, Some(0), "{}\n{}", first.stdout, first.stderr);
+    assert!(
+        block(remote.holder()).expect("readable").is_none(),
+        "the first apply released the lease when it finished"
+    );
+    arm.handle.clear_faults();
+    let again = dsinfra(
+        &sas,
+        &[
+            "apply",
+            path_str(&exp),
+            "--auto-approve",
+            "--endpoint",
+            &arm.endpoint(),
+        ],
+    );
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("note: nothing to apply: Azure matches the manifest"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// Guards Ctrl-C before the engine runs: an apply (and a plan) interrupted while it refreshes
+/// exits 130 with one line saying nothing was changed, writes nothing, and releases the remote
+/// lease at once (rather than leaving it to expire, refusing everyone else meanwhile).
+#[test]
+fn ctrl_c_during_refresh_changes_nothing_and_releases_the_remote_lock() {
+    let Some(azurite) = azurite() else {
+        return;
+    };
+    let sas = state_sas();
+    let (_dir, exp) = applied_manifest(&azurite, "interrupted.json");
+    let remote = remote(&azurite, "interrupted.json", &sas);
+    let arm = Arm::start();
+    let applied = dsinfra(
+        &sas,
+        &[
+            "apply",
+            path_str(&exp),
+            "--auto-approve",
+            "--endpoint",
+            &arm.endpoint(),
+        ],
+    );
+    assert_eq!(applied.code, Some(0), "{}", applied.stderr);
+    let before = block(remote.read()).expect("readable").expect("a state");
+
+    // The refresh's reads hang long enough to be interrupted in the middle.
+    arm.slow("GET", 30_000);
+    for command in [
+        &["apply", path_str(&exp), "--auto-approve"][..],
+        &["plan", path_str(&exp)][..],
+    ] {
+        let child = spawn_dsinfra(&sas, &arm, command);
+        let holder = wait_for_holder(&remote, Duration::from_secs(30));
+        assert_eq!(holder.pid, child.id());
+        // Past the lock and the connection, into the refresh's first read.
+        std::thread::sleep(Duration::from_millis(500));
+        let started = Instant::now();
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let run = finished(child);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{command:?} did not stop waiting for the slow reads"
+        );
+        assert_eq!(
+            run.code,
+            Some(130),
+            "{command:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(run.stderr, "note: interrupted: nothing was changed\n");
+        assert_eq!(run.stdout, "", "{command:?} planned nothing");
+        assert!(
+            block(remote.holder()).expect("readable").is_none(),
+            "{command:?} released the lease at exit rather than leave it to expire"
+        );
+        // (The lock's metadata changes the blob's ETag; the state itself must not change.)
+        let after = block(remote.read()).expect("readable").expect("a state");
+        assert_eq!(after.content, before.content, "the state was not written");
+    }
+}

@@ -2,13 +2,14 @@
 //! a search of everything that run left behind for every secret it used.
 //!
 //! The manifest has a storage account, a container and a SAS on it. The run is apply, plan
-//! --json, status, output (without --show-secrets), destroy --keep-data, with `RUST_LOG=debug`
-//! set (dsinfra installs no tracing subscriber today, so this guards the day one is added
-//! without a redaction layer). The secrets are both storage keys (read from the emulator with
-//! listKeys directly) and the SAS token (from `output --show-secrets`, the one sanctioned place
-//! it appears). Each is searched for raw, percent-encoded and base64-encoded in every captured
-//! stdout and stderr and every file under `.dsinfra`: zero hits. The `--show-secrets` output is
-//! searched too and must hit, which proves the search can find what it looks for.
+//! --json, status, output (without --show-secrets), destroy --keep-data, every command with
+//! `DSINFRA_LOG=debug` and `--log-file` (one debug log for the whole run; `status` logs to stderr
+//! instead, so that path is searched too). The secrets are both storage keys (read from the
+//! emulator with listKeys directly) and the SAS token (from `output --show-secrets`, the one
+//! sanctioned place it appears). Each is searched for raw, percent-encoded and base64-encoded in
+//! every captured stdout and stderr, the debug log and every file under `.dsinfra`: zero hits.
+//! The `--show-secrets` output is searched too and must hit, which proves the search can find
+//! what it looks for, and the log must hold debug events, which proves it was written.
 //! A second test holds that `--show-secrets` without a connection is refused with its reason.
 
 use std::path::{Path, PathBuf};
@@ -44,21 +45,32 @@ output "sas" {
 struct World {
     handle: EmulatorHandle,
     dir: tempfile::TempDir,
+    /// The debug log every command appends to (outside `.dsinfra`, searched separately).
+    log: PathBuf,
     /// The emulated cloud's files live apart from the workspace: they hold the keys by design.
     _cloud: tempfile::TempDir,
 }
 
 impl World {
     async fn new() -> Self {
+        Self::with_manifest(MANIFEST).await
+    }
+
+    /// A workspace with `m.hcl` (the given text) and the demo SSH key as `demo.pub`.
+    async fn with_manifest(manifest: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let cloud = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("m.hcl"), MANIFEST).expect("manifest written");
+        std::fs::write(dir.path().join("m.hcl"), manifest).expect("manifest written");
+        let key = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub");
+        std::fs::copy(key, dir.path().join("demo.pub")).expect("the demo key is copied");
         let handle = emulator::start(builtin_emulator_config(Some(cloud.path()), SCALE))
             .await
             .expect("the emulator starts");
+        let log = dir.path().join("debug.log");
         Self {
             handle,
             dir,
+            log,
             _cloud: cloud,
         }
     }
@@ -69,14 +81,27 @@ impl World {
             .await
     }
 
-    /// Runs dsinfra with exactly `args` (no connection unless they name one).
+    /// Runs dsinfra with `args` (no connection unless they name one), logging at debug level
+    /// into the run's log file.
     async fn run_with(&self, args: &[&str]) -> Output {
+        let log = self.log.display().to_string();
+        self.spawn(&[args, &["--log-file", &log]].concat()).await
+    }
+
+    /// Runs dsinfra against the emulator with its debug log on stderr (no `--log-file`).
+    async fn run_logging_to_stderr(&self, args: &[&str]) -> Output {
+        let endpoint = self.handle.endpoint();
+        self.spawn(&[args, &["--endpoint", &endpoint]].concat())
+            .await
+    }
+
+    async fn spawn(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
         cmd.current_dir(self.dir.path())
             .args(args)
             .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string())
             .env("NO_COLOR", "1")
-            .env("RUST_LOG", "debug")
+            .env("DSINFRA_LOG", "debug")
             .env_remove("AZURE_SUBSCRIPTION_ID")
             .stdin(Stdio::null());
         tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
@@ -86,14 +111,7 @@ impl World {
 
     /// Runs dsinfra, asserts success, and returns stdout and stderr together.
     async fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args).await;
-        let text = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
-        text
+        ok_text(args, &self.run(args).await)
     }
 
     fn state(&self) -> Value {
@@ -133,6 +151,17 @@ impl World {
         assert_eq!(keys.len(), 2, "{body}");
         keys
     }
+}
+
+/// stdout and stderr together, after asserting the command succeeded.
+fn ok_text(args: &[&str], out: &Output) -> String {
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
+    text
 }
 
 /// Every file under `dir`, recursively.
@@ -234,7 +263,11 @@ async fn no_secret_reaches_state_plan_terminal_or_files() {
         "plan --json".into(),
         w.ok(&["plan", "m.hcl", "--json"]).await,
     ));
-    captured.push(("status".into(), w.ok(&["status", "m.hcl"]).await));
+    let status = w.run_logging_to_stderr(&["status", "m.hcl"]).await;
+    let status = ok_text(&["status"], &status);
+    // Positive control: the debug log really went to stderr here.
+    assert!(status.contains("DEBUG"), "{status}");
+    captured.push(("status".into(), status));
     let hidden = w.ok(&["output", "m.hcl"]).await;
     assert!(hidden.contains("sas = (sensitive)"), "{hidden}");
     captured.push(("output".into(), hidden));
@@ -295,21 +328,39 @@ async fn no_secret_reaches_state_plan_terminal_or_files() {
         "the search cannot see the token where it must be"
     );
 
+    let leaks = leaks(&w, &captured, &secrets);
+    assert!(leaks.is_empty(), "secrets leaked: {leaks:#?}");
+}
+
+/// Where the run left any of `secrets`: the commands' output, the debug log, the files under
+/// `.dsinfra`.
+fn leaks(w: &World, captured: &[(String, String)], secrets: &[(String, String)]) -> Vec<String> {
     let mut leaks = Vec::new();
-    for (what, text) in &captured {
-        for name in hits(text, &secrets) {
+    for (what, text) in captured {
+        for name in hits(text, secrets) {
             leaks.push(format!("{name} in the output of `dsinfra {what}`"));
         }
+    }
+    // Positive control: the log exists and holds the debug events of every command (ARM requests
+    // and the SAS signing's listKeys among them), so a zero-hit search of it means something.
+    let log = std::fs::read_to_string(&w.log).expect("the debug log was written");
+    assert!(log.contains("DEBUG"), "{log}");
+    assert!(
+        log.contains("listKeys"),
+        "no listKeys request was logged:\n{log}"
+    );
+    for name in hits(&log, secrets) {
+        leaks.push(format!("{name} in the debug log"));
     }
     let files = files_under(&w.dir.path().join(".dsinfra"));
     assert!(files.iter().any(|f| f.ends_with("state.json")), "{files:?}");
     for file in files {
         let text = String::from_utf8_lossy(&std::fs::read(&file).expect("readable")).into_owned();
-        for name in hits(&text, &secrets) {
+        for name in hits(&text, secrets) {
             leaks.push(format!("{name} in {}", file.display()));
         }
     }
-    assert!(leaks.is_empty(), "secrets leaked: {leaks:#?}");
+    leaks
 }
 
 /// Guards the rule that a SAS is never stored: without a connection to re-sign it, there is
@@ -326,5 +377,123 @@ async fn showing_a_sas_without_a_connection_is_refused_with_the_reason() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "error: a SAS is not stored: printing it needs a connection to re-sign it (--emulator or --endpoint)\n"
+    );
+}
+
+const VM_MANIFEST: &str = r#"experiment = "outs"
+azure { location = "southcentralus" }
+
+network "main" { ssh_from = ["203.0.113.7/32"] }
+
+vm "gpu" {
+  size    = "Standard_NC6s_v3"
+  ssh_key = file("demo.pub")
+}
+
+output "ssh" { value = "ssh azureuser@${vm.gpu.public_ip}" }
+output "region" { value = "southcentralus" }
+output "private" {
+  value     = vm.gpu.private_ip
+  sensitive = true
+}
+"#;
+
+/// Guards that apply records the outputs, with the public IP only ARM knew filled in, so that
+/// `dsinfra output` prints them without a connection; and that a sensitive output is never
+/// stored, only computed again when asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_stores_resolved_outputs_but_never_sensitive_ones() {
+    let w = World::with_manifest(VM_MANIFEST).await;
+    w.ok(&["apply", "m.hcl", "--auto-approve"]).await;
+
+    let state = w.state();
+    let ip_id = state["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["address"] == "vm.gpu.public_ip")
+        .and_then(|r| r["id"].as_str())
+        .expect("the public IP is in the state")
+        .to_owned();
+    let body: Value = reqwest::Client::new()
+        .get(format!("{}{ip_id}", w.handle.endpoint()))
+        .query(&[("api-version", "2024-05-01")])
+        .bearer_auth("test")
+        .send()
+        .await
+        .expect("the emulator answers")
+        .json()
+        .await
+        .expect("JSON");
+    let ip = body["properties"]["ipAddress"]
+        .as_str()
+        .expect("the emulator gave the public IP an address")
+        .to_owned();
+    assert_eq!(
+        state["outputs"],
+        serde_json::json!({"region": "southcentralus", "ssh": format!("ssh azureuser@{ip}")}),
+        "the outputs in the state"
+    );
+
+    // No connection: the stored values are all `output` needs.
+    let out = w.run_with(&["output", "m.hcl"]).await;
+    let text = ok_text(&["output"], &out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "ssh     = \"ssh azureuser@{ip}\"\nregion  = \"southcentralus\"\nprivate = (sensitive)\n"
+        ),
+        "{text}"
+    );
+    let one = w.run_with(&["output", "m.hcl", "ssh"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&one.stdout),
+        format!("ssh azureuser@{ip}\n")
+    );
+}
+
+/// Guards `signed_at`: a SAS with an absolute `expiry` records when it was signed, so
+/// `output --show-secrets` re-derives exactly the token apply signed (before, its signing time
+/// was lost and the command could only refuse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absolute_expiry_sas_is_shown_as_apply_signed_it() {
+    let expiry = (chrono::Utc::now() + chrono::TimeDelta::days(3))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let manifest = MANIFEST.replace(
+        "expires_in = \"72h\"",
+        &format!("expiry     = \"{expiry}\""),
+    );
+    assert_ne!(
+        manifest, MANIFEST,
+        "the test manifest sets an absolute expiry"
+    );
+    let w = World::with_manifest(&manifest).await;
+    w.ok(&["apply", "m.hcl", "--auto-approve"]).await;
+    let state = w.state();
+    let identity: SecretIdentity = serde_json::from_value(
+        state["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["address"] == "sas.read")
+            .expect("the SAS is in the state")["secrets"]["token"]
+            .clone(),
+    )
+    .expect("a SAS identity");
+    assert!(identity.signed_at.is_some(), "{identity:?}");
+    assert_eq!(
+        identity
+            .expiry
+            .map(|e| e.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        Some(expiry)
+    );
+    let shown = w.ok(&["output", "m.hcl", "sas", "--show-secrets"]).await;
+    let token = shown.trim();
+    assert!(token.contains("sig="), "{token}");
+    let lineage = state["lineage"].as_str().expect("a lineage");
+    assert_eq!(
+        SecretIdentity::fingerprint(lineage.as_bytes(), token.as_bytes()),
+        identity.fingerprint,
+        "the token shown is not the one apply signed"
     );
 }

@@ -808,3 +808,273 @@ async fn an_unreachable_node_fails_alone_with_a_clear_message() {
         Some(StepOutcome::Ran { .. })
     ));
 }
+
+/// The step's log and its check's log of one run on one node.
+fn check_log(hosts: &TestHosts, run: &str, node: &str, step: &str) -> Option<String> {
+    std::fs::read_to_string(
+        hosts
+            .dir()
+            .join("logs")
+            .join(run)
+            .join(node)
+            .join(format!("{step}.check.log")),
+    )
+    .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_says_done_skips_the_step_and_writes_its_marker() {
+    let Some(hosts) = sshd::start(2) else { return };
+    let out = out_dir(&hosts);
+    let nodes = [hosts.hosts[0].node(), hosts.hosts[1].node()];
+    let counter = |name: &str| format!("echo x >> {}/{name}-$DSINFRA_NODE.count\n", out.display());
+    let count = |name: &str, node: &str| {
+        std::fs::read_to_string(out.join(format!("{name}-{node}.count")))
+            .map_or(0, |s| s.lines().count())
+    };
+    // `done`: the check (as root, like the step) says done on every node.
+    // `todo`: the check says "not done" everywhere, so the step runs.
+    // `half`: done on the head only, so only node 1 runs it.
+    let mut steps = vec![
+        step("done", &counter("done")),
+        step("todo", &counter("todo")),
+        step("half", &counter("half")),
+    ];
+    steps[0].check = Some(format!("{}[ \"$(id -u)\" = 0 ]", counter("done-check")));
+    steps[1].check = Some(format!("{}echo 'not yet'\nexit 3", counter("todo-check")));
+    steps[2].check = Some("[ \"$DSINFRA_RANK\" = 0 ]".to_owned());
+
+    let first = steps::run(&nodes, &steps, &options(&hosts, "c1"))
+        .await
+        .expect("valid input");
+    assert!(first.success(), "{first}");
+    assert_eq!(
+        outcomes(&first, "host0"),
+        pairs(&[
+            ("done", "skipped: already done (check)"),
+            ("todo", "ran: new"),
+            ("half", "skipped: already done (check)"),
+        ])
+    );
+    assert_eq!(
+        outcomes(&first, "host1"),
+        pairs(&[
+            ("done", "skipped: already done (check)"),
+            ("todo", "ran: new"),
+            ("half", "ran: new"),
+        ])
+    );
+    assert_eq!(
+        first.to_string(),
+        "host0  ok: 1 ran, 2 skipped\nhost1  ok: 2 ran, 1 skipped\n"
+    );
+    assert_eq!([count("done", "host0"), count("done", "host1")], [0, 0]);
+    assert_eq!([count("todo", "host0"), count("todo", "host1")], [1, 1]);
+    assert_eq!([count("half", "host0"), count("half", "host1")], [0, 1]);
+    // The check's output went to its own log, not the terminal.
+    let log = check_log(&hosts, "c1", "host0", "todo").expect("the check has a log");
+    assert!(log.starts_with("not yet\n"), "{log}");
+    assert!(
+        log.contains("dsinfra: check says run the step (Code(3))"),
+        "{log}"
+    );
+
+    // The skipped step's marker is the step's own: the next run skips it by marker, and no
+    // check runs at all (no check log, the counters do not move).
+    let marker = std::fs::read_to_string(hosts.hosts[0].marker_dir.join("done.marker"))
+        .expect("the check wrote the marker");
+    assert!(
+        marker.starts_with(&format!("{} ", steps[0].hash())),
+        "{marker}"
+    );
+    let second = steps::run(&nodes, &steps, &options(&hosts, "c2"))
+        .await
+        .expect("valid input");
+    let skipped = pairs(&[
+        ("done", "skipped: up to date"),
+        ("todo", "skipped: up to date"),
+        ("half", "skipped: up to date"),
+    ]);
+    assert_eq!(outcomes(&second, "host0"), skipped);
+    assert_eq!(outcomes(&second, "host1"), skipped);
+    assert_eq!(
+        [count("done-check", "host0"), count("todo-check", "host0")],
+        [1, 1]
+    );
+    for step in ["done", "todo", "half"] {
+        assert_eq!(check_log(&hosts, "c2", "host0", step), None, "{step}");
+    }
+
+    // A forced step runs without asking its check.
+    let mut forced = options(&hosts, "c3");
+    forced.forced.insert("done".into());
+    let third = steps::run(&nodes[..1], &steps, &forced)
+        .await
+        .expect("valid input");
+    assert_eq!(
+        outcomes(&third, "host0")[0],
+        ("done".into(), "ran: forced".into())
+    );
+    assert_eq!(count("done", "host0"), 1);
+    assert_eq!(count("done-check", "host0"), 1);
+    assert_eq!(check_log(&hosts, "c3", "host0", "done"), None);
+
+    // A changed step asks its check again (and it still says done).
+    steps[0].params.insert("SIZE".into(), "2".into());
+    let fourth = steps::run(&nodes[..1], &steps, &options(&hosts, "c4"))
+        .await
+        .expect("valid input");
+    assert_eq!(
+        outcomes(&fourth, "host0")[0],
+        ("done".into(), "skipped: already done (check)".into())
+    );
+    assert_eq!(count("done-check", "host0"), 2);
+    assert_eq!(count("done", "host0"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checks_secrets_reach_it_as_files_never_in_argv_or_logs() {
+    let Some(hosts) = sshd::start(1) else { return };
+    let secret = format!("sv=2026-10-06&sig=CH3CK{}", std::process::id());
+    let mut mount = step("mount", "echo 'the step ran'\n");
+    mount.check = Some(
+        "tok=$(cat \"$DSINFRA_SECRETS/sas\")\n\
+         echo \"check sees $tok\"\n\
+         stat -c 'mode %a' \"$DSINFRA_SECRETS/sas\"\n\
+         sleep 1.5\n\
+         exit 1\n"
+            .to_owned(),
+    );
+    mount.secrets.push(SecretInput {
+        name: "sas".into(),
+        identity: "sas.read@1".into(),
+        value: Secret::new(secret.clone()),
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = watch_processes(Arc::clone(&stop));
+    let report = steps::run(
+        &[hosts.hosts[0].node()],
+        &[mount],
+        &options(&hosts, "check-secrets"),
+    )
+    .await
+    .expect("valid input");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let snapshots = watcher.join().expect("watcher finishes");
+
+    assert!(report.success(), "{report}");
+    assert_eq!(outcomes(&report, "host0"), pairs(&[("mount", "ran: new")]));
+    assert!(
+        snapshots.iter().any(|s| s.contains("sleep 1.5")),
+        "ps never caught the check running"
+    );
+    assert!(
+        snapshots.iter().all(|s| !s.contains(&secret)),
+        "the secret was in a remote argv"
+    );
+    let log = check_log(&hosts, "check-secrets", "host0", "mount").expect("check log");
+    assert!(
+        log.starts_with("check sees [redacted]\nmode 600\n"),
+        "{log}"
+    );
+    let logs = read_logs(&hosts.dir().join("logs/check-secrets"));
+    assert!(logs.contains("the step ran") && !logs.contains(&secret));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mofed_on_an_image_with_ofed_is_skipped_after_its_check() {
+    use dsinfra::steps::library::{self, ClusterNode, NodeContext, StepRequest};
+
+    let Some(hosts) = sshd::start(1) else { return };
+    // An "HPC image": `ofed_info` exists (a fake that counts its calls).
+    let bin = hosts.dir().join("hpc-bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let calls = out_dir(&hosts).join("ofed_info.calls");
+    let fake = bin.join("ofed_info");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho x >> {}\necho MLNX_OFED_LINUX-23.10-1.1.9.0\n",
+            calls.display()
+        ),
+    )
+    .expect("fake written");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+
+    let ctx = NodeContext::new(
+        "hpc",
+        "vm.gpu",
+        vec![ClusterNode {
+            name: "host0".into(),
+            private_ip: "10.0.0.4".into(),
+            ssh_port: 22,
+        }],
+    );
+    let params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
+        ("hold_kernel".into(), serde_json::Value::Bool(false)),
+        ("enable_ipoib".into(), serde_json::Value::Bool(false)),
+    ]);
+    let request = StepRequest {
+        name: "mofed",
+        kind: "mofed",
+        scope: Scope::All,
+        policy: RunPolicy::Once,
+        params: &params,
+    };
+    let expansion = library::render(&request, &ctx).expect("mofed renders");
+    let mut mofed = expansion.steps[0].clone();
+    assert_eq!(mofed.name, "mofed");
+    assert!(mofed.check.is_some(), "mofed has a check");
+    assert_eq!(expansion.steps[1].check, None, "mofed.verify has none");
+    mofed.params.insert(
+        "PATH".into(),
+        format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+    );
+
+    let report = steps::run(
+        &[hosts.hosts[0].node()],
+        &[mofed.clone()],
+        &options(&hosts, "m1"),
+    )
+    .await
+    .expect("valid input");
+    assert_eq!(
+        outcomes(&report, "host0"),
+        pairs(&[("mofed", "skipped: already done (check)")])
+    );
+    let log = check_log(&hosts, "m1", "host0", "mofed").expect("check log");
+    assert!(log.starts_with("dsinfra-check: done\n"), "{log}");
+    let after_check = std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count());
+    assert!(after_check >= 1, "the check asked ofed_info");
+
+    // Without OFED the check says "not done": checked by the same rendered check, run
+    // directly, so this machine never starts a MLNX_OFED install.
+    let mut bare = mofed.clone();
+    bare.name = "mofed-bare".into();
+    bare.params
+        .insert("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into());
+    bare.script = "echo 'the install would run here'\n".into();
+    let report = steps::run(&[hosts.hosts[0].node()], &[bare], &options(&hosts, "m2"))
+        .await
+        .expect("valid input");
+    assert_eq!(
+        outcomes(&report, "host0"),
+        pairs(&[("mofed-bare", "ran: new")])
+    );
+    let log = check_log(&hosts, "m2", "host0", "mofed-bare").expect("check log");
+    assert!(log.starts_with("dsinfra-check: not done\n"), "{log}");
+
+    // Re-run: skipped by its marker; the check (and ofed_info) is not asked again.
+    let report = steps::run(&[hosts.hosts[0].node()], &[mofed], &options(&hosts, "m3"))
+        .await
+        .expect("valid input");
+    assert_eq!(
+        outcomes(&report, "host0"),
+        pairs(&[("mofed", "skipped: up to date")])
+    );
+    assert_eq!(
+        std::fs::read_to_string(&calls).map_or(0, |s| s.lines().count()),
+        after_check
+    );
+}

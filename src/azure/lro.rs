@@ -13,9 +13,11 @@
 //!
 //! After a PUT succeeds the resource is read with a final GET. The PUT is never re-sent to poll:
 //! that is what loses the error code in the deprecated SDKs. Waits follow `Retry-After` between
-//! a floor and a cap, and every wait is multiplied by the client's time scale so tests against
-//! the emulator run in milliseconds. Decisions are pure functions; [`ArmClient::wait_for`] only
-//! loops over them.
+//! a floor and a cap; a response without one gets a wait that starts at the floor and doubles up
+//! to the default, so a two-second NIC is seen within a second or two and a VM is still polled
+//! only every ten seconds. Every wait is multiplied by the client's time scale so tests against
+//! the emulator run in milliseconds (the emulator's `Retry-After` counts ARM seconds, the same
+//! unit). Decisions are pure functions; [`ArmClient::wait_for`] only loops over them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -167,7 +169,7 @@ pub fn location_poll(status: u16) -> LocationPoll {
 /// How long to wait between polls.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PollPolicy {
-    /// The wait when the response has no `Retry-After`.
+    /// The longest wait when the response has no `Retry-After` (the waits grow to it).
     pub default_interval: Duration,
     /// The shortest wait, even if `Retry-After` says 0.
     pub min_interval: Duration,
@@ -189,11 +191,21 @@ impl Default for PollPolicy {
 }
 
 impl PollPolicy {
-    /// The wait before the next poll (before the client's time scale).
-    pub fn interval(&self, retry_after: Option<Duration>) -> Duration {
-        retry_after
-            .unwrap_or(self.default_interval)
-            .clamp(self.min_interval, self.max_interval)
+    /// The wait before the next poll (before the client's time scale); `polls` is how many
+    /// polls were made so far.
+    ///
+    /// `Retry-After` is honoured as sent, within the floor and the cap: ARM asks clients not to
+    /// poll sooner, and the emulator's value is exactly the time left. Without it, the wait
+    /// starts at the floor and doubles with every poll up to `default_interval`: most operations
+    /// end in seconds (network, disks) and a fixed ten-second wait would triple them, while a
+    /// long one (a VM) settles at the default instead of costing a read every second.
+    pub fn interval(&self, retry_after: Option<Duration>, polls: u32) -> Duration {
+        let wait = retry_after.unwrap_or_else(|| {
+            self.min_interval
+                .saturating_mul(1u32 << polls.min(16))
+                .min(self.default_interval)
+        });
+        wait.clamp(self.min_interval, self.max_interval)
     }
 }
 
@@ -290,7 +302,8 @@ impl ArmClient {
                     first.info.clone(),
                 ));
             }
-            self.sleep(self.poll_policy().interval(retry_after)).await;
+            self.sleep(self.poll_policy().interval(retry_after, polls))
+                .await;
             polls += 1;
             let step = match self.poll_once(method, resource, &target, first).await {
                 Ok(step) => step,
@@ -563,19 +576,37 @@ mod tests {
     #[test]
     fn poll_interval_honours_retry_after_within_floor_and_cap() {
         let policy = PollPolicy::default();
-        assert_eq!(policy.interval(None), Duration::from_secs(10));
-        assert_eq!(
-            policy.interval(Some(Duration::from_secs(17))),
-            Duration::from_secs(17)
-        );
-        assert_eq!(
-            policy.interval(Some(Duration::ZERO)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            policy.interval(Some(Duration::from_mins(10))),
-            Duration::from_mins(2)
-        );
+        for polls in [0, 3, 40] {
+            assert_eq!(
+                policy.interval(Some(Duration::from_secs(17)), polls),
+                Duration::from_secs(17)
+            );
+            assert_eq!(
+                policy.interval(Some(Duration::ZERO), polls),
+                Duration::from_secs(1)
+            );
+            assert_eq!(
+                policy.interval(Some(Duration::from_mins(10)), polls),
+                Duration::from_mins(2)
+            );
+        }
+    }
+
+    #[test]
+    fn without_retry_after_the_wait_doubles_from_the_floor_to_the_default() {
+        let policy = PollPolicy::default();
+        let waits: Vec<u64> = (0..7)
+            .map(|polls| policy.interval(None, polls).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10, 10]);
+        // Far along (or with a huge count) it stays at the default instead of overflowing.
+        assert_eq!(policy.interval(None, u32::MAX), Duration::from_secs(10));
+        // A policy whose floor is above its default waits the floor.
+        let odd = PollPolicy {
+            min_interval: Duration::from_secs(20),
+            ..PollPolicy::default()
+        };
+        assert_eq!(odd.interval(None, 0), Duration::from_secs(20));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
 use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
 use super::manifest_cmds::load;
+use super::steps_run::{self, StepsJob};
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
 use crate::azure::{ArmClient, StaticTokenCredential, TokenCredential};
@@ -50,6 +51,10 @@ struct Job<'a> {
     parallelism: usize,
     targets: &'a [String],
     mode: Mode,
+    /// `apply`'s post-boot step flags; `None` for destroy.
+    steps: Option<&'a super::args::StepsArgs>,
+    /// `destroy -i`: the identity that stops BeeOND first.
+    identity: Option<&'a Path>,
 }
 
 impl Job<'_> {
@@ -74,6 +79,8 @@ pub fn apply(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
             parallelism: args.parallelism,
             targets: &args.targets,
             mode: Mode::Normal,
+            steps: Some(&args.steps),
+            identity: None,
         },
         out,
     )
@@ -91,6 +98,8 @@ pub fn destroy(args: &DestroyArgs, out: &Output) -> anyhow::Result<Outcome> {
             mode: Mode::Destroy {
                 keep_data: args.keep_data,
             },
+            steps: None,
+            identity: args.identity.as_deref(),
         },
         out,
     )
@@ -126,8 +135,10 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
     let runtime = runtime()?;
+    super::interrupt::listen(&runtime);
     let bridge = LroBridge::new();
-    let conn = runtime.block_on(connect(job.connect, manifest, &desired.azure))?;
+    let conn =
+        super::interrupt::block_on(&runtime, connect(job.connect, manifest, &desired.azure))??;
     let (client, time_scale) = engine_client(&conn, &bridge)?;
 
     let planned = plan_live(
@@ -143,15 +154,48 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
             "nothing to {}: Azure matches the manifest",
             job.verb().to_lowercase()
         ));
+        // The resources are in place, but steps may still have to run (new or changed steps,
+        // --rerun-step, a VM that was restarted): each node's markers decide.
+        if let Some(args) = job.steps.filter(|_| !desired.steps.is_empty()) {
+            let steps = StepsJob::new(&conn, manifest, args, "apply");
+            let store = StateStore::new(backend, state);
+            // Only the blocks the plan lists (`-target` narrows them).
+            let blocks: Vec<Address> = planned.steps.iter().map(|s| s.block.clone()).collect();
+            let outcomes = super::interrupt::block_on(
+                &runtime,
+                steps.now(
+                    (&client, &conn.subscription),
+                    &desired,
+                    &store,
+                    Some(&blocks),
+                ),
+            )?;
+            steps.conclude(&desired, &outcomes, out)?;
+        }
         return Ok(Outcome::Success);
     }
-    if !approve(job, &conn.target)? {
+    if !super::interrupt::approval(approve(job, &conn.target))? {
         out.note(&format!(
             "{} cancelled: nothing was changed",
             job.verb().to_lowercase()
         ));
         return Ok(Outcome::Failed);
     }
+    let (backend, state) = if matches!(job.mode, Mode::Destroy { .. }) {
+        // BeeOND is stopped on the heads before their VMs go (best effort).
+        let store = StateStore::new(backend, state);
+        let stop = StepsJob::stopping(&conn, manifest, job.identity);
+        runtime.block_on(stop.stop_beeond(
+            (&client, &conn.subscription),
+            &desired,
+            &store,
+            &[],
+            out,
+        ));
+        store.into_parts()
+    } else {
+        (backend, state)
+    };
     let run = Run {
         runtime: &runtime,
         client,
@@ -160,14 +204,11 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
         parallelism: job.parallelism,
         verb: job.verb(),
         time_scale,
+        steps: job
+            .steps
+            .map(|args| StepsJob::new(&conn, manifest, args, "apply")),
     };
     let outcome = run.execute(&planned, &desired, backend, state, &loaded.sources, out)?;
-    if matches!(job.mode, Mode::Normal) && !desired.steps.is_empty() {
-        out.note(&format!(
-            "the manifest declares {} post-boot step(s); apply does not run them yet (issue 6 wires them in)",
-            desired.steps.len()
-        ));
-    }
     drop(conn);
     Ok(outcome)
 }
@@ -187,7 +228,7 @@ fn plan_live(
         .iter()
         .map(|t| t.parse::<Address>())
         .collect::<Result<Vec<_>, _>>()?;
-    let fallback_notes = runtime.block_on(async {
+    let fallback_notes = super::interrupt::block_on(runtime, async {
         let report = refresh::refresh(client, subscription, state).await?;
         out.note(&format!(
             "refreshed {} resource(s): {} deleted and {} changed outside dsinfra",
@@ -201,11 +242,15 @@ fn plan_live(
             }
             Mode::Destroy { .. } => Ok(Vec::new()),
         }
-    })?;
+    })??;
     let options = PlanOptions {
         mode: job.mode,
         targets,
         now: Utc::now(),
+        rerun_steps: job
+            .steps
+            .map(|s| s.rerun_steps.iter().cloned().collect())
+            .unwrap_or_default(),
     };
     let mut planned = match plan::plan(desired, state, &options) {
         Ok(planned) => planned,
@@ -221,12 +266,10 @@ fn plan_live(
     };
     planned.notes.extend(fallback_notes);
     let problems = match job.mode {
-        Mode::Normal => runtime.block_on(preflight::preflight(
-            client,
-            subscription,
-            desired,
-            &planned,
-        ))?,
+        Mode::Normal => super::interrupt::block_on(
+            runtime,
+            preflight::preflight(client, subscription, desired, &planned),
+        )??,
         Mode::Destroy { .. } => Vec::new(),
     };
     out.result(&render::plan_text(&planned, out.stdout_colour()));
@@ -295,8 +338,13 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Success);
     }
     let runtime = runtime()?;
+    super::interrupt::listen(&runtime);
     let bridge = LroBridge::new();
-    let conn = runtime.block_on(connect(&args.connect, &source.manifest, &desired.azure))?;
+    let conn = super::interrupt::block_on(
+        &runtime,
+        connect(&args.connect, &source.manifest, &desired.azure),
+    )??;
+    super::interrupt::check()?;
     let (client, time_scale) = engine_client(&conn, &bridge)?;
     let verb = match saved.mode {
         Mode::Normal => "Apply",
@@ -310,6 +358,8 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
         parallelism: args.parallelism,
         verb,
         time_scale,
+        steps: matches!(saved.mode, Mode::Normal)
+            .then(|| StepsJob::new(&conn, &source.manifest, &args.steps, "apply")),
     };
     let outcome = run.execute(&saved, &desired, backend, state, &loaded.sources, out)?;
     drop(conn);
@@ -343,7 +393,10 @@ fn approve(job: &Job<'_>, target: &Target) -> anyhow::Result<bool> {
 /// so that long-running-operation progress reaches the engine's events and its waits follow the
 /// emulator's latency scale (`DSINFRA_EMULATOR_LATENCY_SCALE`; the built-in emulator defaults to
 /// 0.01, a running endpoint to 1). Against Azure the connection's client is used as it is.
-fn engine_client(conn: &Connection, bridge: &Arc<LroBridge>) -> anyhow::Result<(ArmClient, f64)> {
+pub(super) fn engine_client(
+    conn: &Connection,
+    bridge: &Arc<LroBridge>,
+) -> anyhow::Result<(ArmClient, f64)> {
     let default_scale = match &conn.target {
         Target::Azure => return Ok((conn.client.clone(), 1.0)),
         Target::BuiltInEmulator => 0.01,
@@ -380,6 +433,8 @@ struct Run<'a> {
     verb: &'static str,
     /// The client's time scale (1 against Azure), applied to the engine's own pauses too.
     time_scale: f64,
+    /// Post-boot steps, run alongside the walk (`None`: destroy).
+    steps: Option<StepsJob<'a>>,
 }
 
 impl Run<'_> {
@@ -396,8 +451,17 @@ impl Run<'_> {
         let progress = Progress::new(tty);
         let in_flight = Arc::new(AtomicUsize::new(0));
         let sink = counting(progress.sink(), Arc::clone(&in_flight));
+        // Post-boot steps hear the engine's events, so each block starts once it is ready.
+        let (messages, received) = tokio::sync::mpsc::unbounded_channel();
+        let sink = match &self.steps {
+            Some(_) => steps_run::tee(sink, messages.clone()),
+            None => sink,
+        };
         let store = Arc::new(StateStore::new(backend, state));
         let (cancel, cancelled) = watch::channel(false);
+        let outputs_client = self.client.clone();
+        let steps_cancelled = cancelled.clone();
+        let steps_subscription = self.subscription.clone();
         let execution = Execution {
             client: self.client,
             subscription: self.subscription,
@@ -408,8 +472,30 @@ impl Run<'_> {
             throttle_pause: THROTTLE_PAUSE.mul_f64(self.time_scale),
         };
         let mut interrupted = false;
-        let report: Report = self.runtime.block_on(async {
-            let work = execute(planned, desired, Arc::clone(&store), execution, cancelled);
+        let steps = self.steps.as_ref();
+        let (report, step_outcomes): (Report, Vec<_>) = self.runtime.block_on(async {
+            let walk = async {
+                let report =
+                    execute(planned, desired, Arc::clone(&store), execution, cancelled).await;
+                let _ = messages.send(crate::engine::post_boot::Message::WalkDone);
+                report
+            };
+            let run_steps = async {
+                match steps {
+                    Some(job) => {
+                        job.during(
+                            (&outputs_client, &steps_subscription),
+                            (planned, desired),
+                            &store,
+                            received,
+                            steps_cancelled,
+                        )
+                        .await
+                    }
+                    None => Vec::new(),
+                }
+            };
+            let work = async { tokio::join!(walk, run_steps) };
             tokio::pin!(work);
             // Armed (reset) by the first Ctrl-C; the branch is disabled until then.
             let grace = tokio::time::sleep(GRACE);
@@ -441,12 +527,18 @@ impl Run<'_> {
             }
         });
         progress.finish();
+        if report.is_success() && !interrupted {
+            record_outputs(self.runtime, &outputs_client, desired, &store, out);
+        }
         let cost = report.is_success().then_some(&planned.cost.after);
         out.result(&summary(self.verb, &report, cost));
         if interrupted {
             return Ok(Outcome::Interrupted);
         }
         if report.is_success() {
+            if let Some(job) = steps {
+                job.conclude(desired, &step_outcomes, out)?;
+            }
             Ok(Outcome::Success)
         } else {
             Err(AlreadyReported {
@@ -454,6 +546,23 @@ impl Run<'_> {
             }
             .into())
         }
+    }
+}
+
+/// After a successful run: the outputs, with what only ARM knows filled in (engine/outputs.rs).
+/// The resources are in place whatever happens here, so a failure is a note, not a failed apply.
+fn record_outputs(
+    runtime: &tokio::runtime::Runtime,
+    client: &ArmClient,
+    desired: &Desired,
+    store: &StateStore,
+    out: &Output,
+) {
+    let recorded = runtime.block_on(crate::engine::outputs::record(client, desired, store));
+    if let Err(e) = recorded {
+        out.note(&format!(
+            "{e}; `dsinfra output` reads them from Azure instead"
+        ));
     }
 }
 

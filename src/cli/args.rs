@@ -27,6 +27,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
 
+    /// Also write a log to FILE (appended; debug level unless DSINFRA_LOG sets a filter).
+    /// Secrets are redacted from every line. See docs/security.md.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub log_file: Option<PathBuf>,
+
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
@@ -112,6 +117,33 @@ Examples:
     Status(StatusArgs),
     /// Print the manifest's outputs (sensitive ones only with --show-secrets).
     Output(OutputArgs),
+    /// Open an SSH session on a node (or run a command there), checking its pinned host key.
+    ///
+    /// Runs the system OpenSSH client with the host key dsinfra pinned when it created the VM
+    /// (written to .dsinfra/<manifest>/known_hosts; any other key is refused). Nodes of a cluster
+    /// without a public IP are reached through the head node. NODE is an address
+    /// (`cluster.train[1]`), a short form (`train[1]`, `train` for the head, `gpu`) or a VM name.
+    #[command(after_help = "\
+Examples:
+  dsinfra ssh exp.hcl train                    a shell on the head of cluster \"train\"
+  dsinfra ssh exp.hcl train[2] -- nvidia-smi   run a command on node 2 (through the head)
+  dsinfra ssh exp.hcl gpu -i ~/.ssh/exp_key --emulator")]
+    Ssh(super::ssh_cmds::SshArgs),
+    /// Print an ssh_config block for every node, with pinned host keys and jumps through the head.
+    ///
+    /// Each node gets a `Host <experiment>-<name>` block (`cosmoflow-train-1`) with its address,
+    /// user, `HostKeyAlias` and `StrictHostKeyChecking yes` against the known_hosts file dsinfra
+    /// writes next to the state. Nodes without a public IP go through the head. Use it for scp,
+    /// rsync, VS Code remote or plain ssh.
+    #[command(after_help = "\
+Examples:
+  dsinfra ssh-config exp.hcl > exp.sshconf && ssh -F exp.sshconf cosmoflow-train-1 hostname
+  dsinfra ssh-config exp.hcl -i ~/.ssh/exp_key > ~/.ssh/cosmoflow.conf
+      then `Include cosmoflow.conf` in ~/.ssh/config and `scp data.tar cosmoflow-train-0:`
+
+Save the output to a file: `ssh -F <(dsinfra ssh-config ...)` cannot work, as ssh closes
+inherited descriptors before it reads -F.")]
+    SshConfig(super::ssh_cmds::SshConfigArgs),
     /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.
     #[command(subcommand)]
     State(StateCommands),
@@ -225,6 +257,10 @@ pub struct PlanArgs {
     /// Only plan these resources (and what they need); for exceptional cases (repeatable).
     #[arg(long = "target", value_name = "ADDRESS")]
     pub targets: Vec<String>,
+    /// Show this post-boot step as forced on every node (`NAME` or `BLOCK/NAME`, a manifest step
+    /// or one of its parts such as `beeond.start`; repeatable).
+    #[arg(long = "rerun-step", value_name = "NAME")]
+    pub rerun_steps: Vec<String>,
     /// Where ARM is: with a connection the plan refreshes the state (drift) and runs the quota
     /// and SKU preflight first.
     #[command(flatten)]
@@ -247,6 +283,9 @@ pub struct PowerArgs {
     /// Do not ask for confirmation.
     #[arg(long)]
     pub auto_approve: bool,
+    /// How post-boot steps run after `unpark` (`park` stops BeeOND first with the identity).
+    #[command(flatten)]
+    pub steps: StepsArgs,
 }
 
 /// `status`
@@ -332,6 +371,37 @@ pub struct ApplyArgs {
     /// Only apply these resources (and what they need); for exceptional cases (repeatable).
     #[arg(long = "target", value_name = "ADDRESS")]
     pub targets: Vec<String>,
+    /// How post-boot steps run.
+    #[command(flatten)]
+    pub steps: StepsArgs,
+}
+
+/// Whether post-boot steps run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StepsChoice {
+    /// Run them on every node that can be reached; say plainly which were not and why.
+    Auto,
+    /// Run them everywhere; a node that cannot be reached is an error.
+    Run,
+    /// Do not run them.
+    Skip,
+}
+
+/// Post-boot step flags of `apply` and `unpark`.
+#[derive(Debug, Clone, Args)]
+pub struct StepsArgs {
+    /// Run post-boot steps: `auto` on every reachable node (an emulated VM without an SSH
+    /// endpoint is reported, not an error), `run` everywhere or fail, `skip` not at all.
+    #[arg(long = "steps", value_enum, value_name = "WHEN", default_value_t = StepsChoice::Auto)]
+    pub mode: StepsChoice,
+    /// Run this step again on every node whatever its markers say (`NAME` or `BLOCK/NAME`; a
+    /// manifest step or one of its parts such as `beeond.start`; repeatable).
+    #[arg(long = "rerun-step", value_name = "NAME")]
+    pub rerun_steps: Vec<String>,
+    /// The SSH private key to log in to the VMs with (else $DSINFRA_SSH_IDENTITY, else
+    /// ssh-agent via $SSH_AUTH_SOCK, else ~/.ssh/id_ed25519, then ~/.ssh/id_rsa).
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
 }
 
 /// `destroy`
@@ -355,6 +425,9 @@ pub struct DestroyArgs {
     /// Only destroy these resources (and what depends on them); for exceptional cases.
     #[arg(long = "target", value_name = "ADDRESS")]
     pub targets: Vec<String>,
+    /// The SSH private key used to stop BeeOND on cluster heads first (as for `apply -i`).
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
 }
 
 /// `show`

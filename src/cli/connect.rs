@@ -14,7 +14,9 @@ use clap::Args;
 use crate::azure::{ArmClient, DefaultCredentialChain, StaticTokenCredential, TokenCredential};
 use crate::catalog;
 use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
+use crate::engine::reach::{self, Endpoints};
 use crate::model::AzureSettings;
+use crate::state::State;
 
 /// The subscription id used against emulators when the manifest names none.
 pub const EMULATOR_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
@@ -106,6 +108,46 @@ pub async fn connect(
         target: Target::Azure,
         emulator: None,
     })
+}
+
+/// Where SSH connections to the experiment's VMs go: the in-process emulator's map, a running
+/// emulator's map (`GET URL/_emulator/ssh-endpoints`), or, on Azure, each IP address itself.
+/// The IP addresses are not included: see [`ssh_endpoints_for`].
+pub async fn ssh_endpoints(conn: &Connection) -> anyhow::Result<Endpoints> {
+    /// The admin API's answer.
+    #[derive(serde::Deserialize)]
+    struct Listing {
+        value: Vec<emulator::SshEndpoint>,
+    }
+    if let Some(handle) = &conn.emulator {
+        return Ok(Endpoints::from_emulator(&handle.ssh_endpoints()));
+    }
+    let Target::Endpoint(endpoint) = &conn.target else {
+        return Ok(Endpoints::direct());
+    };
+    let url = format!("{}/_emulator/ssh-endpoints", endpoint.trim_end_matches('/'));
+    let listing: Listing = async {
+        reqwest::Client::new()
+            .get(&url)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await
+    }
+    .await
+    .with_context(|| format!("could not read the emulator's SSH endpoints from {url}"))?;
+    Ok(Endpoints::from_emulator(&listing.value))
+}
+
+/// [`ssh_endpoints`] with the IP addresses of every VM in `state` read from ARM (its public IP's
+/// address and its NIC's private address): everything `engine::reach::block_nodes` needs.
+pub async fn ssh_endpoints_for(conn: &Connection, state: &State) -> anyhow::Result<Endpoints> {
+    let endpoints = ssh_endpoints(conn).await?;
+    let addresses = reach::read_addresses(&conn.client, state)
+        .await
+        .context("could not read the VMs' IP addresses")?;
+    Ok(endpoints.with_addresses(addresses))
 }
 
 /// The emulator configuration dsinfra uses for `--emulator` and `dsinfra emulator`: every VM size

@@ -8,11 +8,15 @@ mod apply_cmd;
 mod args;
 pub mod connect;
 mod emulator_cmd;
+mod interrupt;
+mod logging;
 mod manifest_cmds;
 mod ops_cmds;
 mod output;
 mod plan_cmd;
+mod ssh_cmds;
 mod state_cmds;
+mod steps_run;
 
 use std::ffi::OsString;
 
@@ -64,18 +68,43 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         }
     };
     let out = Output::new(cli.color);
+    if let Err(err) = logging::init(cli.log_file.as_deref(), out.stderr_colour()) {
+        out.error(&err.into());
+        return 1;
+    }
     match dispatch(cli.command, &out) {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::Changes) => 2,
         Ok(Outcome::Failed) => 1,
         Ok(Outcome::Interrupted) => 130,
+        Err(err) if err.downcast_ref::<interrupt::Interrupted>().is_some() => {
+            // Ctrl-C before the engine ran: the command unwound (its lock released) and says
+            // so in one line, with the shell's exit code for SIGINT.
+            out.note(&err.to_string());
+            130
+        }
         Err(err) => {
             if err.downcast_ref::<AlreadyReported>().is_none() {
-                out.error(&err);
+                out.error(&redacted(&err));
             }
             1
         }
     }
+}
+
+/// `err` with every registered secret redacted from each message of its chain (the layers
+/// below already keep secrets out of their messages; this is the last line of defence for a
+/// service's or a library's text). The chain keeps its shape, so it prints the same way.
+fn redacted(err: &anyhow::Error) -> anyhow::Error {
+    let mut messages = err
+        .chain()
+        .map(|cause| crate::secret::redact(&cause.to_string()))
+        .collect::<Vec<_>>();
+    let innermost = messages.pop().unwrap_or_default();
+    messages
+        .into_iter()
+        .rev()
+        .fold(anyhow::anyhow!(innermost), anyhow::Error::context)
 }
 
 fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
@@ -94,10 +123,35 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         }
         Command::Status(args) => ops_cmds::status(&args, out),
         Command::Output(args) => ops_cmds::output(&args, out),
+        Command::Ssh(args) => ssh_cmds::ssh(&args, out),
+        Command::SshConfig(args) => ssh_cmds::ssh_config(&args, out),
         Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
         Command::State(args::StateCommands::Pull(args)) => state_cmds::pull(&args, out),
         Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),
         Command::ForceUnlock(args) => state_cmds::force_unlock(&args, out),
         Command::Emulator(args) => emulator_cmd::emulator(&args, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_errors_are_redacted_and_keep_their_chain() {
+        crate::secret::register("printed-error-secret-0001");
+        let err = anyhow::anyhow!("the service said: key printed-error-secret-0001 is wrong")
+            .context("listKeys failed")
+            .context("could not sign sas.read");
+        let shown = redacted(&err);
+        let chain: Vec<String> = shown.chain().map(ToString::to_string).collect();
+        assert_eq!(
+            chain,
+            [
+                "could not sign sas.read",
+                "listKeys failed",
+                "the service said: key *** is wrong"
+            ]
+        );
     }
 }

@@ -15,9 +15,10 @@ use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use super::connect::runtime;
 use super::manifest_cmds::load;
 use super::plan_cmd::{live_connection, target_name};
+use super::steps_run::StepsJob;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
-use crate::engine::events::Operation;
+use crate::engine::events::{LroBridge, Operation};
 use crate::engine::power::{self, PowerChange, PowerEvent};
 use crate::engine::refresh::{self, RefreshReport, has_unknown, resolve_known};
 use crate::engine::{advice, preflight};
@@ -106,35 +107,17 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
             }
         }
         approve(&question, args.auto_approve)?;
+        let steps = StepsJob::new(&conn, &args.manifest.manifest, &args.steps, change.verb());
+        if change == PowerChange::Park {
+            (backend, state) = steps
+                .before_park(&loaded.desired, (backend, state), &todo, out)
+                .await;
+        }
         let before = power::hourly_cost(&state);
-        let mut report = |event: PowerEvent<'_>| match event {
-            PowerEvent::Started(a) => {
-                out.message(&format!("{a}: {}...\n", change.doing()));
-            }
-            PowerEvent::Done(a, elapsed) => out.message(&format!(
-                "{a}: {} after {}s\n",
-                view::power_word(Some(change.target())),
-                elapsed.as_secs()
-            )),
-            PowerEvent::Failed(a, err) => {
-                // The engine's advice (quota numbers, capacity: another zone, region or size)
-                // applies to a start as it does to a create.
-                let described = advice::describe(
-                    err,
-                    a,
-                    Operation::Update,
-                    loaded.desired.resource(a),
-                    Some(&loaded.sources),
-                );
-                let mut text = format!("{a}: {} failed: {}\n", change.doing(), described.message);
-                for help in &described.advice {
-                    let _ = writeln!(text, "  = help: {help}");
-                }
-                out.message(&text);
-            }
-        };
+        let mut report = |event: PowerEvent<'_>| report_power(&event, change, &loaded, out);
+        // Against an emulator, the client waits at the emulator's latency scale, as apply's does.
         let result = power::set_power(
-            &conn.client,
+            &super::apply_cmd::engine_client(&conn, &LroBridge::new())?.0,
             backend.as_mut(),
             &mut state,
             &todo,
@@ -144,9 +127,53 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
         .await;
         let after = power::hourly_cost(&state);
         out.result(&view::cost_change(&before, &after));
+        let steps_result = match change {
+            PowerChange::Unpark => {
+                steps
+                    .after_unpark(&loaded.desired, (backend, state), &todo, out)
+                    .await
+            }
+            PowerChange::Park => Ok(()),
+        };
         result?;
+        steps_result?;
         Ok(Outcome::Success)
     })
+}
+
+/// One line per VM as its power action starts, ends or fails.
+fn report_power(
+    event: &PowerEvent<'_>,
+    change: PowerChange,
+    loaded: &crate::manifest::Loaded,
+    out: &Output,
+) {
+    match event {
+        PowerEvent::Started(a) => {
+            out.message(&format!("{a}: {}...\n", change.doing()));
+        }
+        PowerEvent::Done(a, elapsed) => out.message(&format!(
+            "{a}: {} after {}s\n",
+            view::power_word(Some(change.target())),
+            elapsed.as_secs()
+        )),
+        PowerEvent::Failed(a, err) => {
+            // The engine's advice (quota numbers, capacity: another zone, region or size)
+            // applies to a start as it does to a create.
+            let described = advice::describe(
+                err,
+                a,
+                Operation::Update,
+                loaded.desired.resource(a),
+                Some(&loaded.sources),
+            );
+            let mut text = format!("{a}: {} failed: {}\n", change.doing(), described.message);
+            for help in &described.advice {
+                let _ = writeln!(text, "  = help: {help}");
+            }
+            out.message(&text);
+        }
+    }
 }
 
 /// Ask before changing anything; `--auto-approve` skips the question, and without a terminal
@@ -224,10 +251,14 @@ pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut state = backend
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
-    let needs_arm = desired
-        .outputs
-        .iter()
-        .any(|o| has_unknown(&o.value) && state.outputs.get(&o.name).is_none_or(has_unknown));
+    // Apply stores the non-sensitive outputs resolved (engine/outputs.rs); ARM is asked only for
+    // what is shown and still unknown: a sensitive output (never stored) with --show-secrets,
+    // or an output the state does not have resolved (an older state, a new output).
+    let needs_arm = desired.outputs.iter().any(|o| {
+        (!o.sensitive || args.show_secrets)
+            && has_unknown(&o.value)
+            && state.outputs.get(&o.name).is_none_or(has_unknown)
+    });
     let mut observed = RefreshReport::default().observed;
     if needs_arm && !state.resources.is_empty() {
         let rt = runtime()?;

@@ -8,7 +8,6 @@
 //! The refreshed state is not saved: planning changes nothing.
 
 use std::fs;
-use std::io::Write as _;
 
 use anyhow::Context as _;
 use chrono::Utc;
@@ -42,6 +41,7 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
     let runtime = runtime()?;
+    super::interrupt::listen(&runtime);
     let (live, fallback_notes) =
         refresh_and_resolve(args, out, &runtime, &mut desired, &mut state)?;
     let desired = &desired;
@@ -55,6 +55,7 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
         },
         targets,
         now: Utc::now(),
+        rerun_steps: args.rerun_steps.iter().cloned().collect(),
     };
     let mut plan = match plan::plan(desired, &state, &options) {
         Ok(plan) => plan,
@@ -70,12 +71,10 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
     };
     plan.notes.extend(fallback_notes);
     let problems = match &live {
-        Some(conn) => runtime.block_on(preflight::preflight(
-            &conn.client,
-            &conn.subscription,
-            desired,
-            &plan,
-        ))?,
+        Some(conn) => super::interrupt::block_on(
+            &runtime,
+            preflight::preflight(&conn.client, &conn.subscription, desired, &plan),
+        )??,
         None => Vec::new(),
     };
     if args.json {
@@ -110,7 +109,7 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
                 .map(|f| absolute(f))
                 .collect::<anyhow::Result<_>>()?,
         });
-        write_atomically(path, &plan.to_saved_json())?;
+        crate::atomic_file::write(path, plan.to_saved_json().as_bytes())?;
         out.note(&format!(
             "saved the plan to {}; `dsinfra show {}` re-renders it and checks it is still current",
             path.display(),
@@ -134,15 +133,14 @@ fn refresh_and_resolve(
     desired: &mut crate::model::Desired,
     state: &mut State,
 ) -> anyhow::Result<(Option<Connection>, Vec<String>)> {
-    let live = runtime.block_on(live_connection(
-        &args.connect,
-        &args.manifest.manifest,
-        &desired.azure,
-    ))?;
+    let live = super::interrupt::block_on(
+        runtime,
+        live_connection(&args.connect, &args.manifest.manifest, &desired.azure),
+    )??;
     let mut fallback_notes = Vec::new();
     let live = match live {
         Some(conn) => {
-            let refreshed = runtime.block_on(async {
+            let refreshed = super::interrupt::block_on(runtime, async {
                 let report = refresh::refresh(&conn.client, &conn.subscription, state).await?;
                 let notes = if args.destroy {
                     Vec::new()
@@ -151,7 +149,7 @@ fn refresh_and_resolve(
                         .await?
                 };
                 Ok::<_, crate::azure::ArmError>((report, notes))
-            });
+            })?;
             match refreshed {
                 Ok((report, notes)) => {
                     out.note(&refresh_note(&report, &conn.target));
@@ -260,27 +258,4 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
 
 fn absolute(path: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
     std::path::absolute(path).with_context(|| format!("could not resolve {}", path.display()))
-}
-
-/// Write a file through a temporary sibling and a rename, so a crash leaves the old file or the
-/// new one, never half of one.
-fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| std::path::Path::new("."));
-    let mut tmp = tempfile_in(dir)?;
-    tmp.1
-        .write_all(text.as_bytes())
-        .and_then(|()| tmp.1.sync_all())
-        .with_context(|| format!("could not write {}", tmp.0.display()))?;
-    fs::rename(&tmp.0, path).with_context(|| format!("could not write {}", path.display()))?;
-    Ok(())
-}
-
-fn tempfile_in(dir: &std::path::Path) -> anyhow::Result<(std::path::PathBuf, fs::File)> {
-    let path = dir.join(format!(".dsinfra-plan-{}.tmp", std::process::id()));
-    let file =
-        fs::File::create(&path).with_context(|| format!("could not create {}", path.display()))?;
-    Ok((path, file))
 }

@@ -585,6 +585,49 @@ fn stored_vm_properties(
     stored_props
 }
 
+/// Where a VM keeps the SHA-256 of the customData it was created with: never the value (a
+/// secret), only what tells a later PUT whether it sends the same. Stripped from every answer.
+const CUSTOM_DATA_DIGEST: &str = "_emulatorCustomDataSha256";
+
+/// ARM's check of `osProfile.customData`: base64 (at most 87380 characters) at creation, and
+/// never changed afterwards (the same value again, or none, is accepted). Returns the digest the
+/// VM keeps.
+fn check_custom_data(body: &Value, existing: Option<&Resource>) -> Result<Option<Value>, ArmError> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let before = existing.and_then(|vm| vm.body.get(CUSTOM_DATA_DIGEST).cloned());
+    let Some(sent) = body
+        .pointer("/properties/osProfile/customData")
+        .and_then(Value::as_str)
+    else {
+        return Ok(before);
+    };
+    if sent.len() > 87_380
+        || base64::engine::general_purpose::STANDARD
+            .decode(sent)
+            .is_err()
+    {
+        return Err(ArmError::new(
+            400,
+            "InvalidParameter",
+            "Custom data in OSProfile must be in Base64 encoding and with a maximum length of \
+             87380 characters.",
+        )
+        .with_target("customData"));
+    }
+    let digest = json!(hex::encode(sha2::Sha256::digest(sent.as_bytes())));
+    match (existing, before) {
+        (None, _) => Ok(Some(digest)),
+        (Some(_), Some(before)) if before == digest => Ok(Some(before)),
+        (Some(_), _) => Err(ArmError::new(
+            409,
+            "PropertyChangeNotAllowed",
+            "Changing property 'customData' is not allowed.",
+        )
+        .with_target("customData")),
+    }
+}
+
 /// The VM size asked for, or the current one on an update that leaves it out.
 fn requested_size(body: &Value, existing: Option<&Resource>) -> Result<String, ArmError> {
     body.pointer("/properties/hardwareProfile/vmSize")
@@ -612,6 +655,7 @@ pub(crate) fn put_vm(
     let existing = cloud.resources.get(&target.key).cloned();
     let size = requested_size(&body, existing.as_ref())?;
     check_vm_request(cloud, ctx, target, &body, &id, &size, existing.as_ref())?;
+    let custom_data_digest = check_custom_data(&body, existing.as_ref())?;
     let props = body.get("properties").cloned().unwrap_or_else(|| json!({}));
     let previous_profile = existing
         .as_ref()
@@ -654,6 +698,9 @@ pub(crate) fn put_vm(
         &body,
     );
     stored_body["properties"] = Value::Object(stored_props);
+    if let Some(digest) = custom_data_digest {
+        stored_body[CUSTOM_DATA_DIGEST] = digest;
+    }
     let op = ops::start(
         cloud,
         ctx,
@@ -796,6 +843,9 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
     let now = ctx.now.to_rfc3339();
     match resource.kind {
         Kind::VirtualMachine => {
+            if let Some(map) = body.as_object_mut() {
+                map.remove(CUSTOM_DATA_DIGEST);
+            }
             let expand = ctx
                 .query("$expand")
                 .is_some_and(|e| e.eq_ignore_ascii_case("instanceView"));
@@ -1238,6 +1288,50 @@ mod tests {
         assert_eq!(
             (power_during("start"), power_after("start")),
             ("starting", "running")
+        );
+    }
+
+    #[test]
+    fn custom_data_must_be_base64_and_can_never_change() {
+        let put = |data: Option<&str>| match data {
+            Some(d) => json!({"properties": {"osProfile": {"customData": d}}}),
+            None => json!({"properties": {"osProfile": {}}}),
+        };
+        let err = check_custom_data(&put(Some("not base64!")), None).expect_err("refused");
+        assert_eq!((err.status, err.code.as_str()), (400, "InvalidParameter"));
+        assert_eq!(
+            err.message,
+            "Custom data in OSProfile must be in Base64 encoding and with a maximum length of \
+             87380 characters."
+        );
+
+        let digest = check_custom_data(&put(Some("I2Nsb3VkLWNvbmZpZwo=")), None)
+            .expect("a create with base64 customData is accepted")
+            .expect("and the VM keeps its digest");
+        // Only the digest is kept, never the value.
+        assert!(!digest.to_string().contains("I2Nsb3VkLWNvbmZpZwo="));
+        let mut vm = Cloud::default().new_resource(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v"
+                .into(),
+            Kind::VirtualMachine,
+            json!({}),
+        );
+        vm.body[CUSTOM_DATA_DIGEST] = digest.clone();
+        let same = check_custom_data(&put(Some("I2Nsb3VkLWNvbmZpZwo=")), Some(&vm));
+        assert_eq!(
+            same.expect("the same value is accepted"),
+            Some(digest.clone())
+        );
+        let none = check_custom_data(&put(None), Some(&vm));
+        assert_eq!(none.expect("leaving it out is accepted"), Some(digest));
+        let err = check_custom_data(&put(Some("b3RoZXI=")), Some(&vm)).expect_err("refused");
+        assert_eq!(
+            (err.status, err.code.as_str(), err.message.as_str()),
+            (
+                409,
+                "PropertyChangeNotAllowed",
+                "Changing property 'customData' is not allowed."
+            )
         );
     }
 

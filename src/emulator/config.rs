@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::boot::VmBootHook;
 use super::faults::FaultRule;
 
 /// One VM size the emulated compute provider knows: vCPUs count against the quota family.
@@ -151,6 +152,11 @@ pub struct EmulatorConfig {
     /// Checks every ARM answer as it leaves (admin routes excepted). Violations change nothing on
     /// the wire; they are recorded for [`super::EmulatorHandle::response_violations`].
     pub response_validator: Option<ResponseValidator>,
+    /// Called once for every VM whose creation succeeds, outside every emulator lock, with what
+    /// the VM was created with (customData decoded). A returned `127.0.0.1:PORT` becomes the SSH
+    /// endpoint of the VM's public and private IP until the VM is deleted. Tests start a real
+    /// sshd per VM here; `None` (the default) boots nothing.
+    pub on_vm_boot: Option<VmBootHook>,
 }
 
 /// What a validator is told about one ARM request.
@@ -235,6 +241,7 @@ impl Default for EmulatorConfig {
             faults_file: None,
             request_validator: None,
             response_validator: None,
+            on_vm_boot: None,
         }
     }
 }
@@ -259,6 +266,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("faults_file", &self.faults_file)
             .field("request_validator", &self.request_validator.is_some())
             .field("response_validator", &self.response_validator.is_some())
+            .field("on_vm_boot", &self.on_vm_boot.is_some())
             .finish()
     }
 }

@@ -13,6 +13,7 @@
 //! change so separate CLI runs see the same resources.
 
 mod admin;
+mod boot;
 mod compute;
 mod config;
 mod error;
@@ -34,6 +35,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use boot::{VmBoot, VmBootHook};
 pub use config::{
     EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo, RequestValidator,
     ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec, default_vm_sizes,
@@ -112,9 +114,20 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         request_violations: Mutex::new(Vec::new()),
         response_violations: Mutex::new(Vec::new()),
     });
-    let app = axum::Router::new()
-        .fallback(server::handle)
-        .with_state(Arc::clone(&shared));
+    // With a boot hook every answer also passes the boot gate (see boot.rs); without one the
+    // plain handler serves, exactly as before.
+    let app = match shared.config.on_vm_boot.clone() {
+        Some(hook) => axum::Router::new()
+            .fallback(boot::handle)
+            .with_state(Arc::new(boot::Booting {
+                shared: Arc::clone(&shared),
+                hook,
+                boots: boot::Boots::default(),
+            })),
+        None => axum::Router::new()
+            .fallback(server::handle)
+            .with_state(Arc::clone(&shared)),
+    };
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let serve = axum::serve(listener, app).with_graceful_shutdown(async {

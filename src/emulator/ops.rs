@@ -70,10 +70,29 @@ pub(crate) fn start(
     op
 }
 
-/// Whole seconds until the operation is due, as `Retry-After` wants them.
-fn retry_after(op: &Operation, now: DateTime<Utc>) -> String {
-    let ms = (op.due - now).num_milliseconds().max(0);
-    ((ms + 999) / 1000).to_string()
+/// Whole seconds until the operation is due, as `Retry-After` wants them, counted in ARM's
+/// time: the emulator's clock runs `latency_scale` times as fast as Azure's, so the wall time
+/// left is divided by the scale (a VM due in 0.9 s at scale 0.01 says 90). A client that scales
+/// its waits by the same factor, as dsinfra does against an emulator, then polls once, when the
+/// operation is due, instead of every second of ARM time. Rounded up: never an early poll.
+pub(crate) fn retry_after_seconds(
+    due: DateTime<Utc>,
+    now: DateTime<Utc>,
+    latency_scale: f64,
+) -> u64 {
+    let left = (due - now).to_std().unwrap_or_default();
+    if left.is_zero() || latency_scale <= 0.0 || !latency_scale.is_finite() {
+        return 0;
+    }
+    let seconds = (left.as_secs_f64() / latency_scale).ceil();
+    // Far beyond any operation's length; the cast only drops what cannot be a real wait.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = seconds.min(86_400.0) as u64;
+    whole
+}
+
+fn retry_after(ctx: &Ctx<'_>, op: &Operation) -> String {
+    retry_after_seconds(op.due, ctx.now, ctx.config.latency_scale).to_string()
 }
 
 fn status_url(ctx: &Ctx<'_>, op: &Operation) -> String {
@@ -94,7 +113,7 @@ fn result_url(ctx: &Ctx<'_>, op: &Operation) -> String {
 pub(crate) fn put_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
     vec![
         ("Azure-AsyncOperation".into(), status_url(ctx, op)),
-        ("Retry-After".into(), retry_after(op, ctx.now)),
+        ("Retry-After".into(), retry_after(ctx, op)),
     ]
 }
 
@@ -103,7 +122,7 @@ pub(crate) fn accepted_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, St
     vec![
         ("Azure-AsyncOperation".into(), status_url(ctx, op)),
         ("Location".into(), result_url(ctx, op)),
-        ("Retry-After".into(), retry_after(op, ctx.now)),
+        ("Retry-After".into(), retry_after(ctx, op)),
     ]
 }
 
@@ -117,7 +136,7 @@ pub(crate) fn storage_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, Str
                 ctx.endpoint, op.sub, op.id, ctx.api_version
             ),
         ),
-        ("Retry-After".into(), retry_after(op, ctx.now)),
+        ("Retry-After".into(), retry_after(ctx, op)),
     ]
 }
 
@@ -131,7 +150,7 @@ pub(crate) fn group_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, Strin
                 ctx.endpoint, op.sub, op.id, ctx.api_version
             ),
         ),
-        ("Retry-After".into(), retry_after(op, ctx.now)),
+        ("Retry-After".into(), retry_after(ctx, op)),
     ]
 }
 
@@ -253,8 +272,9 @@ fn find<'a>(cloud: &'a Cloud, sub: &str, id: &str) -> Result<&'a Operation, ArmE
         })
 }
 
-/// `GET .../locations/{loc}/operations/{id}`: always 200 with the status body.
-pub(crate) fn status(cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmError> {
+/// `GET .../locations/{loc}/operations/{id}`: always 200 with the status body, and while the
+/// operation runs a `Retry-After` with the time left, as the network and compute providers send.
+pub(crate) fn status(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmError> {
     let op = find(cloud, sub, id)?;
     let mut body = json!({
         "name": op.id,
@@ -269,7 +289,12 @@ pub(crate) fn status(cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmErr
     {
         body["error"] = failure.inner();
     }
-    Ok(Reply::json(200, body))
+    let reply = Reply::json(200, body);
+    Ok(if op.status == OpStatus::InProgress {
+        reply.header("Retry-After", retry_after(ctx, op))
+    } else {
+        reply
+    })
 }
 
 /// `GET .../operationResults/{id}` and the resource group operationresults URL: 202 while
@@ -295,7 +320,7 @@ pub(crate) fn result(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
             );
             Ok(Reply::empty(202)
                 .header("Location", location)
-                .header("Retry-After", retry_after(op, ctx.now)))
+                .header("Retry-After", retry_after(ctx, op)))
         }
         OpStatus::Succeeded => Ok(Reply::empty(200)),
         OpStatus::Failed => Err(op
@@ -325,5 +350,27 @@ pub(crate) fn storage_monitor(
             // Deleted since: the synchronous result of a finished creation is gone too.
             None => Ok(Reply::empty(204)),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_counts_the_time_left_in_arm_seconds() {
+        let now = Utc::now();
+        let due = |ms| now + chrono::Duration::milliseconds(ms);
+        // At scale 0.01 a VM due in 0.9 s of wall time has 90 s of ARM time left.
+        assert_eq!(retry_after_seconds(due(900), now, 0.01), 90);
+        // Rounded up, so a client that waits exactly this never polls early.
+        assert_eq!(retry_after_seconds(due(901), now, 0.01), 91);
+        assert_eq!(retry_after_seconds(due(1), now, 0.01), 1);
+        // At scale 1 it is the wall time left.
+        assert_eq!(retry_after_seconds(due(2_500), now, 1.0), 3);
+        // Due or past due, or instant operations: nothing to wait for.
+        assert_eq!(retry_after_seconds(now, now, 0.01), 0);
+        assert_eq!(retry_after_seconds(due(-50), now, 0.01), 0);
+        assert_eq!(retry_after_seconds(due(900), now, 0.0), 0);
     }
 }

@@ -25,7 +25,9 @@ pub(crate) fn dispatch(
             location,
             rest,
         } => match rest.as_slice() {
-            [kind, id] if kind.eq_ignore_ascii_case("operations") => ops::status(cloud, sub, id),
+            [kind, id] if kind.eq_ignore_ascii_case("operations") => {
+                ops::status(ctx, cloud, sub, id)
+            }
             [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
                 ops::result(ctx, cloud, sub, id)
             }

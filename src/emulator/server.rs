@@ -16,12 +16,12 @@ use serde_json::Value;
 
 use super::admin;
 use super::config::{EmulatorConfig, RecordedViolation, RequestInfo, ResponseInfo};
-use super::error::ArmError;
+use super::error::{ArmError, EmulatorError};
 use super::faults::FaultTable;
 use super::ops;
 use super::path::{self, Route};
 use super::providers;
-use super::store::Cloud;
+use super::store::{Cloud, Persist};
 use super::throttle::{Category, Throttle, Verdict};
 
 /// A clock that follows tokio's time (so tests may pause it) but reads as UTC, so operation
@@ -75,24 +75,58 @@ impl Shared {
         self.config.state_dir.as_ref()
     }
 
-    /// Saves the cloud if it has a directory; a failure is logged and reported to the caller.
+    /// Saves the cloud now, under its lock, if it has a directory; a failure is logged and
+    /// reported to the caller. For the rare changes outside ARM requests (test hooks); requests
+    /// use [`Shared::persist`], which does not hold the lock while writing.
     pub fn save(&self, cloud: &mut Cloud) -> Result<(), ArmError> {
         let Some(dir) = self.state_dir() else {
             return Ok(());
         };
-        cloud.save(dir).map_err(|err| {
-            tracing::error!(%err, "emulator could not save its state");
-            ArmError::new(
-                500,
-                "InternalServerError",
-                "The emulator could not save its state.",
-            )
+        cloud.save(dir).map_err(|err| save_failed(&err))
+    }
+
+    /// Returns once change `version` (numbered by [`Cloud::mark_changed`]) is on disk, writing
+    /// the cloud if no one else's write has covered it yet (group commit; see store.rs). Without
+    /// a directory there is nothing to write.
+    pub async fn persist(&self, persist: &Persist, version: u64) -> Result<(), ArmError> {
+        let Some(dir) = self.state_dir() else {
+            return Ok(());
+        };
+        let _turn = persist.turn.lock().await;
+        if persist.is_written(version) {
+            return Ok(());
+        }
+        blocking(|| {
+            let (bytes, newest) = lock(&self.cloud).file_bytes(dir)?;
+            persist.write(dir, newest, &bytes)
         })
+        .map_err(|err| save_failed(&err))
     }
 
     pub fn expire_tokens(&self) {
         let seen = lock(&self.tokens_seen).clone();
         lock(&self.tokens_expired).extend(seen);
+    }
+}
+
+fn save_failed(err: &EmulatorError) -> ArmError {
+    tracing::error!(%err, "emulator could not save its state");
+    ArmError::new(
+        500,
+        "InternalServerError",
+        "The emulator could not save its state.",
+    )
+}
+
+/// Runs file I/O without stalling the runtime's other tasks: in `block_in_place` on a
+/// multi-thread runtime, directly on a current-thread one (tests), which cannot hand its tasks
+/// to another thread.
+fn blocking<T>(io: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(io)
+        }
+        _ => io(),
     }
 }
 
@@ -529,20 +563,22 @@ async fn arm(
         fail_operation: decision.fail_operation.as_ref().map(|(_, e)| e.clone()),
         took_failure: false,
     };
-    let reply = {
+    let (reply, change) = {
         let mut cloud = lock(&shared.cloud);
         let advanced = ops::advance(&mut cloud, now);
         let reply = providers::dispatch(&mut cloud, &mut ctx, &route);
         let wrote = method_name != "GET" && method_name != "HEAD";
-        let saved = if advanced || wrote {
-            shared.save(&mut cloud)
-        } else {
-            Ok(())
-        };
-        match (reply, saved) {
-            (_, Err(err)) | (Err(err), _) => Reply::from(err),
-            (Ok(reply), Ok(())) => reply,
-        }
+        (reply, (advanced || wrote).then(|| cloud.mark_changed()))
+    };
+    // Answered only once the change is on disk, but written outside the lock: other requests go
+    // on meanwhile, and their changes join the next write.
+    let saved = match change {
+        Some((persist, version)) => shared.persist(&persist, version).await,
+        None => Ok(()),
+    };
+    let reply = match (reply, saved) {
+        (_, Err(err)) | (Err(err), _) => Reply::from(err),
+        (Ok(reply), Ok(())) => reply,
     };
     if ctx.took_failure
         && let Some((id, _)) = decision.fail_operation

@@ -72,8 +72,10 @@ impl Throttle {
     /// `time_scale` is the emulator's latency scale: its operations run that many times as fast
     /// as Azure's, so its buckets must refill that much faster too, or a test at 0.01 exhausts
     /// the read budget by polling alone where real ARM never would. The Retry-After it returns
-    /// is in real seconds (at least 1, as ARM's header is whole seconds). A scale of 0 (instant
-    /// operations) says nothing about elapsed time, so the buckets then run in real time.
+    /// counts ARM seconds, like every `Retry-After` the emulator sends (whole seconds, at least
+    /// 1): a client scaling its waits by the same factor waits the right wall time. A scale of 0
+    /// (instant operations) says nothing about elapsed time, so the buckets then run in real
+    /// time.
     pub fn take(
         &mut self,
         subscription: &str,
@@ -103,7 +105,7 @@ impl Throttle {
                 remaining: float_to_count(bucket.tokens),
             }
         } else {
-            let wait = (1.0 - bucket.tokens) / refill * scale;
+            let wait = (1.0 - bucket.tokens) / refill;
             Verdict::Throttled {
                 retry_after: u64::from(float_to_count(wait.ceil()).max(1)),
             }

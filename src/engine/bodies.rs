@@ -141,6 +141,23 @@ impl Request {
         value.expect("ARM bodies always serialise: their maps have string keys")
     }
 
+    /// The same request with `cloud_init` (a cloud-init document such as
+    /// [`crate::ssh::HostKeyPair::cloud_config`]) as the VM's `osProfile.customData`, base64 as
+    /// ARM wants it. Only a VM's *create* may carry it: ARM refuses a changed customData on an
+    /// existing VM, so [`request_for`] never sets it and updates go without. Only VMs take
+    /// customData; any other body is returned unchanged.
+    #[must_use]
+    pub fn with_custom_data(mut self, cloud_init: &crate::ssh::Secret) -> Self {
+        use base64::Engine as _;
+        if let Body::VirtualMachine(vm) = &mut self.body
+            && let Some(os) = vm.properties.as_mut().and_then(|p| p.os_profile.as_mut())
+        {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(cloud_init.expose());
+            os.custom_data = Some(crate::azure::secret::Secret::new(encoded));
+        }
+        self
+    }
+
     /// Send the PUT and wait until ARM has finished it (the client polls long-running
     /// operations). The response body is not needed: the state records what was asked for.
     pub async fn send(&self, client: &ArmClient) -> Result<(), ArmError> {
@@ -882,6 +899,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_a_create_carries_the_cloud_config_as_base64_custom_data() {
+        use base64::Engine as _;
+        let desired = example("dual-dsvm.hcl");
+        let update = request(&desired, "vm.gpu.vm");
+        // What request_for builds is what an update sends: never customData.
+        assert!(
+            update.to_json()["properties"]["osProfile"]
+                .get("customData")
+                .is_none()
+        );
+        let pair = crate::ssh::HostKeyPair::generate().expect("ed25519 generation works");
+        let cloud_init = pair.cloud_config();
+        let create = update.clone().with_custom_data(&cloud_init);
+        let body = create.to_json();
+        let encoded = body["properties"]["osProfile"]["customData"]
+            .as_str()
+            .expect("customData is set");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("customData is base64");
+        assert_eq!(
+            String::from_utf8(decoded).expect("UTF-8"),
+            cloud_init.expose()
+        );
+        // Nothing else changes, and the request's Debug output never shows the value.
+        let mut without = body.clone();
+        without["properties"]["osProfile"]
+            .as_object_mut()
+            .expect("an object")
+            .remove("customData");
+        assert_eq!(without, update.to_json());
+        let shown = format!("{create:?}");
+        assert!(!shown.contains(encoded), "{shown}");
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        // Only VMs take customData.
+        let nic = request(&desired, "vm.gpu.nic");
+        assert_eq!(nic.clone().with_custom_data(&cloud_init), nic);
+    }
+
     /// Every body built from both seed examples is valid for its PUT operation in the official
     /// spec, read-only properties excluded and unknown properties refused.
     #[test]
@@ -896,6 +953,9 @@ mod tests {
             }
         };
         let mut checked = 0;
+        let cloud_init = crate::ssh::HostKeyPair::generate()
+            .expect("ed25519 generation works")
+            .cloud_config();
         for name in ["dual-dsvm.hcl", "nd40-beeond.hcl"] {
             let desired = example(name);
             for resource in &desired.resources {
@@ -903,23 +963,30 @@ mod tests {
                 else {
                     continue;
                 };
-                let version = crate::azure::api_version::api_version_for_path(req.id.as_str());
-                let op = specs
-                    .operation("PUT", req.id.as_str(), version)
-                    .unwrap_or_else(|| panic!("no PUT operation in the specs for {}", req.id));
-                let body = req.to_json();
-                let violations = op.validate_request(Some(&body));
-                let strict = significant(&violations, true);
-                assert!(
-                    strict.is_empty(),
-                    "{} ({}) is invalid: {:?}\n{body:#}",
-                    resource.address,
-                    op.operation_id(),
-                    strict.iter().map(ToString::to_string).collect::<Vec<_>>()
-                );
-                checked += 1;
+                // A VM is checked as updated (no customData) and as created (with it).
+                let mut requests = vec![req.clone()];
+                if resource.kind == ResourceKind::VirtualMachine {
+                    requests.push(req.with_custom_data(&cloud_init));
+                }
+                for req in requests {
+                    let version = crate::azure::api_version::api_version_for_path(req.id.as_str());
+                    let op = specs
+                        .operation("PUT", req.id.as_str(), version)
+                        .unwrap_or_else(|| panic!("no PUT operation in the specs for {}", req.id));
+                    let body = req.to_json();
+                    let violations = op.validate_request(Some(&body));
+                    let strict = significant(&violations, true);
+                    assert!(
+                        strict.is_empty(),
+                        "{} ({}) is invalid: {:?}\n{body:#}",
+                        resource.address,
+                        op.operation_id(),
+                        strict.iter().map(ToString::to_string).collect::<Vec<_>>()
+                    );
+                    checked += 1;
+                }
             }
         }
-        assert!(checked >= 20, "checked only {checked} bodies");
+        assert!(checked >= 26, "checked only {checked} bodies");
     }
 }

@@ -37,16 +37,22 @@ use crate::state::{Backend, PowerState, ResourceState, ResourceStatus, State, St
 /// The state of a run and the backend it is saved to, shared by every task.
 ///
 /// Every change is made in memory and then saved before [`StateStore::update`] returns, so a
-/// change the engine has acted on is durable. Saves are *group commits*: the backend is
-/// synchronous and a local save costs several fsyncs, so while one save runs, the changes made
-/// meanwhile queue up and the next save writes all of them at once; a caller whose change was
-/// already written by someone else's save returns without saving again. With 64 VMs finishing
-/// together this turns 128 serial saves into a handful, and a save never interleaves with another.
+/// change the engine has acted on is durable. Saves are *group commits*: a local save costs
+/// several fsyncs, so while one save runs, the changes made meanwhile queue up and the next save
+/// writes all of them at once; a caller whose change was already written by someone else's save
+/// returns without saving again. With 64 NICs starting together this turns 64 serial intent
+/// saves into two, and a save never interleaves with another.
+///
+/// Nothing here blocks the runtime. Waiting for a save in progress is an async lock, so the
+/// waiting tasks give their thread to others (operations being polled, responses arriving);
+/// the save itself is synchronous file or blob I/O and runs in `block_in_place`, which moves the
+/// thread's other tasks elsewhere first. On 2 cores a blocking save plus one task blocked on the
+/// lock used to stop every tokio worker: 64 intent saves in a row then held up every operation.
 pub struct StateStore {
-    /// The state and how many changes were made to it.
+    /// The state and how many changes were made to it. Held only to change or copy it.
     state: Mutex<(State, u64)>,
     /// The backend and how many changes its last successful save contained.
-    backend: Mutex<(Box<dyn Backend + Send>, u64)>,
+    backend: tokio::sync::Mutex<(Box<dyn Backend + Send>, u64)>,
 }
 
 impl std::fmt::Debug for StateStore {
@@ -55,12 +61,25 @@ impl std::fmt::Debug for StateStore {
     }
 }
 
-/// A panic while holding a lock happens before or after a save, never inside the backend's
-/// atomic rename, so the data behind a poisoned lock is still consistent.
+/// A panic while holding the state lock happens before or after a change or a copy, never
+/// halfway through the backend's atomic rename, so the data behind a poisoned lock is still
+/// consistent.
 fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs blocking I/O without stalling the runtime: in `block_in_place` on a multi-thread
+/// runtime; directly elsewhere (a current-thread runtime, which tests use, cannot hand its
+/// tasks to another thread, and outside a runtime there is nothing to stall).
+fn blocking<T>(io: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(io)
+        }
+        _ => io(),
+    }
 }
 
 impl StateStore {
@@ -68,19 +87,21 @@ impl StateStore {
     pub fn new(backend: Box<dyn Backend + Send>, state: State) -> Self {
         Self {
             state: Mutex::new((state, 0)),
-            backend: Mutex::new((backend, 0)),
+            backend: tokio::sync::Mutex::new((backend, 0)),
         }
     }
 
     /// Change the state and return once the change is saved.
-    pub fn update(&self, change: impl FnOnce(&mut State)) -> Result<(), StateError> {
+    pub async fn update(&self, change: impl FnOnce(&mut State)) -> Result<(), StateError> {
         let mine = {
             let mut guard = relock(&self.state);
             change(&mut guard.0);
             guard.1 += 1;
             guard.1
         };
-        let mut backend = relock(&self.backend);
+        // Fair (first come, first served): every change made while a save runs is in the copy
+        // the next save takes, so the queue behind it mostly finds its change already saved.
+        let mut backend = self.backend.lock().await;
         if backend.1 >= mine {
             return Ok(());
         }
@@ -88,7 +109,8 @@ impl StateStore {
             let guard = relock(&self.state);
             (guard.0.clone(), guard.1)
         };
-        backend.0.save(&mut copy)?;
+        let saver = &mut backend.0;
+        blocking(|| saver.save(&mut copy))?;
         backend.1 = version;
         // The backend bumped the serial of what it saved; the live state follows it.
         let mut guard = relock(&self.state);
@@ -102,19 +124,28 @@ impl StateStore {
         relock(&self.state).0.clone()
     }
 
+    /// A copy of one resource's record now. Cheaper than [`StateStore::snapshot`], which every
+    /// starting node used to take: 137 copies of a 137-resource state for a 64-node cluster,
+    /// each holding the lock that every save needs.
+    pub fn resource(&self, address: &Address) -> Option<ResourceState> {
+        relock(&self.state).0.resource(address).cloned()
+    }
+
+    /// The state's lineage (what SAS signatures are bound to).
+    pub fn lineage(&self) -> String {
+        relock(&self.state).0.lineage.clone()
+    }
+
     /// Wait until no save is in progress and keep others out until the guard drops: the second
-    /// Ctrl-C exits while holding this, so it never cuts a save in half.
-    pub fn hold(&self) -> MutexGuard<'_, (Box<dyn Backend + Send>, u64)> {
-        relock(&self.backend)
+    /// Ctrl-C exits while holding this, so it never cuts a save in half. It blocks the calling
+    /// thread (the exit path is synchronous); the save it waits for runs on another thread.
+    pub fn hold(&self) -> tokio::sync::MutexGuard<'_, (Box<dyn Backend + Send>, u64)> {
+        futures::executor::block_on(self.backend.lock())
     }
 
     /// The backend and the final state.
     pub fn into_parts(self) -> (Box<dyn Backend + Send>, State) {
-        let backend = self
-            .backend
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .0;
+        let backend = self.backend.into_inner().0;
         let state = self
             .state
             .into_inner()
@@ -511,6 +542,7 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
         .update(|state| {
             state.remove(address);
         })
+        .await
         .map_err(|e| save_error(address, operation, &e))
 }
 
@@ -531,7 +563,10 @@ async fn apply(
     let request = request_for(resource, &shared.desired, &shared.subscription)
         .map_err(|e| local_error(address, operation, e.to_string()))?;
     let id = resource.arm_id(&shared.subscription);
-    let previous = shared.store.snapshot().resource(address).cloned();
+    let previous = shared.store.resource(address);
+    // A VM's create pins a new host key and sends it in customData (see host_key.rs).
+    let (request, host_key) =
+        host_key::attach(shared, resource, operation, &id, previous.as_ref(), request).await?;
     // An update keeps the power state it found (updating a parked VM does not start it).
     let power_state = (resource.kind == ResourceKind::VirtualMachine).then(|| {
         previous
@@ -552,7 +587,7 @@ async fn apply(
         power_state,
         secrets,
         // What dsinfra learned about the node (its pinned key, boots, steps) outlives updates.
-        host_key: previous.as_ref().and_then(|p| p.host_key.clone()),
+        host_key: host_key.clone(),
         boots: previous.as_ref().map_or(0, |p| p.boots),
         steps: previous
             .as_ref()
@@ -566,6 +601,7 @@ async fn apply(
             shared
                 .store
                 .update(|state| state.upsert(record(ResourceStatus::Creating, BTreeMap::new())))
+                .await
                 .map_err(|e| save_error(address, operation, &e))?;
         }
         call(shared, &request.id, address, operation, || {
@@ -588,6 +624,7 @@ async fn apply(
         shared
             .store
             .update(|state| state.upsert(record(ResourceStatus::Created, secrets)))
+            .await
             .map_err(|e| save_error(address, operation, &e))
     } else {
         // A SAS is signed locally from the account key (its dependency, so created by now) at
@@ -600,7 +637,7 @@ async fn apply(
         )
         .await
         .map_err(|e| local_error(address, operation, e.to_string()))?;
-        let lineage = shared.store.snapshot().lineage;
+        let lineage = shared.store.lineage();
         let (_token, identity) = super::sas::sign(resource, &key, &lineage, shared.planned_at)
             .map_err(|e| local_error(address, operation, e.to_string()))?;
         shared
@@ -611,9 +648,12 @@ async fn apply(
                     BTreeMap::from([("token".to_owned(), identity)]),
                 ));
             })
+            .await
             .map_err(|e| save_error(address, operation, &e))
     }
 }
+
+mod host_key;
 
 #[cfg(test)]
 mod tests;

@@ -11,11 +11,16 @@
 //! - [`preflight`]: quota and SKU checks before spending, and the `sizes = [...]` fallback.
 //! - [`sas`]: sign a `sas` resource from the account key `listKeys` returns.
 //! - [`power`]: park and unpark (deallocate/start in parallel), cost per hour by power state.
+//! - [`outputs`]: after apply, the non-sensitive outputs with ARM-only values filled in.
+//! - [`post_boot`]: post-boot steps in apply and unpark: contexts, runs, state records.
+//! - [`reach`]: how each VM is reached over SSH (direct, through the head, emulator endpoints).
 //!
 //! See docs/engine.md for the design.
 
+pub mod post_boot;
 pub mod power;
 pub mod preflight;
+pub mod reach;
 pub mod refresh;
 pub mod walk;
 
@@ -24,4 +29,5 @@ pub mod bodies;
 pub mod events;
 pub mod execute;
 pub mod limiter;
+pub mod outputs;
 pub mod sas;

@@ -45,6 +45,14 @@ impl PowerChange {
         }
     }
 
+    /// The command's name (`park`, `unpark`), e.g. for the steps' log directory.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Park => "park",
+            Self::Unpark => "unpark",
+        }
+    }
+
     /// What it is doing, for progress lines (`deallocating`).
     pub fn doing(self) -> &'static str {
         match self {
@@ -188,6 +196,11 @@ pub async fn set_power(
             Ok(()) => {
                 if let Some(r) = state.resource_mut(address) {
                     r.power_state = Some(change.target());
+                    // A started VM boots afresh: its temp disk (mounts, caches, scratch) is
+                    // new, so its per-boot steps run again (see engine::post_boot::records).
+                    if change == PowerChange::Unpark {
+                        r.boots += 1;
+                    }
                 }
                 backend.save(state)?;
                 on_event(PowerEvent::Done(address, elapsed));

@@ -61,6 +61,8 @@ pub async fn account_key(
 }
 
 /// Signs `sas` at `now` (the plan's time) with `key`; the fingerprint is keyed by `lineage`.
+/// The identity records `now` as `signed_at`, so the token can be signed again later whatever
+/// kind of expiry the manifest gives.
 ///
 /// # Errors
 ///
@@ -71,13 +73,21 @@ pub fn sign(
     lineage: &str,
     now: DateTime<Utc>,
 ) -> Result<(SasToken, SecretIdentity), SasError> {
-    sign_for_state(&sas.attrs, key, lineage.as_bytes(), now).map_err(|e| SasError(e.to_string()))
+    let (token, mut identity) = sign_for_state(&sas.attrs, key, lineage.as_bytes(), now)
+        .map_err(|e| SasError(e.to_string()))?;
+    // `sign_for_state` records it too; setting it here keeps the guarantee this module's
+    // re-signing relies on in one place.
+    identity.signed_at = Some(now);
+    Ok((token, identity))
 }
 
-/// The time apply signed `sas` at, recovered from the identity it stored: the expiry minus the
-/// resource's `expires_in`. `None` when the manifest set an absolute `expiry` (the signing time
-/// then is not recorded) or the identity has no expiry.
+/// The time apply signed `sas` at: the identity's `signed_at`, or, for states written before it
+/// was recorded, the expiry minus the resource's `expires_in`. `None` for such an old state when
+/// the manifest sets an absolute `expiry` (nothing then tells the signing time).
 pub fn signed_at(sas: &Resource, identity: &SecretIdentity) -> Option<DateTime<Utc>> {
+    if let Some(at) = identity.signed_at {
+        return Some(at);
+    }
     let relative = sas.attrs.get("expires_in").and_then(Value::as_str)?;
     let duration = crate::model::duration::parse(relative).ok()?;
     Some(identity.expiry? - TimeDelta::from_std(duration).ok()?)
@@ -98,7 +108,8 @@ pub fn resign(
 ) -> Result<SasToken, SasError> {
     let now = signed_at(sas, identity).ok_or_else(|| {
         SasError(format!(
-            "the signing time of {} is not recoverable (it sets an absolute `expiry`)",
+            "the signing time of {} is not recorded (its state predates that, and it sets an \
+             absolute `expiry`): run `dsinfra apply` to re-sign it",
             sas.address
         ))
     })?;
@@ -178,14 +189,49 @@ mod tests {
     }
 
     #[test]
-    fn an_absolute_expiry_has_no_recoverable_signing_time() {
+    fn an_absolute_expiry_is_resigned_from_the_recorded_signing_time() {
         let sas = sas(("expiry", "2026-03-05T00:00:00Z"));
-        let (_, identity) = sign(&sas, &key(DEV_KEY), "lineage-1", planned()).expect("signs");
+        let (token, identity) = sign(&sas, &key(DEV_KEY), "lineage-1", planned()).expect("signs");
+        assert_eq!(identity.signed_at, Some(planned()));
+        assert_eq!(signed_at(&sas, &identity), Some(planned()));
+        let again = resign(&sas, &key(DEV_KEY), "lineage-1", &identity).expect("re-signs");
+        assert_eq!(again.expose_query(), token.expose_query());
+    }
+
+    #[test]
+    fn a_state_without_signed_at_still_resigns_a_relative_expiry() {
+        let sas = sas(("expires_in", "72h"));
+        let (token, mut identity) =
+            sign(&sas, &key(DEV_KEY), "lineage-1", planned()).expect("signs");
+        identity.signed_at = None;
+        assert_eq!(signed_at(&sas, &identity), Some(planned()));
+        let again = resign(&sas, &key(DEV_KEY), "lineage-1", &identity).expect("re-signs");
+        assert_eq!(again.expose_query(), token.expose_query());
+    }
+
+    #[test]
+    fn an_old_state_with_an_absolute_expiry_cannot_be_resigned() {
+        let sas = sas(("expiry", "2026-03-05T00:00:00Z"));
+        let (_, mut identity) = sign(&sas, &key(DEV_KEY), "lineage-1", planned()).expect("signs");
+        identity.signed_at = None;
         assert_eq!(signed_at(&sas, &identity), None);
         let err = resign(&sas, &key(DEV_KEY), "lineage-1", &identity).expect_err("refused");
         assert_eq!(
             err.to_string(),
-            "the signing time of sas.read is not recoverable (it sets an absolute `expiry`)"
+            "the signing time of sas.read is not recorded (its state predates that, and it sets \
+             an absolute `expiry`): run `dsinfra apply` to re-sign it"
         );
+    }
+
+    #[test]
+    fn signed_at_is_optional_in_the_state_document() {
+        let old = r#"{"kind":"sas","scope":"container expdata01/raw","permissions":"rl",
+            "expiry":"2026-03-04T10:00:00Z","fingerprint":"hmac-sha256:00"}"#;
+        let identity: SecretIdentity = serde_json::from_str(old).expect("an old identity reads");
+        assert_eq!(identity.signed_at, None);
+        let sas = sas(("expiry", "2026-03-05T00:00:00Z"));
+        let (_, fresh) = sign(&sas, &key(DEV_KEY), "lineage-1", planned()).expect("signs");
+        let json = serde_json::to_value(&fresh).expect("serialises");
+        assert_eq!(json["signed_at"], "2026-03-01T10:00:00Z");
     }
 }

@@ -461,6 +461,12 @@ pub(super) static KINDS: &[Kind] = &[
                 Def::Unset,
                 "environment variables for the script",
             ),
+            p(
+                "check",
+                Ty::Text,
+                Def::Unset,
+                "an \"already done?\" command: when it exits 0 the script is skipped",
+            ),
         ],
     },
 ];

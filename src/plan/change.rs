@@ -66,6 +66,12 @@ pub enum Reason {
         /// The replaced resource.
         dependency: Address,
     },
+    /// It lives inside a resource that is replaced (a container in its storage account) and is
+    /// deleted with it, so it is created again in the new one.
+    ParentReplaced {
+        /// The replaced resource it lives in.
+        parent: Address,
+    },
     /// It is in the state but no longer in the manifest.
     Removed,
     /// A previous apply recorded the intent to create it and was interrupted: it may exist.
@@ -113,6 +119,12 @@ impl fmt::Display for Reason {
                 attribute,
                 dependency,
             } => write!(f, "`{attribute}` refers to {dependency}, which is replaced"),
+            Self::ParentReplaced { parent } => {
+                write!(
+                    f,
+                    "it lives in {parent}, which is replaced, and goes with it"
+                )
+            }
             Self::Removed => f.write_str("removed from the manifest"),
             Self::Interrupted => f.write_str(
                 "a previous apply was interrupted while creating it: it is adopted if it exists",

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::change::{Action, Change, Reason};
 use super::cost::CostSummary;
 use super::saved::PLAN_FORMAT_VERSION;
-use super::steps::planned_steps;
+use super::steps::{StepInputs, planned_steps, unmatched_reruns};
 use super::{Binding, Mode, Plan, PlanOptions};
 use crate::addr::Address;
 use crate::diag::{Diagnostic, did_you_mean};
@@ -86,9 +86,21 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
     let mut cost = cost_of(state, &changes);
     cost.location.clone_from(&desired.azure.location);
     let steps = match opts.mode {
-        Mode::Normal => planned_steps(desired, |block| {
-            opts.targets.is_empty() || changes.iter().any(|c| c.address.block_address() == *block)
-        }),
+        Mode::Normal => {
+            let unmatched = unmatched_reruns(desired, &opts.rerun_steps);
+            if !unmatched.is_empty() {
+                return Err(unmatched);
+            }
+            let inputs = StepInputs {
+                state,
+                changes: &changes,
+                rerun_steps: &opts.rerun_steps,
+            };
+            planned_steps(desired, &inputs, |block| {
+                opts.targets.is_empty()
+                    || changes.iter().any(|c| c.address.block_address() == *block)
+            })
+        }
         Mode::Destroy { .. } => Vec::new(),
     };
     Ok(Plan {
@@ -338,8 +350,23 @@ fn referenced_addresses(value: &Value, out: &mut Vec<Address>) {
     }
 }
 
+/// The resource `r` lives inside (a container's or share's storage account): the dependency
+/// named `r.parent` whose ARM type contains `r`'s. Such a child is deleted with its parent.
+fn parent_of<'a>(desired: &Desired, r: &'a Resource) -> Option<&'a Address> {
+    let name = r.parent.as_deref()?;
+    r.depends_on.iter().find(|dep| {
+        desired.resource(dep).is_some_and(|p| {
+            p.name == name
+                && r.kind
+                    .arm_type()
+                    .starts_with(&format!("{}/", p.kind.arm_type()))
+        })
+    })
+}
+
 /// A resource whose force-new attribute refers to a replaced resource is replaced too (a VM cannot
-/// keep a NIC that is deleted). Repeats until nothing more changes, so chains cascade.
+/// keep a NIC that is deleted), and so is a child of a replaced resource (a container dies with
+/// its storage account). Repeats until nothing more changes, so chains cascade.
 fn cascade_replacements(desired: &Desired, changes: &mut BTreeMap<Address, Change>) {
     loop {
         let mut cascaded = Vec::new();
@@ -350,19 +377,34 @@ fn cascade_replacements(desired: &Desired, changes: &mut BTreeMap<Address, Chang
             if !matches!(change.action, Action::NoOp | Action::Update) {
                 continue;
             }
+            let replaced = |address: &Address| {
+                changes
+                    .get(address)
+                    .is_some_and(|c| matches!(c.action, Action::Replace { .. }))
+            };
+            if let Some(parent) = parent_of(desired, r).filter(|p| replaced(p)) {
+                cascaded.push((
+                    r.address.clone(),
+                    Reason::ParentReplaced {
+                        parent: parent.clone(),
+                    },
+                ));
+                continue;
+            }
             for attribute in r.kind.force_new() {
                 let Some(value) = r.attrs.get(*attribute) else {
                     continue;
                 };
                 let mut refs = Vec::new();
                 referenced_addresses(value, &mut refs);
-                let replaced = refs.into_iter().find(|dep| {
-                    changes
-                        .get(dep)
-                        .is_some_and(|c| matches!(c.action, Action::Replace { .. }))
-                });
-                if let Some(dependency) = replaced {
-                    cascaded.push((r.address.clone(), (*attribute).to_owned(), dependency));
+                if let Some(dependency) = refs.into_iter().find(|dep| replaced(dep)) {
+                    cascaded.push((
+                        r.address.clone(),
+                        Reason::DependencyReplaced {
+                            attribute: (*attribute).to_owned(),
+                            dependency,
+                        },
+                    ));
                     break;
                 }
             }
@@ -370,18 +412,19 @@ fn cascade_replacements(desired: &Desired, changes: &mut BTreeMap<Address, Chang
         if cascaded.is_empty() {
             return;
         }
-        for (address, attribute, dependency) in cascaded {
+        for (address, reason) in cascaded {
             if let Some(change) = changes.get_mut(&address) {
-                change.action = Action::Replace {
-                    forced_by: vec![attribute.clone()],
+                // The referring attribute forces the replacement; a child is not forced by any
+                // attribute of its own.
+                let forced_by = match &reason {
+                    Reason::DependencyReplaced { attribute, .. } => vec![attribute.clone()],
+                    _ => Vec::new(),
                 };
+                change.action = Action::Replace { forced_by };
                 change
                     .reasons
                     .retain(|r| !matches!(r, Reason::Changed { .. }));
-                change.reasons.push(Reason::DependencyReplaced {
-                    attribute,
-                    dependency,
-                });
+                change.reasons.push(reason);
             }
         }
     }
@@ -446,8 +489,10 @@ fn restrict_to_targets(
             .values()
             .filter(|c| !included.contains(&c.address))
             .filter(|c| {
-                c.reasons.iter().any(|r| {
-                    matches!(r, Reason::DependencyReplaced { dependency, .. } if included.contains(dependency))
+                c.reasons.iter().any(|r| match r {
+                    Reason::DependencyReplaced { dependency, .. } => included.contains(dependency),
+                    Reason::ParentReplaced { parent } => included.contains(parent),
+                    _ => false,
                 })
             })
             .map(|c| c.address.clone())
@@ -557,4 +602,74 @@ fn cost_of(state: &State, changes: &[Change]) -> CostSummary {
                 .map(|s| (&s.address, s.kind, Some(&s.attrs), Some(&s.attrs))),
         );
     CostSummary::from_rows(rows)
+}
+
+#[cfg(test)]
+mod cascade_tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::Counts;
+    use crate::plan::fixtures::{addr, dual, normal, set};
+
+    fn account_sku_changed() -> (Desired, State) {
+        let state = State::from_applied(&dual(), "sub");
+        let mut desired = dual();
+        set(
+            &mut desired,
+            "storage_account.data.account",
+            "sku",
+            json!("Standard_GRS"),
+        );
+        (desired, state)
+    }
+
+    #[test]
+    fn a_replaced_storage_account_replaces_its_containers() {
+        let (desired, state) = account_sku_changed();
+        let planned = plan(&desired, &state, &normal()).expect("plans");
+        let account = planned
+            .change(&addr("storage_account.data.account"))
+            .expect("planned");
+        assert_eq!(account.forced_by(), ["sku"]);
+        let container = planned
+            .change(&addr("storage_account.data.container.raw"))
+            .expect("planned");
+        assert_eq!(container.action, Action::Replace { forced_by: vec![] });
+        assert_eq!(
+            container.reasons,
+            [Reason::ParentReplaced {
+                parent: addr("storage_account.data.account")
+            }]
+        );
+        assert_eq!(
+            container.reasons[0].to_string(),
+            "it lives in storage_account.data.account, which is replaced, and goes with it"
+        );
+        // Nothing else lives in the account: the VM side is untouched.
+        assert_eq!(
+            planned.counts(),
+            Counts {
+                replace: 2,
+                ..Counts::default()
+            }
+        );
+    }
+
+    #[test]
+    fn targeting_a_replaced_account_keeps_its_containers_in_the_plan() {
+        let (desired, state) = account_sku_changed();
+        let opts = PlanOptions {
+            targets: vec![addr("storage_account.data.account")],
+            ..normal()
+        };
+        let planned = plan(&desired, &state, &opts).expect("plans");
+        assert!(
+            planned
+                .change(&addr("storage_account.data.container.raw"))
+                .is_some_and(|c| matches!(c.action, Action::Replace { .. })),
+            "{:?}",
+            planned.changes
+        );
+    }
 }

@@ -158,5 +158,6 @@ pub(crate) fn normal() -> PlanOptions {
         mode: Mode::Normal,
         targets: Vec::new(),
         now: now(),
+        rerun_steps: std::collections::BTreeSet::new(),
     }
 }

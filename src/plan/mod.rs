@@ -21,7 +21,9 @@ pub use change::{Action, Change, Counts, Reason};
 pub use cost::{CostSummary, CostTotals, Rate, ResourceCost, rate_of};
 pub use diff::{SAS_RENEW_MARGIN_MINUTES, plan};
 pub use saved::{PLAN_FORMAT_VERSION, PlanFileError, StalePlan, check_binding};
-pub use steps::PlannedStep;
+pub use steps::{NodeReason, PlannedStep, StepReason, nodes_text, rerun_selects};
+
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -50,6 +52,9 @@ pub struct PlanOptions {
     pub targets: Vec<Address>,
     /// The current time, for SAS expiry (the planner reads no clock).
     pub now: DateTime<Utc>,
+    /// `--rerun-step` entries: steps to show (and run) as forced; see [`rerun_selects`] for what
+    /// an entry names. An entry naming no step of the manifest is an error.
+    pub rerun_steps: BTreeSet<String>,
 }
 
 /// What a saved plan was made against; see [`check_binding`].
@@ -83,7 +88,8 @@ pub struct Plan {
     /// One change per resource considered, deletions first (dependents before what they depend
     /// on), then everything else in dependency order.
     pub changes: Vec<Change>,
-    /// Post-boot steps the manifest declares (issue 6 decides which of them run).
+    /// Post-boot steps the manifest declares, with the nodes each would run on in the next apply
+    /// and why (a prediction: the nodes' own markers decide at apply time).
     pub steps: Vec<PlannedStep>,
     /// What the experiment costs before and after.
     pub cost: CostSummary,
@@ -106,9 +112,17 @@ pub struct PlanSource {
 }
 
 impl Plan {
-    /// Whether applying the plan would change anything (`--detailed-exitcode` exits 2 if so).
+    /// Whether applying the plan would change any resource (`--detailed-exitcode` exits 2 if
+    /// so). Post-boot steps do not count, as in Terraform, where provisioners are no changes: a
+    /// step with `run = "always"` would otherwise make every plan look dirty. See
+    /// [`Self::has_step_runs`].
     pub fn has_changes(&self) -> bool {
         self.changes.iter().any(|c| c.action != Action::NoOp)
+    }
+
+    /// Whether the plan predicts that some post-boot step runs on some node.
+    pub fn has_step_runs(&self) -> bool {
+        self.steps.iter().any(PlannedStep::runs)
     }
 
     /// How many resources each action touches.

@@ -355,6 +355,7 @@ fn destroy_targets_take_their_dependents_along() {
         mode: Mode::Destroy { keep_data: false },
         targets: vec![addr("vm.gpu.nic")],
         now: now(),
+        rerun_steps: std::collections::BTreeSet::new(),
     };
     let plan = plan(&dual(), &applied(), &opts).expect("plans");
     assert_eq!(addresses(&plan, |_| true), ["vm.gpu.vm", "vm.gpu.nic"]);
@@ -382,6 +383,7 @@ fn a_sas_is_signed_again_before_it_expires() {
                 scope: "container expdata01/raw".to_owned(),
                 permissions: "rl".to_owned(),
                 expiry: Some(expiry),
+                signed_at: None,
                 fingerprint: SecretIdentity::fingerprint(b"l", b"s"),
             },
         );

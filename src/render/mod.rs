@@ -19,6 +19,7 @@ mod plan_json;
 mod plan_text;
 pub mod progress;
 pub mod status;
+pub mod steps;
 mod value;
 
 pub use diagnostics::diagnostics;

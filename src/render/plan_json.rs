@@ -1,6 +1,9 @@
 //! The plan as JSON shaped like `terraform show -json`, so tools that read Terraform plans
 //! (`jq '.resource_changes[] | select(.change.actions != ["no-op"])'`) work unchanged. dsinfra adds
-//! `reasons` to each change and top-level `steps`, `cost` and `notes`.
+//! `reasons` to each change and top-level `steps`, `cost` and `notes`. Each step carries `runs`
+//! (whether the next apply is predicted to run it on some node) and `reasons`, one
+//! `{"node", "reason"}` per node with `reason` one of `new_node`, `new`, `changed`, `rebooted`,
+//! `always`, `forced`, `up_to_date`.
 
 use serde_json::{Value, json};
 
@@ -41,6 +44,12 @@ pub fn plan_json(plan: &Plan) -> Value {
                 "scope": s.scope,
                 "run": s.run,
                 "nodes": s.nodes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "runs": s.runs(),
+                "reasons": s
+                    .reasons
+                    .iter()
+                    .map(|r| json!({"node": r.node.to_string(), "reason": r.reason}))
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();

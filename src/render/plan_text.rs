@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::paint::{bold, dim, green, paint, red, yellow};
 use super::value::{inline, key};
 use crate::model::{Attrs, RunPolicy, StepScope};
-use crate::plan::{Action, Change, CostSummary, Mode, Plan, Rate};
+use crate::plan::{Action, Change, CostSummary, Mode, Plan, Rate, nodes_text};
 use crate::state::PowerState;
 
 /// Render a plan for the terminal; `colour` adds ANSI styles.
@@ -63,7 +63,15 @@ fn summary(plan: &Plan, colour: bool) -> String {
             Mode::Normal => "No changes. Your infrastructure matches the manifest.",
             Mode::Destroy { .. } => "No changes. There is nothing to destroy.",
         };
-        return paint(colour, &bold(), text);
+        let mut line = paint(colour, &bold(), text);
+        // Steps are no changes (as Terraform's provisioners), but "No changes" alone would hide
+        // that apply still has work to do on the nodes.
+        let running = plan.steps.iter().filter(|s| s.runs()).count();
+        if running > 0 {
+            let noun = if running == 1 { "step" } else { "steps" };
+            let _ = write!(line, " Apply would still run {running} post-boot {noun}.");
+        }
+        return line;
     }
     let c = plan.counts();
     format!(
@@ -368,49 +376,105 @@ fn changed(name: &str, before: &Value, after: &Value, colour: bool) -> Line {
     )
 }
 
-fn run_text(run: RunPolicy) -> &'static str {
-    match run {
-        RunPolicy::Once => "once (again only when it changes)",
-        RunPolicy::PerBoot => "on every boot",
-        RunPolicy::Always => "on every apply",
+fn run_text(run: RunPolicy, scope: StepScope) -> &'static str {
+    match (run, scope) {
+        (RunPolicy::Once, StepScope::All) => "once",
+        (RunPolicy::PerBoot, StepScope::All) => "per boot",
+        (RunPolicy::Always, StepScope::All) => "always",
+        (RunPolicy::Once, StepScope::Head) => "once, head",
+        (RunPolicy::PerBoot, StepScope::Head) => "per boot, head",
+        (RunPolicy::Always, StepScope::Head) => "always, head",
     }
 }
 
+/// The steps section: one line per step with its sign (`+` runs on some node, `=` nothing to
+/// do), name, run policy and its nodes grouped by reason, one group per line, so a 64-node
+/// cluster still takes one line per step and reason.
 fn render_steps(out: &mut String, plan: &Plan, colour: bool) {
     if plan.steps.is_empty() {
         return;
     }
+    let running = plan.steps.iter().filter(|s| s.runs()).count();
     let _ = writeln!(
         out,
         "{}",
         paint(
             colour,
             &bold(),
-            "Post-boot steps (after the resources exist, in this order per block):"
+            &format!(
+                "Post-boot steps: {running} of {} will run, in this order per block (+ runs, = up to date):",
+                plan.steps.len()
+            )
         )
     );
+    let names: Vec<String> = plan
+        .steps
+        .iter()
+        .map(|step| {
+            if step.name == step.kind {
+                step.name.clone()
+            } else {
+                format!("{} ({})", step.name, step.kind)
+            }
+        })
+        .collect();
+    let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let run_width = plan
+        .steps
+        .iter()
+        .map(|s| run_text(s.run, s.scope).len())
+        .max()
+        .unwrap_or(0);
     let mut block = None;
-    for step in &plan.steps {
+    for (step, name) in plan.steps.iter().zip(&names) {
         if block != Some(&step.block) {
             let _ = writeln!(out, "  {}", step.block);
             block = Some(&step.block);
         }
-        let scope = match step.scope {
-            StepScope::All => "",
-            StepScope::Head => " (head node only)",
-        };
-        let name = if step.name == step.kind {
-            step.name.clone()
-        } else {
-            format!("{} ({})", step.name, step.kind)
-        };
-        let _ = writeln!(
-            out,
-            "    {name} will run on {}{scope}, {}",
-            step.nodes_text(),
-            run_text(step.run)
+        let groups = step.by_reason();
+        let lead = format!(
+            "{name:name_width$}  {:run_width$}  ",
+            run_text(step.run, step.scope)
         );
+        if groups.is_empty() {
+            // A plan saved before reasons existed: where, but not whether.
+            let _ = writeln!(out, "      {lead}{}", step.nodes_text());
+            continue;
+        }
+        let (sign, sign_style) = if step.runs() {
+            ("+", green())
+        } else {
+            ("=", dim())
+        };
+        for (i, (reason, nodes)) in groups.iter().enumerate() {
+            let text = format!("{}: {reason}", nodes_text(&step.block, nodes));
+            let body = if i == 0 {
+                format!("{lead}{text}")
+            } else {
+                format!("{:width$}{text}", "", width = lead.chars().count())
+            };
+            let body = if reason.runs() {
+                body
+            } else {
+                paint(colour, &dim(), &body)
+            };
+            let sign = if i == 0 {
+                paint(colour, &sign_style, sign)
+            } else {
+                " ".to_owned()
+            };
+            let _ = writeln!(out, "    {sign} {body}");
+        }
     }
+    let _ = writeln!(
+        out,
+        "  {}",
+        paint(
+            colour,
+            &dim(),
+            "# predicted from state; at apply each node's own markers decide (a reboot outside dsinfra is seen only then)"
+        )
+    );
     out.push('\n');
 }
 

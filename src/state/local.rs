@@ -125,40 +125,23 @@ impl LocalBackend {
         self.dir.join(BACKUP_FILE)
     }
 
-    /// Write `text` to `path` atomically: temporary file, fsync, rename.
-    fn replace_file(&self, path: &Path, text: &[u8]) -> Result<(), StateError> {
-        let mut tmp_name = path.file_name().unwrap_or_default().to_owned();
-        tmp_name.push(".tmp");
-        let tmp = self.dir.join(tmp_name);
-        let write = || -> io::Result<()> {
-            let mut file = File::create(&tmp)?;
-            file.write_all(text)?;
-            file.sync_all()
-        };
-        write().map_err(|source| StateError::Io {
-            action: "write",
-            path: tmp.clone(),
-            source,
-        })?;
-        fs::rename(&tmp, path).map_err(|source| StateError::Io {
-            action: "replace",
-            path: path.to_owned(),
-            source,
-        })
+    /// Write `text` to `path` atomically: temporary file, fsync, rename (`crate::atomic_file`).
+    fn replace_file(path: &Path, text: &[u8]) -> Result<(), StateError> {
+        crate::atomic_file::replace(path, text).map_err(io_error)
     }
 
-    /// Make the renames durable. Directories cannot be opened for fsync on Windows, where
-    /// `MoveFileEx` is already write-through for this purpose.
+    /// Make the renames durable (once, after both the backup and the state were replaced).
     fn sync_dir(&self) -> Result<(), StateError> {
-        #[cfg(unix)]
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| StateError::Io {
-                action: "sync directory",
-                path: self.dir.clone(),
-                source,
-            })?;
-        Ok(())
+        crate::atomic_file::sync_dir(&self.dir).map_err(io_error)
+    }
+}
+
+/// An atomic write's failure, in the state layer's error type.
+fn io_error(e: crate::atomic_file::Error) -> StateError {
+    StateError::Io {
+        action: e.action,
+        path: e.path,
+        source: e.source,
     }
 }
 
@@ -209,7 +192,7 @@ impl Backend for LocalBackend {
         let result = (|| {
             let text = state.to_json();
             match fs::read(&path) {
-                Ok(old) => self.replace_file(&self.backup_path(), &old)?,
+                Ok(old) => Self::replace_file(&self.backup_path(), &old)?,
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => {
                     return Err(StateError::Io {
@@ -219,7 +202,7 @@ impl Backend for LocalBackend {
                     });
                 }
             }
-            self.replace_file(&path, text.as_bytes())?;
+            Self::replace_file(&path, text.as_bytes())?;
             self.sync_dir()
         })();
         match result {

@@ -188,6 +188,7 @@ impl State {
                         scope: text("scope"),
                         permissions: text("permissions"),
                         expiry: None,
+                        signed_at: None,
                         fingerprint: SecretIdentity::fingerprint(
                             state.lineage.as_bytes(),
                             r.address.to_string().as_bytes(),

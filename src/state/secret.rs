@@ -38,6 +38,12 @@ pub struct SecretIdentity {
     /// When it stops working, if it expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry: Option<DateTime<Utc>>,
+    /// When it was issued (for a SAS: the signing time its start is derived from). Needed to
+    /// sign the same token again for `output --show-secrets` when the manifest gives an absolute
+    /// `expiry`. `None` in states written before it was recorded, and for secrets dsinfra did
+    /// not issue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_at: Option<DateTime<Utc>>,
     /// [`SecretIdentity::fingerprint`] of the secret: equal fingerprints mean the same secret.
     pub fingerprint: String,
 }

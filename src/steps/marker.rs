@@ -53,6 +53,9 @@ pub enum SkipReason {
     UpToDate,
     /// A per-boot step that already ran in this boot.
     DoneThisBoot,
+    /// The markers said run, but the step's check found the work already done on the node
+    /// (OFED preinstalled on an HPC image): the marker was written instead.
+    AlreadyDone,
 }
 
 /// The decision for one step on one node.
@@ -81,6 +84,7 @@ impl fmt::Display for SkipReason {
         f.write_str(match self {
             Self::UpToDate => "up to date",
             Self::DoneThisBoot => "done this boot",
+            Self::AlreadyDone => "already done (check)",
         })
     }
 }
@@ -152,10 +156,38 @@ pub(crate) fn write_marker_epilogue(
     hash: &str,
     boot_id_path: &str,
 ) -> String {
+    marker_epilogue(
+        &format!("[ \"$rc\" = 0 ] || [ \"$rc\" = {REBOOT_EXIT} ]"),
+        marker_dir,
+        step,
+        hash,
+        boot_id_path,
+    )
+}
+
+/// Shell code that records a marker after a step's check when `$rc` is 0 (already done), in
+/// the same remote shell, so a skipped step costs no extra round trip. If the marker cannot be
+/// written `$rc` becomes 1 and the step runs, whose own marker write then reports the problem.
+pub(crate) fn check_marker_epilogue(
+    marker_dir: &str,
+    step: &str,
+    hash: &str,
+    boot_id_path: &str,
+) -> String {
+    marker_epilogue("[ \"$rc\" = 0 ]", marker_dir, step, hash, boot_id_path)
+}
+
+fn marker_epilogue(
+    condition: &str,
+    marker_dir: &str,
+    step: &str,
+    hash: &str,
+    boot_id_path: &str,
+) -> String {
     let dir = shell_quote(marker_dir);
     let file = shell_quote(&format!("{marker_dir}/{step}.marker"));
     format!(
-        "if [ \"$rc\" = 0 ] || [ \"$rc\" = {REBOOT_EXIT} ]; then \
+        "if {condition}; then \
          mkdir -p -- {dir} && chmod 755 -- {dir} && \
          printf '%s %s\\n' {hash} \"$(cat -- {boot})\" > {file}.tmp && mv -f -- {file}.tmp {file} \
          || {{ echo 'dsinfra: cannot write the step marker' >&2; rc=1; }}; fi",
@@ -234,8 +266,22 @@ mod tests {
     }
 
     #[test]
+    fn a_check_records_its_marker_only_when_it_says_done() {
+        let step = write_marker_epilogue("/m", "s", "h", "/b");
+        let check = check_marker_epilogue("/m", "s", "h", "/b");
+        assert!(step.starts_with("if [ \"$rc\" = 0 ] || [ \"$rc\" = 100 ]; then mkdir -p -- '/m'"));
+        assert!(check.starts_with("if [ \"$rc\" = 0 ]; then mkdir -p -- '/m'"));
+        // Both write the same marker; only the condition differs.
+        assert_eq!(
+            step.split_once("; then").map(|(_, rest)| rest),
+            check.split_once("; then").map(|(_, rest)| rest)
+        );
+    }
+
+    #[test]
     fn reasons_read_as_in_the_plan() {
         assert_eq!(RunReason::Rebooted.to_string(), "rebooted");
         assert_eq!(SkipReason::DoneThisBoot.to_string(), "done this boot");
+        assert_eq!(SkipReason::AlreadyDone.to_string(), "already done (check)");
     }
 }

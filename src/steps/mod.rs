@@ -19,5 +19,5 @@ pub use log::{REDACTED, Redactor};
 pub use marker::{Decision, Marker, NodeState, REBOOT_EXIT, RunReason, SkipReason, decide};
 pub use progress::{Gate, Progress, applies, barrier, gate};
 pub use report::{NodeReport, NodeStatus, RunReport, StepOutcome, StepReport};
-pub use runner::{DEFAULT_REBOOT_COMMAND, Error, Event, EventSink, RunOptions, run};
+pub use runner::{CHECK_TIMEOUT, DEFAULT_REBOOT_COMMAND, Error, Event, EventSink, RunOptions, run};
 pub use spec::{DEFAULT_MARKER_DIR, Hop, NodeSpec, RunPolicy, Scope, SecretInput, StepSpec};

@@ -5,7 +5,9 @@
 //! through it). A task reads the node's boot id and markers with one unprivileged command,
 //! decides each step with [`decide`], and runs the ones that must run through
 //! [`Session::run_script`]; the marker is written by the same remote shell right after the
-//! script succeeds, so no extra round trip is spent per step. Failures stay on their node:
+//! script succeeds, so no extra round trip is spent per step. A step with a check command runs
+//! the check first (unless forced); a check that says "already done" writes the marker the same
+//! way and the step is skipped. Failures stay on their node:
 //! other nodes go on until a barrier needs the failed node, and the report says who stopped
 //! where.
 
@@ -22,8 +24,8 @@ use crate::ssh::{self, Auth, Exit, Privilege, ScriptRequest, Session, Stream, Ta
 
 use super::log::{Redactor, StepLog, log_path};
 use super::marker::{
-    Decision, NodeState, REBOOT_EXIT, RunReason, SkipReason, decide, parse_state,
-    read_state_command, write_marker_epilogue,
+    Decision, NodeState, REBOOT_EXIT, RunReason, SkipReason, check_marker_epilogue, decide,
+    parse_state, read_state_command, write_marker_epilogue,
 };
 use super::progress::{Gate, Progress, applies, barrier, gate};
 use super::report::{NodeReport, NodeStatus, RunReport, StepOutcome, StepReport};
@@ -123,6 +125,10 @@ impl fmt::Debug for RunOptions {
             .finish_non_exhaustive()
     }
 }
+
+/// The longest a step's check may take (less if the step's own timeout is shorter); a check
+/// that times out counts as "not done", so the step runs.
+pub const CHECK_TIMEOUT: Duration = Duration::from_mins(5);
 
 /// The default reboot command. `systemctl reboot` returns at once and the connection drops
 /// when sshd stops; the runner then waits for a new boot id.
@@ -295,11 +301,11 @@ impl Context {
     /// Walks the step list on one node; on a stop returns the step index and the status.
     async fn walk(&self, index: usize, report: &mut NodeReport) -> Result<(), (usize, NodeStatus)> {
         let node = &self.nodes[index];
-        let failed = |at: usize, step: Option<&str>, message: String| {
+        let unreachable = |message: String| {
             (
-                at,
+                0,
                 NodeStatus::Failed {
-                    step: step.map(str::to_owned),
+                    step: None,
                     message,
                 },
             )
@@ -307,10 +313,8 @@ impl Context {
         let mut session = self
             .connect(node, &self.options.wait)
             .await
-            .map_err(|message| failed(0, None, message))?;
-        let mut state = read_state(&session, node)
-            .await
-            .map_err(|message| failed(0, None, message))?;
+            .map_err(unreachable)?;
+        let mut state = read_state(&session, node).await.map_err(unreachable)?;
 
         for (i, step) in self.steps.iter().enumerate() {
             if !applies(step.scope, index) {
@@ -320,24 +324,13 @@ impl Context {
             if let Some(scope) = barrier(&self.scopes, i) {
                 self.wait_at_barrier(index, i, scope).await?;
             }
-            let marker = state.markers.get(&step.name);
-            let forced = self.options.forced.contains(&step.name);
-            let reason = match decide(step.policy, marker, &self.hashes[i], &state.boot_id, forced)
-            {
-                Decision::Skip(reason) => {
-                    self.emit(&Event::StepSkipped {
-                        node: node.name(),
-                        step: &step.name,
-                        reason,
-                    });
-                    report.steps.push(StepReport {
-                        step: step.name.clone(),
-                        outcome: StepOutcome::Skipped(reason),
-                    });
-                    self.publish(index, i + 1, false);
+            let reason = match self.decide_step(&session, index, i, &state).await {
+                Ok(Decision::Skip(reason)) => {
+                    self.skipped(index, i, report, reason);
                     continue;
                 }
-                Decision::Run(reason) => reason,
+                Ok(Decision::Run(reason)) => reason,
+                Err((reason, message)) => return Err(self.failed_at(i, report, reason, message)),
             };
 
             let started = Instant::now();
@@ -373,20 +366,78 @@ impl Context {
                         rebooted,
                     },
                 }),
-                Err(message) => {
-                    report.steps.push(StepReport {
-                        step: step.name.clone(),
-                        outcome: StepOutcome::Failed {
-                            reason,
-                            message: message.clone(),
-                        },
-                    });
-                    return Err(failed(i, Some(&step.name), message));
-                }
+                Err(message) => return Err(self.failed_at(i, report, reason, message)),
             }
             self.publish(index, i + 1, false);
         }
         Ok(())
+    }
+
+    /// Whether step `i` runs on node `index`: the markers decide ([`decide`]); when they say
+    /// run and the step is not forced, its check may still find the work done, which skips it
+    /// as [`SkipReason::AlreadyDone`]. A check that cannot run fails the step with the reason
+    /// it was going to run for.
+    async fn decide_step(
+        &self,
+        session: &Session,
+        index: usize,
+        i: usize,
+        state: &NodeState,
+    ) -> Result<Decision, (RunReason, String)> {
+        let step = &self.steps[i];
+        let marker = state.markers.get(&step.name);
+        let forced = self.options.forced.contains(&step.name);
+        let decision = decide(step.policy, marker, &self.hashes[i], &state.boot_id, forced);
+        match decision {
+            Decision::Run(reason) if reason != RunReason::Forced && step.check.is_some() => {
+                match self.run_check(session, index, i).await {
+                    Ok(true) => Ok(Decision::Skip(SkipReason::AlreadyDone)),
+                    Ok(false) => Ok(decision),
+                    Err(message) => Err((reason, message)),
+                }
+            }
+            _ => Ok(decision),
+        }
+    }
+
+    /// Reports step `i` as skipped on node `index` and lets waiting nodes past it.
+    fn skipped(&self, index: usize, i: usize, report: &mut NodeReport, reason: SkipReason) {
+        let step = &self.steps[i].name;
+        self.emit(&Event::StepSkipped {
+            node: self.nodes[index].name(),
+            step,
+            reason,
+        });
+        report.steps.push(StepReport {
+            step: step.clone(),
+            outcome: StepOutcome::Skipped(reason),
+        });
+        self.publish(index, i + 1, false);
+    }
+
+    /// Records step `i` as failed in `report`; returns where the node stopped.
+    fn failed_at(
+        &self,
+        i: usize,
+        report: &mut NodeReport,
+        reason: RunReason,
+        message: String,
+    ) -> (usize, NodeStatus) {
+        let step = &self.steps[i].name;
+        report.steps.push(StepReport {
+            step: step.clone(),
+            outcome: StepOutcome::Failed {
+                reason,
+                message: message.clone(),
+            },
+        });
+        (
+            i,
+            NodeStatus::Failed {
+                step: Some(step.clone()),
+                message,
+            },
+        )
     }
 
     /// Waits until the barrier before step `i` opens, or reports who blocks it.
@@ -491,6 +542,69 @@ impl Context {
             Ok(Exit::Signal(signal)) => Err(format!("killed by signal {signal} {log_note}")),
             Err(e) => Err(format!("{e} {log_note}")),
         }
+    }
+
+    /// Runs step `i`'s check on node `index`: `Ok(true)` when it says the work is already done
+    /// (its marker is then written by the same remote shell), `Ok(false)` when the step must
+    /// run (any other exit status, a timeout included). Only a lost connection is an error.
+    /// Output goes to `<step>.check.log`, not to the terminal: a check is a quick question, and
+    /// 64 nodes answering it would drown the steps that do run.
+    async fn run_check(&self, session: &Session, index: usize, i: usize) -> Result<bool, String> {
+        let node = &self.nodes[index];
+        let step = &self.steps[i];
+        let Some(check) = &step.check else {
+            return Ok(false);
+        };
+        let path = log_path(
+            &self.options.log_dir,
+            &self.options.run_id,
+            node.name(),
+            &format!("{}.check", step.name),
+        );
+        let mut log = StepLog::create(&path);
+        let request = ScriptRequest {
+            script: check.clone(),
+            env: self.script_env(index, i),
+            secrets: step
+                .secrets
+                .iter()
+                .map(|s| (s.name.clone(), s.value.clone()))
+                .collect(),
+            privilege: self.options.privilege,
+            timeout: Some(step.timeout.map_or(CHECK_TIMEOUT, |t| t.min(CHECK_TIMEOUT))),
+            epilogue: Some(check_marker_epilogue(
+                &node.marker_dir,
+                &step.name,
+                &self.hashes[i],
+                &node.boot_id_path,
+            )),
+        };
+        let result = session
+            .run_script(&request, &mut |_, line| {
+                log.line(&self.redactor.redact(line));
+            })
+            .await;
+        let done = match &result {
+            Ok(exit) => {
+                log.line(&format!(
+                    "dsinfra: check {} ({exit:?})",
+                    if exit.success() {
+                        "says already done"
+                    } else {
+                        "says run the step"
+                    }
+                ));
+                exit.success()
+            }
+            Err(_) => false,
+        };
+        log.finish();
+        result.map(|_| done).map_err(|e| {
+            format!(
+                "the step's check could not run: {e} (log: {})",
+                path.display()
+            )
+        })
     }
 
     /// The variables a step's script sees: its parameters, then the node's identity

@@ -59,6 +59,13 @@ pub struct StepSpec {
     pub policy: RunPolicy,
     /// Kill it after this long.
     pub timeout: Option<Duration>,
+    /// An optional "already done?" script, run before the step whenever the markers say it
+    /// must run (never when it is forced), with the step's parameters, secrets and privilege.
+    /// Exit status 0 means the node already has what the step would do: the marker is written
+    /// and the step is skipped ([`SkipReason::AlreadyDone`](super::SkipReason::AlreadyDone));
+    /// anything else runs the step. It is not part of [`Self::hash`]: a better check does not
+    /// make the step's work different.
+    pub check: Option<String>,
 }
 
 impl StepSpec {
@@ -72,6 +79,7 @@ impl StepSpec {
             scope: Scope::All,
             policy: RunPolicy::Once,
             timeout: None,
+            check: None,
         }
     }
 

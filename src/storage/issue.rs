@@ -75,6 +75,7 @@ pub fn sign_for_state(
         scope: describe_scope(&spec.scope, key.account()),
         permissions: letters.to_owned(),
         expiry: Some(expiry),
+        signed_at: Some(now),
         fingerprint: SecretIdentity::fingerprint(fingerprint_key, token.expose_query().as_bytes()),
     };
     Ok((token, identity))

@@ -143,8 +143,10 @@ pub(crate) struct Env {
 
 /// Emulator latency: a VM takes 0.9 s, a storage account 0.2 s, so operations really run.
 pub(crate) const LATENCY_SCALE: f64 = 0.01;
-/// Client waits: a 1 s minimum poll interval becomes 50 ms, a Retry-After of 2 s 100 ms.
-pub(crate) const CLIENT_TIME_SCALE: f64 = 0.05;
+/// Client waits run on the emulator's clock, as `apply` runs them: the emulator's Retry-After
+/// counts ARM seconds (a VM's 90), so a client on another scale would wait too long or poll
+/// early. A 1 s minimum poll interval becomes 10 ms, a Retry-After of 2 s 20 ms.
+pub(crate) const CLIENT_TIME_SCALE: f64 = LATENCY_SCALE;
 
 pub(crate) async fn env_with(
     config: EmulatorConfig,

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests: real peers (Azurite, sshd) started per test.
 
 pub mod azurite;
+pub mod nodes;
 pub mod sshd;

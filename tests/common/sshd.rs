@@ -63,31 +63,15 @@ pub struct Host {
 /// Starts `n` hosts. Returns `None` (after printing why) when this machine cannot run them
 /// locally; under CI (`CI=true`) that is a test failure instead, so CI never skips silently.
 pub fn start(n: usize) -> Option<TestHosts> {
-    if let Err(why) = prerequisites() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "real sshd test hosts are required under CI: {why}"
-        );
-        eprintln!("SKIPPED: cannot start sshd test hosts: {why} (scripts/test installs them)");
+    if !available() {
         return None;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("dsinfra-sshd-")
-        .tempdir()
-        .expect("a temp dir can be created");
-    // The test user reads the boot id file and the markers as itself.
-    set_mode(dir.path(), 0o755);
-    let client = HostKeyPair::generate().expect("ed25519 generation works");
-    let client_key = dir.path().join("client_ed25519");
-    write_file(
-        &client_key,
-        client.private_openssh().expose().as_bytes(),
-        0o600,
-    );
+    let dir = scratch_dir();
+    let (client_key, client_public) = write_client_key(dir.path());
     let authorized = dir.path().join("authorized_keys");
     write_file(
         &authorized,
-        format!("{}\n", client.public().to_openssh()).as_bytes(),
+        format!("{}\n", client_public.to_openssh()).as_bytes(),
         0o644,
     );
     let hosts = (0..n)
@@ -98,6 +82,51 @@ pub fn start(n: usize) -> Option<TestHosts> {
         client_key,
         dir,
     })
+}
+
+/// Whether real sshd hosts can run here. When they cannot, a local run prints why and gets
+/// `false`; under CI (`CI=true`) that is a test failure instead, so CI never skips silently.
+pub fn available() -> bool {
+    match prerequisites() {
+        Ok(()) => true,
+        Err(why) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "real sshd test hosts are required under CI: {why}"
+            );
+            eprintln!("SKIPPED: cannot start sshd test hosts: {why} (scripts/test installs them)");
+            false
+        }
+    }
+}
+
+/// A fresh directory for hosts, readable by the test user (it reads boot ids and markers).
+pub fn scratch_dir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("dsinfra-sshd-")
+        .tempdir()
+        .expect("a temp dir can be created");
+    set_mode(dir.path(), 0o755);
+    dir
+}
+
+/// Generates a client key pair and writes its private half to `dir/client_ed25519` (0600);
+/// returns that path and the public half.
+pub fn write_client_key(dir: &Path) -> (PathBuf, HostKey) {
+    let client = HostKeyPair::generate().expect("ed25519 generation works");
+    let path = dir.join("client_ed25519");
+    write_file(&path, client.private_openssh().expose().as_bytes(), 0o600);
+    (path, client.public().clone())
+}
+
+/// Writes an `authorized_keys` file (0644) with one key per line.
+pub fn write_authorized_keys(path: &Path, keys: &[String]) {
+    let mut text = String::new();
+    for key in keys {
+        text.push_str(key.trim());
+        text.push('\n');
+    }
+    write_file(path, text.as_bytes(), 0o644);
 }
 
 impl TestHosts {
@@ -114,12 +143,31 @@ impl TestHosts {
 
 impl Host {
     fn start(root: &Path, name: &str, authorized: &Path) -> Self {
+        let pair = HostKeyPair::generate().expect("ed25519 generation works");
+        Self::start_with_key(
+            root,
+            name,
+            pair.private_openssh().expose(),
+            pair.public(),
+            authorized,
+        )
+    }
+
+    /// Starts one host in `root/name` (created) whose only host key is `private_key` (OpenSSH
+    /// PEM, whose public half is `public_key`), letting [`TEST_USER`] in with the keys in the
+    /// `authorized` file. Stops when the value drops.
+    pub fn start_with_key(
+        root: &Path,
+        name: &str,
+        private_key: &str,
+        public_key: &HostKey,
+        authorized: &Path,
+    ) -> Self {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("host dir can be created");
         set_mode(&dir, 0o755);
-        let pair = HostKeyPair::generate().expect("ed25519 generation works");
         let key_file = dir.join("ssh_host_ed25519_key");
-        write_file(&key_file, pair.private_openssh().expose().as_bytes(), 0o600);
+        write_file(&key_file, private_key.as_bytes(), 0o600);
         let boot_id_path = dir.join("boot_id");
         write_file(
             &boot_id_path,
@@ -150,7 +198,7 @@ impl Host {
             let mut host = Self {
                 name: name.to_owned(),
                 port,
-                public_key: pair.public().clone(),
+                public_key: public_key.clone(),
                 marker_dir: dir.join("markers"),
                 dir: dir.clone(),
                 boot_id_path: boot_id_path.clone(),

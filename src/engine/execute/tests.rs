@@ -108,8 +108,8 @@ impl Backend for Counting {
     }
 }
 
-#[test]
-fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
     let saves = Arc::new(Mutex::new(Vec::new()));
     let store = Arc::new(StateStore::new(
         Box::new(Counting {
@@ -124,26 +124,24 @@ fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() 
         .iter()
         .map(|r| r.address.clone())
         .collect();
-    let threads: Vec<_> = addresses
-        .iter()
-        .cloned()
-        .map(|address| {
-            let store = Arc::clone(&store);
-            let saves = Arc::clone(&saves);
-            std::thread::spawn(move || {
-                store
-                    .update(|state| {
-                        state.remove(&address);
-                    })
-                    .expect("saves");
-                // Durable on return: the last save does not have it any more.
-                let last = saves.lock().expect("not poisoned").last().cloned();
-                assert!(last.expect("saved").resource(&address).is_none());
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().expect("no panic");
+    let mut tasks = tokio::task::JoinSet::new();
+    for address in addresses.clone() {
+        let store = Arc::clone(&store);
+        let saves = Arc::clone(&saves);
+        tasks.spawn(async move {
+            store
+                .update(|state| {
+                    state.remove(&address);
+                })
+                .await
+                .expect("saves");
+            // Durable on return: the last save does not have it any more.
+            let last = saves.lock().expect("not poisoned").last().cloned();
+            assert!(last.expect("saved").resource(&address).is_none());
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("no panic");
     }
     let saves = saves.lock().expect("not poisoned");
     assert!(
@@ -154,4 +152,67 @@ fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() 
     );
     assert!(saves.last().expect("saved").resources.is_empty());
     assert_eq!(store.snapshot().serial, saves.last().expect("saved").serial);
+}
+
+/// A backend whose save cannot finish until another task of the runtime says so.
+struct Handshake {
+    go: std::sync::mpsc::Receiver<()>,
+    holder: crate::state::LockHolder,
+}
+
+impl Backend for Handshake {
+    fn location(&self) -> String {
+        "memory".to_owned()
+    }
+
+    fn load(&mut self) -> Result<Option<State>, StateError> {
+        Ok(None)
+    }
+
+    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+        self.go
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| StateError::Io {
+                action: "save",
+                path: "memory".into(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no other task ran while the save was in progress",
+                ),
+            })?;
+        state.serial += 1;
+        Ok(())
+    }
+
+    fn lock_holder(&self) -> &crate::state::LockHolder {
+        &self.holder
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_save_in_progress_does_not_stop_the_other_tasks() {
+    // One worker thread: a save that blocked it would keep the task below from ever running,
+    // and the save from ever finishing.
+    let (tx, go) = std::sync::mpsc::channel();
+    let store = Arc::new(StateStore::new(
+        Box::new(Handshake {
+            go,
+            holder: crate::state::LockHolder::this_process(),
+        }),
+        State::new("exp"),
+    ));
+    let saving = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.update(|state| state.serial = 7).await })
+    };
+    let other = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        tx.send(()).expect("the save is waiting");
+    });
+    other.await.expect("ran while the save was in progress");
+    saving
+        .await
+        .expect("no panic")
+        .expect("the save finished once the other task ran");
+    assert_eq!(store.snapshot().serial, 8);
 }

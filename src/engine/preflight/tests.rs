@@ -72,6 +72,7 @@ fn plan_of(desired: &Desired, state: &State) -> Plan {
             mode: Mode::Normal,
             targets: Vec::new(),
             now: Utc::now(),
+            rerun_steps: std::collections::BTreeSet::new(),
         },
     )
     .expect("the fixture plans")

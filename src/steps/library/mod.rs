@@ -6,7 +6,10 @@
 //! workflow needs them (BeeOND: install on all nodes -> SSH mesh -> start on the head -> health
 //! gate on all nodes). Templates live in templates/steps/ and are embedded in the binary; every
 //! rendered script starts with `set -euo pipefail` and has an "already done?" section
-//! (`dsinfra_done`) that makes a re-run cheap and that [`check_only`] runs on its own.
+//! (`dsinfra_done`) that makes a re-run cheap and that [`check_only`] runs on its own. Steps
+//! whose template defines that section also get it as their runner check
+//! ([`StepSpec::check`], built by [`check_command`]), so the runner skips a step whose work the
+//! image already did (OFED on an HPC image) and reports it as already done.
 //!
 //! Secrets never enter a script's text: a step that needs a SAS or an account key gets it as a
 //! runner [`SecretInput`] (a 0600 file under `$DSINFRA_SECRETS`), and the text only names the
@@ -34,7 +37,7 @@ pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
-pub use plan::{CHECK_ONLY_PARAM, check_only, dry_run};
+pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, StageShard, stage_shards};
 
 /// Every step kind the library renders.
@@ -249,6 +252,9 @@ struct Part<'t> {
     pub secrets: Vec<SecretInput>,
     /// Non-secret parameters exported to the script.
     pub env: BTreeMap<String, String>,
+    /// The user's own "already done?" command (`script` steps); library parts with a
+    /// `dsinfra_done` section get theirs from the template instead.
+    pub check: Option<String>,
 }
 
 impl<'t> Part<'t> {
@@ -270,6 +276,7 @@ impl<'t> Part<'t> {
             vars,
             secrets: Vec::new(),
             env: BTreeMap::new(),
+            check: None,
         }
     }
 }
@@ -395,6 +402,9 @@ impl<'a> Builder<'a> {
                 step: name.clone(),
                 template: e,
             })?;
+        let check = part
+            .check
+            .or_else(|| templates::has_check(part.template).then(|| plan::check_command(&script)));
         self.out.steps.push(StepSpec {
             name,
             script,
@@ -403,6 +413,7 @@ impl<'a> Builder<'a> {
             scope: part.scope,
             policy: part.policy,
             timeout: self.timeout,
+            check,
         });
         Ok(())
     }
@@ -451,5 +462,29 @@ mod tests {
             "unknown step kind `blobfuse3`; built-in kinds: mofed, blobfuse2, blobfuse, \
              azure_files, nfs_cache, ssh_mesh, beeond, stage, elbencho, alluxio, script"
         );
+    }
+
+    fn render_script(params: &BTreeMap<String, Value>) -> StepSpec {
+        let request = StepRequest {
+            name: "prep",
+            kind: "script",
+            scope: Scope::All,
+            policy: RunPolicy::Once,
+            params,
+        };
+        let ctx = NodeContext::new("exp", "vm.prep", Vec::new());
+        let mut expansion = render(&request, &ctx).expect("a script step renders");
+        assert_eq!(expansion.steps.len(), 1);
+        expansion.steps.remove(0)
+    }
+
+    #[test]
+    fn a_script_step_carries_the_users_check_command() {
+        let mut params = BTreeMap::from([("script".to_owned(), json!("make data"))]);
+        assert_eq!(render_script(&params).check, None);
+        params.insert("check".to_owned(), json!("test -d /data/ready"));
+        let step = render_script(&params);
+        assert_eq!(step.check.as_deref(), Some("test -d /data/ready"));
+        assert!(step.script.contains("make data"));
     }
 }

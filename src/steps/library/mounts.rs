@@ -266,5 +266,6 @@ pub(super) fn script(b: &mut Builder<'_>) -> Result<(), LibraryError> {
         vars,
     );
     part.env = env;
+    part.check = p.text("check")?.map(str::to_owned);
     b.push(part)
 }

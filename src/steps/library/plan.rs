@@ -10,16 +10,54 @@ use crate::steps::spec::{RunPolicy, Scope, StepSpec};
 /// and print `dsinfra-check: done` or `dsinfra-check: not done`.
 pub const CHECK_ONLY_PARAM: &str = "DSINFRA_CHECK_ONLY";
 
+/// The line a rendered script prints in check-only mode when the node needs nothing.
+const CHECK_DONE_LINE: &str = "dsinfra-check: done";
+
 /// A step that runs only `step`'s "already done?" section, every time, changing nothing.
-/// Its output line says whether the node needs the step.
+/// Its output line says whether the node needs the step. It has no runner check of its own: it
+/// is one.
 pub fn check_only(step: &StepSpec) -> StepSpec {
     let mut check = step.clone();
     check.name = format!("{}.check", step.name);
     check.policy = RunPolicy::Always;
+    check.check = None;
     check
         .params
         .insert(CHECK_ONLY_PARAM.to_owned(), "1".to_owned());
     check
+}
+
+/// The runner check ([`StepSpec::check`]) of a rendered library script: it writes the script
+/// into the wrapper's private directory (`$0` is the check's own file there), runs it in
+/// check-only mode ([`CHECK_ONLY_PARAM`]) with stdin closed, and exits 0 only when the verdict
+/// line says done. The script travels in a quoted here-document whose delimiter it does not
+/// contain, so nothing in it is expanded; secrets stay in `$DSINFRA_SECRETS` as for the step.
+pub fn check_command(script: &str) -> String {
+    let mut delimiter = "DSINFRA_STEP_EOF".to_owned();
+    let mut n = 0u32;
+    while script.lines().any(|line| line.contains(&delimiter)) {
+        n += 1;
+        delimiter = format!("DSINFRA_STEP_EOF_{n}");
+    }
+    let mut out = String::with_capacity(script.len() + 512);
+    out.push_str(
+        "# dsinfra: the step's \"already done?\" section, run on its own before the step.\n\
+         # Exit 0: done (the runner records the marker and skips the step); else the step runs.\n\
+         dsinfra_step=\"$(dirname -- \"$0\")/step.sh\"\n",
+    );
+    let _ = writeln!(out, "cat > \"$dsinfra_step\" <<'{delimiter}'");
+    out.push_str(script);
+    if !script.ends_with('\n') {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{delimiter}");
+    let _ = writeln!(
+        out,
+        "verdict=$({CHECK_ONLY_PARAM}=1 bash \"$dsinfra_step\" </dev/null) || exit 1\n\
+         printf '%s\\n' \"$verdict\"\n\
+         printf '%s\\n' \"$verdict\" | grep -qx '{CHECK_DONE_LINE}'"
+    );
+    out
 }
 
 /// The dry run: each step in order with the nodes it runs on, its policy and timeout, and the
@@ -100,9 +138,30 @@ mod tests {
     }
 
     #[test]
+    fn the_check_command_carries_the_script_verbatim_under_a_free_delimiter() {
+        let script = "set -euo pipefail\necho \"$HOME\" 'x'\n";
+        let check = check_command(script);
+        assert!(check.contains(&format!(
+            "cat > \"$dsinfra_step\" <<'DSINFRA_STEP_EOF'\n{script}DSINFRA_STEP_EOF\n"
+        )));
+        assert!(check.ends_with(
+            "verdict=$(DSINFRA_CHECK_ONLY=1 bash \"$dsinfra_step\" </dev/null) || exit 1\n\
+             printf '%s\\n' \"$verdict\"\n\
+             printf '%s\\n' \"$verdict\" | grep -qx 'dsinfra-check: done'\n"
+        ));
+        // A script containing the delimiter gets another one.
+        let tricky = "echo DSINFRA_STEP_EOF\necho DSINFRA_STEP_EOF_1";
+        let check = check_command(tricky);
+        assert!(check.contains("<<'DSINFRA_STEP_EOF_2'\n"));
+        assert!(check.contains(&format!("{tricky}\nDSINFRA_STEP_EOF_2\n")));
+    }
+
+    #[test]
     fn check_only_never_changes_the_original() {
-        let step = StepSpec::new("mofed", "true");
+        let mut step = StepSpec::new("mofed", "true");
+        step.check = Some(check_command("true"));
         let check = check_only(&step);
+        assert_eq!(check.check, None);
         assert_eq!(check.name, "mofed.check");
         assert_eq!(
             check.params.get(CHECK_ONLY_PARAM).map(String::as_str),

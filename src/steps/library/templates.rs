@@ -170,9 +170,26 @@ pub(super) fn render(name: &str, context: &serde_json::Value) -> Result<String, 
         .map_err(|e| format!("template {name}: {e:#}"))
 }
 
+/// Whether template `name` defines its own "already done?" section. The others inherit the
+/// base's `return 1` (never done), so running their check would only cost a round trip.
+pub(super) fn has_check(name: &str) -> bool {
+    TEMPLATES
+        .iter()
+        .any(|(n, source)| *n == name && source.contains("{% block check %}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn templates_with_a_check_section_are_known() {
+        assert!(has_check("mofed.sh.j2"));
+        assert!(has_check("stage.sh.j2"));
+        assert!(!has_check("script.sh.j2"));
+        assert!(!has_check("mofed-verify.sh.j2"));
+        assert!(!has_check("no-such-template.sh.j2"));
+    }
 
     #[test]
     fn temp_placeholders_become_the_run_time_variable() {

@@ -1,0 +1,397 @@
+//! VM "boots" for tests: when a VM's creation succeeds, an optional hook
+//! ([`super::EmulatorConfig::on_vm_boot`]) is told what the VM was created with (its admin user,
+//! SSH keys and the decoded cloud-init customData) and may answer with a local SSH endpoint,
+//! such as a real sshd the test started with the host key from the customData. That endpoint is
+//! recorded for the VM's public and private IP, so `dsinfra` reaches the stand-in exactly as it
+//! would reach the VM, jumps through a head node included.
+//!
+//! Why a wrapper around the request handler instead of code in the operation machinery: a boot
+//! must happen outside every lock (the hook starts processes) and before any answer that lets a
+//! client see the creation finished. Each answer therefore passes one gate after the handler has
+//! run: whoever reaches the gate first runs the boots whose creation has completed meanwhile and
+//! records their endpoints, and everyone else's answer waits until that is done. A client that
+//! learns its VM succeeded thus always finds its endpoint already listed.
+//!
+//! customData is a secret (it carries the VM's private host key): it is decoded into memory for
+//! the hook and never stored, logged or echoed, as in ARM. Pending boots live in memory only: an
+//! emulator restarted while a VM is being created does not boot it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::path::{self, Route};
+use super::providers::key;
+use super::server::{self, Shared, lock};
+use super::store::{Cloud, Kind, SshEndpoint};
+
+/// What a VM was created with, as the boot hook sees it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VmBoot {
+    /// The VM's `vmId` (a UUID).
+    pub vm_id: String,
+    /// The VM's name.
+    pub name: String,
+    /// `osProfile.adminUsername`.
+    pub admin_username: String,
+    /// The `keyData` of every key in `osProfile.linuxConfiguration.ssh.publicKeys`.
+    pub ssh_public_keys: Vec<String>,
+    /// `osProfile.customData`, base64-decoded (a cloud-init document); `None` when the create
+    /// sent none. A secret: it may hold the VM's private host key.
+    pub custom_data: Option<String>,
+    /// The address of the VM's public IP, if it has one.
+    pub public_ip: Option<String>,
+    /// The private address of the VM's primary NIC.
+    pub private_ip: Option<String>,
+}
+
+/// Debug output never shows the customData.
+impl fmt::Debug for VmBoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VmBoot")
+            .field("vm_id", &self.vm_id)
+            .field("name", &self.name)
+            .field("admin_username", &self.admin_username)
+            .field("ssh_public_keys", &self.ssh_public_keys)
+            .field(
+                "custom_data",
+                &self.custom_data.as_ref().map(|_| "<redacted>"),
+            )
+            .field("public_ip", &self.public_ip)
+            .field("private_ip", &self.private_ip)
+            .finish()
+    }
+}
+
+/// Called once per VM whose creation succeeded, outside every emulator lock. A returned
+/// `127.0.0.1:PORT` becomes the SSH endpoint of the VM's public and private IP; `None` leaves
+/// the VM without one. Answers wait for running boots, so the hook must not call the emulator.
+pub type VmBootHook = Arc<dyn Fn(&VmBoot) -> Option<String> + Send + Sync>;
+
+/// The boots the emulator is tracking, beside the cloud (never saved with it).
+#[derive(Default)]
+pub(crate) struct Boots {
+    /// VMs whose create was accepted and that have not booted yet, by resource key, with their
+    /// decoded customData.
+    pending: Mutex<BTreeMap<String, Option<String>>>,
+    /// The customData of VMs whose creation failed, by resource key: a failed VM PUT again is
+    /// provisioned again with what it was created with (ARM keeps it; the PUT need not resend).
+    failed: Mutex<BTreeMap<String, Option<String>>>,
+    /// VMs that booted with an endpoint, by resource key: the IPs recorded for them, removed
+    /// when the VM goes.
+    booted: Mutex<BTreeMap<String, Vec<String>>>,
+    /// Held while boots run; every answer passes it (see the module documentation).
+    gate: tokio::sync::Mutex<()>,
+}
+
+/// The request handler with boots: the plain handler, then the gate.
+pub(crate) struct Booting {
+    pub shared: Arc<Shared>,
+    pub hook: VmBootHook,
+    pub boots: Boots,
+}
+
+/// Whether `route` addresses a VM itself (not an action or sub-view of one).
+fn vm_key(route: &Route) -> Option<String> {
+    let Route::Resource(p) = route else {
+        return None;
+    };
+    let is_vm = p.segments.len() == 1
+        && p.tail.is_none()
+        && p.rtype()
+            .eq_ignore_ascii_case("Microsoft.Compute/virtualMachines");
+    is_vm.then(|| {
+        key(&format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachines/{}",
+            p.sub,
+            p.group,
+            p.name()
+        ))
+    })
+}
+
+/// The decoded customData of a VM PUT body. Text that is not base64 or not UTF-8 is handed over
+/// lossily: the compute provider has already refused a body that is not base64.
+pub(crate) fn decoded_custom_data(body: &Value) -> Option<String> {
+    let encoded = body
+        .pointer("/properties/osProfile/customData")
+        .and_then(Value::as_str)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The axum handler used when a boot hook is configured.
+pub(crate) async fn handle(
+    State(booting): State<Arc<Booting>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let vm = (method == Method::PUT)
+        .then(|| vm_key(&path::parse(uri.path())))
+        .flatten();
+    // A failed VM that is PUT again is provisioned again, so it boots like a new one.
+    let failed_before = vm.as_ref().is_some_and(|k| {
+        lock(&booting.shared.cloud)
+            .resources
+            .get(k)
+            .is_some_and(|r| r.provisioning_state() == Some("Failed"))
+    });
+    let custom_data = vm
+        .as_ref()
+        .and_then(|_| serde_json::from_slice::<Value>(&body).ok())
+        .and_then(|b| decoded_custom_data(&b));
+    let response = server::handle(
+        State(Arc::clone(&booting.shared)),
+        method,
+        uri,
+        headers,
+        body,
+    )
+    .await;
+    let status = response.status().as_u16();
+    if let Some(vm) = vm
+        && (status == 201 || (status == 200 && failed_before))
+    {
+        let kept = lock(&booting.boots.failed).remove(&vm).flatten();
+        lock(&booting.boots.pending).insert(vm, custom_data.or(kept));
+    }
+    booting.settle().await;
+    response
+}
+
+impl Booting {
+    /// Runs the boots that are due and forgets the endpoints of deleted VMs; returns once done.
+    async fn settle(&self) {
+        let _gate = self.boots.gate.lock().await;
+        let (due, gone) = {
+            let cloud = lock(&self.shared.cloud);
+            (self.take_due(&cloud), self.take_gone(&cloud))
+        };
+        let mut booted = Vec::new();
+        for (vm, boot) in due {
+            let hook = Arc::clone(&self.hook);
+            let task = tokio::task::spawn_blocking(move || {
+                let endpoint = hook(&boot);
+                (vm, boot, endpoint)
+            });
+            booted.push(task);
+        }
+        let mut recorded = Vec::new();
+        for task in booted {
+            match task.await {
+                Ok((vm, boot, Some(endpoint))) => recorded.push((vm, boot, endpoint)),
+                Ok((_, _, None)) => {}
+                Err(err) => tracing::error!(%err, "the emulator's VM boot hook panicked"),
+            }
+        }
+        if recorded.is_empty() && gone.is_empty() {
+            return;
+        }
+        let mut cloud = lock(&self.shared.cloud);
+        for ips in gone.values() {
+            cloud.ssh_endpoints.retain(|e| !ips.contains(&e.ip_address));
+        }
+        for (vm, boot, endpoint) in recorded {
+            self.record(&mut cloud, vm, &boot, &endpoint);
+        }
+        if let Err(err) = self.shared.save(&mut cloud) {
+            tracing::error!(message = %err.message, "the emulator could not save SSH endpoints");
+        }
+    }
+
+    /// Takes the pending VMs whose creation has finished: those that succeeded, with what the
+    /// hook needs; failed or vanished ones are dropped.
+    fn take_due(&self, cloud: &Cloud) -> Vec<(String, VmBoot)> {
+        let mut pending = lock(&self.boots.pending);
+        let mut due = Vec::new();
+        pending.retain(|vm_key, custom_data| {
+            let Some(vm) = cloud.resources.get(vm_key) else {
+                return false;
+            };
+            if vm.op.is_some() {
+                return true;
+            }
+            match vm.provisioning_state() {
+                Some("Succeeded") => {
+                    due.push((vm_key.clone(), vm_boot(cloud, vm_key, custom_data.take())));
+                }
+                Some("Failed") => {
+                    lock(&self.boots.failed).insert(vm_key.clone(), custom_data.take());
+                }
+                _ => {}
+            }
+            false
+        });
+        due
+    }
+
+    /// Takes the booted VMs that no longer exist, with the IPs recorded for them.
+    fn take_gone(&self, cloud: &Cloud) -> BTreeMap<String, Vec<String>> {
+        let mut booted = lock(&self.boots.booted);
+        let gone: Vec<String> = booted
+            .keys()
+            .filter(|k| !cloud.resources.contains_key(*k))
+            .cloned()
+            .collect();
+        gone.into_iter()
+            .filter_map(|k| booted.remove_entry(&k))
+            .collect()
+    }
+
+    /// Records `endpoint` for the VM's IPs, replacing older mappings of those IPs.
+    fn record(&self, cloud: &mut Cloud, vm: String, boot: &VmBoot, endpoint: &str) {
+        if endpoint.parse::<SocketAddr>().is_err() {
+            tracing::error!(
+                vm = %boot.name,
+                endpoint,
+                "the VM boot hook answered something that is not a socket address; ignored"
+            );
+            return;
+        }
+        // Deleted while the hook ran: nothing to reach.
+        if !cloud.resources.contains_key(&vm) {
+            return;
+        }
+        let public_ip_id = super::network::vm_public_ip(cloud, &vm).map(|(_, id)| id);
+        let mut ips = Vec::new();
+        for (ip, id) in [
+            (boot.public_ip.clone(), public_ip_id),
+            (boot.private_ip.clone(), None),
+        ] {
+            let Some(ip) = ip else { continue };
+            cloud.ssh_endpoints.retain(|e| e.ip_address != ip);
+            cloud.ssh_endpoints.push(SshEndpoint {
+                ip_address: ip.clone(),
+                endpoint: endpoint.to_owned(),
+                public_ip_id: id,
+            });
+            ips.push(ip);
+        }
+        lock(&self.boots.booted).insert(vm, ips);
+    }
+}
+
+/// What the hook is told about a VM, read from the stored VM and its NIC.
+fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
+    let vm = cloud.resources.get(vm_key);
+    let body = vm.map_or(&Value::Null, |v| &v.body);
+    let text = |pointer: &str| {
+        body.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let ssh_public_keys = body
+        .pointer("/properties/osProfile/linuxConfiguration/ssh/publicKeys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k.get("keyData").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    VmBoot {
+        vm_id: text("/properties/vmId"),
+        name: vm.map(|v| v.name().to_owned()).unwrap_or_default(),
+        admin_username: text("/properties/osProfile/adminUsername"),
+        ssh_public_keys,
+        custom_data,
+        public_ip: super::network::vm_public_ip(cloud, vm_key).map(|(ip, _)| ip),
+        private_ip: private_ip(cloud, body),
+    }
+}
+
+/// The private address of the VM's primary NIC (the first when none says it is primary).
+fn private_ip(cloud: &Cloud, vm_body: &Value) -> Option<String> {
+    let nics = vm_body
+        .pointer("/properties/networkProfile/networkInterfaces")?
+        .as_array()?;
+    let primary = nics
+        .iter()
+        .find(|n| n.pointer("/properties/primary").and_then(Value::as_bool) == Some(true))
+        .or_else(|| nics.first())?;
+    let nic = cloud
+        .resources
+        .get(&key(primary.get("id")?.as_str()?))
+        .filter(|r| r.kind == Kind::NetworkInterface)?;
+    let configs = nic
+        .body
+        .pointer("/properties/ipConfigurations")?
+        .as_array()?;
+    let config = configs
+        .iter()
+        .find(|c| c.pointer("/properties/primary").and_then(Value::as_bool) == Some(true))
+        .or_else(|| configs.first())?;
+    config
+        .pointer("/properties/privateIPAddress")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn custom_data_is_decoded_and_absent_when_not_sent() {
+        let body = json!({"properties": {"osProfile": {"customData": "I2Nsb3VkLWNvbmZpZwo="}}});
+        assert_eq!(
+            decoded_custom_data(&body).as_deref(),
+            Some("#cloud-config\n")
+        );
+        assert_eq!(
+            decoded_custom_data(&json!({"properties": {"osProfile": {}}})),
+            None
+        );
+    }
+
+    #[test]
+    fn only_the_vm_itself_is_a_vm_route() {
+        let vm =
+            "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/virtualMachines/Vm1";
+        assert_eq!(
+            vm_key(&path::parse(vm)).as_deref(),
+            Some(
+                "/subscriptions/s/resourcegroups/rg/providers/microsoft.compute/virtualmachines/vm1"
+            )
+        );
+        assert_eq!(vm_key(&path::parse(&format!("{vm}/start"))), None);
+        assert_eq!(
+            vm_key(&path::parse(
+                "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/disks/d1"
+            )),
+            None
+        );
+    }
+
+    #[test]
+    fn debug_of_a_boot_hides_the_custom_data() {
+        let boot = VmBoot {
+            vm_id: "id".into(),
+            name: "vm1".into(),
+            admin_username: "azureuser".into(),
+            ssh_public_keys: vec!["ssh-ed25519 AAAA".into()],
+            custom_data: Some("PRIVATE KEY".into()),
+            public_ip: None,
+            private_ip: Some("10.0.0.4".into()),
+        };
+        let shown = format!("{boot:?}");
+        assert!(!shown.contains("PRIVATE"), "{shown}");
+        assert!(
+            shown.contains("custom_data: Some(\"<redacted>\")"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,415 @@
+//! Running one block's steps: reach its nodes, resolve what the templates need, render the
+//! block, run it, fetch result files and record what succeeded in the state.
+//!
+//! The order inside [`PostBoot::run_block`] matters: reachability is decided first, before any
+//! key is read or Azure is asked for a secret, so a block that cannot run (an emulator without
+//! SSH endpoints) costs nothing and needs no SSH identity.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::auth::{self, Sources};
+use super::context::{base_context, references};
+use super::credentials::{Azure, add_credentials, add_listings};
+use super::fetch::fetch_files;
+use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
+use crate::addr::Address;
+use crate::engine::execute::StateStore;
+use crate::engine::reach::{Endpoints, NodeReach, Route, block_nodes};
+use crate::model::Step;
+use crate::ssh::{Auth, HostKey, RecordHostKey, WaitPolicy};
+use crate::steps::library::{
+    Expansion, NodeContext, StepRequest, head_key_step, parse_head_key, render_block,
+};
+use crate::steps::{self, Event, EventSink, NodeSpec, RunOptions, RunReport};
+
+/// Whether and how strictly steps run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepsMode {
+    /// Run on every block whose nodes are reachable; say why the others were not run.
+    Auto,
+    /// Run everywhere; a block that cannot be reached is an error.
+    Run,
+    /// Do not run steps.
+    Skip,
+}
+
+/// How steps run in this command.
+#[derive(Clone)]
+pub struct Options {
+    /// Auto, run or skip.
+    pub mode: StepsMode,
+    /// `--rerun-step` names (manifest step names or runner part names).
+    pub rerun: BTreeSet<String>,
+    /// Where the SSH identity may come from.
+    pub identity: Sources,
+    /// The experiment's directory next to the manifest (`.dsinfra/<experiment>`): logs go to
+    /// its `logs/<run>/`, fetched files below it.
+    pub dir: PathBuf,
+    /// This run's id (names its log directory).
+    pub run_id: String,
+    /// Where runner events go.
+    pub events: Option<EventSink>,
+    /// How long to wait for a node's SSH.
+    pub wait: WaitPolicy,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("mode", &self.mode)
+            .field("rerun", &self.rerun)
+            .field("dir", &self.dir)
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What happened to one block.
+#[derive(Debug, Clone)]
+pub enum BlockResult {
+    /// The steps ran; the report says how on each node.
+    Ran {
+        /// Per-node outcomes.
+        report: RunReport,
+        /// Files fetched back (local paths), and files that could not be.
+        fetched: Vec<String>,
+        /// Problems after the run that do not fail it (a file not fetched, a state save).
+        warnings: Vec<String>,
+    },
+    /// Some node cannot be reached (an emulator without SSH endpoints, a parked VM).
+    Unreachable {
+        /// One line per unreachable node.
+        nodes: Vec<String>,
+        /// Whether the endpoints are an emulator's.
+        emulated: bool,
+    },
+    /// Something the block needs failed in this apply.
+    Blocked(String),
+    /// The run could not be prepared (no identity, a secret not readable, a template error).
+    Failed(String),
+    /// `--steps skip`.
+    Skipped,
+}
+
+/// One block and what happened to it.
+#[derive(Debug, Clone)]
+pub struct BlockOutcome {
+    /// `vm.gpu`, `cluster.train`.
+    pub block: Address,
+    /// What happened.
+    pub result: BlockResult,
+}
+
+impl BlockOutcome {
+    /// Whether this block makes the command fail in `mode`.
+    pub fn is_failure(&self, mode: StepsMode) -> bool {
+        match &self.result {
+            BlockResult::Ran { report, .. } => !report.success(),
+            BlockResult::Unreachable { .. } => mode == StepsMode::Run,
+            BlockResult::Failed(_) => true,
+            // The failed resource already fails the apply; skipping is what was asked.
+            BlockResult::Blocked(_) | BlockResult::Skipped => false,
+        }
+    }
+}
+
+/// Runs blocks' steps; shared by every block of a command.
+pub struct PostBoot<'a> {
+    /// Where secrets come from.
+    pub azure: Azure<'a>,
+    /// The state, saved after each block.
+    pub store: &'a StateStore,
+    /// How to run.
+    pub options: Options,
+    auth: OnceLock<Result<Auth, String>>,
+}
+
+impl std::fmt::Debug for PostBoot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostBoot")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> PostBoot<'a> {
+    /// A runner for the blocks of `azure.desired`.
+    pub fn new(azure: Azure<'a>, store: &'a StateStore, options: Options) -> Self {
+        Self {
+            azure,
+            store,
+            options,
+            auth: OnceLock::new(),
+        }
+    }
+
+    /// The blocks of the manifest that have steps, in manifest order.
+    pub fn blocks(&self) -> Vec<Address> {
+        let mut blocks: Vec<Address> = Vec::new();
+        for step in &self.azure.desired.steps {
+            if !blocks.contains(&step.block) {
+                blocks.push(step.block.clone());
+            }
+        }
+        blocks
+    }
+
+    /// The SSH identity, looked up once, when the first block is about to run.
+    pub(super) fn auth(&self) -> Result<Auth, String> {
+        self.auth
+            .get_or_init(|| auth::identity(&self.options.identity))
+            .clone()
+    }
+
+    /// Runs the steps of `block` on its nodes as `endpoints` reaches them.
+    pub async fn run_block(&self, block: &Address, endpoints: &Endpoints) -> BlockOutcome {
+        let result = self.run(block, endpoints).await;
+        BlockOutcome {
+            block: block.clone(),
+            result,
+        }
+    }
+
+    async fn run(&self, block: &Address, endpoints: &Endpoints) -> BlockResult {
+        if self.options.mode == StepsMode::Skip {
+            return BlockResult::Skipped;
+        }
+        let steps: Vec<&Step> = self
+            .azure
+            .desired
+            .steps
+            .iter()
+            .filter(|s| &s.block == block)
+            .collect();
+        let state = self.store.snapshot();
+        let nodes = block_nodes(&state, block, endpoints);
+        if nodes.is_empty() {
+            return BlockResult::Failed(format!("{block} has no VMs in the state"));
+        }
+        let unreachable: Vec<String> = nodes
+            .iter()
+            .filter_map(|n| match &n.route {
+                Route::Unreachable { why } => Some(format!("{} {why}", n.node())),
+                _ => None,
+            })
+            .collect();
+        if !unreachable.is_empty() {
+            return BlockResult::Unreachable {
+                nodes: unreachable,
+                emulated: endpoints.is_emulated(),
+            };
+        }
+        let block = Block {
+            address: block,
+            steps: &steps,
+            state: &state,
+            nodes: &nodes,
+            endpoints,
+        };
+        self.run_reachable(&block)
+            .await
+            .unwrap_or_else(BlockResult::Failed)
+    }
+
+    /// Runs a block whose nodes are all reachable.
+    async fn run_reachable(&self, block: &Block<'_>) -> Result<BlockResult, String> {
+        let auth = self.auth()?;
+        let tofu_keys: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let record: RecordHostKey = {
+            let keys = Arc::clone(&tofu_keys);
+            Arc::new(move |node: &str, key: &HostKey| {
+                relock(&keys).push((node.to_owned(), key.to_openssh()));
+            })
+        };
+        let specs = node_specs(block.nodes, &record)?;
+        let expansion = self.render(block, &specs, &auth).await?;
+        let vms: Vec<Address> = block.nodes.iter().map(|n| n.vm.clone()).collect();
+        let mut forced = forced_steps(&self.options.rerun, block.address, &expansion.steps);
+        forced.extend(rebooted_steps(
+            block.steps,
+            &vms,
+            block.state,
+            &expansion.steps,
+        ));
+        let options = self.run_options(auth.clone(), forced);
+        let report = steps::run(&specs, &expansion.steps, &options)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut warnings = Vec::new();
+        let fetched = fetch_files(
+            &expansion.fetch,
+            &report,
+            &specs,
+            &auth,
+            &self.options.dir,
+            &mut warnings,
+        )
+        .await;
+        let keys = relock(&tofu_keys).clone();
+        if let Err(e) = self
+            .save(block, &expansion.steps, &report, &specs, &keys)
+            .await
+        {
+            warnings.push(format!(
+                "the steps' results could not be saved in the state: {e}"
+            ));
+        }
+        Ok(BlockResult::Ran {
+            report,
+            fetched,
+            warnings,
+        })
+    }
+
+    /// The block's context (credentials, listings, the head's key) and its rendered steps.
+    async fn render(
+        &self,
+        block: &Block<'_>,
+        specs: &[NodeSpec],
+        auth: &Auth,
+    ) -> Result<Expansion, String> {
+        let desired = self.azure.desired;
+        let refs = references(desired, block.steps);
+        let mut ctx = base_context(desired, block.address, block.nodes, block.endpoints, &refs);
+        add_credentials(self.azure, block.state, &refs, &mut ctx).await?;
+        add_listings(block.steps, &mut ctx).await?;
+        if block
+            .steps
+            .iter()
+            .any(|s| matches!(s.kind.as_str(), "ssh_mesh" | "beeond"))
+        {
+            let options = self.run_options(auth.clone(), BTreeSet::new());
+            ctx.head_public_key = Some(head_key(&ctx, &specs[0], &options).await?);
+        }
+        let requests: Vec<StepRequest<'_>> = block
+            .steps
+            .iter()
+            .map(|s| StepRequest::from_model(s))
+            .collect();
+        render_block(&requests, &ctx).map_err(|e| e.to_string())
+    }
+
+    /// Records what succeeded on each VM, drops records of steps the manifest no longer has,
+    /// and pins host keys first seen in this run.
+    async fn save(
+        &self,
+        block: &Block<'_>,
+        runner: &[crate::steps::StepSpec],
+        report: &RunReport,
+        specs: &[NodeSpec],
+        keys: &[(String, String)],
+    ) -> Result<(), crate::state::StateError> {
+        let run_nodes: Vec<RunNode> = block
+            .nodes
+            .iter()
+            .zip(specs)
+            .map(|(n, s)| RunNode {
+                name: s.name().to_owned(),
+                vm: n.vm.clone(),
+                index: n.index,
+            })
+            .collect();
+        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let records = succeeded(block.steps, runner, report, &run_nodes, block.state, &at);
+        let names: BTreeSet<&str> = block.steps.iter().map(|s| s.name.as_str()).collect();
+        self.store
+            .update(|state| {
+                for node in block.nodes {
+                    if let Some(r) = state.resource_mut(&node.vm) {
+                        r.steps.retain(|name, _| names.contains(name.as_str()));
+                    }
+                }
+                for (vm, name, record) in records {
+                    if let Some(r) = state.resource_mut(&vm) {
+                        r.steps.insert(name, record);
+                    }
+                }
+                for (node, key) in keys {
+                    if let Some(n) = block.nodes.iter().find(|n| &n.node().to_string() == node)
+                        && let Some(r) = state.resource_mut(&n.vm)
+                        && r.host_key.is_none()
+                    {
+                        r.host_key = Some(key.clone());
+                    }
+                }
+            })
+            .await
+    }
+
+    pub(super) fn run_options(&self, auth: Auth, forced: BTreeSet<String>) -> RunOptions {
+        let mut options = RunOptions::new(
+            self.options.run_id.clone(),
+            self.options.dir.join("logs"),
+            auth,
+        );
+        options.wait = self.options.wait;
+        options.forced = forced;
+        options.events.clone_from(&self.options.events);
+        options
+    }
+}
+
+/// One block being run: its steps, the state they start from, its nodes and endpoints.
+struct Block<'b> {
+    address: &'b Address,
+    steps: &'b [&'b Step],
+    state: &'b crate::state::State,
+    nodes: &'b [NodeReach],
+    endpoints: &'b Endpoints,
+}
+
+/// The runner's nodes, head first.
+fn node_specs(nodes: &[NodeReach], record: &RecordHostKey) -> Result<Vec<NodeSpec>, String> {
+    let head = nodes.first();
+    nodes
+        .iter()
+        .map(|n| {
+            n.node_spec(head.filter(|_| !n.is_head()), Arc::clone(record))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Runs [`head_key_step`] on the head and reads the public key it prints.
+async fn head_key(
+    ctx: &NodeContext,
+    head: &NodeSpec,
+    options: &RunOptions,
+) -> Result<String, String> {
+    let step = head_key_step(ctx).map_err(|e| e.to_string())?;
+    let found: Arc<Mutex<Option<String>>> = Arc::default();
+    let mut options = options.clone();
+    let forward = options.events.take();
+    let seen = Arc::clone(&found);
+    options.events = Some(Arc::new(move |event: &Event<'_>| {
+        if let Event::Line { line, .. } = event
+            && let Some(key) = parse_head_key(line)
+        {
+            *relock(&seen) = Some(key);
+        }
+        if let Some(forward) = &forward {
+            forward(event);
+        }
+    }));
+    let report = steps::run(std::slice::from_ref(head), &[step], &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !report.success() {
+        return Err(format!(
+            "could not read the head's cluster SSH key: {}",
+            report.to_string().trim_end()
+        ));
+    }
+    relock(&found)
+        .clone()
+        .ok_or_else(|| "the head did not print its cluster SSH key".to_owned())
+}
+
+/// A poisoned lock only means a runner task panicked; the data is still usable.
+fn relock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

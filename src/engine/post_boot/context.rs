@@ -1,0 +1,403 @@
+//! What the step library needs to know about a block, from the manifest and the state: the pure
+//! half of building a [`NodeContext`] (nodes, InfiniBand, admin user, Ubuntu release, storage
+//! targets) and the list of what a block's steps refer to.
+//!
+//! Secret values (account keys, SAS tokens) and blob listings need Azure and are added by
+//! [`super::credentials`]; everything here works offline and is unit-tested.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::super::reach::{Endpoints, NodeReach, SSH_PORT};
+use crate::addr::Address;
+use crate::catalog;
+use crate::model::{Desired, ResourceKind, Step};
+use crate::steps::library::{ClusterNode, NodeContext, StorageTarget};
+
+/// What a block's steps refer to by address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct References {
+    /// Containers and file shares (`storage_account.data.container.raw`).
+    pub storage: BTreeSet<Address>,
+    /// `sas` resources (`sas.read`).
+    pub sas: BTreeSet<Address>,
+    /// Storage accounts whose key some step needs (steps on storage without a `sas`), as the
+    /// account resource (`storage_account.data.account`).
+    pub account_keys: BTreeSet<Address>,
+}
+
+/// Every address-looking text in a parameter value, nested values included.
+fn addresses_in(value: &Value, out: &mut Vec<Address>) {
+    match value {
+        Value::String(text) => {
+            if let Ok(address) = text.parse::<Address>() {
+                out.push(address);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| addresses_in(v, out)),
+        Value::Object(map) => map.values().for_each(|v| addresses_in(v, out)),
+        _ => {}
+    }
+}
+
+/// The storage account resource of a container or share address.
+pub fn account_of(storage: &Address) -> Address {
+    Address::new(&storage.kind, &storage.name, None, "account")
+}
+
+/// What `steps` refer to among `desired`'s resources.
+pub fn references(desired: &Desired, steps: &[&Step]) -> References {
+    let mut refs = References::default();
+    for step in steps {
+        let mut found = Vec::new();
+        for value in step.params.values() {
+            addresses_in(value, &mut found);
+        }
+        let has_sas = step.params.get("sas").is_some_and(|v| !v.is_null());
+        for address in found {
+            match desired.resource(&address).map(|r| r.kind) {
+                Some(ResourceKind::BlobContainer | ResourceKind::FileShare) => {
+                    if !has_sas {
+                        refs.account_keys.insert(account_of(&address));
+                    }
+                    refs.storage.insert(address);
+                }
+                Some(ResourceKind::Sas) => {
+                    refs.sas.insert(address);
+                }
+                _ => {}
+            }
+        }
+    }
+    refs
+}
+
+/// The addresses a block's steps need created before they can run: the block's own resources,
+/// what its steps refer to, and everything those depend on.
+pub fn needed_resources(desired: &Desired, block: &Address) -> BTreeSet<Address> {
+    let steps: Vec<&Step> = desired.steps.iter().filter(|s| &s.block == block).collect();
+    let refs = references(desired, &steps);
+    let mut todo: Vec<Address> = desired
+        .resources
+        .iter()
+        .filter(|r| &r.address.block_address() == block)
+        .map(|r| r.address.clone())
+        .chain(refs.storage)
+        .chain(refs.sas)
+        .chain(refs.account_keys)
+        .collect();
+    let mut needed = BTreeSet::new();
+    while let Some(address) = todo.pop() {
+        if !needed.insert(address.clone()) {
+            continue;
+        }
+        if let Some(resource) = desired.resource(&address) {
+            todo.extend(resource.depends_on.iter().cloned());
+        }
+    }
+    needed
+}
+
+/// The Ubuntu release an image reference names (`20.04`, `22.04`, `24.04`), read from its
+/// offer and SKU (`0001-com-ubuntu-server-jammy` / `22_04-lts-gen2`, DSVM `ubuntu-2204`).
+pub fn ubuntu_release(image: &Value) -> Option<String> {
+    let text = ["offer", "sku"]
+        .iter()
+        .filter_map(|k| image.get(k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_lowercase();
+    let known = [
+        ("20.04", ["20_04", "2004", "focal"]),
+        ("22.04", ["22_04", "2204", "jammy"]),
+        ("24.04", ["24_04", "2404", "noble"]),
+    ];
+    known
+        .iter()
+        .find(|(_, marks)| marks.iter().any(|m| text.contains(m)))
+        .map(|(release, _)| (*release).to_owned())
+}
+
+/// The runner's and the library's view of one node: its Azure name, and the address and port
+/// the other nodes of the block reach its sshd at (the emulator's local endpoint for the private
+/// IP when emulated, else the private IP on port 22).
+fn cluster_node(node: &NodeReach, endpoints: &Endpoints) -> ClusterNode {
+    let private_ip = node.private_ip.clone().unwrap_or_default();
+    let (ip, port) = if endpoints.is_emulated() {
+        endpoints
+            .resolve(&private_ip)
+            .unwrap_or((private_ip, SSH_PORT))
+    } else {
+        (private_ip, SSH_PORT)
+    };
+    ClusterNode {
+        name: node.name.clone(),
+        private_ip: ip,
+        ssh_port: port,
+    }
+}
+
+/// The context of `block` without secrets and listings: nodes (head first), InfiniBand from the
+/// catalog, the admin user, the Ubuntu release of the image and the storage targets its steps
+/// name (public Azure endpoints).
+pub fn base_context(
+    desired: &Desired,
+    block: &Address,
+    nodes: &[NodeReach],
+    endpoints: &Endpoints,
+    refs: &References,
+) -> NodeContext {
+    let mut ctx = NodeContext::new(
+        &desired.experiment,
+        &block.to_string(),
+        nodes.iter().map(|n| cluster_node(n, endpoints)).collect(),
+    );
+    let head_vm = nodes.first().and_then(|n| desired.resource(&n.vm));
+    if let Some(vm) = head_vm {
+        ctx.infiniband = vm
+            .attrs
+            .get("size")
+            .and_then(Value::as_str)
+            .and_then(catalog::vm_size)
+            .is_some_and(|s| s.infiniband);
+        ctx.ubuntu = vm.attrs.get("image").and_then(ubuntu_release);
+    }
+    if let Some(head) = nodes.first() {
+        ctx.admin_user.clone_from(&head.user);
+    }
+    ctx.storage = storage_targets(desired, &refs.storage);
+    ctx
+}
+
+/// Containers and shares by address, resolved to their Azure names.
+fn storage_targets(
+    desired: &Desired,
+    addresses: &BTreeSet<Address>,
+) -> BTreeMap<String, StorageTarget> {
+    addresses
+        .iter()
+        .filter_map(|address| {
+            let resource = desired.resource(address)?;
+            let account = resource.parent.as_deref()?;
+            let mut target = StorageTarget::azure(account, &resource.name);
+            target.nfs = resource.kind == ResourceKind::FileShare
+                && resource.attrs.get("protocol").and_then(Value::as_str) == Some("NFS");
+            Some((address.to_string(), target))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::reach::Route;
+    use crate::model::{Lifecycle, Resource, RunPolicy, StepScope};
+    use serde_json::json;
+
+    fn resource(address: &str, kind: ResourceKind, name: &str, parent: Option<&str>) -> Resource {
+        Resource {
+            address: address.parse().expect("valid address"),
+            kind,
+            name: name.into(),
+            parent: parent.map(str::to_owned),
+            resource_group: "rg".into(),
+            attrs: crate::model::Attrs::new(),
+            depends_on: BTreeSet::new(),
+            lifecycle: Lifecycle::default(),
+            span: None,
+        }
+    }
+
+    fn step(block: &str, kind: &str, params: Value) -> Step {
+        Step {
+            block: block.parse().expect("valid block"),
+            name: kind.into(),
+            kind: kind.into(),
+            scope: StepScope::All,
+            run: RunPolicy::Once,
+            params: serde_json::from_value(params).expect("a map"),
+            span: None,
+        }
+    }
+
+    fn desired() -> Desired {
+        let mut account = resource(
+            "storage_account.data.account",
+            ResourceKind::StorageAccount,
+            "expdata01",
+            None,
+        );
+        account
+            .depends_on
+            .insert("resource_group.main".parse().expect("ok"));
+        let mut container = resource(
+            "storage_account.data.container.raw",
+            ResourceKind::BlobContainer,
+            "raw",
+            Some("expdata01"),
+        );
+        container.depends_on.insert(account.address.clone());
+        let mut share = resource(
+            "storage_account.data.file_share.nfs",
+            ResourceKind::FileShare,
+            "nfs",
+            Some("expdata01"),
+        );
+        share.attrs.insert("protocol".into(), json!("NFS"));
+        let mut sas = resource("sas.read", ResourceKind::Sas, "read", Some("expdata01"));
+        sas.depends_on.insert(container.address.clone());
+        let mut vm = resource("vm.gpu.vm", ResourceKind::VirtualMachine, "exp-gpu", None);
+        vm.attrs.insert("size".into(), json!("Standard_ND40rs_v2"));
+        vm.attrs.insert(
+            "image".into(),
+            json!({"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204"}),
+        );
+        vm.depends_on.insert("vm.gpu.nic".parse().expect("ok"));
+        let nic = resource(
+            "vm.gpu.nic",
+            ResourceKind::NetworkInterface,
+            "exp-gpu-nic",
+            None,
+        );
+        let other = resource("vm.cpu.vm", ResourceKind::VirtualMachine, "exp-cpu", None);
+        Desired {
+            experiment: "exp".into(),
+            azure: crate::model::AzureSettings {
+                subscription: None,
+                location: "eastus".into(),
+                resource_group: "rg".into(),
+                tags: BTreeMap::new(),
+                endpoint: None,
+            },
+            resources: vec![account, container, share, sas, vm, nic, other],
+            outputs: Vec::new(),
+            manifest_hash: String::new(),
+            steps: vec![
+                step(
+                    "vm.gpu",
+                    "stage",
+                    json!({"from": "storage_account.data.container.raw", "sas": "sas.read"}),
+                ),
+                step(
+                    "vm.gpu",
+                    "nfs_cache",
+                    json!({"share": "storage_account.data.file_share.nfs"}),
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn references_name_storage_sas_and_the_keys_of_steps_without_a_sas() {
+        let d = desired();
+        let steps: Vec<&Step> = d.steps.iter().collect();
+        let refs = references(&d, &steps);
+        let text =
+            |set: &BTreeSet<Address>| set.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            text(&refs.storage),
+            [
+                "storage_account.data.container.raw",
+                "storage_account.data.file_share.nfs"
+            ]
+        );
+        assert_eq!(text(&refs.sas), ["sas.read"]);
+        assert_eq!(text(&refs.account_keys), ["storage_account.data.account"]);
+    }
+
+    #[test]
+    fn a_block_needs_its_own_resources_what_its_steps_name_and_their_dependencies() {
+        let d = desired();
+        let needed: Vec<String> = needed_resources(&d, &"vm.gpu".parse().expect("ok"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            needed,
+            [
+                "resource_group.main",
+                "sas.read",
+                "storage_account.data.account",
+                "storage_account.data.container.raw",
+                "storage_account.data.file_share.nfs",
+                "vm.gpu.nic",
+                "vm.gpu.vm",
+            ]
+        );
+    }
+
+    #[test]
+    fn ubuntu_releases_are_read_from_offers_and_skus() {
+        let image = |offer: &str, sku: &str| json!({"offer": offer, "sku": sku});
+        assert_eq!(
+            ubuntu_release(&image("0001-com-ubuntu-server-focal", "20_04-lts")).as_deref(),
+            Some("20.04")
+        );
+        assert_eq!(
+            ubuntu_release(&image("ubuntu-2204", "2204-gen2")).as_deref(),
+            Some("22.04")
+        );
+        assert_eq!(
+            ubuntu_release(&image("ubuntu-24_04-lts", "server")).as_deref(),
+            Some("24.04")
+        );
+        assert_eq!(ubuntu_release(&image("centos", "7_9")), None);
+    }
+
+    #[test]
+    fn the_base_context_has_nodes_infiniband_release_user_and_storage() {
+        let d = desired();
+        let block: Address = "vm.gpu".parse().expect("ok");
+        let node = NodeReach {
+            vm: "vm.gpu.vm".parse().expect("ok"),
+            block: block.clone(),
+            index: 0,
+            name: "exp-gpu".into(),
+            user: "alice".into(),
+            public_ip: Some("20.0.0.4".into()),
+            private_ip: Some("10.0.0.4".into()),
+            host_key: None,
+            route: Route::Direct {
+                host: "20.0.0.4".into(),
+                port: 22,
+            },
+        };
+        let steps: Vec<&Step> = d.steps.iter().collect();
+        let refs = references(&d, &steps);
+        let ctx = base_context(
+            &d,
+            &block,
+            std::slice::from_ref(&node),
+            &Endpoints::direct(),
+            &refs,
+        );
+        assert_eq!(
+            ctx.nodes,
+            [ClusterNode {
+                name: "exp-gpu".into(),
+                private_ip: "10.0.0.4".into(),
+                ssh_port: 22
+            }]
+        );
+        assert!(ctx.infiniband);
+        assert_eq!(ctx.ubuntu.as_deref(), Some("22.04"));
+        assert_eq!(ctx.admin_user, "alice");
+        let share = &ctx.storage["storage_account.data.file_share.nfs"];
+        assert!(share.nfs);
+        assert_eq!(
+            ctx.storage["storage_account.data.container.raw"].blob_endpoint,
+            "https://expdata01.blob.core.windows.net"
+        );
+        let emulated = Endpoints::from_emulator(&[crate::emulator::SshEndpoint {
+            ip_address: "10.0.0.4".into(),
+            endpoint: "127.0.0.1:2201".into(),
+            public_ip_id: None,
+        }]);
+        let ctx = base_context(&d, &block, &[node], &emulated, &refs);
+        assert_eq!(
+            (ctx.nodes[0].private_ip.as_str(), ctx.nodes[0].ssh_port),
+            ("127.0.0.1", 2201)
+        );
+    }
+}

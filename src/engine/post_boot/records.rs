@@ -1,0 +1,354 @@
+//! Between manifest steps and runner steps: which runner steps a `--rerun-step` name forces,
+//! which per-boot steps must run again because dsinfra restarted the VM, and which manifest
+//! steps to record as succeeded in the state after a run.
+//!
+//! A manifest step `blobfuse2` expands into runner steps `blobfuse2.install` and
+//! `blobfuse2.mount`; a `script` step is one runner step of its own name. So a manifest step owns
+//! the runner steps named `<name>` or `<name>.<part>`. All pure, unit-tested.
+
+use std::collections::BTreeSet;
+
+use crate::addr::Address;
+use crate::model::Step;
+use crate::state::{State, StepRecord};
+use crate::steps::{RunPolicy, RunReport, Scope, StepOutcome, StepSpec};
+
+/// Whether runner step `runner` belongs to manifest step `manifest`.
+pub fn belongs(runner: &str, manifest: &str) -> bool {
+    runner == manifest
+        || runner
+            .strip_prefix(manifest)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// The runner steps of `block` forced by `--rerun-step` entries: `NAME` in every block or
+/// `BLOCK/NAME` (`cluster.train/beeond`, `train/beeond`) in one, as the plan reads them
+/// ([`crate::plan::rerun_selects`]); a manifest step name forces all its parts, a part name
+/// (`beeond.install`) only that part.
+pub fn forced_steps(
+    entries: &BTreeSet<String>,
+    block: &Address,
+    runner: &[StepSpec],
+) -> BTreeSet<String> {
+    let wanted: Vec<&str> = entries
+        .iter()
+        .filter_map(|entry| match entry.split_once('/') {
+            Some((b, name)) if b == block.name || b == block.to_string() => Some(name),
+            Some(_) => None,
+            None => Some(entry.as_str()),
+        })
+        .collect();
+    runner
+        .iter()
+        .filter(|s| wanted.iter().any(|n| belongs(&s.name, n)))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// The per-boot runner steps to run again because dsinfra restarted a VM of the block since the
+/// step last succeeded there (its record's `boot` is older than the VM's `boots`): a deallocated
+/// VM lost its temp disk, so its mounts, caches and scratch are gone even if the node's boot id
+/// cannot tell (emulated nodes share one kernel). The runner forces a step on every node of the
+/// block; per-boot steps are idempotent, so the nodes that were not restarted only repeat work.
+pub fn rebooted_steps(
+    steps: &[&Step],
+    vms: &[Address],
+    state: &State,
+    runner: &[StepSpec],
+) -> BTreeSet<String> {
+    let outdated: BTreeSet<&str> = steps
+        .iter()
+        .filter(|step| {
+            vms.iter().any(|vm| {
+                state.resource(vm).is_some_and(|r| {
+                    r.steps
+                        .get(&step.name)
+                        .is_some_and(|record| record.boot < r.boots)
+                })
+            })
+        })
+        .map(|step| step.name.as_str())
+        .collect();
+    runner
+        .iter()
+        .filter(|s| s.policy == RunPolicy::PerBoot && outdated.iter().any(|n| belongs(&s.name, n)))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// One node of a run: its name in the runner's report, its VM and its index (0 = head).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunNode {
+    /// The runner's node name.
+    pub name: String,
+    /// The VM resource.
+    pub vm: Address,
+    /// Its index in the block.
+    pub index: usize,
+}
+
+/// The records to store after a run: `(vm, manifest step name, record)` for every manifest step
+/// whose runner steps for that node all ran or were skipped as done. A step that does not apply
+/// to a node (head-only, on another node) is not recorded there.
+pub fn succeeded(
+    steps: &[&Step],
+    runner: &[StepSpec],
+    report: &RunReport,
+    nodes: &[RunNode],
+    state: &State,
+    at: &str,
+) -> Vec<(Address, String, StepRecord)> {
+    let mut out = Vec::new();
+    for node in nodes {
+        let Some(node_report) = report.node(&node.name) else {
+            continue;
+        };
+        let boot = state.resource(&node.vm).map_or(0, |r| r.boots);
+        for step in steps {
+            let mut parts = runner
+                .iter()
+                .filter(|s| belongs(&s.name, &step.name))
+                .filter(|s| s.scope == Scope::All || node.index == 0)
+                .peekable();
+            if parts.peek().is_none() {
+                continue;
+            }
+            let outcomes: Vec<Option<&StepOutcome>> =
+                parts.map(|part| node_report.outcome(&part.name)).collect();
+            let all_ok = outcomes
+                .iter()
+                .all(|o| matches!(o, Some(StepOutcome::Ran { .. } | StepOutcome::Skipped(_))));
+            let any_ran = outcomes
+                .iter()
+                .any(|o| matches!(o, Some(StepOutcome::Ran { .. })));
+            let fingerprint = step.fingerprint();
+            // A step that only skipped keeps its record (when and in which boot it last ran),
+            // so an apply that runs nothing leaves the state as it was.
+            let recorded = state
+                .resource(&node.vm)
+                .and_then(|r| r.steps.get(&step.name))
+                .is_some_and(|r| r.fingerprint == fingerprint);
+            if all_ok && (any_ran || !recorded) {
+                out.push((
+                    node.vm.clone(),
+                    step.name.clone(),
+                    StepRecord {
+                        fingerprint,
+                        boot,
+                        at: at.to_owned(),
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::model::{ResourceKind, StepScope};
+    use crate::state::{ResourceState, ResourceStatus};
+    use crate::steps::{NodeReport, NodeStatus, RunReason, SkipReason, StepReport};
+
+    fn runner(name: &str, scope: Scope, policy: RunPolicy) -> StepSpec {
+        let mut s = StepSpec::new(name, "true");
+        s.scope = scope;
+        s.policy = policy;
+        s
+    }
+
+    fn step(name: &str, run: crate::model::RunPolicy) -> Step {
+        Step {
+            block: "cluster.train".parse().expect("ok"),
+            name: name.into(),
+            kind: "script".into(),
+            scope: StepScope::All,
+            run,
+            params: BTreeMap::new(),
+            span: None,
+        }
+    }
+
+    fn vm(address: &str, boots: u64, records: &[(&str, u64)]) -> ResourceState {
+        ResourceState {
+            address: address.parse().expect("ok"),
+            kind: ResourceKind::VirtualMachine,
+            name: address.into(),
+            parent: None,
+            resource_group: "rg".into(),
+            id: None,
+            attrs: crate::model::Attrs::new(),
+            depends_on: BTreeSet::new(),
+            status: ResourceStatus::Created,
+            power_state: None,
+            secrets: BTreeMap::new(),
+            host_key: None,
+            boots,
+            steps: records
+                .iter()
+                .map(|(n, boot)| {
+                    (
+                        (*n).to_owned(),
+                        StepRecord {
+                            fingerprint: "f".into(),
+                            boot: *boot,
+                            at: "t".into(),
+                        },
+                    )
+                })
+                .collect(),
+            drift: None,
+        }
+    }
+
+    fn ran() -> StepOutcome {
+        StepOutcome::Ran {
+            reason: RunReason::New,
+            duration: Duration::from_secs(1),
+            rebooted: false,
+        }
+    }
+
+    #[test]
+    fn a_manifest_name_forces_all_its_parts_and_a_part_name_only_itself() {
+        let runner = [
+            runner("beeond.install", Scope::All, RunPolicy::Once),
+            runner("beeond.start", Scope::Head, RunPolicy::PerBoot),
+            runner("beeondx", Scope::All, RunPolicy::Once),
+            runner("prep", Scope::All, RunPolicy::Once),
+        ];
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+        let block: Address = "cluster.train".parse().expect("ok");
+        assert_eq!(
+            forced_steps(&names(&["beeond"]), &block, &runner),
+            names(&["beeond.install", "beeond.start"])
+        );
+        assert_eq!(
+            forced_steps(&names(&["beeond.start", "train/prep"]), &block, &runner),
+            names(&["beeond.start", "prep"])
+        );
+        assert_eq!(
+            forced_steps(
+                &names(&["vm.gpu/prep", "cluster.train/beeondx"]),
+                &block,
+                &runner
+            ),
+            names(&["beeondx"])
+        );
+    }
+
+    #[test]
+    fn per_boot_parts_rerun_when_a_vm_was_restarted_after_they_last_succeeded() {
+        let mut state = State::new("exp");
+        state.upsert(vm("cluster.train[0].vm", 2, &[("mount", 1), ("data", 2)]));
+        state.upsert(vm("cluster.train[1].vm", 2, &[("mount", 2), ("data", 2)]));
+        let mount = step("mount", crate::model::RunPolicy::PerBoot);
+        let data = step("data", crate::model::RunPolicy::PerBoot);
+        let runner = [
+            runner("mount.install", Scope::All, RunPolicy::Once),
+            runner("mount", Scope::All, RunPolicy::PerBoot),
+            runner("data", Scope::All, RunPolicy::PerBoot),
+        ];
+        let vms: Vec<Address> = ["cluster.train[0].vm", "cluster.train[1].vm"]
+            .iter()
+            .map(|a| a.parse().expect("ok"))
+            .collect();
+        let forced = rebooted_steps(&[&mount, &data], &vms, &state, &runner);
+        assert_eq!(forced, BTreeSet::from(["mount".to_owned()]));
+    }
+
+    #[test]
+    fn records_need_every_part_that_applies_to_the_node() {
+        let mut state = State::new("exp");
+        state.upsert(vm("cluster.train[0].vm", 3, &[]));
+        state.upsert(vm("cluster.train[1].vm", 3, &[]));
+        let mesh = step("mesh", crate::model::RunPolicy::Once);
+        let prep = step("prep", crate::model::RunPolicy::Once);
+        let runner = [
+            runner("mesh.keys", Scope::All, RunPolicy::Once),
+            runner("mesh.nodefile", Scope::Head, RunPolicy::Once),
+            runner("prep", Scope::All, RunPolicy::Once),
+        ];
+        let report = RunReport {
+            nodes: vec![
+                NodeReport {
+                    node: "head".into(),
+                    steps: vec![
+                        StepReport {
+                            step: "mesh.keys".into(),
+                            outcome: ran(),
+                        },
+                        StepReport {
+                            step: "mesh.nodefile".into(),
+                            outcome: StepOutcome::Failed {
+                                reason: RunReason::New,
+                                message: "exit status 1".into(),
+                            },
+                        },
+                    ],
+                    status: NodeStatus::Failed {
+                        step: Some("mesh.nodefile".into()),
+                        message: "exit status 1".into(),
+                    },
+                },
+                NodeReport {
+                    node: "node1".into(),
+                    steps: vec![
+                        StepReport {
+                            step: "mesh.keys".into(),
+                            outcome: StepOutcome::Skipped(SkipReason::UpToDate),
+                        },
+                        StepReport {
+                            step: "prep".into(),
+                            outcome: ran(),
+                        },
+                    ],
+                    status: NodeStatus::Done,
+                },
+            ],
+        };
+        let nodes = [
+            RunNode {
+                name: "head".into(),
+                vm: "cluster.train[0].vm".parse().expect("ok"),
+                index: 0,
+            },
+            RunNode {
+                name: "node1".into(),
+                vm: "cluster.train[1].vm".parse().expect("ok"),
+                index: 1,
+            },
+        ];
+        let records = succeeded(&[&mesh, &prep], &runner, &report, &nodes, &state, "now");
+        let got: Vec<(String, String, u64)> = records
+            .iter()
+            .map(|(vm, name, r)| (vm.to_string(), name.clone(), r.boot))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("cluster.train[1].vm".to_owned(), "mesh".to_owned(), 3),
+                ("cluster.train[1].vm".to_owned(), "prep".to_owned(), 3),
+            ]
+        );
+        assert_eq!(records[0].2.fingerprint, mesh.fingerprint());
+        // Recorded with this fingerprint already and only skipped: the record stays as it is.
+        let mut recorded = vm("cluster.train[1].vm", 3, &[]);
+        recorded.steps.insert(
+            "mesh".into(),
+            StepRecord {
+                fingerprint: mesh.fingerprint(),
+                boot: 1,
+                at: "then".into(),
+            },
+        );
+        state.upsert(recorded);
+        let again = succeeded(&[&mesh, &prep], &runner, &report, &nodes, &state, "now");
+        let names: Vec<&str> = again.iter().map(|(_, n, _)| n.as_str()).collect();
+        assert_eq!(names, ["prep"]);
+    }
+}

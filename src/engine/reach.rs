@@ -1,0 +1,823 @@
+//! How dsinfra reaches each VM over SSH: which address and port to dial, whether to jump through
+//! the head node, which host key to expect, and why a node cannot be reached at all.
+//!
+//! Post-boot steps (apply), `dsinfra ssh` and `dsinfra ssh-config` all need the same answer, so
+//! it is computed once here from the state:
+//!
+//! * A `vm` block is one node with its own public IP (unless `public_ip = false`).
+//! * A `cluster` has a public IP on node 0 only (unless `head_public_ip = false`); every other
+//!   node is reached through node 0, the head, like OpenSSH's ProxyJump. The head dials the
+//!   node's private IP.
+//! * Against the emulator the IPs are fake: [`Endpoints`] maps each one to the local sshd that
+//!   stands in for the VM (`127.0.0.1:PORT`), and an IP without a mapping is unreachable.
+//! * Host keys: a VM dsinfra created has its key pinned in state; an adopted VM is trusted on
+//!   first use (see [`NodeReach::node_spec`]).
+//!
+//! IP addresses are values only ARM knows. The state does not record them (the plan compares its
+//! attributes with the manifest's), so callers read them with [`read_addresses`] and hand them
+//! over with [`Endpoints::with_addresses`]; an IP found in a resource's state attributes
+//! (`ip_address` of a public IP, `private_ip` of a NIC) is used first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+
+use futures::StreamExt as _;
+use serde_json::Value;
+
+use crate::addr::Address;
+use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::emulator::SshEndpoint;
+use crate::model::{Attrs, ResourceKind};
+use crate::ssh::{BOOT_ID_PATH, HostKey, HostKeyPolicy, RecordHostKey, Target};
+use crate::state::{Drift, PowerState, ResourceStatus, State};
+use crate::steps::{DEFAULT_MARKER_DIR, Hop, NodeSpec};
+
+/// The SSH port of a real VM.
+pub const SSH_PORT: u16 = 22;
+
+/// The environment variable that moves the marker directory (tests: many hosts, one filesystem).
+pub const MARKER_DIR_ENV: &str = "DSINFRA_MARKER_DIR";
+
+/// The login user when the state does not say (the manifest's default `admin_username`).
+const DEFAULT_USER: &str = "azureuser";
+
+/// Where SSH connections for an IP address go: the address itself on port 22 (Azure), or the
+/// local sshd an emulator mapped it to. Also carries the IP addresses read from ARM.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `Some` against an emulator: IP address -> (host, port). Unmapped IPs are unreachable.
+    emulated: Option<BTreeMap<String, (String, u16)>>,
+    /// Values only ARM knows, by resource (`ip_address` of public IPs, `private_ip` of NICs).
+    addresses: BTreeMap<Address, Attrs>,
+}
+
+impl Endpoints {
+    /// Real Azure: every IP address is dialled as it is, on port 22.
+    pub fn direct() -> Self {
+        Self::default()
+    }
+
+    /// An emulator's map from (fake) IP addresses to local sshd endpoints. Entries whose endpoint
+    /// is not a socket address are left out: the IP is then unreachable, which is what it is.
+    pub fn from_emulator(map: &[SshEndpoint]) -> Self {
+        let emulated = map
+            .iter()
+            .filter_map(|e| {
+                let socket: SocketAddr = e.endpoint.parse().ok()?;
+                Some((
+                    e.ip_address.clone(),
+                    (socket.ip().to_string(), socket.port()),
+                ))
+            })
+            .collect();
+        Self {
+            emulated: Some(emulated),
+            addresses: BTreeMap::new(),
+        }
+    }
+
+    /// The same endpoints, knowing the IP addresses ARM reported (a refresh's `observed` map or
+    /// what [`read_addresses`] returns).
+    #[must_use]
+    pub fn with_addresses(mut self, addresses: BTreeMap<Address, Attrs>) -> Self {
+        self.addresses.extend(addresses);
+        self
+    }
+
+    /// Whether IP addresses are emulated (mapped to local endpoints).
+    pub fn is_emulated(&self) -> bool {
+        self.emulated.is_some()
+    }
+
+    /// Where to dial `ip`: `(host, port)`. `None` only when emulated and `ip` is not mapped.
+    pub fn resolve(&self, ip: &str) -> Option<(String, u16)> {
+        match &self.emulated {
+            None => Some((ip.to_owned(), SSH_PORT)),
+            Some(map) => map.get(ip).cloned(),
+        }
+    }
+
+    /// A value only ARM knows (`attr` of the resource at `address`), from the state's attributes
+    /// when recorded there, else from the addresses read from ARM. Placeholders do not count.
+    fn known(&self, state: &State, address: &Address, attr: &str) -> Option<String> {
+        let real = |v: &Value| {
+            v.as_str()
+                .filter(|s| !s.is_empty() && !s.starts_with("(known after apply"))
+                .map(str::to_owned)
+        };
+        state
+            .resource(address)
+            .and_then(|r| r.attrs.get(attr))
+            .and_then(real)
+            .or_else(|| {
+                self.addresses
+                    .get(address)
+                    .and_then(|a| a.get(attr))
+                    .and_then(real)
+            })
+    }
+}
+
+/// How a node is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// Dial it from here.
+    Direct {
+        /// Host name or IP address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// Jump through the block's head node, which dials this.
+    ViaHead {
+        /// Host or IP address as the head sees it.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// It cannot be reached now.
+    Unreachable {
+        /// Why, as a phrase that follows the node's name (`has no public IP ...`).
+        why: String,
+    },
+}
+
+/// One VM of a `vm` or `cluster` block and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReach {
+    /// The VM resource (`cluster.train[1].vm`).
+    pub vm: Address,
+    /// Its block (`cluster.train`).
+    pub block: Address,
+    /// Its position in the block: 0 is the head.
+    pub index: usize,
+    /// Its Azure VM name.
+    pub name: String,
+    /// The login user (`admin_username`).
+    pub user: String,
+    /// Its public IP address, when it has one and it is known.
+    pub public_ip: Option<String>,
+    /// Its private IP address, when known.
+    pub private_ip: Option<String>,
+    /// The pinned host key (an OpenSSH public key line); `None` for adopted VMs.
+    pub host_key: Option<String>,
+    /// How to reach it.
+    pub route: Route,
+}
+
+/// Why a node cannot be turned into something to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReachError {
+    /// The node's route is unreachable.
+    #[error("node {node} cannot be reached: it {why}")]
+    Unreachable {
+        /// The node (`cluster.train[1]`).
+        node: String,
+        /// Why.
+        why: String,
+    },
+    /// A node behind the head was asked for without a directly reachable head.
+    #[error(
+        "node {node} is reached through its head node, but the head is not reachable from here"
+    )]
+    NoHead {
+        /// The node.
+        node: String,
+    },
+    /// The pinned key in the state does not parse.
+    #[error("node {node}: the host key pinned in the state is not usable: {message}")]
+    HostKey {
+        /// The node.
+        node: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl NodeReach {
+    /// The node's address without a part: `cluster.train[1]`, `vm.gpu`. Its name in messages.
+    pub fn node(&self) -> Address {
+        Address::new(&self.vm.kind, &self.vm.name, self.vm.index, "")
+    }
+
+    /// Whether this is the block's head (the first node; the only node of a `vm` block).
+    pub fn is_head(&self) -> bool {
+        self.index == 0
+    }
+
+    /// The host-key policy: the pinned key when the state has one, else trust on first use
+    /// with `tofu` receiving the key the node presents.
+    pub fn host_key_policy(&self, tofu: RecordHostKey) -> Result<HostKeyPolicy, ReachError> {
+        match &self.host_key {
+            Some(line) => HostKey::from_openssh(line)
+                .map(HostKeyPolicy::Pinned)
+                .map_err(|message| ReachError::HostKey {
+                    node: self.node().to_string(),
+                    message,
+                }),
+            None => Ok(HostKeyPolicy::TrustOnFirstUse { record: tofu }),
+        }
+    }
+
+    /// What the step runner needs to reach this node. `head` is the block's head (needed for a
+    /// node reached through it); `tofu` records keys of nodes without a pinned key. Markers go
+    /// to `${DSINFRA_MARKER_DIR:-/var/lib/dsinfra/steps}/<vm name>`: one directory per VM, so
+    /// test hosts that share one filesystem do not share markers.
+    pub fn node_spec(
+        &self,
+        head: Option<&NodeReach>,
+        tofu: RecordHostKey,
+    ) -> Result<NodeSpec, ReachError> {
+        let node = self.node().to_string();
+        let (host, port, jump) = match &self.route {
+            Route::Unreachable { why } => {
+                return Err(ReachError::Unreachable {
+                    node,
+                    why: why.clone(),
+                });
+            }
+            Route::Direct { host, port } => (host.clone(), *port, None),
+            Route::ViaHead { host, port } => {
+                let Some((head, Route::Direct { host: hh, port: hp })) =
+                    head.map(|h| (h, &h.route))
+                else {
+                    return Err(ReachError::NoHead { node });
+                };
+                let hop = Hop {
+                    target: Target {
+                        node: head.node().to_string(),
+                        host: hh.clone(),
+                        port: *hp,
+                        user: head.user.clone(),
+                    },
+                    host_key: head.host_key_policy(tofu.clone())?,
+                };
+                (host.clone(), *port, Some(hop))
+            }
+        };
+        Ok(NodeSpec {
+            target: Target {
+                node,
+                host,
+                port,
+                user: self.user.clone(),
+            },
+            host_key: self.host_key_policy(tofu)?,
+            jump,
+            marker_dir: marker_dir(std::env::var(MARKER_DIR_ENV).ok().as_deref(), &self.name),
+            boot_id_path: BOOT_ID_PATH.to_owned(),
+        })
+    }
+}
+
+/// The marker directory of the VM named `vm_name` under `base` (default
+/// [`DEFAULT_MARKER_DIR`]; an empty base counts as unset).
+pub fn marker_dir(base: Option<&str>, vm_name: &str) -> String {
+    let base = base
+        .filter(|b| !b.is_empty())
+        .unwrap_or(DEFAULT_MARKER_DIR)
+        .trim_end_matches('/');
+    format!("{base}/{vm_name}")
+}
+
+/// The VMs of the state that exist: created, and not found deleted by a refresh.
+fn live_vms(state: &State) -> impl Iterator<Item = &crate::state::ResourceState> {
+    state.resources.iter().filter(|r| {
+        r.kind == ResourceKind::VirtualMachine
+            && r.status == ResourceStatus::Created
+            && r.drift != Some(Drift::Deleted)
+    })
+}
+
+/// The `vm` and `cluster` blocks that have VMs in the state, sorted (`cluster.train`, `vm.gpu`).
+pub fn blocks(state: &State) -> Vec<Address> {
+    live_vms(state)
+        .map(|r| r.address.block_address())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The nodes of `block` (`cluster.train` or `vm.gpu`; any address of the block works), head
+/// first then by index, each with how to reach it through `endpoints`.
+pub fn block_nodes(state: &State, block: &Address, endpoints: &Endpoints) -> Vec<NodeReach> {
+    let block = block.block_address();
+    let mut vms: Vec<_> = live_vms(state)
+        .filter(|r| r.address.block_address() == block)
+        .collect();
+    vms.sort_by_key(|r| r.address.index);
+    let mut nodes: Vec<NodeReach> = Vec::with_capacity(vms.len());
+    for (position, r) in vms.into_iter().enumerate() {
+        let at = |part: &str| Address::new(&block.kind, &block.name, r.address.index, part);
+        let has_public = state.resource(&at("public_ip")).is_some();
+        let public_ip = endpoints.known(state, &at("public_ip"), "ip_address");
+        let private_ip = endpoints.known(state, &at("nic"), "private_ip");
+        let route = route_of(
+            r.power_state,
+            has_public,
+            public_ip.as_deref(),
+            private_ip.as_deref(),
+            nodes.first(),
+            endpoints,
+        );
+        nodes.push(NodeReach {
+            vm: r.address.clone(),
+            block: block.clone(),
+            index: position,
+            name: r.name.clone(),
+            user: r
+                .attrs
+                .get("admin_username")
+                .and_then(Value::as_str)
+                .unwrap_or(DEFAULT_USER)
+                .to_owned(),
+            public_ip,
+            private_ip,
+            host_key: r.host_key.clone(),
+            route,
+        });
+    }
+    nodes
+}
+
+/// The route to one node, given what is known about it and the block's head (`None` for the
+/// head itself).
+fn route_of(
+    power: Option<PowerState>,
+    has_public: bool,
+    public_ip: Option<&str>,
+    private_ip: Option<&str>,
+    head: Option<&NodeReach>,
+    endpoints: &Endpoints,
+) -> Route {
+    let unreachable = |why: String| Route::Unreachable { why };
+    match power {
+        Some(PowerState::Deallocated) => {
+            return unreachable("is parked (deallocated): `dsinfra unpark` starts it".to_owned());
+        }
+        Some(PowerState::Stopped) => {
+            return unreachable("is stopped: `dsinfra unpark` starts it".to_owned());
+        }
+        Some(PowerState::Running) | None => {}
+    }
+    if has_public {
+        let Some(ip) = public_ip else {
+            return unreachable(
+                "has a public IP whose address is not known (ARM was not asked)".to_owned(),
+            );
+        };
+        return match endpoints.resolve(ip) {
+            Some((host, port)) => Route::Direct { host, port },
+            None => unreachable(format!(
+                "has no SSH endpoint in the emulator for its public IP {ip}"
+            )),
+        };
+    }
+    let Some(head) = head else {
+        return unreachable(
+            "has no public IP and is the first node of its block, so there is no head to jump through"
+                .to_owned(),
+        );
+    };
+    if let Route::Unreachable { why } = &head.route {
+        return unreachable(format!(
+            "is reached through its head {}, which {why}",
+            head.node()
+        ));
+    }
+    let Some(ip) = private_ip else {
+        return unreachable(
+            "has no public IP and its private IP address is not known (ARM was not asked)"
+                .to_owned(),
+        );
+    };
+    match endpoints.resolve(ip) {
+        Some((host, port)) => Route::ViaHead { host, port },
+        None => unreachable(format!(
+            "has no SSH endpoint in the emulator for its private IP {ip}"
+        )),
+    }
+}
+
+/// Read from ARM the IP addresses of every VM in the state: the `ip_address` of each VM's
+/// public IP and the `private_ip` of its NIC, keyed by their addresses, ready for
+/// [`Endpoints::with_addresses`]. Reads run concurrently (as many as a refresh runs); a resource ARM no longer has is left
+/// out (the node then shows as unreachable with the reason).
+pub async fn read_addresses(
+    client: &ArmClient,
+    state: &State,
+) -> Result<BTreeMap<Address, Attrs>, ArmError> {
+    let wanted: Vec<(Address, ResourceKind, String)> = live_vms(state)
+        .flat_map(|vm| {
+            ["public_ip", "nic"].into_iter().map(move |part| {
+                Address::new(&vm.address.kind, &vm.address.name, vm.address.index, part)
+            })
+        })
+        .filter_map(|address| {
+            let r = state.resource(&address)?;
+            let id = r.id.clone()?;
+            (r.status == ResourceStatus::Created).then_some((address, r.kind, id))
+        })
+        .collect();
+    // Owned inputs, collected first: a lazily mapped iterator of borrowing futures trips the
+    // compiler's higher-ranked `Send` check in callers that box this future.
+    let reads: Vec<_> = wanted
+        .into_iter()
+        .map(|(address, kind, id)| async move {
+            let body = client.get::<Value>(&ResourceId::from_raw(&id)).await?;
+            Ok::<_, ArmError>((address, kind, body))
+        })
+        .collect();
+    // Bounded like a refresh: a 64-node cluster is 128 reads.
+    let results: Vec<_> = futures::stream::iter(reads)
+        .buffer_unordered(super::refresh::REFRESH_PARALLELISM)
+        .collect()
+        .await;
+    let mut found = BTreeMap::new();
+    for result in results {
+        let (address, kind, body) = result?;
+        let Some(body) = body else { continue };
+        let known = super::refresh::known_values(kind, &body);
+        if !known.is_empty() {
+            found.insert(address, known);
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ssh::HostKeyPair;
+    use crate::state::ResourceState;
+
+    fn resource(address: &str, kind: ResourceKind, name: &str, attrs: Value) -> ResourceState {
+        ResourceState {
+            address: address.parse().expect("valid address"),
+            kind,
+            name: name.to_owned(),
+            parent: None,
+            resource_group: "rg".into(),
+            id: Some(format!("/subscriptions/s/resourceGroups/rg/x/{name}")),
+            attrs: serde_json::from_value(attrs).expect("attrs are an object"),
+            depends_on: BTreeSet::new(),
+            status: ResourceStatus::Created,
+            power_state: (kind == ResourceKind::VirtualMachine).then_some(PowerState::Running),
+            secrets: BTreeMap::new(),
+            host_key: None,
+            boots: 0,
+            steps: BTreeMap::new(),
+            drift: None,
+        }
+    }
+
+    /// A node's VM, NIC and (when `public`) public IP.
+    fn node(state: &mut State, block: &str, index: Option<u32>, public: bool) {
+        let (kind, label) = block.split_once('.').expect("kind.label");
+        let at = |part: &str| Address::new(kind, label, index, part).to_string();
+        let name = match index {
+            Some(i) => format!("exp-{label}-{i}"),
+            None => format!("exp-{label}"),
+        };
+        state.upsert(resource(
+            &at("vm"),
+            ResourceKind::VirtualMachine,
+            &name,
+            json!({"admin_username": "alice"}),
+        ));
+        state.upsert(resource(
+            &at("nic"),
+            ResourceKind::NetworkInterface,
+            &format!("{name}-nic"),
+            json!({}),
+        ));
+        if public {
+            state.upsert(resource(
+                &at("public_ip"),
+                ResourceKind::PublicIp,
+                &format!("{name}-pip"),
+                json!({}),
+            ));
+        }
+    }
+
+    /// A state with `vm.gpu` (public) and `cluster.train` of three nodes (head public).
+    fn sample() -> State {
+        let mut state = State::new("exp");
+        node(&mut state, "vm.gpu", None, true);
+        for i in 0..3 {
+            node(&mut state, "cluster.train", Some(i), i == 0);
+        }
+        state
+    }
+
+    fn ips() -> BTreeMap<Address, Attrs> {
+        let entry = |address: &str, attr: &str, ip: &str| {
+            (
+                address.parse().expect("valid address"),
+                Attrs::from([(attr.to_owned(), json!(ip))]),
+            )
+        };
+        BTreeMap::from([
+            entry("vm.gpu.public_ip", "ip_address", "20.0.0.9"),
+            entry("vm.gpu.nic", "private_ip", "10.0.0.9"),
+            entry("cluster.train[0].public_ip", "ip_address", "20.0.0.4"),
+            entry("cluster.train[0].nic", "private_ip", "10.0.0.4"),
+            entry("cluster.train[1].nic", "private_ip", "10.0.0.5"),
+            entry("cluster.train[2].nic", "private_ip", "10.0.0.6"),
+        ])
+    }
+
+    fn mapped(pairs: &[(&str, &str)]) -> Endpoints {
+        let map: Vec<SshEndpoint> = pairs
+            .iter()
+            .map(|(ip, endpoint)| SshEndpoint {
+                ip_address: (*ip).to_owned(),
+                endpoint: (*endpoint).to_owned(),
+                public_ip_id: None,
+            })
+            .collect();
+        Endpoints::from_emulator(&map).with_addresses(ips())
+    }
+
+    fn train() -> Address {
+        Address::block("cluster", "train")
+    }
+
+    fn no_tofu() -> RecordHostKey {
+        Arc::new(|_, _| {})
+    }
+
+    fn direct(host: &str, port: u16) -> Route {
+        Route::Direct {
+            host: host.to_owned(),
+            port,
+        }
+    }
+
+    #[test]
+    fn blocks_lists_vm_and_cluster_blocks_with_vms() {
+        let mut state = sample();
+        state.upsert(resource(
+            "storage_account.data.account",
+            ResourceKind::StorageAccount,
+            "expdata",
+            json!({}),
+        ));
+        assert_eq!(
+            blocks(&state),
+            [train(), Address::block("vm", "gpu")],
+            "storage is no block of nodes"
+        );
+    }
+
+    #[test]
+    fn azure_dials_public_ips_directly_and_private_nodes_through_the_head() {
+        let state = sample();
+        let endpoints = Endpoints::direct().with_addresses(ips());
+        assert!(!endpoints.is_emulated());
+        let nodes = block_nodes(&state, &train(), &endpoints);
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["exp-train-0", "exp-train-1", "exp-train-2"]);
+        assert_eq!(nodes[0].route, direct("20.0.0.4", 22));
+        assert!(nodes[0].is_head());
+        assert_eq!(
+            nodes[2].route,
+            Route::ViaHead {
+                host: "10.0.0.6".into(),
+                port: 22
+            }
+        );
+        assert_eq!(nodes[1].user, "alice");
+        assert_eq!(nodes[1].public_ip, None);
+        assert_eq!(nodes[1].private_ip.as_deref(), Some("10.0.0.5"));
+        assert_eq!(nodes[1].node().to_string(), "cluster.train[1]");
+        let gpu = block_nodes(&state, &"vm.gpu.vm".parse().expect("valid"), &endpoints);
+        assert_eq!(gpu.len(), 1);
+        assert_eq!(gpu[0].route, direct("20.0.0.9", 22));
+        assert_eq!(gpu[0].block, Address::block("vm", "gpu"));
+    }
+
+    #[test]
+    fn emulated_ips_go_to_their_local_endpoints_and_unmapped_ones_are_unreachable() {
+        let state = sample();
+        let endpoints = mapped(&[
+            ("20.0.0.4", "127.0.0.1:2201"),
+            ("10.0.0.4", "127.0.0.1:2201"),
+            ("10.0.0.5", "127.0.0.1:2202"),
+        ]);
+        assert!(endpoints.is_emulated());
+        assert_eq!(endpoints.resolve("10.0.0.6"), None);
+        let nodes = block_nodes(&state, &train(), &endpoints);
+        assert_eq!(nodes[0].route, direct("127.0.0.1", 2201));
+        assert_eq!(
+            nodes[1].route,
+            Route::ViaHead {
+                host: "127.0.0.1".into(),
+                port: 2202
+            }
+        );
+        assert_eq!(
+            nodes[2].route,
+            Route::Unreachable {
+                why: "has no SSH endpoint in the emulator for its private IP 10.0.0.6".into()
+            }
+        );
+        let gpu = block_nodes(&state, &Address::block("vm", "gpu"), &endpoints);
+        assert_eq!(
+            gpu[0].route,
+            Route::Unreachable {
+                why: "has no SSH endpoint in the emulator for its public IP 20.0.0.9".into()
+            }
+        );
+    }
+
+    #[test]
+    fn nodes_behind_an_unreachable_head_say_why() {
+        let state = sample();
+        let endpoints = mapped(&[("10.0.0.5", "127.0.0.1:2202")]);
+        let nodes = block_nodes(&state, &train(), &endpoints);
+        assert_eq!(
+            nodes[1].route,
+            Route::Unreachable {
+                why: "is reached through its head cluster.train[0], which has no SSH endpoint in the emulator for its public IP 20.0.0.4".into()
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_ips_a_private_head_and_parked_vms_are_unreachable() {
+        let mut state = sample();
+        let nodes = block_nodes(&state, &train(), &Endpoints::direct());
+        assert_eq!(
+            nodes[0].route,
+            Route::Unreachable {
+                why: "has a public IP whose address is not known (ARM was not asked)".into()
+            }
+        );
+        // An IP recorded in the state's attributes is used without asking ARM.
+        if let Some(pip) = state.resource_mut(&"vm.gpu.public_ip".parse().expect("valid")) {
+            pip.attrs.insert("ip_address".into(), json!("20.1.1.1"));
+        }
+        let gpu = block_nodes(&state, &Address::block("vm", "gpu"), &Endpoints::direct());
+        assert_eq!(gpu[0].route, direct("20.1.1.1", 22));
+
+        state
+            .resources
+            .retain(|r| r.address.to_string() != "cluster.train[0].public_ip");
+        let nodes = block_nodes(&state, &train(), &Endpoints::direct().with_addresses(ips()));
+        assert_eq!(
+            nodes[0].route,
+            Route::Unreachable {
+                why: "has no public IP and is the first node of its block, so there is no head to jump through".into()
+            }
+        );
+
+        let mut state = sample();
+        if let Some(vm) = state.resource_mut(&"vm.gpu.vm".parse().expect("valid")) {
+            vm.power_state = Some(PowerState::Deallocated);
+        }
+        let gpu = block_nodes(
+            &state,
+            &Address::block("vm", "gpu"),
+            &Endpoints::direct().with_addresses(ips()),
+        );
+        assert_eq!(
+            gpu[0].route,
+            Route::Unreachable {
+                why: "is parked (deallocated): `dsinfra unpark` starts it".into()
+            }
+        );
+    }
+
+    #[test]
+    fn node_spec_pins_known_keys_and_jumps_through_the_head() {
+        let mut state = sample();
+        let head_key = HostKeyPair::generate().expect("generation works");
+        let node_key = HostKeyPair::generate().expect("generation works");
+        for (address, key) in [
+            ("cluster.train[0].vm", &head_key),
+            ("cluster.train[1].vm", &node_key),
+        ] {
+            if let Some(vm) = state.resource_mut(&address.parse().expect("valid")) {
+                vm.host_key = Some(key.public().to_openssh());
+            }
+        }
+        let endpoints = Endpoints::direct().with_addresses(ips());
+        let nodes = block_nodes(&state, &train(), &endpoints);
+        let head = nodes[0].node_spec(None, no_tofu()).expect("head is direct");
+        assert_eq!(head.target.address(), "20.0.0.4:22");
+        assert_eq!(head.target.node, "cluster.train[0]");
+        assert_eq!(head.target.user, "alice");
+        assert!(head.jump.is_none());
+        assert!(
+            matches!(&head.host_key, HostKeyPolicy::Pinned(k) if k.same_key(head_key.public()))
+        );
+
+        let spec = nodes[1]
+            .node_spec(Some(&nodes[0]), no_tofu())
+            .expect("node behind the head");
+        assert_eq!(spec.target.address(), "10.0.0.5:22");
+        assert!(
+            matches!(&spec.host_key, HostKeyPolicy::Pinned(k) if k.same_key(node_key.public()))
+        );
+        let hop = spec.jump.expect("jumps through the head");
+        assert_eq!(hop.target.address(), "20.0.0.4:22");
+        assert_eq!(hop.target.node, "cluster.train[0]");
+        assert!(matches!(&hop.host_key, HostKeyPolicy::Pinned(k) if k.same_key(head_key.public())));
+
+        assert_eq!(
+            nodes[1].node_spec(None, no_tofu()).expect_err("no head"),
+            ReachError::NoHead {
+                node: "cluster.train[1]".into()
+            }
+        );
+    }
+
+    #[test]
+    fn node_spec_trusts_unpinned_nodes_on_first_use_through_the_callback() {
+        let state = sample();
+        let nodes = block_nodes(&state, &train(), &Endpoints::direct().with_addresses(ips()));
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        let record: RecordHostKey = Arc::new(move |node, _key| {
+            sink.lock()
+                .expect("test mutex not poisoned")
+                .push(node.to_owned());
+        });
+        let spec = nodes[2]
+            .node_spec(Some(&nodes[0]), record)
+            .expect("reachable");
+        let HostKeyPolicy::TrustOnFirstUse { record } = &spec.host_key else {
+            panic!(
+                "an unpinned node is trusted on first use: {:?}",
+                spec.host_key
+            );
+        };
+        let key = HostKeyPair::generate().expect("generation works");
+        record("cluster.train[2]", key.public());
+        assert_eq!(
+            *seen.lock().expect("test mutex not poisoned"),
+            ["cluster.train[2]"]
+        );
+    }
+
+    #[test]
+    fn node_spec_refuses_unreachable_nodes_and_broken_pinned_keys() {
+        let mut state = sample();
+        let nodes = block_nodes(&state, &train(), &Endpoints::direct());
+        assert_eq!(
+            nodes[0]
+                .node_spec(None, no_tofu())
+                .expect_err("no IP")
+                .to_string(),
+            "node cluster.train[0] cannot be reached: it has a public IP whose address is not known (ARM was not asked)"
+        );
+        if let Some(vm) = state.resource_mut(&"vm.gpu.vm".parse().expect("valid")) {
+            vm.host_key = Some("ssh-ed25519 not-base64".into());
+        }
+        let gpu = block_nodes(
+            &state,
+            &Address::block("vm", "gpu"),
+            &Endpoints::direct().with_addresses(ips()),
+        );
+        let err = gpu[0].node_spec(None, no_tofu()).expect_err("bad key");
+        assert!(
+            err.to_string()
+                .starts_with("node vm.gpu: the host key pinned in the state is not usable: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn markers_live_in_a_directory_per_vm() {
+        assert_eq!(
+            marker_dir(None, "exp-train-1"),
+            "/var/lib/dsinfra/steps/exp-train-1"
+        );
+        assert_eq!(
+            marker_dir(Some(""), "exp-gpu"),
+            "/var/lib/dsinfra/steps/exp-gpu"
+        );
+        assert_eq!(
+            marker_dir(Some("/tmp/hosts/"), "exp-train-0"),
+            "/tmp/hosts/exp-train-0"
+        );
+        let state = sample();
+        let gpu = block_nodes(
+            &state,
+            &Address::block("vm", "gpu"),
+            &Endpoints::direct().with_addresses(ips()),
+        );
+        let spec = gpu[0].node_spec(None, no_tofu()).expect("reachable");
+        assert_eq!(
+            spec.marker_dir,
+            marker_dir(std::env::var(MARKER_DIR_ENV).ok().as_deref(), "exp-gpu")
+        );
+        assert!(spec.marker_dir.ends_with("/exp-gpu"));
+    }
+}

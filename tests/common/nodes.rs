@@ -1,0 +1,192 @@
+//! A farm of real sshd "VMs" for end-to-end tests against the emulator: the emulator's boot hook
+//! ([`dsinfra::emulator::EmulatorConfig::on_vm_boot`]) calls [`NodeFarm::hook`] when a VM's
+//! creation succeeds, and the farm starts an OpenSSH `sshd` standing in for that VM, with the host
+//! key the VM's cloud-init customData carries. The emulator then maps the VM's public and private
+//! IP to it, so `dsinfra` reaches the VM exactly as it would in Azure: pinned host key, jumps
+//! through the head, its own login user and key.
+//!
+//! Like cloud-init, the farm installs the key pair from the cloud-config's `ssh_keys`; a VM
+//! created without one gets a fresh random key (what an adopted VM would present). The login
+//! user is always [`TEST_USER`]; `authorized_keys` holds the farm's client key and the keys the
+//! VM was created with. A VM booted again under the same name (a replacement) gets a new host in
+//! place of the old one. Every host stops when the farm drops; the hook holds the farm weakly so
+//! an emulator outliving the farm boots nothing more.
+//!
+//! Use through `mod common;` (it needs the sibling `sshd` module).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use dsinfra::emulator::{VmBoot, VmBootHook};
+use dsinfra::ssh::{HostKey, HostKeyPair};
+
+use super::sshd::{self, Host, TEST_USER};
+
+/// Real sshd hosts standing in for the VMs an emulator creates.
+pub struct NodeFarm {
+    /// Holds every host's directory; removed after the hosts stop (field order: hosts first).
+    hosts: Mutex<BTreeMap<String, Host>>,
+    /// VM names in the order they booted (a replaced VM appears once per boot).
+    order: Mutex<Vec<String>>,
+    client_key: PathBuf,
+    client_public: HostKey,
+    dir: tempfile::TempDir,
+}
+
+/// Where one farm host listens and keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FarmHost {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Its directory (config, host key, pid file, log).
+    pub dir: PathBuf,
+    /// sshd's own log.
+    pub log: PathBuf,
+}
+
+impl NodeFarm {
+    /// A farm with no hosts yet. `None` (after printing why) when sshd cannot run here; under CI
+    /// that is a test failure instead, as for `sshd::start`.
+    pub fn start() -> Option<Arc<Self>> {
+        if !sshd::available() {
+            return None;
+        }
+        let dir = sshd::scratch_dir();
+        let (client_key, client_public) = sshd::write_client_key(dir.path());
+        Some(Arc::new(Self {
+            hosts: Mutex::new(BTreeMap::new()),
+            order: Mutex::new(Vec::new()),
+            client_key,
+            client_public,
+            dir,
+        }))
+    }
+
+    /// The emulator boot hook that starts a host per VM and answers its endpoint.
+    pub fn hook(self: &Arc<Self>) -> VmBootHook {
+        let farm = Arc::downgrade(self);
+        Arc::new(move |boot: &VmBoot| farm.upgrade().map(|farm| farm.boot(boot)))
+    }
+
+    /// The client's private key file (for `-i` or `Auth::key_file`).
+    pub fn client_key(&self) -> &Path {
+        &self.client_key
+    }
+
+    /// The client's public key as an OpenSSH line, for a manifest's `ssh_key`.
+    pub fn client_public_key(&self) -> String {
+        self.client_public.to_openssh()
+    }
+
+    /// The login user on every host (the manifest's `admin_username` should be this).
+    #[allow(clippy::unused_self)] // A method, as agreed in contracts.md: the farm owns its user.
+    pub fn user(&self) -> &str {
+        TEST_USER
+    }
+
+    /// The host currently standing in for the VM named `vm_name` (the Azure VM name).
+    pub fn host(&self, vm_name: &str) -> Option<FarmHost> {
+        self.hosts
+            .lock()
+            .expect("farm mutex not poisoned")
+            .get(vm_name)
+            .map(|h| FarmHost {
+                port: h.port,
+                dir: h.dir.clone(),
+                log: h.log.clone(),
+            })
+    }
+
+    /// The VM names booted so far, in boot order; a VM booted twice (replaced) appears twice.
+    pub fn started(&self) -> Vec<String> {
+        self.order.lock().expect("farm mutex not poisoned").clone()
+    }
+
+    /// Starts the host for one VM and returns its endpoint.
+    fn boot(&self, boot: &VmBoot) -> String {
+        if boot.admin_username != TEST_USER {
+            eprintln!(
+                "NodeFarm: VM {} has admin user {:?}; only {TEST_USER} can log in to farm hosts",
+                boot.name, boot.admin_username
+            );
+        }
+        // Without a key in customData cloud-init generates one, unknown to dsinfra.
+        let (private, public) = boot
+            .custom_data
+            .as_deref()
+            .and_then(cloud_config_host_key)
+            .unwrap_or_else(|| {
+                let pair = HostKeyPair::generate().expect("ed25519 generation works");
+                (
+                    pair.private_openssh().expose().to_owned(),
+                    pair.public().clone(),
+                )
+            });
+        let boots = {
+            let mut order = self.order.lock().expect("farm mutex not poisoned");
+            order.push(boot.name.clone());
+            order.len()
+        };
+        // Each boot gets its own directory: a replacement's host starts before the old one stops.
+        let name = format!("{}-boot{boots}", boot.name);
+        let authorized = self.dir.path().join(format!("{name}.authorized_keys"));
+        let mut keys = vec![self.client_public_key()];
+        keys.extend(boot.ssh_public_keys.iter().cloned());
+        sshd::write_authorized_keys(&authorized, &keys);
+        let host = Host::start_with_key(self.dir.path(), &name, &private, &public, &authorized);
+        let endpoint = format!("127.0.0.1:{}", host.port);
+        let old = self
+            .hosts
+            .lock()
+            .expect("farm mutex not poisoned")
+            .insert(boot.name.clone(), host);
+        // Stopping the replaced host waits for its process: outside the lock.
+        drop(old);
+        endpoint
+    }
+}
+
+/// The ed25519 host key pair of a `#cloud-config` document's `ssh_keys` (private PEM, public
+/// key), as `HostKeyPair::cloud_config` writes them; `None` if the document has none.
+pub fn cloud_config_host_key(doc: &str) -> Option<(String, HostKey)> {
+    let keys = cloud_config_ssh_keys(doc)?;
+    let private = keys.get("ed25519_private")?.clone();
+    let public = HostKey::from_openssh(keys.get("ed25519_public")?).ok()?;
+    Some((private, public))
+}
+
+/// The entries under `ssh_keys:` of a cloud-config document. A tiny reader for the subset of
+/// YAML dsinfra writes (serde_yaml is not a dependency): `key: value` scalars and `key: |`
+/// literal blocks, two-space indented under `ssh_keys:`.
+pub fn cloud_config_ssh_keys(doc: &str) -> Option<BTreeMap<String, String>> {
+    let mut lines = doc.lines();
+    if lines.next()?.trim_end() != "#cloud-config" {
+        return None;
+    }
+    let mut lines = lines
+        .skip_while(|l| l.trim_end() != "ssh_keys:")
+        .skip(1)
+        .peekable();
+    let mut keys = BTreeMap::new();
+    while let Some(line) = lines.next() {
+        let Some(entry) = line.strip_prefix("  ").filter(|e| !e.starts_with(' ')) else {
+            break;
+        };
+        let (name, value) = entry.split_once(':')?;
+        let value = value.trim();
+        if value == "|" {
+            let mut block = String::new();
+            while let Some(inner) = lines.next_if(|l| l.starts_with("    ")) {
+                block.push_str(&inner[4..]);
+                block.push('\n');
+            }
+            keys.insert(name.to_owned(), block);
+        } else {
+            keys.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    Some(keys)
+}

@@ -1,0 +1,716 @@
+//! Post-boot steps in `apply`, `park` and `unpark`, end to end: the real binary against an
+//! in-process emulator whose boot hook starts a real sshd per VM (tests/common/nodes.rs), with
+//! the host key the VM's customData carries, so dsinfra reaches every VM as it would in Azure:
+//! pinned host keys, the cluster's private nodes through its head.
+//!
+//! The manifest's `script` steps write files (all hosts share this machine's filesystem) that
+//! prove where, how often and in which order they ran. Held: steps run on every node; a head-only
+//! step after an all-nodes step waits for every node (barrier); the state records what succeeded;
+//! a second apply runs nothing; a changed parameter re-runs only that step; `--rerun-step`;
+//! `--steps skip`; `unpark` re-runs per-boot steps; logs are written; the storage account key the
+//! engine reads for a step appears in no state, output or log. Without SSH endpoints, apply says
+//! why the steps were not run and succeeds, and `--steps run` makes that an error.
+
+#[allow(dead_code)] // Each test binary uses only some of the shared helpers.
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::emulator::{self, EmulatorHandle, FaultAction, FaultRule};
+use serde_json::Value;
+
+use common::nodes::NodeFarm;
+
+/// Emulator latency scale: a VM takes 90 ms.
+const SCALE: f64 = 0.001;
+
+/// An emulator, a working directory with the manifest, and where the steps write.
+struct World {
+    handle: EmulatorHandle,
+    dir: tempfile::TempDir,
+    farm: Option<Arc<NodeFarm>>,
+}
+
+impl World {
+    async fn new(farm: Option<Arc<NodeFarm>>) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cloud = dir.path().join("cloud");
+        std::fs::create_dir_all(&cloud).expect("cloud dir");
+        std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
+        std::fs::create_dir_all(dir.path().join("markers")).expect("markers dir");
+        let mut config = builtin_emulator_config(Some(&cloud), SCALE);
+        config.on_vm_boot = farm.as_ref().map(NodeFarm::hook);
+        let handle = emulator::start(config).await.expect("the emulator starts");
+        Self { handle, dir, farm }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn out(&self) -> PathBuf {
+        self.path("out")
+    }
+
+    /// Writes the manifest; `gather_note` lands in the head-only step's script (a parameter
+    /// change when it changes).
+    fn write_manifest(&self, gather_note: &str) {
+        let (user, key) = self.farm.as_ref().map_or_else(
+            || {
+                (
+                    "azureuser".to_owned(),
+                    std::fs::read_to_string(
+                        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub"),
+                    )
+                    .expect("the demo key exists")
+                    .trim()
+                    .to_owned(),
+                )
+            },
+            |f| (f.user().to_owned(), f.client_public_key()),
+        );
+        let out = self.out().display().to_string();
+        let text = format!(
+            r#"experiment = "stepsdemo"
+azure {{ location = "eastus" }}
+network "main" {{}}
+storage_account "data" {{
+  container "raw" {{}}
+}}
+sas "read" {{
+  container  = storage_account.data.container.raw
+  expires_in = "24h"
+}}
+vm "solo" {{
+  size           = "Standard_D2s_v3"
+  image          = "ubuntu-22.04"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name   = "hello"
+    script = <<EOT
+echo "hello from $DSINFRA_NODE" >> {out}/solo
+EOT
+  }}
+}}
+cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 3
+  image          = "ubuntu-22.04"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name   = "prep"
+    script = <<EOT
+if [ "$DSINFRA_RANK" != 0 ]; then sleep 1; fi
+echo "$DSINFRA_NODE" >> {out}/prep-$DSINFRA_RANK
+EOT
+  }}
+  step "script" {{
+    name   = "gather"
+    scope  = "head"
+    script = <<EOT
+ls {out} | grep -c '^prep-' > {out}/gather # {gather_note}
+EOT
+  }}
+  step "script" {{
+    name   = "mount"
+    run    = "per_boot"
+    script = <<EOT
+echo "boot" >> {out}/mount-$DSINFRA_RANK
+EOT
+  }}
+}}
+"#
+        );
+        std::fs::write(self.path("stepsdemo.hcl"), text).expect("manifest written");
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
+        cmd.current_dir(self.dir.path())
+            .args(args)
+            .args(["--endpoint", &self.handle.endpoint()])
+            .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string())
+            .env("DSINFRA_MARKER_DIR", self.path("markers"))
+            .env("NO_COLOR", "1")
+            .env_remove("AZURE_SUBSCRIPTION_ID")
+            .env_remove("SSH_AUTH_SOCK")
+            .env_remove("DSINFRA_SSH_IDENTITY")
+            .env("HOME", self.path("home"))
+            .stdin(Stdio::null());
+        if let Some(farm) = &self.farm {
+            cmd.arg("-i").arg(farm.client_key());
+        }
+        cmd
+    }
+
+    /// Runs dsinfra to the end (on a blocking thread: the emulator shares this runtime).
+    async fn run(&self, args: &[&str]) -> (Output, String) {
+        let mut cmd = self.command(args);
+        let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
+            .await
+            .expect("joined");
+        let text = format!(
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, text)
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let (out, text) = self.run(args).await;
+        assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
+        text
+    }
+
+    fn state(&self) -> Value {
+        let text = std::fs::read_to_string(self.path(".dsinfra/stepsdemo/state.json"))
+            .expect("the state exists");
+        serde_json::from_str(&text).expect("the state is valid JSON")
+    }
+
+    fn resource(&self, address: &str) -> Value {
+        self.state()["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["address"] == address)
+            .cloned()
+            .unwrap_or_else(|| panic!("{address} is in the state"))
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.out().join(name)).unwrap_or_default()
+    }
+
+    /// The SAS and account key `engine::post_boot` resolves for steps, with checks that their
+    /// identities and the context's Debug output do not reveal them.
+    async fn credentials(&self) -> (String, String) {
+        use dsinfra::engine::post_boot::{Azure, context::References, credentials};
+        use dsinfra::steps::library::{CredentialKind, NodeContext};
+        let loaded = dsinfra::manifest::load(
+            &self.path("stepsdemo.hcl"),
+            &dsinfra::manifest::LoadOptions::default(),
+        )
+        .expect("the manifest loads");
+        let state: dsinfra::state::State = serde_json::from_value(self.state()).expect("a state");
+        let client = dsinfra::azure::ArmClient::builder(Arc::new(
+            dsinfra::azure::StaticTokenCredential::new("dsinfra-emulator"),
+        ))
+        .endpoint(self.handle.endpoint())
+        .build()
+        .expect("a client");
+        let refs = References {
+            storage: ["storage_account.data.container.raw".parse().expect("ok")].into(),
+            sas: ["sas.read".parse().expect("ok")].into(),
+            account_keys: ["storage_account.data.account".parse().expect("ok")].into(),
+        };
+        let resolve = || async {
+            let mut ctx = NodeContext::new("stepsdemo", "vm.solo", Vec::new());
+            credentials::add_credentials(
+                Azure {
+                    client: &client,
+                    subscription: "00000000-0000-0000-0000-000000000000",
+                    desired: &loaded.desired,
+                },
+                &state,
+                &refs,
+                &mut ctx,
+            )
+            .await
+            .expect("the credentials resolve");
+            ctx
+        };
+        let ctx = resolve().await;
+        let sas = &ctx.credentials["sas.read"];
+        let key = &ctx.credentials["storage_account.data"];
+        assert_eq!(sas.kind, CredentialKind::Sas);
+        assert_eq!(key.kind, CredentialKind::AccountKey);
+        let fingerprint = state
+            .resource(&"sas.read".parse().expect("ok"))
+            .and_then(|r| r.secrets.get("token"))
+            .map(|t| t.fingerprint.clone())
+            .expect("apply recorded the SAS identity");
+        assert_eq!(sas.identity, format!("sas.read {fingerprint}"));
+        assert!(sas.value.expose().contains("sig="));
+        // Re-derived, not re-signed: the same token every time.
+        let again = resolve().await;
+        assert_eq!(
+            again.credentials["sas.read"].value.expose(),
+            sas.value.expose()
+        );
+        let debug = format!("{ctx:?}");
+        assert!(!debug.contains(sas.value.expose()) && !debug.contains(key.value.expose()));
+        (sas.value.expose().to_owned(), key.value.expose().to_owned())
+    }
+
+    /// The storage account's keys, as the emulator's listKeys returns them.
+    async fn account_keys(&self) -> Vec<String> {
+        let account = self.resource("storage_account.data.account");
+        let id = account["id"].as_str().expect("the account has an id");
+        let url = format!(
+            "{}{id}/listKeys?api-version=2023-05-01",
+            self.handle.endpoint()
+        );
+        let body: Value = reqwest::Client::new()
+            .post(url)
+            .bearer_auth("dsinfra-emulator")
+            .send()
+            .await
+            .expect("listKeys answers")
+            .json()
+            .await
+            .expect("listKeys is JSON");
+        body["keys"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .map(|k| k["value"].as_str().expect("a key value").to_owned())
+            .collect()
+    }
+}
+
+/// Lines of `text` that report a step starting.
+fn started(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("] started ("))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Every file below `dir`, with its text.
+fn files_below(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_below(&path));
+        } else {
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned();
+            found.push((path, text));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_runs_the_steps_on_every_node_and_converges() {
+    let Some(farm) = NodeFarm::start() else {
+        return;
+    };
+    let w = World::new(Some(farm)).await;
+    w.write_manifest("first");
+    let mut outputs = vec![first_apply(&w).await];
+    outputs.extend(reapply(&w).await);
+    outputs.extend(park_and_unpark(&w).await);
+    no_secret_anywhere(&w, outputs).await;
+}
+
+/// The first apply: every step on every node it applies to, private nodes through the head, the
+/// VM's steps while the cluster is still being created.
+async fn first_apply(w: &World) -> String {
+    // The last cluster node is slow to create: the VM's steps do not wait for it.
+    w.handle.add_fault(FaultRule {
+        method: Some("PUT".into()),
+        path: Some("*/virtualMachines/stepsdemo-train-2".into()),
+        resource_type: None,
+        count: Some(1),
+        action: FaultAction::Delay {
+            millis: 4000,
+            jitter_millis: 0,
+        },
+    });
+
+    // First apply: every step on every node it applies to, private nodes through the head.
+    let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    let at = |needle: &str| {
+        first
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} is in the output:\n{first}"))
+    };
+    assert!(
+        at("[vm.solo] [hello] finished") < at("cluster.train[2].vm: created"),
+        "vm.solo's steps ran while the cluster was still being created:\n{first}"
+    );
+    assert!(at("cluster.train[2].vm: created") < at("[cluster.train[0]] [prep] started"));
+    assert_eq!(
+        started(&first),
+        [
+            "[cluster.train[0]] [gather] started (new)",
+            "[cluster.train[0]] [mount] started (new)",
+            "[cluster.train[0]] [prep] started (new)",
+            "[cluster.train[1]] [mount] started (new)",
+            "[cluster.train[1]] [prep] started (new)",
+            "[cluster.train[2]] [mount] started (new)",
+            "[cluster.train[2]] [prep] started (new)",
+            "[vm.solo] [hello] started (new)",
+        ],
+        "{first}"
+    );
+    assert!(first.contains("steps of cluster.train: done"), "{first}");
+    assert!(first.contains("steps of vm.solo: done"), "{first}");
+    for rank in 0..3 {
+        assert_eq!(
+            w.read(&format!("prep-{rank}")),
+            format!("cluster.train[{rank}]\n")
+        );
+        assert_eq!(w.read(&format!("mount-{rank}")), "boot\n");
+    }
+    assert_eq!(w.read("solo"), "hello from vm.solo\n");
+    // The head-only step ran after every node's prep, the slower ones included (barrier).
+    assert_eq!(w.read("gather").trim(), "3");
+    // Nodes 1 and 2 have no public IP: they were reached through the head.
+    let state = w.state();
+    let addresses: Vec<&str> = state["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["address"].as_str())
+        .collect();
+    assert!(addresses.contains(&"cluster.train[0].public_ip"));
+    assert!(!addresses.contains(&"cluster.train[1].public_ip"));
+    assert!(!addresses.contains(&"cluster.train[2].public_ip"));
+    // The state records what succeeded where (the head-only step on the head only).
+    let head = w.resource("cluster.train[0].vm");
+    let node1 = w.resource("cluster.train[1].vm");
+    let names = |r: &Value| -> Vec<String> {
+        r["steps"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(names(&head), ["gather", "mount", "prep"]);
+    assert_eq!(names(&node1), ["mount", "prep"]);
+    assert_eq!(names(&w.resource("vm.solo.vm")), ["hello"]);
+    assert!(
+        head["host_key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("ssh-ed25519 "))
+    );
+    // Logs, one per node and step.
+    let logs = w.path(".dsinfra/stepsdemo/logs");
+    let runs: Vec<PathBuf> = std::fs::read_dir(&logs)
+        .expect("a log directory")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let log = runs[0].join("cluster.train[1]").join("prep.log");
+    assert!(log.exists(), "{} exists", log.display());
+    first
+}
+
+/// Applies again: nothing runs, an adopted VM's key is pinned on first use, a changed parameter
+/// re-runs one step, `--rerun-step` forces, `--steps skip` skips.
+async fn reapply(w: &World) -> Vec<String> {
+    let mut outputs = Vec::new();
+    // An adopted VM has no pinned key: it is trusted on first use and its key stored.
+    let pinned = w.resource("vm.solo.vm")["host_key"].clone();
+    let path = w.path(".dsinfra/stepsdemo/state.json");
+    let mut state = w.state();
+    for r in state["resources"].as_array_mut().expect("resources") {
+        if r["address"] == "vm.solo.vm" {
+            r.as_object_mut().expect("an object").remove("host_key");
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&state).expect("JSON")).expect("saved");
+    assert!(w.resource("vm.solo.vm").get("host_key").is_none());
+
+    // Second apply: nothing runs.
+    let second = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(w.resource("vm.solo.vm")["host_key"], pinned, "{second}");
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+    assert!(
+        second.contains("[cluster.train[2]] [prep] skipped (up to date)"),
+        "{second}"
+    );
+    assert_eq!(w.read("prep-1"), "cluster.train[1]\n");
+    outputs.push(second);
+
+    // A changed parameter re-runs that step only.
+    w.write_manifest("second");
+    let changed = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(
+        started(&changed),
+        ["[cluster.train[0]] [gather] started (changed)"],
+        "{changed}"
+    );
+    outputs.push(changed);
+
+    // --rerun-step forces a step on every node it applies to.
+    let rerun = w
+        .ok(&[
+            "apply",
+            "stepsdemo.hcl",
+            "--auto-approve",
+            "--rerun-step",
+            "prep",
+        ])
+        .await;
+    assert_eq!(
+        started(&rerun),
+        [
+            "[cluster.train[0]] [prep] started (forced)",
+            "[cluster.train[1]] [prep] started (forced)",
+            "[cluster.train[2]] [prep] started (forced)",
+        ],
+        "{rerun}"
+    );
+    assert_eq!(w.read("prep-2"), "cluster.train[2]\ncluster.train[2]\n");
+    outputs.push(rerun);
+
+    // --steps skip runs nothing and says so.
+    let skip = w
+        .ok(&[
+            "apply",
+            "stepsdemo.hcl",
+            "--auto-approve",
+            "--steps",
+            "skip",
+            "--rerun-step",
+            "prep",
+        ])
+        .await;
+    assert_eq!(started(&skip), Vec::<String>::new(), "{skip}");
+    assert!(
+        skip.contains("post-boot step(s) were skipped (--steps skip)"),
+        "{skip}"
+    );
+    outputs.push(skip);
+    outputs
+}
+
+/// Park, then unpark: the started VMs boot afresh, so the per-boot step runs again there.
+async fn park_and_unpark(w: &World) -> Vec<String> {
+    let mut outputs = Vec::new();
+    // Park, then unpark: the started VMs boot afresh, so the per-boot step runs again there.
+    outputs.push(w.ok(&["park", "stepsdemo.hcl", "--auto-approve"]).await);
+    let unpark = w.ok(&["unpark", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(
+        started(&unpark),
+        [
+            "[cluster.train[0]] [mount] started (forced)",
+            "[cluster.train[1]] [mount] started (forced)",
+            "[cluster.train[2]] [mount] started (forced)",
+        ],
+        "{unpark}"
+    );
+    assert_eq!(w.read("mount-0"), "boot\nboot\n");
+    let head = w.resource("cluster.train[0].vm");
+    assert_eq!(head["boots"], 1);
+    assert_eq!(head["steps"]["mount"]["boot"], 1);
+    assert_eq!(head["steps"]["prep"]["boot"], 0);
+    outputs.push(unpark);
+    outputs
+}
+
+/// The credentials the engine resolves for steps are in no state, output or log.
+async fn no_secret_anywhere(w: &World, outputs: Vec<String>) {
+    let logs = w.path(".dsinfra/stepsdemo/logs");
+    // The credentials the engine resolves for steps (the account key via listKeys, the SAS
+    // re-derived as apply signed it) never reach the state, the output or the logs. (No step
+    // here uses them: `script` takes no secret input, and every kind that does would change
+    // this machine's system configuration; tests/ssh.rs holds the runner's redaction.)
+    let (sas, account_key) = w.credentials().await;
+    let mut keys = w.account_keys().await;
+    assert_eq!(keys.first(), Some(&account_key));
+    keys.push(sas.clone());
+    keys.push(
+        sas.split('&')
+            .find_map(|p| p.strip_prefix("sig="))
+            .expect("a SAS has a signature")
+            .to_owned(),
+    );
+    let state_text =
+        std::fs::read_to_string(w.path(".dsinfra/stepsdemo/state.json")).expect("state");
+    let mut haystacks: Vec<(String, String)> = vec![("state".into(), state_text)];
+    haystacks.extend(
+        outputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| (format!("run {i}"), o)),
+    );
+    haystacks.extend(
+        files_below(&logs)
+            .into_iter()
+            .map(|(p, t)| (p.display().to_string(), t)),
+    );
+    for key in &keys {
+        for (name, text) in &haystacks {
+            assert!(!text.contains(key.as_str()), "an account key is in {name}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_ssh_endpoints_apply_says_why_and_succeeds_unless_steps_must_run() {
+    let w = World::new(None).await;
+    w.write_manifest("first");
+    let text = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert!(
+        text.contains(
+            "note: the steps of cluster.train were not run: a node cannot be reached over SSH"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("cluster.train[0] has no SSH endpoint in the emulator for its public IP"),
+        "{text}"
+    );
+    assert!(text.contains("/_emulator/ssh-endpoints"), "{text}");
+    assert_eq!(started(&text), Vec::<String>::new());
+    let resources = w.state()["resources"].as_array().expect("resources").len();
+    assert!(resources > 0);
+
+    let (out, text) = w
+        .run(&["apply", "stepsdemo.hcl", "--auto-approve", "--steps", "run"])
+        .await;
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("error: the steps of cluster.train were not run"),
+        "{text}"
+    );
+    // The steps record nothing when they did not run.
+    assert!(w.resource("vm.solo.vm").get("steps").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_whose_vm_failed_does_not_run_its_steps_and_says_why() {
+    let w = World::new(None).await;
+    w.write_manifest("first");
+    w.handle.add_fault(FaultRule {
+        method: Some("PUT".into()),
+        path: Some("*/virtualMachines/stepsdemo-train-1".into()),
+        resource_type: None,
+        count: Some(1),
+        action: FaultAction::FailOperation {
+            status: 200,
+            code: "AllocationFailed".into(),
+            message: "no capacity".into(),
+        },
+    });
+    let (out, text) = w.run(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("the steps of cluster.train were not run: cluster.train[1].vm failed"),
+        "{text}"
+    );
+    // The other block did not wait for the failed one: it was tried (and has no endpoint).
+    assert!(
+        text.contains("note: the steps of vm.solo were not run: a node cannot be reached"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn park_and_destroy_try_to_stop_beeond_first_and_go_on_when_they_cannot() {
+    let w = World::new(None).await;
+    let key = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub"),
+    )
+    .expect("the demo key exists");
+    std::fs::write(
+        w.path("stepsdemo.hcl"),
+        format!(
+            r#"experiment = "stepsdemo"
+azure {{ location = "eastus" }}
+network "main" {{}}
+cluster "scratch" {{
+  size    = "Standard_D2s_v3"
+  count   = 2
+  image   = "ubuntu-22.04"
+  ssh_key = "{}"
+  step "beeond" {{}}
+}}
+"#,
+            key.trim()
+        ),
+    )
+    .expect("manifest written");
+    w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    let why = "cluster.scratch: BeeOND was not stopped (the head cluster.scratch[0] has no SSH \
+               endpoint in the emulator for its public IP";
+    let parked = w.ok(&["park", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert!(parked.contains(why), "{parked}");
+    assert!(parked.contains("deallocated (parked) after"), "{parked}");
+    let destroyed = w.ok(&["destroy", "stepsdemo.hcl", "--auto-approve"]).await;
+    // Parked VMs cannot be reached either; the destroy goes on.
+    assert!(
+        destroyed.contains(
+            "cluster.scratch: BeeOND was not stopped (the head cluster.scratch[0] is parked"
+        ),
+        "{destroyed}"
+    );
+    assert!(destroyed.contains("Destroy complete"), "{destroyed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_node_fails_the_apply_and_the_summary_says_where() {
+    let Some(farm) = NodeFarm::start() else {
+        return;
+    };
+    let w = World::new(Some(Arc::clone(&farm))).await;
+    std::fs::write(
+        w.path("stepsdemo.hcl"),
+        format!(
+            r#"experiment = "stepsdemo"
+azure {{ location = "eastus" }}
+network "main" {{}}
+cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 2
+  image          = "ubuntu-22.04"
+  admin_username = "{}"
+  ssh_key        = "{}"
+  step "script" {{
+    name   = "boom"
+    script = <<EOT
+if [ "$DSINFRA_RANK" = 1 ]; then echo "no disk here" >&2; exit 3; fi
+EOT
+  }}
+  step "script" {{
+    name   = "after"
+    scope  = "head"
+    script = "true"
+  }}
+}}
+"#,
+            farm.user(),
+            farm.client_public_key()
+        ),
+    )
+    .expect("manifest written");
+    let (out, text) = w.run(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("[cluster.train[1]] [boom] no disk here"),
+        "{text}"
+    );
+    assert!(text.contains("steps of cluster.train: FAILED"), "{text}");
+    assert!(
+        text.contains("cluster.train[1]  failed at step \"boom\": "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "cluster.train[0]  blocked before step \"after\": waiting for cluster.train[1]"
+        ),
+        "{text}"
+    );
+    // What succeeded is recorded; what failed is not.
+    assert!(w.resource("cluster.train[0].vm")["steps"]["boom"].is_object());
+    assert!(w.resource("cluster.train[1].vm").get("steps").is_none());
+}
