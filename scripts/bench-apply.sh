@@ -13,7 +13,9 @@
 #
 # Scenarios: the CosmoFlow seed (4 x ND40rs_v2), and a synthetic cluster of 4 and of 64
 # Standard_D4s_v5 nodes (D-series: the emulator's default quota holds 64 of them), each with the
-# default --parallelism 64 and with --parallelism 10 (Terraform's default). Peak memory (max RSS,
+# default --parallelism 64 and with --parallelism 10 (Terraform's default number; but dsinfra's
+# bounds ARM requests in flight, Terraform's whole resource operations: docs/decisions.md,
+# entry 15, and the operation-bounded figures in docs/engine.md, "Makespan"). Peak memory (max RSS,
 # /usr/bin/time -v) of the 64-node apply at parallelism 64. Goals (issue 4): makespan / critical
 # path <= 1.05; RSS < 64 MB. Writes target/bench/apply.md. Needs jq and GNU time (installed with
 # apt-get when missing).

@@ -2,10 +2,11 @@
 //! generic resource operations (`put`, `get`, `delete`, `post_action`, `list`).
 //!
 //! Every request goes through [`ArmClient::execute`], which is the only place that touches the
-//! network: it waits for the rate-limit pacer, attaches a (cached) token, sends, records the
-//! rate-limit headers, refreshes the token once on 401 ExpiredAuthenticationToken, and retries
-//! what [`retry::classify`] says is safe. Nothing it logs or returns contains a token, a
-//! request body (customData) or a query string.
+//! network: it waits for the rate-limit pacer, attaches a (cached) token, takes a permit from the
+//! caller's [`RequestGate`] if the client is [gated](ArmClient::gated) (for the exchange only),
+//! sends, records the rate-limit headers, refreshes the token once on 401
+//! ExpiredAuthenticationToken, and retries what [`retry::classify`] says is safe. Nothing it logs
+//! or returns contains a token, a request body (customData) or a query string.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use super::lro::{
     Disposition, LroProgress, PollPolicy, ProgressCallback, initial_disposition, poll_url,
     provisioning_state,
 };
-use super::ratelimit::{Pacer, RequestClass, parse_remaining};
+use super::ratelimit::{Load, Pacer, RequestClass, RequestGate, parse_remaining};
 use super::resource_id::ResourceId;
 use super::retry::{AttemptOutcome, RetryPolicy, classify, parse_retry_after};
 
@@ -221,6 +222,7 @@ impl ArmClientBuilder {
             .map_err(|e| ArmError::usage(format!("cannot build the HTTP client: {e}")))?;
         let scope = format!("{}/.default", endpoint.origin().ascii_serialization());
         Ok(ArmClient {
+            gate: None,
             inner: Arc::new(Inner {
                 http,
                 endpoint,
@@ -252,10 +254,14 @@ struct Inner {
     jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
 }
 
-/// The Azure Resource Manager client. Cheap to clone; clones share tokens and the pacer.
+/// The Azure Resource Manager client. Cheap to clone; clones share tokens and the pacer (and the
+/// gate, if any).
 #[derive(Clone)]
 pub struct ArmClient {
     inner: Arc<Inner>,
+    /// Bounds this client's requests in flight; `None`: unbounded. Outside `inner` so that one
+    /// client can lend a gated copy to a run while its other users stay ungated.
+    gate: Option<Arc<dyn RequestGate>>,
 }
 
 impl fmt::Debug for ArmClient {
@@ -263,6 +269,7 @@ impl fmt::Debug for ArmClient {
         f.debug_struct("ArmClient")
             .field("endpoint", &self.inner.endpoint.as_str())
             .field("credential", &self.inner.credential)
+            .field("gated", &self.gate.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -290,6 +297,19 @@ impl ArmClient {
             pacing_threshold: 0.1,
             progress: None,
             jitter: Arc::new(rand::random::<f64>),
+        }
+    }
+
+    /// A copy of this client whose every HTTP exchange first takes a permit from `gate`, and
+    /// which tells `gate` what each answer said about ARM's load. The permit covers one exchange
+    /// only (a PUT, a poll, the final GET), never the waits between them, so `gate` bounds the
+    /// requests in flight, not the operations. The copy shares tokens and the pacer with `self`;
+    /// `self` stays ungated.
+    #[must_use]
+    pub fn gated(&self, gate: Arc<dyn RequestGate>) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            gate: Some(gate),
         }
     }
 
@@ -453,6 +473,12 @@ impl ArmClient {
                 .header(reqwest::header::CONTENT_LENGTH, "0")
                 .body(Vec::new());
         }
+        // The gate's permit covers the exchange alone, from sending to the last byte of the
+        // answer (or the transport error), and is returned before any retry backoff.
+        let permit = match &self.gate {
+            Some(gate) => Some(gate.admit().await),
+            None => None,
+        };
         tracing::debug!(%method, path = %info.path, "ARM request");
         let response = match request.send().await {
             Ok(response) => response,
@@ -476,10 +502,18 @@ impl ArmClient {
         let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         info.request_id = text("x-ms-request-id").map(str::to_string);
         info.correlation_id = text("x-ms-correlation-request-id").map(str::to_string);
-        self.inner
-            .pacer
-            .observe(&parse_remaining(text), Instant::now());
-        let bytes = match response.bytes().await {
+        let now = Instant::now();
+        self.inner.pacer.observe(&parse_remaining(text), now);
+        if let Some(gate) = &self.gate {
+            gate.observe(if status == 429 || self.inner.pacer.is_slowing_down(now) {
+                Load::Throttled
+            } else {
+                Load::Clear
+            });
+        }
+        let bytes = response.bytes().await;
+        drop(permit);
+        let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
                 return Ok(Attempt::Failed {

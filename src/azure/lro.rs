@@ -18,6 +18,10 @@
 //! only every ten seconds. Every wait is multiplied by the client's time scale so tests against
 //! the emulator run in milliseconds (the emulator's `Retry-After` counts ARM seconds, the same
 //! unit). Decisions are pure functions; [`ArmClient::wait_for`] only loops over them.
+//!
+//! Each poll is one request through [`ArmClient::execute`]; the wait before it is a plain sleep.
+//! A [gated](ArmClient::gated) client therefore holds a permit only while a poll is in flight,
+//! never while the operation runs in Azure: a bound on requests, not on operations.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,10 +7,46 @@
 //! instead of collecting 429s. The arithmetic is a pure function ([`bucket_delay`]); the
 //! [`Pacer`] only stores the latest observation per bucket and reserves one token per request so
 //! that concurrent callers queue behind each other instead of all firing at the same instant.
+//!
+//! A caller can also bound how many requests are in flight at once with a [`RequestGate`]
+//! ([`super::ArmClient::gated`]): the client takes a permit for each HTTP exchange (a PUT, one
+//! poll, the final GET) and returns it with the answer, so an operation waiting between polls
+//! holds nothing. Every answer tells the gate whether ARM pushed back ([`Load`]), so a gate can
+//! adapt its bound. The engine's `--parallelism` is such a gate.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// What one answer said about ARM's load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// ARM throttled the request (429), or a rate-limit bucket is low, so the pacer is holding
+    /// requests back.
+    Throttled,
+    /// The request went through and every bucket has room.
+    Clear,
+}
+
+/// Held while one request is in flight; dropping it lets the next one in.
+pub type GatePermit = Box<dyn Send>;
+
+/// A bound on the requests a client has in flight, lent to it with
+/// [`super::ArmClient::gated`].
+///
+/// The client asks for a permit right before each HTTP exchange and drops it once the answer is
+/// read: waits (pacing, retry backoff, the time between polls of a long-running operation) hold
+/// no permit. It reports every answer's [`Load`] through [`RequestGate::observe`]; a request
+/// that got no answer (a connection failure) reports nothing.
+pub trait RequestGate: Send + Sync {
+    /// Waits until one more request may be sent.
+    fn admit(&self) -> Pin<Box<dyn Future<Output = GatePermit> + Send + '_>>;
+
+    /// What an answer said about ARM's load.
+    fn observe(&self, load: Load);
+}
 
 /// What a request costs in ARM's buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -474,6 +474,10 @@ impl Run<'_> {
         let mut interrupted = false;
         let steps = self.steps.as_ref();
         let (report, step_outcomes): (Report, Vec<_>) = self.runtime.block_on(async {
+            // Listening starts here, before the walk is first polled: a `ctrl_c()` future made in
+            // the select below would only listen from its first poll, after the first resources
+            // were already started (and reported), and a press in between would be lost.
+            let mut ctrl_c = ctrl_c_presses();
             let walk = async {
                 let report =
                     execute(planned, desired, Arc::clone(&store), execution, cancelled).await;
@@ -503,8 +507,8 @@ impl Run<'_> {
             loop {
                 tokio::select! {
                     report = &mut work => break report,
-                    signal = tokio::signal::ctrl_c() => {
-                        if signal.is_err() {
+                    pressed = next_press(ctrl_c.as_mut()) => {
+                        if pressed.is_none() {
                             // No signal handling on this platform: run to the end.
                             break (&mut work).await;
                         }
@@ -547,6 +551,27 @@ impl Run<'_> {
             .into())
         }
     }
+}
+
+/// Ctrl-C presses, counted from the moment the stream is made (a `tokio::signal::ctrl_c()`
+/// future listens only from its first poll, and anew each time).
+#[cfg(unix)]
+type CtrlC = tokio::signal::unix::Signal;
+#[cfg(windows)]
+type CtrlC = tokio::signal::windows::CtrlC;
+
+/// Starts counting Ctrl-C presses; `None` where signals cannot be handled.
+fn ctrl_c_presses() -> Option<CtrlC> {
+    #[cfg(unix)]
+    let presses = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+    #[cfg(windows)]
+    let presses = tokio::signal::windows::ctrl_c();
+    presses.ok()
+}
+
+/// The next press; `None` at once without signal handling.
+async fn next_press(presses: Option<&mut CtrlC>) -> Option<()> {
+    presses?.recv().await
 }
 
 /// After a successful run: the outputs, with what only ARM knows filled in (engine/outputs.rs).

@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use super::advice::{ResourceError, describe};
 use super::bodies::request_for;
 use super::events::{Event, EventSink, LroBridge, Operation};
-use super::limiter::{Limiter, Signal};
+use super::limiter::Limiter;
 use super::walk::walk;
 use crate::addr::Address;
 use crate::azure::{ArmClient, ArmError, ResourceId};
@@ -257,7 +257,8 @@ pub struct Execution {
     pub client: ArmClient,
     /// The subscription every id lives in.
     pub subscription: String,
-    /// At most this many ARM calls at once (`--parallelism`); fewer while ARM throttles.
+    /// At most this many ARM requests in flight at once (`--parallelism`); fewer while ARM
+    /// throttles. An operation waiting between polls holds no slot (see `limiter`).
     pub parallelism: usize,
     /// Where progress goes.
     pub events: EventSink,
@@ -314,12 +315,13 @@ impl Report {
 
 /// Everything a node's work needs, shared by all tasks.
 struct Shared {
+    /// Gated by the run's [`Limiter`]: every request this run makes counts against
+    /// `--parallelism`, PUTs, DELETEs, polls, final GETs and listKeys alike.
     client: ArmClient,
     subscription: String,
     desired: Desired,
     changes: BTreeMap<Address, Change>,
     store: Arc<StateStore>,
-    limiter: Limiter,
     events: EventSink,
     bridge: Option<Arc<LroBridge>>,
     sources: Option<SourceMap>,
@@ -348,7 +350,9 @@ pub async fn execute(
     let started = Instant::now();
     let graph = schedule(plan, &store.snapshot());
     let shared = Arc::new(Shared {
-        client: execution.client,
+        client: execution
+            .client
+            .gated(Arc::new(Limiter::new(execution.parallelism))),
         subscription: execution.subscription,
         desired: desired.clone(),
         changes: plan
@@ -357,7 +361,6 @@ pub async fn execute(
             .map(|c| (c.address.clone(), c.clone()))
             .collect(),
         store,
-        limiter: Limiter::new(execution.parallelism),
         events: execution.events,
         bridge: execution.bridge,
         sources: execution.sources,
@@ -467,10 +470,12 @@ fn save_error(address: &Address, operation: Operation, err: &StateError) -> Reso
 
 /// When ARM still throttles after the client's own retries, the engine tries the whole call
 /// again this many times (every call it makes is idempotent: PUT and DELETE), pausing
-/// [`Execution::throttle_pause`], doubled each round, with the limiter lowered meanwhile.
+/// [`Execution::throttle_pause`], doubled each round; every 429 has lowered the limiter
+/// meanwhile.
 pub const THROTTLED_ROUNDS: u32 = 3;
 
-/// One ARM call under the limiter, with progress routed to `address`.
+/// One ARM call (its requests go through the client's gate, the limiter), with progress routed
+/// to `address`.
 async fn call<T, Fut>(
     shared: &Shared,
     id: &ResourceId,
@@ -483,7 +488,6 @@ where
 {
     let mut round = 0;
     loop {
-        let slot = shared.limiter.acquire().await;
         if let Some(bridge) = &shared.bridge {
             bridge.register(id.as_str(), address, operation);
         }
@@ -491,15 +495,7 @@ where
         if let Some(bridge) = &shared.bridge {
             bridge.unregister(id.as_str());
         }
-        drop(slot);
         let throttled_error = result.as_ref().err().is_some_and(ArmError::is_throttled);
-        shared
-            .limiter
-            .observe(if throttled_error || shared.client.is_slowing_down() {
-                Signal::Throttled
-            } else {
-                Signal::Clear
-            });
         if !throttled_error || round >= THROTTLED_ROUNDS {
             return result;
         }

@@ -12,9 +12,17 @@
 //! The lock is an OS file lock (fs4), so it disappears with the process that held it, even after
 //! `kill -9` or a power loss: there is never a stale lock to force-remove. The lock file is never
 //! deleted, because a process could otherwise lock an unlinked file while another creates a new
-//! one. A save writes a temporary file in the same directory, fsyncs it, refreshes the backup the
-//! same way, renames the temporary file over `state.json` and fsyncs the directory, so a crash at
-//! any moment leaves either the old or the new state in `state.json`, never a mix.
+//! one. A save makes the current `state.json` the backup (a second name for the same file, see
+//! [`keep_backup`]), writes the new state to a temporary file in the same directory, fsyncs it,
+//! renames it over `state.json` and fsyncs the directory, so a crash at any moment leaves either
+//! the old or the new state in `state.json`, never a mix.
+//!
+//! Two fsyncs per save, and both are needed: the new file's data, or a power loss after the
+//! rename could leave `state.json` empty or partly written (ext4 without `auto_da_alloc`, XFS);
+//! and the directory, or the rename itself could be undone, so that an intent the engine has
+//! acted on (a PUT sent) vanishes from the state and its resource becomes an orphan. The backup
+//! needs none: it is not part of crash safety (only `state.json` is ever loaded), and its data
+//! are already durable, being the previous state's.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, Write as _};
@@ -136,6 +144,48 @@ impl LocalBackend {
     }
 }
 
+/// Makes the current state file (`state`) the backup, before a save replaces it; nothing to do
+/// before the first save.
+///
+/// The backup becomes a second name for the current file: `link` (a hard link) under a temporary
+/// name, renamed over the old backup. No byte is copied and nothing needs an fsync: the file's
+/// data were made durable when it was saved as the state, and the save's closing directory fsync
+/// makes the new name durable with the state's. Once the new state is renamed over `state.json`,
+/// the backup is the only name of the old file, so nothing written to `state.json` later
+/// reaches it. Where hard links are not supported (FAT, some network shares) the bytes are
+/// copied instead, without an fsync: after a power loss that backup may be stale or empty, which
+/// costs nothing, as it is a copy for people to restore by hand and is never loaded.
+fn keep_backup(
+    state: &Path,
+    backup: &Path,
+    link: impl FnOnce(&Path, &Path) -> io::Result<()>,
+) -> Result<(), StateError> {
+    let mut name = backup.file_name().unwrap_or_default().to_owned();
+    name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = backup.with_file_name(name);
+    // A crashed save of an earlier process with this pid may have left it behind.
+    let _ = fs::remove_file(&tmp);
+    let io_err = |action, path: &Path| {
+        let path = path.to_owned();
+        move |source| StateError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    match link(state, &tmp) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound && !state.exists() => return Ok(()),
+        Err(_) => {
+            fs::copy(state, &tmp).map_err(io_err("copy", state))?;
+        }
+    }
+    fs::rename(&tmp, backup).map_err(|source| {
+        let _ = fs::remove_file(&tmp);
+        io_err("replace", backup)(source)
+    })
+}
+
 /// An atomic write's failure, in the state layer's error type.
 fn io_error(e: crate::atomic_file::Error) -> StateError {
     StateError::Io {
@@ -191,18 +241,11 @@ impl Backend for LocalBackend {
         super::DSINFRA_VERSION.clone_into(&mut state.dsinfra_version);
         let result = (|| {
             let text = state.to_json();
-            match fs::read(&path) {
-                Ok(old) => Self::replace_file(&self.backup_path(), &old)?,
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(StateError::Io {
-                        action: "read",
-                        path: path.clone(),
-                        source,
-                    });
-                }
-            }
+            keep_backup(&path, &self.backup_path(), |from, to| {
+                fs::hard_link(from, to)
+            })?;
             Self::replace_file(&path, text.as_bytes())?;
+            // Makes both renames (backup and state) durable.
             self.sync_dir()
         })();
         match result {
@@ -311,6 +354,44 @@ mod tests {
                 .all(|n| Path::new(n).extension().is_none_or(|e| e != "tmp")),
             "{names:?}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_backup_is_the_previous_state_file_itself_not_a_copy() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut backend = LocalBackend::open(&dir.path().join("exp.hcl")).expect("lock");
+        let mut state = State::new("exp");
+        backend.save(&mut state).expect("first save");
+        let first = fs::metadata(backend.state_path()).expect("saved").ino();
+        backend.save(&mut state).expect("second save");
+        let backup = fs::metadata(backend.backup_path()).expect("backup kept");
+        assert_eq!(backup.ino(), first, "the backup was copied, not linked");
+        assert_eq!(backup.nlink(), 1, "the backup still shares its file");
+        assert_ne!(
+            fs::metadata(backend.state_path()).expect("saved").ino(),
+            first
+        );
+    }
+
+    #[test]
+    fn without_hard_links_the_backup_is_a_copy_and_the_first_save_needs_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, backup) = (dir.path().join("state.json"), dir.path().join("backup"));
+        let unsupported = |_: &Path, _: &Path| Err(io::Error::from(io::ErrorKind::Unsupported));
+        keep_backup(&state, &backup, |from, to| fs::hard_link(from, to)).expect("no state yet");
+        assert!(!backup.exists());
+        fs::write(&state, "v1").expect("written");
+        keep_backup(&state, &backup, unsupported).expect("copied");
+        fs::write(&state, "v2").expect("written");
+        assert_eq!(fs::read_to_string(&backup).expect("kept"), "v1");
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .expect("listable")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["backup", "state.json"]);
     }
 
     #[test]
