@@ -16,10 +16,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dsinfra::cli::connect::builtin_emulator_config;
-use dsinfra::emulator::{self, EmulatorHandle, FaultAction, FaultRule};
+use dsinfra::emulator::{self, EmulatorHandle, FaultAction, FaultRule, RequestInfo};
 use serde_json::Value;
 
 use common::nodes::NodeFarm;
@@ -32,6 +32,16 @@ struct World {
     handle: EmulatorHandle,
     dir: tempfile::TempDir,
     farm: Option<Arc<NodeFarm>>,
+    /// Every ARM request the emulator received: (seconds since the epoch, method, path).
+    requests: Arc<Mutex<Vec<(f64, String, String)>>>,
+}
+
+/// Seconds since the Unix epoch, as `date +%s.%N` prints them.
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs_f64()
 }
 
 impl World {
@@ -43,8 +53,35 @@ impl World {
         std::fs::create_dir_all(dir.path().join("markers")).expect("markers dir");
         let mut config = builtin_emulator_config(Some(&cloud), SCALE);
         config.on_vm_boot = farm.as_ref().map(NodeFarm::hook);
+        // The request validator hook doubles as the emulator's operation record: it judges
+        // nothing and notes when each request arrived.
+        let requests: Arc<Mutex<Vec<(f64, String, String)>>> = Arc::default();
+        let seen = Arc::clone(&requests);
+        config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
+            seen.lock().expect("not poisoned").push((
+                epoch_seconds(),
+                request.method.clone(),
+                request.path.clone(),
+            ));
+            Vec::new()
+        }));
         let handle = emulator::start(config).await.expect("the emulator starts");
-        Self { handle, dir, farm }
+        Self {
+            handle,
+            dir,
+            farm,
+            requests,
+        }
+    }
+
+    /// When the emulator first received `method` on a path ending in `suffix`.
+    fn first_request(&self, method: &str, suffix: &str) -> Option<f64> {
+        self.requests
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .find(|(_, m, path)| m == method && path.ends_with(suffix))
+            .map(|(at, _, _)| *at)
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -142,7 +179,12 @@ EOT
             .env_remove("DSINFRA_SSH_IDENTITY")
             .env("HOME", self.path("home"))
             .stdin(Stdio::null());
-        if let Some(farm) = &self.farm {
+        // Only the commands that run or stop steps log in to the VMs.
+        let logs_in = matches!(
+            args.first().copied(),
+            Some("apply" | "park" | "unpark" | "destroy")
+        );
+        if let Some(farm) = self.farm.as_ref().filter(|_| logs_in) {
             cmd.arg("-i").arg(farm.client_key());
         }
         cmd
@@ -161,6 +203,25 @@ EOT
             String::from_utf8_lossy(&out.stderr)
         );
         (out, text)
+    }
+
+    /// Runs dsinfra with extra environment variables; fails the test if it fails.
+    async fn ok_env(&self, args: &[&str], env: &[(&str, &Path)]) -> String {
+        let mut cmd = self.command(args);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
+            .await
+            .expect("joined");
+        let text = format!(
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
+        text
     }
 
     async fn ok(&self, args: &[&str]) -> String {
@@ -713,4 +774,398 @@ EOT
     // What succeeded is recorded; what failed is not.
     assert!(w.resource("cluster.train[0].vm")["steps"]["boom"].is_object());
     assert!(w.resource("cluster.train[1].vm").get("steps").is_none());
+}
+
+/// Polls `ps -eo args` on this machine (where every farm host runs) until `stop` is set;
+/// returns every snapshot.
+fn watch_processes(
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut snapshots = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let ps = Command::new("ps")
+                .args(["-eo", "args"])
+                .output()
+                .expect("ps runs");
+            snapshots.push(String::from_utf8_lossy(&ps.stdout).into_owned());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        snapshots
+    })
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// A cluster whose `script` step reads a SAS and an account key from its secret files, and
+/// whose result files come back to the workstation.
+fn write_probe_manifest(w: &World, farm: &NodeFarm) {
+    let out = w.out().display().to_string();
+    let text = format!(
+        r#"experiment = "stepsdemo"
+azure {{ location = "eastus" }}
+network "main" {{}}
+storage_account "data" {{
+  container "raw" {{}}
+}}
+sas "read" {{
+  container  = storage_account.data.container.raw
+  expires_in = "24h"
+}}
+output "sas" {{
+  value     = sas.read
+  sensitive = true
+}}
+cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 2
+  image          = "ubuntu-22.04"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name        = "probe"
+    sas         = sas.read
+    storage_key = storage_account.data
+    fetch       = ["{out}/data.bin", "{out}/missing.bin"]
+    script      = <<EOT
+f="$DSINFRA_SECRETS/sas"
+{{
+  sha256sum < "$f" | cut -d' ' -f1
+  stat -c %a "$f"
+  echo "$f"
+  sha256sum < "$DSINFRA_SECRETS/storage_key" | cut -d' ' -f1
+}} > {out}/probe-$DSINFRA_RANK
+if [ "$DSINFRA_RANK" = 0 ]; then head -c 70001 /dev/urandom > {out}/data.bin; fi
+sleep 1.75
+EOT
+  }}
+}}
+"#,
+        user = farm.user(),
+        key = farm.client_public_key()
+    );
+    std::fs::write(w.path("stepsdemo.hcl"), text).expect("manifest written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_step_reads_its_sas_from_a_private_file_and_its_results_come_back() {
+    let Some(farm) = NodeFarm::start() else {
+        return;
+    };
+    let w = World::new(Some(Arc::clone(&farm))).await;
+    write_probe_manifest(&w, &farm);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = watch_processes(Arc::clone(&stop));
+    let applied = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let snapshots = watcher.join().expect("the ps watcher ends");
+    assert!(
+        snapshots.iter().any(|s| s.contains("sleep 1.75")),
+        "ps saw the step running (else the argv check below proves nothing)"
+    );
+    assert!(
+        applied.contains("steps of cluster.train: done"),
+        "{applied}"
+    );
+
+    // The SAS the step received is the one `output --show-secrets` re-derives: the token apply
+    // signed, without its leading `?`, in a 0600 file that is gone after the step. The account
+    // key arrived the same way.
+    let (shown, text) = w
+        .run(&["output", "stepsdemo.hcl", "sas", "--show-secrets"])
+        .await;
+    assert!(shown.status.success(), "{text}");
+    let token = String::from_utf8(shown.stdout)
+        .expect("the token is text")
+        .trim()
+        .trim_start_matches('?')
+        .to_owned();
+    assert!(token.contains("sig="), "{token}");
+    // The search below looks for the token as `output` prints it: here it must hit.
+    assert!(text.contains(&token));
+    let keys = w.account_keys().await;
+    for rank in 0..2 {
+        let probe = w.read(&format!("probe-{rank}"));
+        let lines: Vec<&str> = probe.lines().collect();
+        assert_eq!(lines.len(), 4, "rank {rank} wrote {probe:?}");
+        assert_eq!(
+            lines[0],
+            sha256_hex(token.as_bytes()),
+            "rank {rank}: the SAS"
+        );
+        assert_eq!(lines[1], "600", "rank {rank}: the SAS file's mode");
+        assert!(lines[2].ends_with("/sas"), "{}", lines[2]);
+        let file = Path::new(lines[2]);
+        assert!(
+            !file.exists(),
+            "{} is removed after the step",
+            file.display()
+        );
+        assert!(
+            !file.parent().expect("a directory").exists(),
+            "the secret directory is removed after the step"
+        );
+        assert_eq!(
+            lines[3],
+            sha256_hex(keys[0].as_bytes()),
+            "rank {rank}: the key"
+        );
+    }
+
+    results_came_back(&w, &applied);
+    no_secret_in_any_output(&w, &token, keys, applied, snapshots).await;
+}
+
+/// The file the head wrote came back byte-identical, from every node; a missing one is a warning.
+fn results_came_back(w: &World, applied: &str) {
+    // The file the head wrote comes back byte-identical (binary, no trailing newline), from the
+    // head and from node 1 through the head (the nodes share this machine's filesystem).
+    let data = std::fs::read(w.out().join("data.bin")).expect("the head wrote data.bin");
+    assert_eq!(data.len(), 70001);
+    for vm in ["stepsdemo-train-0", "stepsdemo-train-1"] {
+        let local = format!(".dsinfra/stepsdemo/fetched/probe/{vm}/data.bin");
+        assert!(
+            applied.contains(&format!("  fetched {local}\n")),
+            "{applied}"
+        );
+        assert_eq!(
+            std::fs::read(w.path(&local)).expect("fetched"),
+            data,
+            "{local} is byte-identical"
+        );
+    }
+    // A file the step did not write is a warning naming it; the apply still succeeded.
+    let missing = w.out().join("missing.bin");
+    for node in ["cluster.train[0]", "cluster.train[1]"] {
+        let warning = format!(
+            "  warning: {} was not fetched from {node}: there is no such file on the node\n",
+            missing.display()
+        );
+        assert!(applied.contains(&warning), "{applied}");
+    }
+    assert!(
+        !w.path(".dsinfra/stepsdemo/fetched/probe/stepsdemo-train-0/missing.bin")
+            .exists()
+    );
+}
+
+/// The token and the account keys appear in no state, plan JSON, output, log or remote argv.
+async fn no_secret_in_any_output(
+    w: &World,
+    token: &str,
+    keys: Vec<String>,
+    applied: String,
+    snapshots: Vec<String>,
+) {
+    // The token and the keys are nowhere: state, plan JSON, output, logs, remote argv.
+    let plan = w.ok(&["plan", "stepsdemo.hcl", "--json"]).await;
+    assert!(
+        plan.contains("\"probe\""),
+        "the plan JSON lists the step:\n{plan}"
+    );
+    let signature = token
+        .split('&')
+        .find_map(|p| p.strip_prefix("sig="))
+        .expect("a SAS has a signature")
+        .to_owned();
+    let mut secrets = keys;
+    secrets.push(token.to_owned());
+    secrets.push(signature);
+    let mut haystacks: Vec<(String, String)> = vec![
+        (
+            "state".into(),
+            std::fs::read_to_string(w.path(".dsinfra/stepsdemo/state.json")).expect("state"),
+        ),
+        ("plan --json".into(), plan),
+        ("apply".into(), applied),
+    ];
+    haystacks.extend(
+        files_below(&w.path(".dsinfra/stepsdemo/logs"))
+            .into_iter()
+            .map(|(p, t)| (p.display().to_string(), t)),
+    );
+    haystacks.extend(
+        snapshots
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (format!("ps snapshot {i}"), s)),
+    );
+    assert!(
+        haystacks
+            .iter()
+            .any(|(name, _)| name.ends_with("probe.log")),
+        "the step's log is searched"
+    );
+    for secret in &secrets {
+        for (name, text) in &haystacks {
+            assert!(!text.contains(secret.as_str()), "a secret is in {name}");
+        }
+    }
+}
+
+/// This machine's BeeOND status file, which the stop step's "already done?" check reads: with
+/// neither it nor a BeeGFS mount there is nothing to stop. Every farm host shares this
+/// filesystem, so creating it makes the head look like a running BeeOND instance. Created only
+/// if absent, removed when dropped.
+struct PretendBeeondRuns {
+    created: bool,
+}
+
+const BEEOND_STATUS_FILE: &str = "/var/tmp/beeond.tmp";
+
+impl PretendBeeondRuns {
+    fn start() -> Self {
+        let created = !Path::new(BEEOND_STATUS_FILE).exists();
+        if created {
+            std::fs::write(BEEOND_STATUS_FILE, "dsinfra test stand-in\n")
+                .expect("the BeeOND status file can be written");
+        }
+        Self { created }
+    }
+}
+
+impl Drop for PretendBeeondRuns {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_file(BEEOND_STATUS_FILE);
+        }
+    }
+}
+
+/// The `beeond` stand-in's records: (when, argv) per call.
+fn beeond_calls(path: &Path) -> Vec<(f64, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let (at, argv) = line.split_once(' ').expect("`TIME ARGV`");
+            (
+                at.parse().expect("a time from date +%s.%N"),
+                argv.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A cluster with a `beeond` step whose nodefile exists, and a harmless `beeond` stand-in that
+/// records when and how it was called (for `DSINFRA_BEEOND`). Returns the nodefile, the stand-in's
+/// record file and the stand-in.
+fn beeond_setup(w: &World, farm: &NodeFarm) -> (PathBuf, PathBuf, PathBuf) {
+    let nodefile = w.path("nodefile");
+    std::fs::write(&nodefile, "10.0.0.4\n10.0.0.5\n").expect("nodefile written");
+    // A harmless `beeond` that records when and how it was called (`DSINFRA_BEEOND`).
+    let calls = w.path("beeond-calls");
+    let stand_in = w.path("beeond-stand-in");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$(date +%s.%N)\" \"$*\" >> '{}'\n",
+            calls.display()
+        ),
+    )
+    .expect("stand-in written");
+    std::fs::set_permissions(
+        &stand_in,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .expect("stand-in executable");
+    std::fs::write(
+        w.path("stepsdemo.hcl"),
+        format!(
+            r#"experiment = "stepsdemo"
+azure {{ location = "eastus" }}
+network "main" {{}}
+cluster "scratch" {{
+  size           = "Standard_D2s_v3"
+  count          = 2
+  image          = "ubuntu-22.04"
+  admin_username = "{}"
+  ssh_key        = "{}"
+  step "beeond" {{
+    nodefile = "{}"
+  }}
+}}
+"#,
+            farm.user(),
+            farm.client_public_key(),
+            nodefile.display()
+        ),
+    )
+    .expect("manifest written");
+    (nodefile, calls, stand_in)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn park_and_destroy_stop_beeond_on_a_reachable_head_before_the_vms_go() {
+    let Some(farm) = NodeFarm::start() else {
+        return;
+    };
+    let w = World::new(Some(Arc::clone(&farm))).await;
+    let (nodefile, calls, stand_in) = beeond_setup(&w, &farm);
+    // The BeeOND step itself would install packages on this machine: not run.
+    w.ok(&[
+        "apply",
+        "stepsdemo.hcl",
+        "--auto-approve",
+        "--steps",
+        "skip",
+    ])
+    .await;
+    let _running = PretendBeeondRuns::start();
+    let env = [("DSINFRA_BEEOND", stand_in.as_path())];
+    let expected_argv = format!("stop -n {} -L -d -P", nodefile.display());
+
+    let parked = w
+        .ok_env(&["park", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert!(
+        parked.contains("cluster.scratch: BeeOND stopped (step `beeond`)"),
+        "{parked}"
+    );
+    let recorded = beeond_calls(&calls);
+    assert_eq!(recorded.len(), 1, "{recorded:?}\n{parked}");
+    assert_eq!(recorded[0].1, expected_argv);
+    for vm in ["stepsdemo-scratch-0", "stepsdemo-scratch-1"] {
+        let deallocated = w
+            .first_request("POST", &format!("/virtualMachines/{vm}/deallocate"))
+            .unwrap_or_else(|| panic!("{vm} was deallocated:\n{parked}"));
+        assert!(
+            recorded[0].0 < deallocated,
+            "BeeOND stopped at {} before {vm} was deallocated at {deallocated}",
+            recorded[0].0
+        );
+    }
+
+    w.ok(&[
+        "unpark",
+        "stepsdemo.hcl",
+        "--auto-approve",
+        "--steps",
+        "skip",
+    ])
+    .await;
+    let destroyed = w
+        .ok_env(&["destroy", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert!(
+        destroyed.contains("cluster.scratch: BeeOND stopped (step `beeond`)"),
+        "{destroyed}"
+    );
+    assert!(destroyed.contains("Destroy complete"), "{destroyed}");
+    let recorded = beeond_calls(&calls);
+    assert_eq!(recorded.len(), 2, "{recorded:?}\n{destroyed}");
+    assert_eq!(recorded[1].1, expected_argv);
+    for vm in ["stepsdemo-scratch-0", "stepsdemo-scratch-1"] {
+        let deleted = w
+            .first_request("DELETE", &format!("/virtualMachines/{vm}"))
+            .unwrap_or_else(|| panic!("{vm} was deleted:\n{destroyed}"));
+        assert!(
+            recorded[1].0 < deleted,
+            "BeeOND stopped at {} before {vm} was deleted at {deleted}",
+            recorded[1].0
+        );
+    }
 }

@@ -23,6 +23,10 @@ pub(super) enum Ty {
     Share,
     /// A reference to a `sas` block.
     Sas,
+    /// A reference to a storage account (`storage_account.X`): the step gets its key.
+    Account,
+    /// A list of absolute paths on the node.
+    PathList,
     /// A map of text (environment variables).
     TextMap,
 }
@@ -466,6 +470,24 @@ pub(super) static KINDS: &[Kind] = &[
                 Ty::Text,
                 Def::Unset,
                 "an \"already done?\" command: when it exits 0 the script is skipped",
+            ),
+            p(
+                "sas",
+                Ty::Sas,
+                Def::Unset,
+                "a SAS the script reads from the file $DSINFRA_SECRETS/sas",
+            ),
+            p(
+                "storage_key",
+                Ty::Account,
+                Def::Unset,
+                "a storage account whose key the script reads from $DSINFRA_SECRETS/storage_key",
+            ),
+            p(
+                "fetch",
+                Ty::PathList,
+                Def::Unset,
+                "files on the nodes copied back to .dsinfra/<experiment>/fetched/ after the steps",
             ),
         ],
     },

@@ -15,6 +15,16 @@ use crate::catalog;
 use crate::model::{Desired, ResourceKind, Step};
 use crate::steps::library::{ClusterNode, NodeContext, StorageTarget};
 
+/// The environment variable that names the `beeond` command on the nodes when it is not the
+/// packaged one on the `PATH` (an absolute path; [`NodeContext::beeond`]). Read on the
+/// workstation, like `DSINFRA_MARKER_DIR`: a BeeOND installed elsewhere, or a test's stand-in.
+pub const BEEOND_ENV: &str = "DSINFRA_BEEOND";
+
+/// The `beeond` command override from [`BEEOND_ENV`], if set and not empty.
+pub fn beeond_command() -> Option<String> {
+    std::env::var(BEEOND_ENV).ok().filter(|v| !v.is_empty())
+}
+
 /// What a block's steps refer to by address.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct References {
@@ -56,6 +66,14 @@ pub fn references(desired: &Desired, steps: &[&Step]) -> References {
         }
         let has_sas = step.params.get("sas").is_some_and(|v| !v.is_null());
         for address in found {
+            // `storage_key = storage_account.data` names the account block: its key.
+            if address.kind == "storage_account" && address.part.is_empty() {
+                let account = account_of(&address);
+                if desired.resource(&account).is_some() {
+                    refs.account_keys.insert(account);
+                }
+                continue;
+            }
             match desired.resource(&address).map(|r| r.kind) {
                 Some(ResourceKind::BlobContainer | ResourceKind::FileShare) => {
                     if !has_sas {
@@ -304,6 +322,27 @@ mod tests {
         );
         assert_eq!(text(&refs.sas), ["sas.read"]);
         assert_eq!(text(&refs.account_keys), ["storage_account.data.account"]);
+    }
+
+    #[test]
+    fn a_script_step_names_the_sas_and_the_account_whose_key_it_reads() {
+        let mut d = desired();
+        d.steps = vec![step(
+            "vm.gpu",
+            "script",
+            json!({"script": "true", "sas": "sas.read", "storage_key": "storage_account.data"}),
+        )];
+        let steps: Vec<&Step> = d.steps.iter().collect();
+        let refs = references(&d, &steps);
+        let text =
+            |set: &BTreeSet<Address>| set.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(text(&refs.sas), ["sas.read"]);
+        assert_eq!(text(&refs.account_keys), ["storage_account.data.account"]);
+        assert!(refs.storage.is_empty());
+        // An account the manifest does not have is no reference.
+        d.steps[0].params = [("storage_key".to_owned(), json!("storage_account.nope"))].into();
+        let steps: Vec<&Step> = d.steps.iter().collect();
+        assert!(references(&d, &steps).account_keys.is_empty());
     }
 
     #[test]

@@ -2,15 +2,19 @@
 //! them in [`Expansion::fetch`](crate::steps::library::Expansion), the runner only streams
 //! output, so this is the engine's post-run hook.
 //!
-//! A file is read with `sudo -n cat` over a fresh SSH session (through the head for private
-//! nodes), only from nodes where the step that writes it succeeded. The local path stays inside
-//! the experiment's directory: the library's relative path is checked again here. Files are
-//! read as text lines and written back with `\n` endings (CSV results; not for binary files).
+//! A file is read as root (`sudo -n`) over a fresh SSH session (through the head for private
+//! nodes), only from nodes where the step that writes it succeeded. It travels base64-encoded,
+//! because the SSH layer hands command output over as text lines: the copy is byte-identical,
+//! binary files included. A file that does not exist on the node is a warning naming it, not a
+//! failure: the steps did succeed. The local path stays inside the experiment's directory: the
+//! library's relative path is checked again here.
 
 use std::path::{Component, Path};
 use std::time::Duration;
 
-use crate::ssh::{self, Auth, Session, WaitPolicy, shell_quote};
+use base64::Engine as _;
+
+use crate::ssh::{self, Auth, Exit, Session, WaitPolicy, shell_quote};
 use crate::steps::library::Fetch;
 use crate::steps::{NodeSpec, RunReport, StepOutcome};
 
@@ -62,7 +66,12 @@ pub async fn fetch_files(
                     Err(e) => warnings.push(format!("could not write {}: {e}", local.display())),
                 }
             }
-            Err(e) => warnings.push(format!(
+            Err(FetchError::Missing) => warnings.push(format!(
+                "{} was not fetched from {}: there is no such file on the node",
+                fetch.remote,
+                spec.name()
+            )),
+            Err(FetchError::Failed(e)) => warnings.push(format!(
                 "could not fetch {} from {}: {e}",
                 fetch.remote,
                 spec.name()
@@ -98,29 +107,56 @@ async fn open(spec: &NodeSpec, auth: &Auth) -> Result<(Option<Session>, Session)
     }
 }
 
-async fn read_remote(spec: &NodeSpec, auth: &Auth, remote: &str) -> Result<Vec<u8>, String> {
-    let (jump, session) = open(spec, auth).await?;
+/// Why a file was not read.
+#[derive(Debug, PartialEq, Eq)]
+enum FetchError {
+    /// The node has no regular file at that path.
+    Missing,
+    /// Anything else: the connection, sudo, a read error.
+    Failed(String),
+}
+
+/// The exit status of [`fetch_command`] when the path is not a regular file.
+const MISSING_EXIT: u32 = 3;
+
+/// The remote command that prints the file base64-encoded, or exits [`MISSING_EXIT`]. The path
+/// is a positional parameter of `sh -c`, quoted once: no second round of shell parsing.
+fn fetch_command(remote: &str) -> String {
+    format!(
+        "sudo -n sh -c 'test -f \"$1\" || exit {MISSING_EXIT}; base64 -- \"$1\"' dsinfra-fetch {}",
+        shell_quote(remote)
+    )
+}
+
+/// Decodes the base64 text `fetch_command` printed (wrapped at 76 columns by `base64`).
+fn decode(text: &str) -> Result<Vec<u8>, String> {
+    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .map_err(|e| format!("the node sent unreadable data: {e}"))
+}
+
+async fn read_remote(spec: &NodeSpec, auth: &Auth, remote: &str) -> Result<Vec<u8>, FetchError> {
+    let (jump, session) = open(spec, auth).await.map_err(FetchError::Failed)?;
     let output = session
-        .output(
-            &format!("sudo -n cat -- {}", shell_quote(remote)),
-            b"",
-            Some(FETCH_TIMEOUT),
-        )
+        .output(&fetch_command(remote), b"", Some(FETCH_TIMEOUT))
         .await
         .map_err(|e| e.to_string());
     session.close().await;
     if let Some(jump) = jump {
         jump.close().await;
     }
-    let output = output?;
+    let output = output.map_err(FetchError::Failed)?;
+    if output.exit == Exit::Code(MISSING_EXIT) {
+        return Err(FetchError::Missing);
+    }
     if !output.exit.success() {
-        return Err(format!("`cat` failed: {}", output.stderr.trim()));
+        return Err(FetchError::Failed(format!(
+            "reading it failed: {}",
+            output.stderr.trim()
+        )));
     }
-    let mut bytes = output.stdout.into_bytes();
-    if !bytes.is_empty() {
-        bytes.push(b'\n');
-    }
-    Ok(bytes)
+    decode(&output.stdout).map_err(FetchError::Failed)
 }
 
 #[cfg(test)]
@@ -134,5 +170,24 @@ mod tests {
         assert!(!is_relative_inside("/etc/passwd"));
         assert!(!is_relative_inside("a/../../b"));
         assert!(!is_relative_inside(""));
+    }
+
+    #[test]
+    fn the_remote_command_quotes_the_path_once_and_the_copy_decodes_exactly() {
+        assert_eq!(
+            fetch_command("/data/it's here.csv"),
+            "sudo -n sh -c 'test -f \"$1\" || exit 3; base64 -- \"$1\"' dsinfra-fetch \
+             '/data/it'\\''s here.csv'"
+        );
+        // base64(1) wraps at 76 columns; the bytes come back exactly, binary included.
+        let bytes: Vec<u8> = (0..=255).collect();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let wrapped: Vec<String> = encoded
+            .as_bytes()
+            .chunks(76)
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        assert_eq!(decode(&wrapped.join("\n")), Ok(bytes));
+        assert!(decode("not base64!").is_err());
     }
 }

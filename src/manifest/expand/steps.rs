@@ -363,8 +363,51 @@ fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {
                 a.starts_with("sas.")
             })
             .map(|r| json!(r.value)),
+        Ty::Account => f
+            .reference(
+                name,
+                "a storage account",
+                "storage_account.data",
+                &|a: &str| {
+                    a.strip_prefix("storage_account.")
+                        .is_some_and(|label| !label.is_empty() && !label.contains('.'))
+                },
+            )
+            .map(|r| json!(r.value)),
+        Ty::PathList => read_paths(f, name, &title),
         Ty::TextMap => f
             .string_map(name)
             .map(|m| json!(m.value.into_iter().collect::<BTreeMap<_, _>>())),
     }
+}
+
+/// A list of absolute paths of files on the node, each with a file name (it names the local
+/// copy), no `..`, and no two with the same file name (their copies would collide).
+fn read_paths(f: &mut Fields<'_>, name: &str, title: &str) -> Option<Json> {
+    let list = f.strings(name)?;
+    let mut names = std::collections::BTreeSet::new();
+    for path in &list.value {
+        let file_name = path.rsplit('/').next().unwrap_or_default();
+        let why = if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
+            Some(format!("{path:?} is not an absolute path without `..`"))
+        } else if file_name.is_empty() || file_name == "." {
+            Some(format!("{path:?} does not name a file"))
+        } else if !names.insert(file_name) {
+            Some(format!("two paths end in the file name {file_name:?}"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            f.report(
+                Diagnostic::error(format!("`{name}` in {title} must list files on the node"))
+                    .with_span(list.span.clone())
+                    .with_label(why)
+                    .with_help(
+                        "write absolute paths with distinct file names, e.g. [\"/data/results.csv\"]",
+                    ),
+            );
+            return None;
+        }
+    }
+    Some(json!(list.value))
 }

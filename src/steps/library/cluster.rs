@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use super::params::check_path;
 use super::{Builder, Fetch, LibraryError, NodeContext, Part, secret_input, templates};
 use crate::steps::spec::{RunPolicy, Scope, StepSpec};
 
@@ -180,7 +181,21 @@ fn beeond_vars(b: &Builder<'_>) -> Result<Value, LibraryError> {
             why: format!("{interface:?} is not a network interface name"),
         });
     }
+    // The command is rendered as a shell word: `beeond` from the PATH, or the quoted override.
+    let command = match b.ctx().beeond.as_deref() {
+        None => "beeond".to_owned(),
+        Some(path) if path.starts_with('/') => {
+            check_path(path).map_err(|why| b.unsupported(format!("the beeond command: {why}")))?;
+            templates::shell_word(path)
+        }
+        Some(path) => {
+            return Err(b.unsupported(format!(
+                "the beeond command {path:?} must be an absolute path"
+            )));
+        }
+    };
     Ok(json!({
+        "beeond": command,
         "version": version,
         "interface": interface,
         "mount": p.path_or("mount", BEEOND_MOUNT)?,
@@ -330,12 +345,11 @@ pub(super) fn elbencho(b: &mut Builder<'_>) -> Result<(), LibraryError> {
         vars,
     ))?;
     let name = b.step_name(None);
-    let experiment = b.ctx().experiment.clone();
     b.fetch(Fetch {
         after_step: name.clone(),
         node: 0,
         remote: csv,
-        local: format!("{experiment}/elbencho/{name}.csv"),
+        local: format!("elbencho/{name}.csv"),
     });
     Ok(())
 }

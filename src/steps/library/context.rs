@@ -124,6 +124,10 @@ pub struct NodeContext {
     pub mesh: MeshSettings,
     /// A preinstalled azcopy binary on the nodes; `None` installs the pinned package.
     pub azcopy: Option<String>,
+    /// The `beeond` command on the nodes (an absolute path) when it is not the packaged one on
+    /// the `PATH`: a BeeOND installed elsewhere, or a test's stand-in. The engine takes it from
+    /// `DSINFRA_BEEOND`.
+    pub beeond: Option<String>,
 }
 
 impl NodeContext {
@@ -143,6 +147,7 @@ impl NodeContext {
             head_public_key: None,
             mesh: MeshSettings::default(),
             azcopy: None,
+            beeond: None,
         }
     }
 }

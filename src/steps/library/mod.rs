@@ -37,6 +37,7 @@ pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
+pub use mounts::{FETCHED_DIR, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, StageShard, stage_shards};
 
@@ -476,6 +477,162 @@ mod tests {
         let mut expansion = render(&request, &ctx).expect("a script step renders");
         assert_eq!(expansion.steps.len(), 1);
         expansion.steps.remove(0)
+    }
+
+    fn two_nodes_with_credentials() -> NodeContext {
+        let node = |name: &str| ClusterNode {
+            name: name.to_owned(),
+            private_ip: "10.0.0.4".to_owned(),
+            ssh_port: 22,
+        };
+        let mut ctx = NodeContext::new(
+            "exp",
+            "cluster.train",
+            vec![node("exp-train-0"), node("exp-train-1")],
+        );
+        ctx.credentials.insert(
+            "sas.read".to_owned(),
+            Credential {
+                kind: CredentialKind::Sas,
+                identity: "sas.read 1a2b".to_owned(),
+                value: crate::ssh::Secret::new("?sv=2022-11-02&sig=c2VjcmV0"),
+            },
+        );
+        ctx.credentials.insert(
+            "storage_account.data".to_owned(),
+            Credential {
+                kind: CredentialKind::AccountKey,
+                identity: "storage_account.data key1".to_owned(),
+                value: crate::ssh::Secret::new("a2V5a2V5"),
+            },
+        );
+        ctx
+    }
+
+    #[test]
+    fn a_script_step_gets_its_sas_and_account_key_as_secret_files() {
+        let params = BTreeMap::from([
+            (
+                "script".to_owned(),
+                json!("sha256sum \"$DSINFRA_SECRETS/sas\""),
+            ),
+            ("sas".to_owned(), json!("sas.read")),
+            ("storage_key".to_owned(), json!("storage_account.data")),
+        ]);
+        let request = StepRequest {
+            name: "prep",
+            kind: "script",
+            scope: Scope::All,
+            policy: RunPolicy::Once,
+            params: &params,
+        };
+        let ctx = two_nodes_with_credentials();
+        let step = render(&request, &ctx).expect("renders").steps.remove(0);
+        let secrets: Vec<(&str, &str, &str)> = step
+            .secrets
+            .iter()
+            .map(|s| (s.name.as_str(), s.identity.as_str(), s.value.expose()))
+            .collect();
+        // The SAS without its leading `?`, as every step reads one.
+        assert_eq!(
+            secrets,
+            [
+                ("sas", "sas.read 1a2b", "sv=2022-11-02&sig=c2VjcmV0"),
+                ("storage_key", "storage_account.data key1", "a2V5a2V5"),
+            ]
+        );
+        assert!(!step.script.contains("c2VjcmV0") && !step.script.contains("a2V5a2V5"));
+        // Unresolved by the engine: an error naming the address, not an empty file.
+        let mut bare = ctx.clone();
+        bare.credentials.remove("sas.read");
+        assert_eq!(
+            render(&request, &bare).map(|_| ()),
+            Err(LibraryError::Unresolved {
+                step: "prep".into(),
+                address: "sas.read".into(),
+                what: "a SAS",
+            })
+        );
+    }
+
+    #[test]
+    fn a_script_step_fetches_its_files_from_every_node_it_runs_on() {
+        let mut params = BTreeMap::from([
+            ("script".to_owned(), json!("true")),
+            (
+                "fetch".to_owned(),
+                json!(["/data/out/result.csv", "/var/log/run.log"]),
+            ),
+        ]);
+        let ctx = two_nodes_with_credentials();
+        let fetches = |scope: Scope, params: &BTreeMap<String, Value>| {
+            let request = StepRequest {
+                name: "bench",
+                kind: "script",
+                scope,
+                policy: RunPolicy::Once,
+                params,
+            };
+            render(&request, &ctx).map(|e| {
+                e.fetch
+                    .iter()
+                    .map(|f| format!("{} {} {} -> {}", f.after_step, f.node, f.remote, f.local))
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            fetches(Scope::All, &params).expect("renders"),
+            [
+                "bench 0 /data/out/result.csv -> fetched/bench/exp-train-0/result.csv",
+                "bench 0 /var/log/run.log -> fetched/bench/exp-train-0/run.log",
+                "bench 1 /data/out/result.csv -> fetched/bench/exp-train-1/result.csv",
+                "bench 1 /var/log/run.log -> fetched/bench/exp-train-1/run.log",
+            ]
+        );
+        assert_eq!(
+            fetches(Scope::Head, &params).expect("renders"),
+            [
+                "bench 0 /data/out/result.csv -> fetched/bench/exp-train-0/result.csv",
+                "bench 0 /var/log/run.log -> fetched/bench/exp-train-0/run.log",
+            ]
+        );
+        params.insert("fetch".to_owned(), json!(["/a/x.csv", "/b/x.csv"]));
+        assert_eq!(
+            fetches(Scope::All, &params).map_err(|e| e.to_string()),
+            Err(
+                "step `bench`: parameter `fetch`: \"/b/x.csv\" must be an absolute path to a \
+                 file, without `..`, its file name used once"
+                    .to_owned()
+            )
+        );
+        params.insert("fetch".to_owned(), json!(["relative.csv"]));
+        assert!(fetches(Scope::All, &params).is_err());
+    }
+
+    #[test]
+    fn the_beeond_command_can_be_moved_and_must_be_an_absolute_path() {
+        let params = BTreeMap::new();
+        let mut ctx = two_nodes_with_credentials();
+        let stop = beeond_stop("beeond", &params, &ctx).expect("renders");
+        assert!(
+            stop.script
+                .contains("\nbeeond stop -n \"$nodefile\" -L -d -P || beeond stop")
+        );
+        ctx.beeond = Some("/opt/beegfs/bin/beeond".to_owned());
+        let stop = beeond_stop("beeond", &params, &ctx).expect("renders");
+        assert!(stop.script.contains(
+            "\n'/opt/beegfs/bin/beeond' stop -n \"$nodefile\" -L -d -P || '/opt/beegfs/bin/beeond' stop"
+        ));
+        ctx.beeond = Some("beeond-7.4".to_owned());
+        assert_eq!(
+            beeond_stop("beeond", &params, &ctx)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(
+                "step `beeond`: the beeond command \"beeond-7.4\" must be an absolute path"
+                    .to_owned()
+            )
+        );
     }
 
     #[test]

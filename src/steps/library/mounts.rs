@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::params::check_path;
-use super::{Builder, LibraryError, Part, secret_input};
-use crate::steps::spec::RunPolicy;
+use super::{Builder, Fetch, LibraryError, Part, secret_input};
+use crate::steps::spec::{RunPolicy, Scope};
 
 /// The seed's FUSE attribute/entry/negative timeouts (seconds): `attr_timeout=240
 /// entry_timeout=240 negative_timeout=120`.
@@ -267,5 +267,92 @@ pub(super) fn script(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     );
     part.env = env;
     part.check = p.text("check")?.map(str::to_owned);
-    b.push(part)
+    if let Some(sas) = p.text("sas")? {
+        let credential = b
+            .ctx()
+            .credentials
+            .get(sas)
+            .ok_or_else(|| b.unresolved(sas, "a SAS"))?;
+        part.secrets.push(secret_input(SCRIPT_SAS, credential));
+    }
+    if let Some(account) = p.text("storage_key")? {
+        let account = super::account_address(account);
+        let credential = b
+            .ctx()
+            .credentials
+            .get(&account)
+            .ok_or_else(|| b.unresolved(&account, "the storage account key"))?;
+        part.secrets
+            .push(secret_input(SCRIPT_STORAGE_KEY, credential));
+    }
+    b.push(part)?;
+    script_fetches(b)
+}
+
+/// The file under `$DSINFRA_SECRETS` a `script` step's `sas` arrives in.
+pub const SCRIPT_SAS: &str = "sas";
+
+/// The file under `$DSINFRA_SECRETS` a `script` step's `storage_key` arrives in.
+pub const SCRIPT_STORAGE_KEY: &str = "storage_key";
+
+/// The directory below `.dsinfra/<experiment>/` that `script` steps' `fetch` files go to:
+/// `fetched/<step>/<node>/<file name>`.
+pub const FETCHED_DIR: &str = "fetched";
+
+/// A `script` step's `fetch`: each listed file, from every node the step runs on, back to
+/// `fetched/<step>/<node>/<file name>` after the run.
+fn script_fetches(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let bad = |why: String| LibraryError::BadParam {
+        step: b.name().to_owned(),
+        param: "fetch".into(),
+        why,
+    };
+    let paths: Vec<String> = match b.params().map.get("fetch") {
+        None | Some(serde_json::Value::Null) => return Ok(()),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| bad("expected a list of paths".into()))?,
+        Some(other) => return Err(bad(format!("expected a list of paths, got {other}"))),
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for path in &paths {
+        let file = path.rsplit('/').next().unwrap_or_default();
+        if !path.starts_with('/')
+            || path.split('/').any(|c| c == "..")
+            || file.is_empty()
+            || file == "."
+            || !names.insert(file)
+        {
+            return Err(bad(format!(
+                "{path:?} must be an absolute path to a file, without `..`, its file name used once"
+            )));
+        }
+    }
+    let step = b.step_name(None);
+    let count = match b.request().scope {
+        Scope::Head => 1,
+        Scope::All => b.ctx().nodes.len(),
+    };
+    let nodes: Vec<(usize, String)> = b
+        .ctx()
+        .nodes
+        .iter()
+        .take(count)
+        .enumerate()
+        .map(|(i, n)| (i, n.name.clone()))
+        .collect();
+    for (node, name) in nodes {
+        for path in &paths {
+            let file = path.rsplit('/').next().unwrap_or_default();
+            b.fetch(Fetch {
+                after_step: step.clone(),
+                node,
+                remote: path.clone(),
+                local: format!("{FETCHED_DIR}/{step}/{name}/{file}"),
+            });
+        }
+    }
+    Ok(())
 }
