@@ -17,7 +17,7 @@
 # bounds ARM requests in flight, Terraform's whole resource operations: docs/decisions.md,
 # entry 15, and the operation-bounded figures in docs/engine.md, "Makespan"). Peak memory (max RSS,
 # /usr/bin/time -v) of the 64-node apply at parallelism 64. Goals (issue 4): makespan / critical
-# path <= 1.05; RSS < 64 MB. Writes target/bench/apply.md. Needs jq and GNU time (installed with
+# path <= 1.05; RSS < 64 MB. Writes target/bench/apply.md. Needs jq, curl and GNU time (installed with
 # apt-get when missing).
 #
 # DSINFRA_BIN=path uses a built binary instead of building the release one.
@@ -27,6 +27,7 @@ cd "$(dirname "$0")/.."
 missing=()
 [ -x /usr/bin/time ] || missing+=(time)
 command -v jq >/dev/null || missing+=(jq)
+command -v curl >/dev/null || missing+=(curl)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "bench-apply: installing ${missing[*]} with apt-get" >&2
   if [ "$(id -u)" = 0 ]; then sudo_cmd=(); else sudo_cmd=(sudo); fi
@@ -51,9 +52,10 @@ cleanup() {
 trap cleanup EXIT
 
 # A fresh emulator per run: each measurement starts with full rate-limit buckets. Its cloud is
-# kept on tmpfs when there is one: the emulator writes and fsyncs its whole state file after
-# changes (group-committed, off its lock), a cost of the test double, not of ARM's latency model
-# (dsinfra's own state stays on disk, next to the manifest: that cost is measured).
+# kept in memory only (`--in-memory`): with a state dir the emulator writes its whole cloud after
+# changes, a cost of the test double, not of ARM's latency model, that competes with dsinfra for
+# the same cores. Its operation records are read from the admin API (`GET /_emulator/operations`)
+# before it stops. dsinfra's own state stays on disk, next to the manifest: that cost is measured.
 cloud_root="$work"
 # Throttling is off by default (THROTTLE=1 keeps it on): the emulator's buckets refill on its
 # compressed clock, so a 64-node apply polling at scale 0.01 stays within ARM's budget, but the
@@ -65,7 +67,7 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then cloud_root="$(mktemp -d /dev/shm/dsi
 start_emulator() {
   local dir="$cloud_root/cloud-$1"
   mkdir -p "$dir"
-  "$bin" emulator --port 0 --state-dir "$dir" --latency-scale "$scale" $throttle >"$dir.out" 2>"$dir.err" &
+  "$bin" emulator --port 0 --in-memory --latency-scale "$scale" $throttle >"$dir.out" 2>"$dir.err" &
   emulator_pid=$!
   endpoint=""
   for _ in $(seq 100); do
@@ -100,7 +102,7 @@ seconds() {
 
 # critical_path STATE CLOUD: the longest dependency chain of the applied resources, each weighted
 # by the emulator's modelled duration of its create (seconds, at the emulator's scale). STATE is
-# dsinfra's state (addresses, ids, dependencies); CLOUD the emulator's (its operations).
+# dsinfra's state (addresses, ids, dependencies); CLOUD the emulator's operation records.
 critical_path() {
   jq -n --slurpfile state "$1" --slurpfile cloud "$2" '
     # RFC 3339 with nanoseconds -> seconds since the epoch.
@@ -142,8 +144,9 @@ run() { # name nodes size image expected_chain_seconds parallelism
     out="$("$bin" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>/dev/null)"
   fi
   secs="$(printf '%s\n' "$out" | seconds)"
+  curl -sf "$endpoint/_emulator/operations" >"$cloud_root/cloud-$1-p$6/operations.json"
   stop_emulator
-  cp="$(critical_path "$(dirname "$file")/.dsinfra/exp/state.json" "$cloud_root/cloud-$1-p$6/state.json")"
+  cp="$(critical_path "$(dirname "$file")/.dsinfra/exp/state.json" "$cloud_root/cloud-$1-p$6/operations.json")"
   # The measured chain must be the one the latency model predicts: a different one means the
   # graph or the model changed, and the table would compare against the wrong thing.
   expected="$(awk -v c="$5" -v s="$scale" 'BEGIN { printf "%.2f", c * s }')"
@@ -170,7 +173,7 @@ mkdir -p target/bench
   echo "|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "Emulator: $( [ -n "$throttle" ] && echo 'throttling off (--no-throttle)' || echo 'throttling on' ); its cloud on ${cloud_root%%/dsinfra-bench*}."
+  echo "Emulator: $( [ -n "$throttle" ] && echo 'throttling off (--no-throttle)' || echo 'throttling on' ); its cloud in memory (--in-memory)."
   echo
   echo "Peak memory (max RSS) of the 64-node apply at --parallelism 64: $((rss_kb / 1024)) MB ($rss_kb kB)."
   echo

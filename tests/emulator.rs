@@ -1516,3 +1516,35 @@ async fn ssh_endpoints_map_public_ips_to_local_ports() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn the_admin_api_lists_the_operations_it_ran() {
+    let env = env(fast()).await;
+    env.network("rg").await;
+    let vm = res("rg", "Microsoft.Compute/virtualMachines/vm");
+    env.create(&vm, COMPUTE, &vm_body("rg", "Standard_D4s_v5"))
+        .await;
+    let listed: Value = env
+        .http
+        .get(format!("{}/_emulator/operations", env.handle.endpoint()))
+        .send()
+        .await
+        .expect("admin")
+        .json()
+        .await
+        .expect("json");
+    let operations = listed["operations"].as_object().expect("operations by id");
+    let put = operations
+        .values()
+        .find(|op| {
+            op["kind"] == "Put"
+                && op["target"]
+                    .as_str()
+                    .is_some_and(|t| t.eq_ignore_ascii_case(&vm))
+        })
+        .expect("the VM's create is listed");
+    assert!(
+        put["started"].is_string() && put["due"].is_string(),
+        "{put}"
+    );
+}

@@ -175,6 +175,10 @@ pub struct EmulatorArgs {
     /// Directory where the emulated cloud is kept between runs.
     #[arg(long, value_name = "DIR", default_value = ".dsinfra/emulator")]
     pub state_dir: PathBuf,
+    /// Keep the emulated cloud in memory only: nothing is written, and it is gone when the
+    /// emulator stops (benchmarks: the emulator's own disk writes are not ARM's latency).
+    #[arg(long, conflicts_with = "state_dir")]
+    pub in_memory: bool,
     /// Multiplies every operation's duration: 1 is near reality (a VM takes ~90 s), 0.01 suits
     /// tests, 0 is instant.
     #[arg(long, value_name = "X", default_value_t = 1.0)]

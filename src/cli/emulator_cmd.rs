@@ -18,9 +18,14 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
             args.latency_scale
         );
     }
-    std::fs::create_dir_all(&args.state_dir)
-        .with_context(|| format!("could not create {}", args.state_dir.display()))?;
-    let mut config = builtin_emulator_config(Some(&args.state_dir), args.latency_scale);
+    let state_dir = if args.in_memory {
+        None
+    } else {
+        std::fs::create_dir_all(&args.state_dir)
+            .with_context(|| format!("could not create {}", args.state_dir.display()))?;
+        Some(args.state_dir.as_path())
+    };
+    let mut config = builtin_emulator_config(state_dir, args.latency_scale);
     config.port = args.port;
     config.required_token.clone_from(&args.token);
     config.faults_file.clone_from(&args.faults);
@@ -34,8 +39,11 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
         out.result(&format!("{}\n", handle.endpoint()));
         let _ = std::io::stdout().flush();
         out.note(&format!(
-            "ARM emulator listening; cloud kept in {}; latency x{}; Ctrl-C stops it. Use it with `dsinfra apply FILE --endpoint {}`",
-            args.state_dir.display(),
+            "ARM emulator listening; cloud kept {}; latency x{}; Ctrl-C stops it. Use it with `dsinfra apply FILE --endpoint {}`",
+            state_dir.map_or_else(
+                || "in memory only".to_owned(),
+                |d| format!("in {}", d.display())
+            ),
             args.latency_scale,
             handle.endpoint()
         ));

@@ -67,6 +67,12 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
             shared.expire_tokens();
             StatusCode::NO_CONTENT.into_response()
         }
+        // The operations the emulator ran (kind, target, started, due), the same records its
+        // state file holds: benchmarks measure the critical path from them without a state dir.
+        ("GET", "operations") => {
+            let operations = lock(&shared.cloud).operations.clone();
+            reply(StatusCode::OK, &json!({ "operations": operations }))
+        }
         ("GET", "ssh-endpoints") => {
             let endpoints = lock(&shared.cloud).ssh_endpoints.clone();
             reply(StatusCode::OK, &json!({ "value": endpoints }))
