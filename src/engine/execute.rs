@@ -30,7 +30,7 @@ use super::walk::walk;
 use crate::addr::Address;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::diag::SourceMap;
-use crate::model::{Desired, ResourceKind, arm_id};
+use crate::model::{Desired, Resource, ResourceKind, arm_id};
 use crate::plan::{Action, Change, Plan};
 use crate::state::{Backend, PowerState, ResourceState, ResourceStatus, State, StateError};
 
@@ -504,6 +504,24 @@ where
     }
 }
 
+/// [`call`], with a failure turned into the resource's error: ARM's code and message verbatim
+/// plus advice, located on the manifest block of `resource` when there is one.
+async fn call_described<T, Fut>(
+    shared: &Shared,
+    id: &ResourceId,
+    address: &Address,
+    operation: Operation,
+    resource: Option<&Resource>,
+    send: impl Fn() -> Fut,
+) -> Result<T, ResourceError>
+where
+    Fut: Future<Output = Result<T, ArmError>>,
+{
+    call(shared, id, address, operation, send)
+        .await
+        .map_err(|e| describe(&e, address, operation, resource, shared.sources.as_ref()))
+}
+
 async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
     let address = &change.address;
     let operation = Operation::Delete;
@@ -519,19 +537,15 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
                 &change.name,
             )
         }));
-        call(shared, &id, address, operation, || {
-            shared.client.delete(&id)
-        })
-        .await
-        .map_err(|e| {
-            describe(
-                &e,
-                address,
-                operation,
-                shared.desired.resource(address),
-                shared.sources.as_ref(),
-            )
-        })?;
+        call_described(
+            shared,
+            &id,
+            address,
+            operation,
+            shared.desired.resource(address),
+            || shared.client.delete(&id),
+        )
+        .await?;
     }
     shared
         .store
@@ -600,19 +614,15 @@ async fn apply(
                 .await
                 .map_err(|e| save_error(address, operation, &e))?;
         }
-        call(shared, &request.id, address, operation, || {
-            request.send(&shared.client)
-        })
-        .await
-        .map_err(|e| {
-            describe(
-                &e,
-                address,
-                operation,
-                Some(resource),
-                shared.sources.as_ref(),
-            )
-        })?;
+        call_described(
+            shared,
+            &request.id,
+            address,
+            operation,
+            Some(resource),
+            || request.send(&shared.client),
+        )
+        .await?;
         let secrets = previous
             .as_ref()
             .map(|p| p.secrets.clone())

@@ -15,14 +15,14 @@
 //! A create with no earlier record (the usual case) needs no call.
 
 use crate::addr::Address;
-use crate::engine::advice::{ResourceError, describe};
+use crate::engine::advice::ResourceError;
 use crate::engine::bodies::Request;
 use crate::engine::events::Operation;
 use crate::model::{Resource, ResourceKind};
 use crate::ssh::HostKeyPair;
 use crate::state::ResourceState;
 
-use super::{Shared, call, local_error};
+use super::{Shared, call_described, local_error};
 use crate::azure::ResourceId;
 
 /// What a VM create does about its host key.
@@ -87,19 +87,10 @@ async fn for_create(
     let operation = Operation::Create;
     let exists = if must_look(previous) {
         let id = ResourceId::from_raw(id.to_owned());
-        let found = call(shared, &id, address, operation, || {
+        let found = call_described(shared, &id, address, operation, Some(resource), || {
             shared.client.get::<serde_json::Value>(&id)
         })
-        .await
-        .map_err(|e| {
-            describe(
-                &e,
-                address,
-                operation,
-                Some(resource),
-                shared.sources.as_ref(),
-            )
-        })?;
+        .await?;
         Some(found.is_some())
     } else {
         None
