@@ -12,16 +12,17 @@ use std::fs;
 use anyhow::Context as _;
 use chrono::Utc;
 
-use super::args::{PlanArgs, ShowArgs};
+use super::args::{ManifestArgs, PlanArgs, ShowArgs};
 use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
 use super::manifest_cmds::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
 use crate::engine::{preflight, refresh};
+use crate::manifest::Loaded;
 use crate::model::AzureSettings;
 use crate::plan::{self, Mode, Plan, PlanOptions, PlanSource};
 use crate::render;
-use crate::state::{self, State};
+use crate::state::{self, Backend, State};
 
 /// `dsinfra plan`
 pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -237,7 +238,35 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
             "the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again"
         );
     };
-    let args = super::args::ManifestArgs {
+    // `show` only needs the check; what was opened is released once its verdict is printed.
+    let _opened = open_saved(saved, source, vars, "show", out)?;
+    out.note("the saved plan is current: the manifest and the state are as they were");
+    Ok(())
+}
+
+/// A saved plan's manifest, state backend and state, opened again and checked to be current.
+pub(super) struct OpenedPlan {
+    /// The manifest the plan was made from, evaluated again with this command line's `-var`s.
+    pub loaded: Loaded,
+    /// The state backend of that manifest, opened as `dsinfra VERB MANIFEST`.
+    pub backend: Box<dyn Backend + Send>,
+    /// The experiment's state now (a new, empty one when nothing was saved yet).
+    pub state: State,
+}
+
+/// Reopen what a saved plan was made from, for `apply PLANFILE` and `show PLANFILE` alike: load
+/// `source`'s manifest with its recorded `-var-file`s and the `vars` given again on this command
+/// line, open its state backend as `dsinfra {verb} MANIFEST`, load the state, and fail unless the
+/// plan is still bound to both ([`plan::check_binding`]). Each caller says in its own words what
+/// is wrong when the plan has no source, so `source` is taken from the caller.
+pub(super) fn open_saved(
+    saved: &Plan,
+    source: &PlanSource,
+    vars: &[String],
+    verb: &str,
+    out: &Output,
+) -> anyhow::Result<OpenedPlan> {
+    let args = ManifestArgs {
         manifest: source.manifest.clone(),
         vars: vars.to_vec(),
         var_files: source.var_files.clone(),
@@ -246,14 +275,17 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
     let mut backend = state::open_backend(
         &args.manifest,
         loaded.backend.as_ref(),
-        &format!("dsinfra show {}", args.manifest.display()),
+        &format!("dsinfra {verb} {}", args.manifest.display()),
     )?;
     let state = backend
         .load()?
         .unwrap_or_else(|| State::new(&loaded.desired.experiment));
     plan::check_binding(saved, &state, &loaded.desired.manifest_hash)?;
-    out.note("the saved plan is current: the manifest and the state are as they were");
-    Ok(())
+    Ok(OpenedPlan {
+        loaded,
+        backend,
+        state,
+    })
 }
 
 fn absolute(path: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
