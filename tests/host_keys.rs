@@ -14,19 +14,15 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::farm_apply::{self, describe, output, start_emulator};
 use common::nodes::{NodeFarm, cloud_config_host_key, cloud_config_ssh_keys};
 use common::sshd::TEST_USER;
-use dsinfra::cli::connect::builtin_emulator_config;
-use dsinfra::emulator::{self, EmulatorHandle, VmBoot};
+use dsinfra::emulator::{EmulatorHandle, VmBoot, VmBootHook};
 use dsinfra::ssh::{self, Auth, HostKey, HostKeyPair, HostKeyPolicy, Target, WaitPolicy};
 use serde_json::Value;
-
-/// Emulator latency scale: a VM takes 90 ms.
-const SCALE: f64 = 0.001;
 
 fn quick_wait() -> WaitPolicy {
     WaitPolicy {
@@ -76,11 +72,7 @@ impl World {
     async fn start() -> Option<Self> {
         let farm = NodeFarm::start()?;
         let dir = tempfile::tempdir().expect("temp dir");
-        let cloud = dir.path().join("cloud");
-        std::fs::create_dir_all(&cloud).expect("cloud dir");
-        let mut config = builtin_emulator_config(Some(&cloud), SCALE);
-        config.on_vm_boot = Some(farm.hook());
-        let handle = emulator::start(config).await.expect("the emulator starts");
+        let handle = start_emulator(dir.path(), Some(farm.hook()), |_| {}).await;
         Some(Self { farm, handle, dir })
     }
 
@@ -95,31 +87,19 @@ impl World {
 
     /// `dsinfra apply --auto-approve` to the end; its output (stdout and stderr).
     async fn apply(&self) -> String {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
-        cmd.current_dir(self.dir.path())
-            .args(["apply", "hostkeys.hcl", "--auto-approve"])
-            .args(["--endpoint", &self.handle.endpoint()])
-            .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string())
-            .env("NO_COLOR", "1")
-            .env_remove("AZURE_SUBSCRIPTION_ID")
-            .stdin(Stdio::null());
-        // On a blocking thread: the emulator shares this runtime.
-        let out: Output = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
-            .await
-            .expect("joined");
-        let text = format!(
-            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = output(farm_apply::dsinfra(
+            self.dir.path(),
+            &self.handle.endpoint(),
+            &["apply", "hostkeys.hcl", "--auto-approve"],
+        ))
+        .await;
+        let text = describe(&out);
         assert!(out.status.success(), "apply failed:\n{text}");
         text
     }
 
     fn state_text(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join(".dsinfra/hostkeys/state.json"))
-            .expect("the state exists")
+        farm_apply::state_text(self.dir.path(), "hostkeys")
     }
 
     /// Azure VM name -> (address, pinned host key) for every VM in the state.
@@ -410,7 +390,7 @@ async fn apply_pins_each_vms_key_keeps_it_on_update_and_replaces_it_with_the_vm(
 /// Rewrites the state's record of `address` as an intent (`creating`) pinning `key`: what a
 /// run killed around the VM's PUT leaves behind.
 fn make_intent(w: &World, address: &str, key: &str) {
-    let path = w.dir.path().join(".dsinfra/hostkeys/state.json");
+    let path = farm_apply::state_path(w.dir.path(), "hostkeys");
     let mut state: Value = serde_json::from_str(&w.state_text()).expect("JSON state");
     let record = state["resources"]
         .as_array_mut()
@@ -529,14 +509,12 @@ async fn the_boot_hook_sees_each_created_vm_once_with_its_cloud_config_and_ips()
     let seen: Arc<std::sync::Mutex<Vec<VmBoot>>> = Arc::default();
     let sink = Arc::clone(&seen);
     let dir = tempfile::tempdir().expect("temp dir");
-    let cloud = dir.path().join("cloud");
-    let mut config = builtin_emulator_config(Some(&cloud), SCALE);
-    config.on_vm_boot = Some(Arc::new(move |boot: &VmBoot| {
+    let hook: VmBootHook = Arc::new(move |boot: &VmBoot| {
         let mut seen = sink.lock().expect("not poisoned");
         seen.push(boot.clone());
         Some(format!("127.0.0.1:{}", 40000 + seen.len()))
-    }));
-    let handle = emulator::start(config).await.expect("the emulator starts");
+    });
+    let handle = start_emulator(dir.path(), Some(hook), |_| {}).await;
     let client = HostKeyPair::generate().expect("generation works");
     let client_key = client.public().to_openssh();
     std::fs::write(
@@ -544,26 +522,18 @@ async fn the_boot_hook_sees_each_created_vm_once_with_its_cloud_config_and_ips()
         manifest(&client_key, "ubuntu-22.04", "vision"),
     )
     .expect("manifest written");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
-    cmd.current_dir(dir.path())
-        .args(["apply", "hostkeys.hcl", "--auto-approve", "--steps", "skip"])
-        .args(["--endpoint", &handle.endpoint()])
-        .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string())
-        .env("NO_COLOR", "1")
-        .env_remove("AZURE_SUBSCRIPTION_ID")
-        .stdin(Stdio::null());
-    let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
-        .await
-        .expect("joined");
+    let out = output(farm_apply::dsinfra(
+        dir.path(),
+        &handle.endpoint(),
+        &["apply", "hostkeys.hcl", "--auto-approve", "--steps", "skip"],
+    ))
+    .await;
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join(".dsinfra/hostkeys/state.json")).expect("state"),
-    )
-    .expect("JSON");
+    let state = farm_apply::state(dir.path(), "hostkeys");
     let pinned: BTreeMap<String, String> = state["resources"]
         .as_array()
         .expect("resources")

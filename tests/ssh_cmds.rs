@@ -19,15 +19,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
+use common::farm_apply::{self, output, start_emulator};
 use common::nodes::NodeFarm;
 use common::sshd::TEST_USER;
-use dsinfra::cli::connect::builtin_emulator_config;
-use dsinfra::emulator::{self, EmulatorHandle};
+use dsinfra::emulator::EmulatorHandle;
 use dsinfra::ssh::HostKeyPair;
 use serde_json::Value;
-
-/// Emulator latency scale: a VM takes 90 ms.
-const SCALE: f64 = 0.001;
 
 /// The OpenSSH client the commands run.
 const SSH: &str = "/usr/bin/ssh";
@@ -116,11 +113,7 @@ impl World {
         }
         let farm = NodeFarm::start()?;
         let dir = tempfile::tempdir().expect("temp dir");
-        let cloud = dir.path().join("cloud");
-        std::fs::create_dir_all(&cloud).expect("cloud dir");
-        let mut config = builtin_emulator_config(Some(&cloud), SCALE);
-        config.on_vm_boot = Some(farm.hook());
-        let handle = emulator::start(config).await.expect("the emulator starts");
+        let handle = start_emulator(dir.path(), Some(farm.hook()), |_| {}).await;
         let world = Self { farm, handle, dir };
         std::fs::write(
             world.path("reach.hcl"),
@@ -145,21 +138,17 @@ impl World {
             .env("NO_COLOR", "1")
             .env_remove("AZURE_SUBSCRIPTION_ID")
             .stdin(Stdio::null());
-        let out = tokio::task::spawn_blocking(move || cmd.output().expect("the program runs"))
-            .await
-            .expect("joined");
-        Ran::of(&out)
+        Ran::of(&output(cmd).await)
     }
 
     /// `dsinfra ARGS --endpoint <emulator>`; a `--` in `args` keeps its place after the flag.
     async fn dsinfra(&self, args: &[&str]) -> Ran {
-        let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
-        cmd.args(&args[..split])
-            .args(["--endpoint", &self.handle.endpoint()])
-            .args(&args[split..])
-            .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string());
-        self.run(cmd).await
+        self.run(farm_apply::dsinfra(
+            self.dir.path(),
+            &self.handle.endpoint(),
+            args,
+        ))
+        .await
     }
 
     /// The printed ssh_config (with the farm's client key), written to `ssh_config`.
@@ -202,10 +191,8 @@ impl World {
 
     /// Rewrites the state file with `change` applied to the VM named `vm`.
     fn edit_state_vm(&self, vm: &str, change: impl FnOnce(&mut serde_json::Map<String, Value>)) {
-        let path = self.path(".dsinfra/reach/state.json");
-        let mut state: Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("state exists"))
-                .expect("JSON state");
+        let path = farm_apply::state_path(self.dir.path(), "reach");
+        let mut state = farm_apply::state(self.dir.path(), "reach");
         let record = state["resources"]
             .as_array_mut()
             .expect("resources")

@@ -15,17 +15,38 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
-use dsinfra::cli::connect::builtin_emulator_config;
-use dsinfra::emulator::{self, EmulatorHandle, FaultAction, FaultRule, RequestInfo};
+use dsinfra::emulator::{EmulatorHandle, FaultAction, FaultRule, RequestInfo};
 use serde_json::Value;
 
+use common::farm_apply::{self, describe, output, start_emulator};
 use common::nodes::NodeFarm;
 
-/// Emulator latency scale: a VM takes 90 ms.
-const SCALE: f64 = 0.001;
+/// How every manifest here starts: the experiment, its region and its network.
+const HEAD: &str = r#"experiment = "stepsdemo"
+azure { location = "eastus" }
+network "main" {}
+"#;
+
+/// A storage account with a container and a read SAS on it, for the steps that use them.
+const STORAGE_AND_SAS: &str = r#"storage_account "data" {
+  container "raw" {}
+}
+sas "read" {
+  container  = storage_account.data.container.raw
+  expires_in = "24h"
+}
+"#;
+
+/// The public half of the demo key, for manifests whose VMs nobody logs in to.
+fn demo_key() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub"))
+        .expect("the demo key exists")
+        .trim()
+        .to_owned()
+}
 
 /// An emulator, a working directory with the manifest, and where the steps write.
 struct World {
@@ -45,27 +66,33 @@ fn epoch_seconds() -> f64 {
 }
 
 impl World {
+    /// A world whose VMs boot into a new farm, and the farm; `None` when sshd cannot run here
+    /// (said why).
+    async fn with_farm() -> Option<(Arc<NodeFarm>, Self)> {
+        let farm = NodeFarm::start()?;
+        let world = Self::new(Some(Arc::clone(&farm))).await;
+        Some((farm, world))
+    }
+
     async fn new(farm: Option<Arc<NodeFarm>>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let cloud = dir.path().join("cloud");
-        std::fs::create_dir_all(&cloud).expect("cloud dir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         std::fs::create_dir_all(dir.path().join("markers")).expect("markers dir");
-        let mut config = builtin_emulator_config(Some(&cloud), SCALE);
-        config.on_vm_boot = farm.as_ref().map(NodeFarm::hook);
         // The request validator hook doubles as the emulator's operation record: it judges
         // nothing and notes when each request arrived.
         let requests: Arc<Mutex<Vec<(f64, String, String)>>> = Arc::default();
         let seen = Arc::clone(&requests);
-        config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
-            seen.lock().expect("not poisoned").push((
-                epoch_seconds(),
-                request.method.clone(),
-                request.path.clone(),
-            ));
-            Vec::new()
-        }));
-        let handle = emulator::start(config).await.expect("the emulator starts");
+        let handle = start_emulator(dir.path(), farm.as_ref().map(NodeFarm::hook), |config| {
+            config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
+                seen.lock().expect("not poisoned").push((
+                    epoch_seconds(),
+                    request.method.clone(),
+                    request.path.clone(),
+                ));
+                Vec::new()
+            }));
+        })
+        .await;
         Self {
             handle,
             dir,
@@ -96,32 +123,12 @@ impl World {
     /// change when it changes).
     fn write_manifest(&self, gather_note: &str) {
         let (user, key) = self.farm.as_ref().map_or_else(
-            || {
-                (
-                    "azureuser".to_owned(),
-                    std::fs::read_to_string(
-                        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub"),
-                    )
-                    .expect("the demo key exists")
-                    .trim()
-                    .to_owned(),
-                )
-            },
+            || ("azureuser".to_owned(), demo_key()),
             |f| (f.user().to_owned(), f.client_public_key()),
         );
         let out = self.out().display().to_string();
         let text = format!(
-            r#"experiment = "stepsdemo"
-azure {{ location = "eastus" }}
-network "main" {{}}
-storage_account "data" {{
-  container "raw" {{}}
-}}
-sas "read" {{
-  container  = storage_account.data.container.raw
-  expires_in = "24h"
-}}
-vm "solo" {{
+            r#"{STORAGE_AND_SAS}vm "solo" {{
   size           = "Standard_D2s_v3"
   image          = "ubuntu-22.04"
   admin_username = "{user}"
@@ -163,22 +170,21 @@ EOT
 }}
 "#
         );
-        std::fs::write(self.path("stepsdemo.hcl"), text).expect("manifest written");
+        self.write_hcl(&text);
+    }
+
+    /// Writes `body` after [`HEAD`] as the manifest `stepsdemo.hcl`.
+    fn write_hcl(&self, body: &str) {
+        std::fs::write(self.path("stepsdemo.hcl"), format!("{HEAD}{body}"))
+            .expect("manifest written");
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsinfra"));
-        cmd.current_dir(self.dir.path())
-            .args(args)
-            .args(["--endpoint", &self.handle.endpoint()])
-            .env("DSINFRA_EMULATOR_LATENCY_SCALE", SCALE.to_string())
-            .env("DSINFRA_MARKER_DIR", self.path("markers"))
-            .env("NO_COLOR", "1")
-            .env_remove("AZURE_SUBSCRIPTION_ID")
+        let mut cmd = farm_apply::dsinfra(self.dir.path(), &self.handle.endpoint(), args);
+        cmd.env("DSINFRA_MARKER_DIR", self.path("markers"))
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("DSINFRA_SSH_IDENTITY")
-            .env("HOME", self.path("home"))
-            .stdin(Stdio::null());
+            .env("HOME", self.path("home"));
         // Only the commands that run or stop steps log in to the VMs.
         let logs_in = matches!(
             args.first().copied(),
@@ -192,48 +198,37 @@ EOT
 
     /// Runs dsinfra to the end (on a blocking thread: the emulator shares this runtime).
     async fn run(&self, args: &[&str]) -> (Output, String) {
+        self.run_env(args, &[]).await
+    }
+
+    /// Runs dsinfra with extra environment variables to the end.
+    async fn run_env(&self, args: &[&str], env: &[(&str, &Path)]) -> (Output, String) {
         let mut cmd = self.command(args);
-        let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
-            .await
-            .expect("joined");
-        let text = format!(
-            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let out = output(cmd).await;
+        let text = describe(&out);
         (out, text)
     }
 
     /// Runs dsinfra with extra environment variables; fails the test if it fails.
     async fn ok_env(&self, args: &[&str], env: &[(&str, &Path)]) -> String {
-        let mut cmd = self.command(args);
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
-            .await
-            .expect("joined");
-        let text = format!(
-            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (out, text) = self.run_env(args, env).await;
         assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
         text
     }
 
     async fn ok(&self, args: &[&str]) -> String {
-        let (out, text) = self.run(args).await;
-        assert!(out.status.success(), "dsinfra {args:?} failed:\n{text}");
-        text
+        self.ok_env(args, &[]).await
     }
 
     fn state(&self) -> Value {
-        let text = std::fs::read_to_string(self.path(".dsinfra/stepsdemo/state.json"))
-            .expect("the state exists");
-        serde_json::from_str(&text).expect("the state is valid JSON")
+        farm_apply::state(self.dir.path(), "stepsdemo")
+    }
+
+    fn state_text(&self) -> String {
+        farm_apply::state_text(self.dir.path(), "stepsdemo")
     }
 
     fn resource(&self, address: &str) -> Value {
@@ -369,10 +364,9 @@ fn files_below(dir: &Path) -> Vec<(PathBuf, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_runs_the_steps_on_every_node_and_converges() {
-    let Some(farm) = NodeFarm::start() else {
+    let Some((_farm, w)) = World::with_farm().await else {
         return;
     };
-    let w = World::new(Some(farm)).await;
     w.write_manifest("first");
     let mut outputs = vec![first_apply(&w).await];
     outputs.extend(reapply(&w).await);
@@ -480,7 +474,7 @@ async fn reapply(w: &World) -> Vec<String> {
     let mut outputs = Vec::new();
     // An adopted VM has no pinned key: it is trusted on first use and its key stored.
     let pinned = w.resource("vm.solo.vm")["host_key"].clone();
-    let path = w.path(".dsinfra/stepsdemo/state.json");
+    let path = farm_apply::state_path(w.dir.path(), "stepsdemo");
     let mut state = w.state();
     for r in state["resources"].as_array_mut().expect("resources") {
         if r["address"] == "vm.solo.vm" {
@@ -595,9 +589,7 @@ async fn no_secret_anywhere(w: &World, outputs: Vec<String>) {
             .expect("a SAS has a signature")
             .to_owned(),
     );
-    let state_text =
-        std::fs::read_to_string(w.path(".dsinfra/stepsdemo/state.json")).expect("state");
-    let mut haystacks: Vec<(String, String)> = vec![("state".into(), state_text)];
+    let mut haystacks: Vec<(String, String)> = vec![("state".into(), w.state_text())];
     haystacks.extend(
         outputs
             .into_iter()
@@ -679,17 +671,8 @@ async fn a_block_whose_vm_failed_does_not_run_its_steps_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn park_and_destroy_try_to_stop_beeond_first_and_go_on_when_they_cannot() {
     let w = World::new(None).await;
-    let key = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keys/demo.pub"),
-    )
-    .expect("the demo key exists");
-    std::fs::write(
-        w.path("stepsdemo.hcl"),
-        format!(
-            r#"experiment = "stepsdemo"
-azure {{ location = "eastus" }}
-network "main" {{}}
-cluster "scratch" {{
+    w.write_hcl(&format!(
+        r#"cluster "scratch" {{
   size    = "Standard_D2s_v3"
   count   = 2
   image   = "ubuntu-22.04"
@@ -697,10 +680,8 @@ cluster "scratch" {{
   step "beeond" {{}}
 }}
 "#,
-            key.trim()
-        ),
-    )
-    .expect("manifest written");
+        demo_key()
+    ));
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
     let why = "cluster.scratch: BeeOND was not stopped (the head cluster.scratch[0] has no SSH \
                endpoint in the emulator for its public IP";
@@ -720,17 +701,11 @@ cluster "scratch" {{
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_node_fails_the_apply_and_the_summary_says_where() {
-    let Some(farm) = NodeFarm::start() else {
+    let Some((farm, w)) = World::with_farm().await else {
         return;
     };
-    let w = World::new(Some(Arc::clone(&farm))).await;
-    std::fs::write(
-        w.path("stepsdemo.hcl"),
-        format!(
-            r#"experiment = "stepsdemo"
-azure {{ location = "eastus" }}
-network "main" {{}}
-cluster "train" {{
+    w.write_hcl(&format!(
+        r#"cluster "train" {{
   size           = "Standard_D2s_v3"
   count          = 2
   image          = "ubuntu-22.04"
@@ -749,11 +724,9 @@ EOT
   }}
 }}
 "#,
-            farm.user(),
-            farm.client_public_key()
-        ),
-    )
-    .expect("manifest written");
+        farm.user(),
+        farm.client_public_key()
+    ));
     let (out, text) = w.run(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
@@ -805,17 +778,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn write_probe_manifest(w: &World, farm: &NodeFarm) {
     let out = w.out().display().to_string();
     let text = format!(
-        r#"experiment = "stepsdemo"
-azure {{ location = "eastus" }}
-network "main" {{}}
-storage_account "data" {{
-  container "raw" {{}}
-}}
-sas "read" {{
-  container  = storage_account.data.container.raw
-  expires_in = "24h"
-}}
-output "sas" {{
+        r#"{STORAGE_AND_SAS}output "sas" {{
   value     = sas.read
   sensitive = true
 }}
@@ -847,15 +810,14 @@ EOT
         user = farm.user(),
         key = farm.client_public_key()
     );
-    std::fs::write(w.path("stepsdemo.hcl"), text).expect("manifest written");
+    w.write_hcl(&text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_step_reads_its_sas_from_a_private_file_and_its_results_come_back() {
-    let Some(farm) = NodeFarm::start() else {
+    let Some((farm, w)) = World::with_farm().await else {
         return;
     };
-    let w = World::new(Some(Arc::clone(&farm))).await;
     write_probe_manifest(&w, &farm);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = watch_processes(Arc::clone(&stop));
@@ -975,10 +937,7 @@ async fn no_secret_in_any_output(
     secrets.push(token.to_owned());
     secrets.push(signature);
     let mut haystacks: Vec<(String, String)> = vec![
-        (
-            "state".into(),
-            std::fs::read_to_string(w.path(".dsinfra/stepsdemo/state.json")).expect("state"),
-        ),
+        ("state".into(), w.state_text()),
         ("plan --json".into(), plan),
         ("apply".into(), applied),
     ];
@@ -1072,13 +1031,8 @@ fn beeond_setup(w: &World, farm: &NodeFarm) -> (PathBuf, PathBuf, PathBuf) {
         <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
     )
     .expect("stand-in executable");
-    std::fs::write(
-        w.path("stepsdemo.hcl"),
-        format!(
-            r#"experiment = "stepsdemo"
-azure {{ location = "eastus" }}
-network "main" {{}}
-cluster "scratch" {{
+    w.write_hcl(&format!(
+        r#"cluster "scratch" {{
   size           = "Standard_D2s_v3"
   count          = 2
   image          = "ubuntu-22.04"
@@ -1089,21 +1043,18 @@ cluster "scratch" {{
   }}
 }}
 "#,
-            farm.user(),
-            farm.client_public_key(),
-            nodefile.display()
-        ),
-    )
-    .expect("manifest written");
+        farm.user(),
+        farm.client_public_key(),
+        nodefile.display()
+    ));
     (nodefile, calls, stand_in)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn park_and_destroy_stop_beeond_on_a_reachable_head_before_the_vms_go() {
-    let Some(farm) = NodeFarm::start() else {
+    let Some((farm, w)) = World::with_farm().await else {
         return;
     };
-    let w = World::new(Some(Arc::clone(&farm))).await;
     let (nodefile, calls, stand_in) = beeond_setup(&w, &farm);
     // The BeeOND step itself would install packages on this machine: not run.
     w.ok(&[

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: real peers (Azurite, sshd) started per test.
 
 pub mod azurite;
+pub mod farm_apply;
 pub mod nodes;
 pub mod sshd;
