@@ -88,15 +88,15 @@ fn holder(user: &str, command: &str) -> LockHolder {
     }
 }
 
+/// Opens the backend on `remote` as [`holder`]`(user, command)` would, with the [`LEASE`].
+fn lock_as(remote: &RemoteState, user: &str, command: &str) -> Result<RemoteBackend, StateError> {
+    RemoteBackend::open_with(remote.clone(), holder(user, command), LEASE)
+}
+
 /// The whole life of a backend, from whatever context calls it: lock, load nothing, save twice,
 /// load what was saved, and see the lock refused to a second holder and free after drop.
 fn exercise(remote: &RemoteState, expect_callers_runtime: bool) {
-    let mut backend = RemoteBackend::open_with(
-        remote.clone(),
-        holder("ana", "dsinfra apply exp.hcl"),
-        LEASE,
-    )
-    .expect("the lock is free");
+    let mut backend = lock_as(remote, "ana", "dsinfra apply exp.hcl").expect("the lock is free");
     assert_eq!(backend.uses_callers_runtime(), expect_callers_runtime);
     assert_eq!(backend.location(), remote.url());
     assert_eq!(backend.load().expect("nothing yet"), None);
@@ -109,15 +109,13 @@ fn exercise(remote: &RemoteState, expect_callers_runtime: bool) {
     assert_eq!(state.serial, 2);
     assert_eq!(backend.load().expect("loads"), Some(state.clone()));
 
-    let refused = RemoteBackend::open_with(remote.clone(), holder("bo", "dsinfra plan"), LEASE)
-        .expect_err("held by ana");
+    let refused = lock_as(remote, "bo", "dsinfra plan").expect_err("held by ana");
     assert!(
         matches!(refused, StateError::RemoteLocked { .. }),
         "{refused}"
     );
     drop(backend);
-    let again = RemoteBackend::open_with(remote.clone(), holder("bo", "dsinfra plan"), LEASE)
-        .expect("released at drop");
+    let again = lock_as(remote, "bo", "dsinfra plan").expect("released at drop");
     drop(again);
 }
 
@@ -163,14 +161,8 @@ fn a_second_holder_is_refused_with_the_first_ones_details() {
         return;
     };
     let remote = remote(&azurite, "exp/cosmoflow.dsinfra.json", &state_sas());
-    let first = RemoteBackend::open_with(
-        remote.clone(),
-        holder("ana", "dsinfra apply exp.hcl"),
-        LEASE,
-    )
-    .expect("free");
-    let err = RemoteBackend::open_with(remote.clone(), holder("bo", "dsinfra plan"), LEASE)
-        .expect_err("held");
+    let first = lock_as(&remote, "ana", "dsinfra apply exp.hcl").expect("free");
+    let err = lock_as(&remote, "bo", "dsinfra plan").expect_err("held");
     assert_eq!(
         err.to_string(),
         format!(
@@ -187,9 +179,7 @@ fn a_lost_lease_refuses_the_write_and_keeps_the_newer_state() {
         return;
     };
     let remote = remote(&azurite, "lost.json", &state_sas());
-    let mut backend =
-        RemoteBackend::open_with(remote.clone(), holder("ana", "dsinfra apply"), LEASE)
-            .expect("free");
+    let mut backend = lock_as(&remote, "ana", "dsinfra apply").expect("free");
     let mut state = State::new("exp");
     backend.save(&mut state).expect("saved");
 
@@ -220,9 +210,7 @@ fn saves_round_trip_byte_for_byte_and_keep_the_previous_version() {
         return;
     };
     let remote = remote(&azurite, "round.json", &state_sas());
-    let mut backend =
-        RemoteBackend::open_with(remote.clone(), holder("ana", "dsinfra apply"), LEASE)
-            .expect("free");
+    let mut backend = lock_as(&remote, "ana", "dsinfra apply").expect("free");
     let mut state = State::new("exp");
     backend.save(&mut state).expect("first");
     let first = state.to_json();
@@ -303,7 +291,7 @@ fn a_sigkilled_holder_leaves_a_lock_that_expires() {
     let killed_at = Instant::now();
     child.wait().expect("reap the child");
 
-    let refused = RemoteBackend::open_with(remote.clone(), holder("ana", "dsinfra plan"), LEASE)
+    let refused = lock_as(&remote, "ana", "dsinfra plan")
         .expect_err("the dead holder's lease is still there at first");
     let StateError::RemoteLocked {
         holder: Some(dead), ..
@@ -315,7 +303,7 @@ fn a_sigkilled_holder_leaves_a_lock_that_expires() {
     assert_eq!(dead.command, "dsinfra apply (child)");
 
     let backend = loop {
-        match RemoteBackend::open_with(remote.clone(), holder("ana", "dsinfra plan"), LEASE) {
+        match lock_as(&remote, "ana", "dsinfra plan") {
             Ok(backend) => break backend,
             Err(StateError::RemoteLocked { .. })
                 if killed_at.elapsed() < LEASE + Duration::from_secs(5) =>
@@ -354,6 +342,29 @@ fn manifest(azurite: &Azurite, key: &str) -> (tempfile::TempDir, std::path::Path
     (dir, path)
 }
 
+/// Azurite (stopped when dropped), a state SAS, a manifest in a temporary directory, its path,
+/// and the remote state its backend names: what the command tests start from.
+type Setup = (
+    Azurite,
+    SasToken,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    RemoteState,
+);
+
+/// Starts Azurite and lets `write` put a manifest whose backend is `key` on it; `None` only
+/// outside CI without Azurite.
+fn setup(
+    key: &str,
+    write: fn(&Azurite, &str) -> (tempfile::TempDir, std::path::PathBuf),
+) -> Option<Setup> {
+    let azurite = azurite()?;
+    let sas = state_sas();
+    let (dir, exp) = write(&azurite, key);
+    let remote = remote(&azurite, key, &sas);
+    Some((azurite, sas, dir, exp, remote))
+}
+
 /// What a run of the binary printed, and how it ended.
 struct Run {
     code: Option<i32>,
@@ -361,20 +372,45 @@ struct Run {
     stderr: String,
 }
 
-fn dsinfra(sas: &SasToken, args: &[&str]) -> Run {
-    let output = assert_cmd::Command::cargo_bin("dsinfra")
-        .expect("the dsinfra binary is built by cargo test")
-        .env("NO_COLOR", "1")
-        .env(SAS_ENV, sas.expose_query())
-        .args(args)
-        .write_stdin("")
-        .output()
-        .expect("dsinfra runs");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+impl Run {
+    fn of(output: &std::process::Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
+}
+
+/// The binary with `args`, without colour and with an empty stdin.
+fn binary(args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("dsinfra")
+        .expect("the dsinfra binary is built by cargo test");
+    cmd.env("NO_COLOR", "1").args(args).write_stdin("");
+    cmd
+}
+
+fn dsinfra(sas: &SasToken, args: &[&str]) -> Run {
+    Run::of(
+        &binary(args)
+            .env(SAS_ENV, sas.expose_query())
+            .output()
+            .expect("dsinfra runs"),
+    )
+}
+
+/// `dsinfra apply EXP --auto-approve --endpoint ARM`, to the end.
+fn apply(sas: &SasToken, exp: &std::path::Path, arm: &Arm) -> Run {
+    dsinfra(
+        sas,
+        &[
+            "apply",
+            path_str(exp),
+            "--auto-approve",
+            "--endpoint",
+            &arm.endpoint(),
+        ],
+    )
 }
 
 fn path_str(path: &std::path::Path) -> &str {
@@ -383,17 +419,10 @@ fn path_str(path: &std::path::Path) -> &str {
 
 #[test]
 fn state_pull_prints_the_saved_state_byte_for_byte() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, _dir, exp, remote)) = setup("pulled.json", manifest) else {
         return;
     };
-    let sas = state_sas();
-    let (_dir, exp) = manifest(&azurite, "pulled.json");
-    let mut backend = RemoteBackend::open_with(
-        remote(&azurite, "pulled.json", &sas),
-        holder("ana", "dsinfra apply"),
-        LEASE,
-    )
-    .expect("free");
+    let mut backend = lock_as(&remote, "ana", "dsinfra apply").expect("free");
     let mut state = State::new("exp");
     state
         .outputs
@@ -409,12 +438,9 @@ fn state_pull_prints_the_saved_state_byte_for_byte() {
 
 #[test]
 fn state_push_refuses_another_lineage_or_a_held_lock_and_forces_when_told() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, dir, exp, remote)) = setup("pushed.json", manifest) else {
         return;
     };
-    let sas = state_sas();
-    let (dir, exp) = manifest(&azurite, "pushed.json");
-    let remote = remote(&azurite, "pushed.json", &sas);
     let url = remote.url();
 
     // The first push creates the remote state.
@@ -450,12 +476,7 @@ fn state_push_refuses_another_lineage_or_a_held_lock_and_forces_when_told() {
     );
 
     // While another dsinfra holds the lock, a push is refused with who holds it.
-    let held = RemoteBackend::open_with(
-        remote.clone(),
-        holder("ana", "dsinfra apply exp.hcl"),
-        LEASE,
-    )
-    .expect("free");
+    let held = lock_as(&remote, "ana", "dsinfra apply exp.hcl").expect("free");
     let locked = dsinfra(
         &sas,
         &[
@@ -493,12 +514,9 @@ fn state_push_refuses_another_lineage_or_a_held_lock_and_forces_when_told() {
 
 #[test]
 fn force_unlock_asks_or_needs_yes_and_breaks_the_lease() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, _dir, exp, remote)) = setup("stuck.json", manifest) else {
         return;
     };
-    let sas = state_sas();
-    let (_dir, exp) = manifest(&azurite, "stuck.json");
-    let remote = remote(&azurite, "stuck.json", &sas);
     let url = remote.url();
 
     let free = dsinfra(&sas, &["force-unlock", path_str(&exp), "--yes"]);
@@ -508,12 +526,7 @@ fn force_unlock_asks_or_needs_yes_and_breaks_the_lease() {
         format!("the state {url} is not locked: nothing to do\n")
     );
 
-    let mut held = RemoteBackend::open_with(
-        remote.clone(),
-        holder("ana", "dsinfra apply exp.hcl"),
-        LEASE,
-    )
-    .expect("free");
+    let mut held = lock_as(&remote, "ana", "dsinfra apply exp.hcl").expect("free");
     let who = "ana@lab1 (pid 4242, `dsinfra apply exp.hcl`, since 2026-11-22T05:30:00Z)";
     let no_tty = dsinfra(&sas, &["force-unlock", path_str(&exp)]);
     assert_eq!(no_tty.code, Some(1));
@@ -539,22 +552,16 @@ fn force_unlock_asks_or_needs_yes_and_breaks_the_lease() {
 
 #[test]
 fn the_sas_never_appears_in_output_errors_or_debug() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, dir, exp, remote)) = setup("secret.json", manifest) else {
         return;
     };
-    let sas = state_sas();
-    let (dir, exp) = manifest(&azurite, "secret.json");
-    let remote = remote(&azurite, "secret.json", &sas);
     let mut texts = Vec::new();
 
-    let mut backend =
-        RemoteBackend::open_with(remote.clone(), holder("ana", "dsinfra apply"), LEASE)
-            .expect("free");
+    let mut backend = lock_as(&remote, "ana", "dsinfra apply").expect("free");
     let mut state = State::new("exp");
     backend.save(&mut state).expect("saved");
     texts.push(format!("{backend:?} {remote:?}"));
-    let refused = RemoteBackend::open_with(remote.clone(), holder("bo", "dsinfra plan"), LEASE)
-        .expect_err("held");
+    let refused = lock_as(&remote, "bo", "dsinfra plan").expect_err("held");
     texts.push(format!("{refused} {refused:?}"));
     let other = State::new("exp");
     let other_file = dir.path().join("other.json");
@@ -608,18 +615,7 @@ fn the_sas_never_appears_in_output_errors_or_debug() {
 // ---- The same commands on a local state (no Azurite needed) --------------------------------
 
 fn dsinfra_local(args: &[&str]) -> Run {
-    let output = assert_cmd::Command::cargo_bin("dsinfra")
-        .expect("the dsinfra binary is built by cargo test")
-        .env("NO_COLOR", "1")
-        .args(args)
-        .write_stdin("")
-        .output()
-        .expect("dsinfra runs");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(&binary(args).output().expect("dsinfra runs"))
 }
 
 #[test]
@@ -757,12 +753,7 @@ fn spawn_dsinfra(sas: &SasToken, arm: &Arm, args: &[&str]) -> std::process::Chil
 }
 
 fn finished(child: std::process::Child) -> Run {
-    let output = child.wait_with_output().expect("dsinfra ends");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(&child.wait_with_output().expect("dsinfra ends"))
 }
 
 /// Who holds the lease on `remote` now, as a refused process is told, once someone does.
@@ -790,12 +781,10 @@ fn wait_for_holder(remote: &RemoteState, within: Duration) -> LockHolder {
 /// start), and succeeds after the first has finished and released the lease.
 #[test]
 fn a_second_apply_is_refused_while_the_first_holds_the_remote_lock() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, _dir, exp, remote)) = setup("two-applies.json", applied_manifest)
+    else {
         return;
     };
-    let sas = state_sas();
-    let (_dir, exp) = applied_manifest(&azurite, "two-applies.json");
-    let remote = remote(&azurite, "two-applies.json", &sas);
     let url = remote.url();
     let arm = Arm::start();
     // The first apply's creates take a few seconds, so it holds the lock while the second runs.
@@ -806,16 +795,7 @@ fn a_second_apply_is_refused_while_the_first_holds_the_remote_lock() {
     assert_eq!(holder.pid, first.id());
     assert_eq!(holder.command, format!("dsinfra apply {}", exp.display()));
 
-    let second = dsinfra(
-        &sas,
-        &[
-            "apply",
-            path_str(&exp),
-            "--auto-approve",
-            "--endpoint",
-            &arm.endpoint(),
-        ],
-    );
+    let second = apply(&sas, &exp, &arm);
     assert_eq!(second.code, Some(1), "{}", second.stderr);
     assert_eq!(
         second.stderr,
@@ -833,16 +813,7 @@ fn a_second_apply_is_refused_while_the_first_holds_the_remote_lock() {
         "the first apply released the lease when it finished"
     );
     arm.handle.clear_faults();
-    let again = dsinfra(
-        &sas,
-        &[
-            "apply",
-            path_str(&exp),
-            "--auto-approve",
-            "--endpoint",
-            &arm.endpoint(),
-        ],
-    );
+    let again = apply(&sas, &exp, &arm);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
     assert!(
         again
@@ -858,23 +829,12 @@ fn a_second_apply_is_refused_while_the_first_holds_the_remote_lock() {
 /// lease at once (rather than leaving it to expire, refusing everyone else meanwhile).
 #[test]
 fn ctrl_c_during_refresh_changes_nothing_and_releases_the_remote_lock() {
-    let Some(azurite) = azurite() else {
+    let Some((_azurite, sas, _dir, exp, remote)) = setup("interrupted.json", applied_manifest)
+    else {
         return;
     };
-    let sas = state_sas();
-    let (_dir, exp) = applied_manifest(&azurite, "interrupted.json");
-    let remote = remote(&azurite, "interrupted.json", &sas);
     let arm = Arm::start();
-    let applied = dsinfra(
-        &sas,
-        &[
-            "apply",
-            path_str(&exp),
-            "--auto-approve",
-            "--endpoint",
-            &arm.endpoint(),
-        ],
-    );
+    let applied = apply(&sas, &exp, &arm);
     assert_eq!(applied.code, Some(0), "{}", applied.stderr);
     let before = block(remote.read()).expect("readable").expect("a state");
 
