@@ -70,6 +70,32 @@ fn config() -> EmulatorConfig {
     config
 }
 
+/// [`config`] with one vCPU quota limit: `limit` vCPUs of `family` in `location` (`*`: any).
+fn config_with_quota(location: &str, family: &str, limit: u32) -> EmulatorConfig {
+    let mut config = config();
+    config.quotas.limits.push(QuotaLimit {
+        location: location.into(),
+        family: family.into(),
+        limit,
+    });
+    config
+}
+
+/// `dsinfra plan exp.hcl --endpoint` on `manifest`, against an emulator started from `config`:
+/// the manifest's directory, the emulator's endpoint, and how the plan ended.
+async fn plan_against(
+    manifest: &str,
+    config: EmulatorConfig,
+) -> (tempfile::TempDir, String, assert_cmd::assert::Assert) {
+    let (dir, _) = scratch(manifest);
+    let emulator = emulator::start(config).await.expect("starts");
+    let endpoint = emulator.endpoint();
+    let assert = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert();
+    (dir, endpoint, assert)
+}
+
 fn client(emulator: &EmulatorHandle) -> ArmClient {
     ArmClient::builder(Arc::new(StaticTokenCredential::new("test-token")))
         .endpoint(emulator.endpoint())
@@ -186,6 +212,13 @@ impl World {
             .expect("state exists")
     }
 
+    /// The power state the state records for the VM at `address`.
+    fn power_state(&self, address: &str) -> Option<PowerState> {
+        self.state()
+            .resource(&address.parse().expect("valid"))
+            .and_then(|r| r.power_state)
+    }
+
     /// Run the binary against this world's emulator.
     fn run(&self, args: &[&str]) -> assert_cmd::assert::Assert {
         let endpoint = self.emulator.endpoint();
@@ -295,19 +328,9 @@ async fn refresh_finds_a_vm_deleted_and_a_nic_changed_outside_dsinfra_and_the_pl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_preflight_reports_a_family_short_of_quota_on_the_vm_block() {
-    let (dir, _) = scratch(MANIFEST);
-    let mut config = config();
-    config.quotas.limits.push(QuotaLimit {
-        location: "eastus".into(),
-        family: "standardNCSv3Family".into(),
-        limit: 4,
-    });
-    let emulator = emulator::start(config).await.expect("starts");
-    let endpoint = emulator.endpoint();
-    let assert = dsinfra(dir.path())
-        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
-        .assert()
-        .code(1);
+    let config = config_with_quota("eastus", "standardNCSv3Family", 4);
+    let (_dir, endpoint, plan) = plan_against(MANIFEST, config).await;
+    let assert = plan.code(1);
     assert_eq!(
         stderr(&assert),
         format!(
@@ -326,19 +349,14 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restricted_size_is_reported_as_sku_not_available() {
-    let (dir, _) = scratch(MANIFEST);
     let mut config = config();
     config.sku_restrictions.push(SkuRestriction {
         size: "Standard_NC6s_v3".into(),
         location: "eastus".into(),
         zones: Vec::new(),
     });
-    let emulator = emulator::start(config).await.expect("starts");
-    let endpoint = emulator.endpoint();
-    let assert = dsinfra(dir.path())
-        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
-        .assert()
-        .code(1);
+    let (_dir, endpoint, plan) = plan_against(MANIFEST, config).await;
+    let assert = plan.code(1);
     assert_eq!(
         stderr(&assert),
         format!(
@@ -360,18 +378,9 @@ async fn the_size_fallback_picks_the_second_size_when_the_first_lacks_quota() {
         "size    = \"Standard_NC6s_v3\"",
         "sizes   = [\"Standard_ND40rs_v2\", \"Standard_ND96asr_v4\"]",
     );
-    let (dir, _) = scratch(&manifest);
-    let mut config = config();
-    config.quotas.limits.push(QuotaLimit {
-        location: "*".into(),
-        family: "standardNDSv2Family".into(),
-        limit: 0,
-    });
-    let emulator = emulator::start(config).await.expect("starts");
-    let assert = dsinfra(dir.path())
-        .args(["plan", "exp.hcl", "--endpoint", &emulator.endpoint()])
-        .assert()
-        .success();
+    let config = config_with_quota("*", "standardNDSv2Family", 0);
+    let (dir, _, plan) = plan_against(&manifest, config).await;
+    let assert = plan.success();
     let out = stdout(&assert);
     assert!(
         out.contains("Note: vm.gpu: `sizes` resolved to Standard_ND96asr_v4: it passes the quota and SKU preflight, and the candidates before it do not: Standard_ND40rs_v2 (needs 40 standardNDSv2Family vCPUs in eastus, 0 available)\n"),
@@ -461,13 +470,7 @@ async fn park_then_status_then_unpark() {
             .any(|l| l.starts_with("vm.gpu.vm") && l.contains(" running ")),
         "{out}"
     );
-    assert_eq!(
-        world
-            .state()
-            .resource(&"vm.gpu.vm".parse().expect("valid"))
-            .and_then(|r| r.power_state),
-        Some(PowerState::Running)
-    );
+    assert_eq!(world.power_state("vm.gpu.vm"), Some(PowerState::Running));
 
     let unknown = world
         .run(&["park", "exp.hcl", "--only", "gpus", "--auto-approve"])
@@ -619,23 +622,14 @@ async fn an_unpark_that_azure_cannot_place_fails_with_arms_words_and_advice() {
     );
     // The failed VM keeps the power state it had: parked.
     assert_eq!(
-        world
-            .state()
-            .resource(&"vm.gpu.vm".parse().expect("valid"))
-            .and_then(|r| r.power_state),
+        world.power_state("vm.gpu.vm"),
         Some(PowerState::Deallocated)
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unpark_checks_the_quota_a_parked_vm_needs_again_before_starting_anything() {
-    let mut config = config();
-    config.quotas.limits.push(QuotaLimit {
-        location: "eastus".into(),
-        family: "standardNCSv3Family".into(),
-        limit: 6,
-    });
-    let world = World::applied(config).await;
+    let world = World::applied(config_with_quota("eastus", "standardNCSv3Family", 6)).await;
     world.run(&["park", "exp.hcl", "--auto-approve"]).success();
     // Someone else takes the family's 6 vCPUs while the experiment is parked.
     let group = id(&world.desired, "azure.resource_group");
@@ -676,10 +670,7 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
 "
     );
     assert_eq!(
-        world
-            .state()
-            .resource(&"vm.gpu.vm".parse().expect("valid"))
-            .and_then(|r| r.power_state),
+        world.power_state("vm.gpu.vm"),
         Some(PowerState::Deallocated)
     );
 }

@@ -123,25 +123,18 @@ impl World {
     /// Both keys of the experiment's storage account, read from the emulator with listKeys.
     async fn storage_keys(&self) -> Vec<String> {
         let state = self.state();
-        let id = state["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .find(|r| r["address"] == "storage_account.data.account")
-            .and_then(|r| r["id"].as_str())
-            .expect("the account is in the state")
+        let id = record(&state, "storage_account.data.account")["id"]
+            .as_str()
+            .expect("the account has an id")
             .to_owned();
         assert!(id.starts_with(&format!("/subscriptions/{SUB}/")), "{id}");
-        let body: Value = reqwest::Client::new()
-            .post(format!("{}{id}/listKeys", self.handle.endpoint()))
-            .query(&[("api-version", "2024-01-01")])
-            .bearer_auth("test")
-            .send()
-            .await
-            .expect("the emulator answers")
-            .json()
-            .await
-            .expect("JSON");
+        let body = self
+            .arm(
+                reqwest::Method::POST,
+                &format!("{id}/listKeys"),
+                "2024-01-01",
+            )
+            .await;
         let keys: Vec<String> = body["keys"]
             .as_array()
             .expect("keys")
@@ -151,6 +144,31 @@ impl World {
         assert_eq!(keys.len(), 2, "{body}");
         keys
     }
+
+    /// The JSON answer to `method` on `path` (an ARM id and what follows it) at `api_version`,
+    /// asked of the emulator directly.
+    async fn arm(&self, method: reqwest::Method, path: &str, api_version: &str) -> Value {
+        reqwest::Client::new()
+            .request(method, format!("{}{path}", self.handle.endpoint()))
+            .query(&[("api-version", api_version)])
+            .bearer_auth("test")
+            .send()
+            .await
+            .expect("the emulator answers")
+            .json()
+            .await
+            .expect("JSON")
+    }
+}
+
+/// The record of the resource at `address` in a state read as JSON.
+fn record<'a>(state: &'a Value, address: &str) -> &'a Value {
+    state["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["address"] == address)
+        .unwrap_or_else(|| panic!("{address} is in the state"))
 }
 
 /// stdout and stderr together, after asserting the command succeeded.
@@ -407,24 +425,10 @@ async fn apply_stores_resolved_outputs_but_never_sensitive_ones() {
     w.ok(&["apply", "m.hcl", "--auto-approve"]).await;
 
     let state = w.state();
-    let ip_id = state["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .find(|r| r["address"] == "vm.gpu.public_ip")
-        .and_then(|r| r["id"].as_str())
-        .expect("the public IP is in the state")
-        .to_owned();
-    let body: Value = reqwest::Client::new()
-        .get(format!("{}{ip_id}", w.handle.endpoint()))
-        .query(&[("api-version", "2024-05-01")])
-        .bearer_auth("test")
-        .send()
-        .await
-        .expect("the emulator answers")
-        .json()
-        .await
-        .expect("JSON");
+    let ip_id = record(&state, "vm.gpu.public_ip")["id"]
+        .as_str()
+        .expect("the public IP has an id");
+    let body = w.arm(reqwest::Method::GET, ip_id, "2024-05-01").await;
     let ip = body["properties"]["ipAddress"]
         .as_str()
         .expect("the emulator gave the public IP an address")
@@ -470,16 +474,9 @@ async fn an_absolute_expiry_sas_is_shown_as_apply_signed_it() {
     let w = World::with_manifest(&manifest).await;
     w.ok(&["apply", "m.hcl", "--auto-approve"]).await;
     let state = w.state();
-    let identity: SecretIdentity = serde_json::from_value(
-        state["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .find(|r| r["address"] == "sas.read")
-            .expect("the SAS is in the state")["secrets"]["token"]
-            .clone(),
-    )
-    .expect("a SAS identity");
+    let identity: SecretIdentity =
+        serde_json::from_value(record(&state, "sas.read")["secrets"]["token"].clone())
+            .expect("a SAS identity");
     assert!(identity.signed_at.is_some(), "{identity:?}");
     assert_eq!(
         identity
