@@ -529,6 +529,61 @@ async fn kill_and_recover(delay: Duration) {
     assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
 }
 
+/// The intents of every new resource are saved before the walk starts (engine/execute/intents.rs):
+/// killed the moment the first create is reported, the state already names all 16 ARM resources
+/// the manifest creates (the SAS is signed locally, after its account), none of them yet created,
+/// and the next apply converges on exactly the manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_as_the_first_create_starts_the_state_names_everything_the_plan_creates() {
+    let w = world().await;
+    let mut child = w
+        .command(&["apply", "nd40-beeond.hcl", "--auto-approve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dsinfra starts");
+    let stdout = child.stdout.take();
+    // Read until the first create is reported, then kill at once.
+    let (seen, ended) = tokio::task::spawn_blocking(move || {
+        use std::io::{BufRead as _, BufReader};
+        let mut seen = String::new();
+        let Some(stdout) = stdout else {
+            return (seen, true);
+        };
+        let mut stdout = BufReader::new(stdout);
+        loop {
+            let mut line = String::new();
+            let ended = stdout.read_line(&mut line).map_or(true, |n| n == 0);
+            seen.push_str(&line);
+            if ended || line.contains("creating...") {
+                return (seen, ended);
+            }
+        }
+    })
+    .await
+    .unwrap_or_default();
+    let _ = child.kill();
+    child.wait().expect("reaped");
+    assert!(!ended, "the apply ended before any create started: {seen}");
+    let state = w.state("nd40-beeond");
+    let records = state["resources"].as_array().expect("resources");
+    let creating: BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r["status"] == "creating")
+        .map(|r| r["address"].as_str().expect("address"))
+        .collect();
+    assert_eq!(creating.len(), 16, "{creating:?}\n{seen}");
+    assert_eq!(records.len(), 16, "{state:#}");
+    assert!(!creating.contains("sas.read"), "{creating:?}");
+    let out = w.run(&["apply", "nd40-beeond.hcl", "--auto-approve"]).await;
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        w.inventory(&group_of("cosmoflow")).await,
+        w.expected_cloud("nd40-beeond")
+    );
+    assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
+}
+
 /// Five fixed moments spread over the apply (about 0.5 s at this scale: network, storage, NICs,
 /// VMs); `DSINFRA_KILL_TRIALS=N` (scripts/kill-test.sh) runs N trials at random moments instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -625,8 +680,25 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
         "{text}"
     );
     assert!(text.contains("not started (interrupted)"), "{text}");
-    // What finished is saved, and a second apply completes the rest.
-    serde_json::to_string(&w.state("nd40-beeond")).expect("valid state");
+    // What finished is saved; an intent is left only for what was sent: the early intents of
+    // what never started were withdrawn (engine/execute/intents.rs).
+    let cloud = w.inventory(&group_of("cosmoflow")).await;
+    let state = w.state("nd40-beeond");
+    for record in state["resources"].as_array().expect("resources") {
+        if record["status"] == "creating" {
+            let id = record["id"].as_str().expect("an intent has its id");
+            assert!(
+                cloud.contains(&id.to_ascii_lowercase()),
+                "an intent for {} survived although it was never sent: {state:#}",
+                record["address"]
+            );
+        }
+    }
+    assert!(
+        w.state_addresses("nd40-beeond").len() < 17,
+        "the interrupt came too late to test anything: {text}"
+    );
+    // A second apply completes the rest.
     w.ok(&["apply", "nd40-beeond.hcl", "--auto-approve"]).await;
     assert_eq!(
         w.inventory(&group_of("cosmoflow")).await,

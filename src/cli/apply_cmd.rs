@@ -607,13 +607,18 @@ fn counting(sink: EventSink, in_flight: Arc<AtomicUsize>) -> EventSink {
     })
 }
 
-/// The second Ctrl-C (or the end of the grace period): wait for a save in progress, then exit
-/// 130. Everything finished is already saved; what still runs in Azure has an intent in the
-/// state, so the next apply adopts it.
+/// The second Ctrl-C (or the end of the grace period): wait for a save in progress, save what
+/// is only staged, then exit 130. Everything finished is then saved; what still runs in Azure has
+/// an intent in the state, so the next apply adopts it.
 fn exit_now(store: &StateStore, out: &Output) -> ! {
-    let _held = store.hold();
-    out.note(
-        "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
-    );
+    let (_held, saved) = store.hold();
+    match saved {
+        Ok(()) => out.note(
+            "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
+        ),
+        Err(e) => out.note(&format!(
+            "exiting now; the last save failed ({e}): the state holds the intents of everything started, and the next apply adopts what exists"
+        )),
+    }
     std::process::exit(130);
 }
