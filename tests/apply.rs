@@ -529,6 +529,21 @@ async fn kill_and_recover(delay: Duration) {
     assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
 }
 
+/// Read an apply's output into `seen` until its first create is reported (`true`), or until it
+/// ends (`false`).
+fn until_first_create(stdout: &mut impl std::io::BufRead, seen: &mut String) -> bool {
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).map_or(true, |n| n == 0) {
+            return false;
+        }
+        seen.push_str(&line);
+        if line.contains("creating...") {
+            return true;
+        }
+    }
+}
+
 /// The intents of every new resource are saved before the walk starts (engine/execute/intents.rs):
 /// killed the moment the first create is reported, the state already names all 16 ARM resources
 /// the manifest creates (the SAS is signed locally, after its account), none of them yet created,
@@ -544,27 +559,17 @@ async fn killed_as_the_first_create_starts_the_state_names_everything_the_plan_c
         .expect("dsinfra starts");
     let stdout = child.stdout.take();
     // Read until the first create is reported, then kill at once.
-    let (seen, ended) = tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead as _, BufReader};
+    let (seen, started) = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
-        let Some(stdout) = stdout else {
-            return (seen, true);
-        };
-        let mut stdout = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            let ended = stdout.read_line(&mut line).map_or(true, |n| n == 0);
-            seen.push_str(&line);
-            if ended || line.contains("creating...") {
-                return (seen, ended);
-            }
-        }
+        let started = stdout
+            .is_some_and(|out| until_first_create(&mut std::io::BufReader::new(out), &mut seen));
+        (seen, started)
     })
     .await
     .unwrap_or_default();
     let _ = child.kill();
     child.wait().expect("reaped");
-    assert!(!ended, "the apply ended before any create started: {seen}");
+    assert!(started, "the apply ended before any create started: {seen}");
     let state = w.state("nd40-beeond");
     let records = state["resources"].as_array().expect("resources");
     let creating: BTreeSet<&str> = records
@@ -648,23 +653,15 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
         .expect("dsinfra starts");
     // One SIGINT as soon as the first resource starts: most of the walk is still ahead.
     let out = tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead as _, BufReader, Read as _};
+        use std::io::{BufReader, Read as _};
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            if stdout.read_line(&mut line).expect("readable") == 0 {
-                break;
-            }
-            seen.push_str(&line);
-            if line.contains("creating...") {
-                let status = Command::new("kill")
-                    .args(["-INT", &child.id().to_string()])
-                    .status()
-                    .expect("kill runs");
-                assert!(status.success());
-                break;
-            }
+        if until_first_create(&mut stdout, &mut seen) {
+            let status = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(status.success());
         }
         stdout.read_to_string(&mut seen).expect("readable");
         let mut out = child.wait_with_output().expect("waits");

@@ -108,22 +108,30 @@ impl Backend for Counting {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
-    let saves = Arc::new(Mutex::new(Vec::new()));
-    let store = Arc::new(StateStore::new(
+/// A store of the fixture experiment, applied, saving through [`Counting`] into `saves`; and the
+/// addresses it holds.
+fn counting_store(saves: &Arc<Mutex<Vec<State>>>) -> (StateStore, Vec<Address>) {
+    let store = StateStore::new(
         Box::new(Counting {
-            saves: Arc::clone(&saves),
+            saves: Arc::clone(saves),
             holder: crate::state::LockHolder::this_process(),
         }),
         State::from_applied(&dual(), "sub"),
-    ));
-    let addresses: Vec<Address> = store
+    );
+    let addresses = store
         .snapshot()
         .resources
         .iter()
         .map(|r| r.address.clone())
         .collect();
+    (store, addresses)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
+    let saves = Arc::new(Mutex::new(Vec::new()));
+    let (store, addresses) = counting_store(&saves);
+    let store = Arc::new(store);
     let mut tasks = tokio::task::JoinSet::new();
     for address in addresses.clone() {
         let store = Arc::clone(&store);
@@ -220,19 +228,7 @@ async fn a_save_in_progress_does_not_stop_the_other_tasks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_staged_change_is_saved_by_the_next_save_by_anyone_or_by_the_flush() {
     let saves = Arc::new(Mutex::new(Vec::new()));
-    let store = StateStore::new(
-        Box::new(Counting {
-            saves: Arc::clone(&saves),
-            holder: crate::state::LockHolder::this_process(),
-        }),
-        State::from_applied(&dual(), "sub"),
-    );
-    let addresses: Vec<Address> = store
-        .snapshot()
-        .resources
-        .iter()
-        .map(|r| r.address.clone())
-        .collect();
+    let (store, addresses) = counting_store(&saves);
     let last_saved = || saves.lock().expect("not poisoned").last().cloned();
     let gone = |state: &State, i: usize| state.resource(&addresses[i]).is_none();
 
