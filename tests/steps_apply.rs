@@ -563,9 +563,9 @@ async fn park_and_unpark(w: &World) -> Vec<String> {
     assert_eq!(
         started(&unpark),
         [
-            "[cluster.train[0]] [mount] started (forced)",
-            "[cluster.train[1]] [mount] started (forced)",
-            "[cluster.train[2]] [mount] started (forced)",
+            "[cluster.train[0]] [mount] started (rebooted)",
+            "[cluster.train[1]] [mount] started (rebooted)",
+            "[cluster.train[2]] [mount] started (rebooted)",
         ],
         "{unpark}"
     );
