@@ -419,6 +419,7 @@ pub async fn execute(
     let started = Instant::now();
     let graph = schedule(plan, &store.snapshot());
     let early = Early::write(plan, desired, &execution.subscription, &store).await;
+    tracing::debug!(nodes = graph.len(), "walk starts (early intents saved)");
     let shared = Arc::new(Shared {
         client: execution
             .client
@@ -472,9 +473,11 @@ pub async fn execute(
             .collect(),
         elapsed: Duration::ZERO,
     };
+    tracing::debug!("walk done");
     shared.early.withdraw_untaken(&shared.store).await;
     flush(&shared, &mut report).await;
     report.elapsed = started.elapsed();
+    tracing::debug!(elapsed_ms = report.elapsed.as_millis(), "state flushed");
     for (node, because) in &walked.skipped {
         let operation = op(node);
         (shared.events)(&Event::Skipped {
@@ -521,6 +524,7 @@ async fn run_node(shared: &Shared, node: &Node) -> Result<(), ResourceError> {
         return Ok(());
     };
     let operation = operation_of(change, node.phase);
+    tracing::debug!(address = %node.address, ?operation, "node starts");
     (shared.events)(&Event::Started {
         address: node.address.clone(),
         operation,
@@ -744,6 +748,7 @@ async fn apply(
             .store
             .stage(|state| state.upsert(record(ResourceStatus::Created, secrets)));
         relock(&shared.unsaved).push((address.clone(), operation, staged));
+        tracing::debug!(%address, "done (record staged)");
         Ok(())
     } else {
         // A SAS is signed locally from the account key (its dependency, so created by now) at
