@@ -56,12 +56,22 @@ fn usage(
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let mut family_usage = 0;
     let mut regional = 0;
+    // Runs over every VM on every VM PUT: compared in place, nothing allocated per VM.
     for vm in cloud.of_kind(Kind::VirtualMachine) {
-        let vm_key = key(&vm.id);
-        if vm_key == except || !vm_key.starts_with(&prefix) || !holds_cores(vm) {
+        let id = vm.id.trim_end_matches('/');
+        let in_sub = id
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(&prefix));
+        if id.eq_ignore_ascii_case(except) || !in_sub || !holds_cores(vm) {
             continue;
         }
-        if normalize_location(vm.location()) != location {
+        let same_location = vm
+            .location()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .eq(location.chars());
+        if !same_location {
             continue;
         }
         let Some(size) = vm_size(vm).and_then(|s| config.vm_size(s)) else {
