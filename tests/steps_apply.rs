@@ -801,11 +801,12 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A cluster whose `script` step reads a SAS and an account key from its secret files, and
-/// whose result files come back to the workstation.
+/// whose result files come back to the workstation. Its experiment is not named like its file
+/// (`stepsdemo.hcl`): files come back under the manifest's directory, `.dsinfra/stepsdemo/`.
 fn write_probe_manifest(w: &World, farm: &NodeFarm) {
     let out = w.out().display().to_string();
     let text = format!(
-        r#"experiment = "stepsdemo"
+        r#"experiment = "probe"
 azure {{ location = "eastus" }}
 network "main" {{}}
 storage_account "data" {{
@@ -925,7 +926,7 @@ fn results_came_back(w: &World, applied: &str) {
     // head and from node 1 through the head (the nodes share this machine's filesystem).
     let data = std::fs::read(w.out().join("data.bin")).expect("the head wrote data.bin");
     assert_eq!(data.len(), 70001);
-    for vm in ["stepsdemo-train-0", "stepsdemo-train-1"] {
+    for vm in ["probe-train-0", "probe-train-1"] {
         let local = format!(".dsinfra/stepsdemo/fetched/probe/{vm}/data.bin");
         assert!(
             applied.contains(&format!("  fetched {local}\n")),
@@ -947,7 +948,7 @@ fn results_came_back(w: &World, applied: &str) {
         assert!(applied.contains(&warning), "{applied}");
     }
     assert!(
-        !w.path(".dsinfra/stepsdemo/fetched/probe/stepsdemo-train-0/missing.bin")
+        !w.path(".dsinfra/stepsdemo/fetched/probe/probe-train-0/missing.bin")
             .exists()
     );
 }

@@ -44,7 +44,7 @@ pub struct Options {
     pub rerun: BTreeSet<String>,
     /// Where the SSH identity may come from.
     pub identity: Sources,
-    /// The experiment's directory next to the manifest (`.dsinfra/<experiment>`): logs go to
+    /// The manifest's directory (`.dsinfra/<manifest>`, beside its local state): logs go to
     /// its `logs/<run>/`, fetched files below it.
     pub dir: PathBuf,
     /// This run's id (names its log directory).
