@@ -17,6 +17,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dsinfra::cli::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorHandle, FaultAction, FaultRule, RequestInfo};
@@ -1036,6 +1037,47 @@ impl Drop for PretendBeeondRuns {
     }
 }
 
+/// A Ctrl-C while the head stops BeeOND (a stand-in that takes 5 s) ends `destroy` there, with
+/// 130 and nothing deleted.
+async fn ctrl_c_while_beeond_stops_ends_the_destroy_there(w: &World) {
+    let slow = w.path("beeond-slow");
+    let slow_calls = w.path("beeond-slow-calls");
+    write_stand_in(&slow, &slow_calls, "sleep 5");
+    let child = w
+        .command(&["destroy", "stepsdemo.hcl", "--auto-approve"])
+        .env("DSINFRA_BEEOND", &slow)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dsinfra starts");
+    let calls = slow_calls.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while beeond_calls(&calls).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        child.wait_with_output().expect("waits")
+    })
+    .await
+    .expect("joined");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(beeond_calls(&slow_calls).len(), 1, "{text}");
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted: nothing was changed"), "{text}");
+    assert!(
+        w.first_request("DELETE", "/virtualMachines/stepsdemo-scratch-0")
+            .is_none(),
+        "{text}"
+    );
+}
+
 /// The `beeond` stand-in's records: (when, argv) per call.
 fn beeond_calls(path: &Path) -> Vec<(f64, String)> {
     std::fs::read_to_string(path)
@@ -1051,6 +1093,24 @@ fn beeond_calls(path: &Path) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// Writes an executable `beeond` stand-in at `path` that appends `TIME ARGV` to `calls`, then runs
+/// `then` (shell).
+fn write_stand_in(path: &Path, calls: &Path, then: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$(date +%s.%N)\" \"$*\" >> '{}'\n{then}\n",
+            calls.display()
+        ),
+    )
+    .expect("stand-in written");
+    std::fs::set_permissions(
+        path,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .expect("stand-in executable");
+}
+
 /// A cluster with a `beeond` step whose nodefile exists, and a harmless `beeond` stand-in that
 /// records when and how it was called (for `DSINFRA_BEEOND`). Returns the nodefile, the stand-in's
 /// record file and the stand-in.
@@ -1060,19 +1120,7 @@ fn beeond_setup(w: &World, farm: &NodeFarm) -> (PathBuf, PathBuf, PathBuf) {
     // A harmless `beeond` that records when and how it was called (`DSINFRA_BEEOND`).
     let calls = w.path("beeond-calls");
     let stand_in = w.path("beeond-stand-in");
-    std::fs::write(
-        &stand_in,
-        format!(
-            "#!/bin/sh\nprintf '%s %s\\n' \"$(date +%s.%N)\" \"$*\" >> '{}'\n",
-            calls.display()
-        ),
-    )
-    .expect("stand-in written");
-    std::fs::set_permissions(
-        &stand_in,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .expect("stand-in executable");
+    write_stand_in(&stand_in, &calls, "");
     std::fs::write(
         w.path("stepsdemo.hcl"),
         format!(
@@ -1148,6 +1196,7 @@ async fn park_and_destroy_stop_beeond_on_a_reachable_head_before_the_vms_go() {
         "skip",
     ])
     .await;
+    ctrl_c_while_beeond_stops_ends_the_destroy_there(&w).await;
     let destroyed = w
         .ok_env(&["destroy", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;

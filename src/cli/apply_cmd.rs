@@ -183,15 +183,14 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
     }
     let (backend, state) = if matches!(job.mode, Mode::Destroy { .. }) {
         // BeeOND is stopped on the heads before their VMs go (best effort).
+        // A Ctrl-C meanwhile ends the command here, before anything is deleted.
         let store = StateStore::new(backend, state);
         let stop = StepsJob::stopping(&conn, manifest, job.identity);
-        runtime.block_on(stop.stop_beeond(
-            (&client, &conn.subscription),
-            &desired,
-            &store,
-            &[],
-            out,
-        ));
+        super::interrupt::block_on(
+            &runtime,
+            stop.stop_beeond((&client, &conn.subscription), &desired, &store, &[], out),
+        )?;
+        super::interrupt::check()?;
         store.into_parts()
     } else {
         (backend, state)
