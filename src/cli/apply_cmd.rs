@@ -302,21 +302,11 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
             "-target cannot narrow a saved plan: it is applied exactly as saved; make a new plan with -target instead"
         );
     }
-    let manifest_args = ManifestArgs {
-        manifest: source.manifest.clone(),
-        vars: args.manifest.vars.clone(),
-        var_files: source.var_files.clone(),
-    };
-    let loaded = load(&manifest_args, out)?;
-    let mut backend = state::open_backend(
-        &source.manifest,
-        loaded.backend.as_ref(),
-        &format!("dsinfra apply {}", source.manifest.display()),
-    )?;
-    let state = backend
-        .load()?
-        .unwrap_or_else(|| State::new(&loaded.desired.experiment));
-    plan::check_binding(&saved, &state, &loaded.desired.manifest_hash)?;
+    let super::plan_cmd::Reopened {
+        loaded,
+        backend,
+        state,
+    } = super::plan_cmd::open_saved(&saved, &source, &args.manifest.vars, "apply", out)?;
     // The saved plan, not a new evaluation, says what each resource becomes (size fallbacks were
     // resolved when it was made).
     let mut desired = loaded.desired.clone();

@@ -237,6 +237,31 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
             "the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again"
         );
     };
+    open_saved(saved, source, vars, "show", out)?;
+    out.note("the saved plan is current: the manifest and the state are as they were");
+    Ok(())
+}
+
+/// What a saved plan was made from, opened again: its manifest (with the `-var` values of this
+/// command line), its backend, locked for `dsinfra VERB MANIFEST`, and its state.
+pub(super) struct Reopened {
+    /// The manifest, loaded again.
+    pub loaded: crate::manifest::Loaded,
+    /// Its state's backend.
+    pub backend: Box<dyn state::Backend + Send>,
+    /// Its state.
+    pub state: State,
+}
+
+/// Reopen what `saved` was made from (`source`) and check that neither the manifest nor the
+/// state changed since: what `apply PLANFILE` and `show PLANFILE` both do before trusting it.
+pub(super) fn open_saved(
+    saved: &Plan,
+    source: &PlanSource,
+    vars: &[String],
+    verb: &str,
+    out: &Output,
+) -> anyhow::Result<Reopened> {
     let args = super::args::ManifestArgs {
         manifest: source.manifest.clone(),
         vars: vars.to_vec(),
@@ -246,14 +271,17 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
     let mut backend = state::open_backend(
         &args.manifest,
         loaded.backend.as_ref(),
-        &format!("dsinfra show {}", args.manifest.display()),
+        &format!("dsinfra {verb} {}", args.manifest.display()),
     )?;
     let state = backend
         .load()?
         .unwrap_or_else(|| State::new(&loaded.desired.experiment));
     plan::check_binding(saved, &state, &loaded.desired.manifest_hash)?;
-    out.note("the saved plan is current: the manifest and the state are as they were");
-    Ok(())
+    Ok(Reopened {
+        loaded,
+        backend,
+        state,
+    })
 }
 
 fn absolute(path: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
