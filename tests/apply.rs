@@ -529,6 +529,66 @@ async fn kill_and_recover(delay: Duration) {
     assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
 }
 
+/// Read an apply's output into `seen` until its first create is reported (`true`), or until it
+/// ends (`false`).
+fn until_first_create(stdout: &mut impl std::io::BufRead, seen: &mut String) -> bool {
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).map_or(true, |n| n == 0) {
+            return false;
+        }
+        seen.push_str(&line);
+        if line.contains("creating...") {
+            return true;
+        }
+    }
+}
+
+/// The intents of every new resource are saved before the walk starts (engine/execute/intents.rs):
+/// killed the moment the first create is reported, the state already names all 16 ARM resources
+/// the manifest creates (the SAS is signed locally, after its account), none of them yet created,
+/// and the next apply converges on exactly the manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_as_the_first_create_starts_the_state_names_everything_the_plan_creates() {
+    let w = world().await;
+    let mut child = w
+        .command(&["apply", "nd40-beeond.hcl", "--auto-approve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dsinfra starts");
+    let stdout = child.stdout.take();
+    // Read until the first create is reported, then kill at once.
+    let (seen, started) = tokio::task::spawn_blocking(move || {
+        let mut seen = String::new();
+        let started = stdout
+            .is_some_and(|out| until_first_create(&mut std::io::BufReader::new(out), &mut seen));
+        (seen, started)
+    })
+    .await
+    .unwrap_or_default();
+    let _ = child.kill();
+    child.wait().expect("reaped");
+    assert!(started, "the apply ended before any create started: {seen}");
+    let state = w.state("nd40-beeond");
+    let records = state["resources"].as_array().expect("resources");
+    let creating: BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r["status"] == "creating")
+        .map(|r| r["address"].as_str().expect("address"))
+        .collect();
+    assert_eq!(creating.len(), 16, "{creating:?}\n{seen}");
+    assert_eq!(records.len(), 16, "{state:#}");
+    assert!(!creating.contains("sas.read"), "{creating:?}");
+    let out = w.run(&["apply", "nd40-beeond.hcl", "--auto-approve"]).await;
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        w.inventory(&group_of("cosmoflow")).await,
+        w.expected_cloud("nd40-beeond")
+    );
+    assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
+}
+
 /// Five fixed moments spread over the apply (about 0.5 s at this scale: network, storage, NICs,
 /// VMs); `DSINFRA_KILL_TRIALS=N` (scripts/kill-test.sh) runs N trials at random moments instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -593,23 +653,15 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
         .expect("dsinfra starts");
     // One SIGINT as soon as the first resource starts: most of the walk is still ahead.
     let out = tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead as _, BufReader, Read as _};
+        use std::io::{BufReader, Read as _};
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            if stdout.read_line(&mut line).expect("readable") == 0 {
-                break;
-            }
-            seen.push_str(&line);
-            if line.contains("creating...") {
-                let status = Command::new("kill")
-                    .args(["-INT", &child.id().to_string()])
-                    .status()
-                    .expect("kill runs");
-                assert!(status.success());
-                break;
-            }
+        if until_first_create(&mut stdout, &mut seen) {
+            let status = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(status.success());
         }
         stdout.read_to_string(&mut seen).expect("readable");
         let mut out = child.wait_with_output().expect("waits");
@@ -625,8 +677,25 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
         "{text}"
     );
     assert!(text.contains("not started (interrupted)"), "{text}");
-    // What finished is saved, and a second apply completes the rest.
-    serde_json::to_string(&w.state("nd40-beeond")).expect("valid state");
+    // What finished is saved; an intent is left only for what was sent: the early intents of
+    // what never started were withdrawn (engine/execute/intents.rs).
+    let cloud = w.inventory(&group_of("cosmoflow")).await;
+    let state = w.state("nd40-beeond");
+    for record in state["resources"].as_array().expect("resources") {
+        if record["status"] == "creating" {
+            let id = record["id"].as_str().expect("an intent has its id");
+            assert!(
+                cloud.contains(&id.to_ascii_lowercase()),
+                "an intent for {} survived although it was never sent: {state:#}",
+                record["address"]
+            );
+        }
+    }
+    assert!(
+        w.state_addresses("nd40-beeond").len() < 17,
+        "the interrupt came too late to test anything: {text}"
+    );
+    // A second apply completes the rest.
     w.ok(&["apply", "nd40-beeond.hcl", "--auto-approve"]).await;
     assert_eq!(
         w.inventory(&group_of("cosmoflow")).await,

@@ -206,7 +206,7 @@ fn document(blocks: &[(String, Vec<String>, Expansion)]) -> String {
         for fetch in &expansion.fetch {
             let _ = writeln!(
                 out,
-                "fetch after {}: node {} {} -> .dsinfra/<experiment>/{}",
+                "fetch after {}: node {} {} -> .dsinfra/<manifest>/{}",
                 fetch.after_step, fetch.node, fetch.remote, fetch.local
             );
         }

@@ -15,8 +15,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dsinfra::emulator::{EmulatorHandle, FaultAction, FaultRule, RequestInfo};
 use serde_json::Value;
@@ -24,9 +25,8 @@ use serde_json::Value;
 use common::farm_apply::{self, describe, output, start_emulator};
 use common::nodes::NodeFarm;
 
-/// How every manifest here starts: the experiment, its region and its network.
-const HEAD: &str = r#"experiment = "stepsdemo"
-azure { location = "eastus" }
+/// Where every manifest here puts its experiment: a region and a network.
+const PLACE: &str = r#"azure { location = "eastus" }
 network "main" {}
 "#;
 
@@ -170,13 +170,14 @@ EOT
 }}
 "#
         );
-        self.write_hcl(&text);
+        self.write_hcl("stepsdemo", &text);
     }
 
-    /// Writes `body` after [`HEAD`] as the manifest `stepsdemo.hcl`.
-    fn write_hcl(&self, body: &str) {
-        std::fs::write(self.path("stepsdemo.hcl"), format!("{HEAD}{body}"))
-            .expect("manifest written");
+    /// Writes the manifest `stepsdemo.hcl`: the experiment named `experiment`, [`PLACE`], then
+    /// `body`.
+    fn write_hcl(&self, experiment: &str, body: &str) {
+        let text = format!("experiment = \"{experiment}\"\n{PLACE}{body}");
+        std::fs::write(self.path("stepsdemo.hcl"), text).expect("manifest written");
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -557,9 +558,9 @@ async fn park_and_unpark(w: &World) -> Vec<String> {
     assert_eq!(
         started(&unpark),
         [
-            "[cluster.train[0]] [mount] started (forced)",
-            "[cluster.train[1]] [mount] started (forced)",
-            "[cluster.train[2]] [mount] started (forced)",
+            "[cluster.train[0]] [mount] started (rebooted)",
+            "[cluster.train[1]] [mount] started (rebooted)",
+            "[cluster.train[2]] [mount] started (rebooted)",
         ],
         "{unpark}"
     );
@@ -671,8 +672,10 @@ async fn a_block_whose_vm_failed_does_not_run_its_steps_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn park_and_destroy_try_to_stop_beeond_first_and_go_on_when_they_cannot() {
     let w = World::new(None).await;
-    w.write_hcl(&format!(
-        r#"cluster "scratch" {{
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"cluster "scratch" {{
   size    = "Standard_D2s_v3"
   count   = 2
   image   = "ubuntu-22.04"
@@ -680,8 +683,9 @@ async fn park_and_destroy_try_to_stop_beeond_first_and_go_on_when_they_cannot() 
   step "beeond" {{}}
 }}
 "#,
-        demo_key()
-    ));
+            demo_key()
+        ),
+    );
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
     let why = "cluster.scratch: BeeOND was not stopped (the head cluster.scratch[0] has no SSH \
                endpoint in the emulator for its public IP";
@@ -704,8 +708,10 @@ async fn a_failing_node_fails_the_apply_and_the_summary_says_where() {
     let Some((farm, w)) = World::with_farm().await else {
         return;
     };
-    w.write_hcl(&format!(
-        r#"cluster "train" {{
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"cluster "train" {{
   size           = "Standard_D2s_v3"
   count          = 2
   image          = "ubuntu-22.04"
@@ -724,9 +730,10 @@ EOT
   }}
 }}
 "#,
-        farm.user(),
-        farm.client_public_key()
-    ));
+            farm.user(),
+            farm.client_public_key()
+        ),
+    );
     let (out, text) = w.run(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
@@ -774,7 +781,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A cluster whose `script` step reads a SAS and an account key from its secret files, and
-/// whose result files come back to the workstation.
+/// whose result files come back to the workstation. Its experiment is not named like its file
+/// (`stepsdemo.hcl`): files come back under the manifest's directory, `.dsinfra/stepsdemo/`.
 fn write_probe_manifest(w: &World, farm: &NodeFarm) {
     let out = w.out().display().to_string();
     let text = format!(
@@ -810,7 +818,7 @@ EOT
         user = farm.user(),
         key = farm.client_public_key()
     );
-    w.write_hcl(&text);
+    w.write_hcl("probe", &text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -887,7 +895,7 @@ fn results_came_back(w: &World, applied: &str) {
     // head and from node 1 through the head (the nodes share this machine's filesystem).
     let data = std::fs::read(w.out().join("data.bin")).expect("the head wrote data.bin");
     assert_eq!(data.len(), 70001);
-    for vm in ["stepsdemo-train-0", "stepsdemo-train-1"] {
+    for vm in ["probe-train-0", "probe-train-1"] {
         let local = format!(".dsinfra/stepsdemo/fetched/probe/{vm}/data.bin");
         assert!(
             applied.contains(&format!("  fetched {local}\n")),
@@ -909,7 +917,7 @@ fn results_came_back(w: &World, applied: &str) {
         assert!(applied.contains(&warning), "{applied}");
     }
     assert!(
-        !w.path(".dsinfra/stepsdemo/fetched/probe/stepsdemo-train-0/missing.bin")
+        !w.path(".dsinfra/stepsdemo/fetched/probe/probe-train-0/missing.bin")
             .exists()
     );
 }
@@ -994,6 +1002,47 @@ impl Drop for PretendBeeondRuns {
     }
 }
 
+/// A Ctrl-C while the head stops BeeOND (a stand-in that takes 5 s) ends `destroy` there, with
+/// 130 and nothing deleted.
+async fn ctrl_c_while_beeond_stops_ends_the_destroy_there(w: &World) {
+    let slow = w.path("beeond-slow");
+    let slow_calls = w.path("beeond-slow-calls");
+    write_stand_in(&slow, &slow_calls, "sleep 5");
+    let child = w
+        .command(&["destroy", "stepsdemo.hcl", "--auto-approve"])
+        .env("DSINFRA_BEEOND", &slow)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dsinfra starts");
+    let calls = slow_calls.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while beeond_calls(&calls).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        child.wait_with_output().expect("waits")
+    })
+    .await
+    .expect("joined");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(beeond_calls(&slow_calls).len(), 1, "{text}");
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted: nothing was changed"), "{text}");
+    assert!(
+        w.first_request("DELETE", "/virtualMachines/stepsdemo-scratch-0")
+            .is_none(),
+        "{text}"
+    );
+}
+
 /// The `beeond` stand-in's records: (when, argv) per call.
 fn beeond_calls(path: &Path) -> Vec<(f64, String)> {
     std::fs::read_to_string(path)
@@ -1009,6 +1058,24 @@ fn beeond_calls(path: &Path) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// Writes an executable `beeond` stand-in at `path` that appends `TIME ARGV` to `calls`, then runs
+/// `then` (shell).
+fn write_stand_in(path: &Path, calls: &Path, then: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$(date +%s.%N)\" \"$*\" >> '{}'\n{then}\n",
+            calls.display()
+        ),
+    )
+    .expect("stand-in written");
+    std::fs::set_permissions(
+        path,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .expect("stand-in executable");
+}
+
 /// A cluster with a `beeond` step whose nodefile exists, and a harmless `beeond` stand-in that
 /// records when and how it was called (for `DSINFRA_BEEOND`). Returns the nodefile, the stand-in's
 /// record file and the stand-in.
@@ -1018,21 +1085,11 @@ fn beeond_setup(w: &World, farm: &NodeFarm) -> (PathBuf, PathBuf, PathBuf) {
     // A harmless `beeond` that records when and how it was called (`DSINFRA_BEEOND`).
     let calls = w.path("beeond-calls");
     let stand_in = w.path("beeond-stand-in");
-    std::fs::write(
-        &stand_in,
-        format!(
-            "#!/bin/sh\nprintf '%s %s\\n' \"$(date +%s.%N)\" \"$*\" >> '{}'\n",
-            calls.display()
-        ),
-    )
-    .expect("stand-in written");
-    std::fs::set_permissions(
-        &stand_in,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .expect("stand-in executable");
-    w.write_hcl(&format!(
-        r#"cluster "scratch" {{
+    write_stand_in(&stand_in, &calls, "");
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"cluster "scratch" {{
   size           = "Standard_D2s_v3"
   count          = 2
   image          = "ubuntu-22.04"
@@ -1043,10 +1100,11 @@ fn beeond_setup(w: &World, farm: &NodeFarm) -> (PathBuf, PathBuf, PathBuf) {
   }}
 }}
 "#,
-        farm.user(),
-        farm.client_public_key(),
-        nodefile.display()
-    ));
+            farm.user(),
+            farm.client_public_key(),
+            nodefile.display()
+        ),
+    );
     (nodefile, calls, stand_in)
 }
 
@@ -1098,6 +1156,7 @@ async fn park_and_destroy_stop_beeond_on_a_reachable_head_before_the_vms_go() {
         "skip",
     ])
     .await;
+    ctrl_c_while_beeond_stops_ends_the_destroy_there(&w).await;
     let destroyed = w
         .ok_env(&["destroy", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;

@@ -23,7 +23,6 @@ use tokio::sync::watch;
 use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
 use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
 use super::manifest_cmds::load;
-use super::plan_cmd::{OpenedPlan, open_saved};
 use super::steps_run::{self, StepsJob};
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
@@ -184,15 +183,14 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
     }
     let (backend, state) = if matches!(job.mode, Mode::Destroy { .. }) {
         // BeeOND is stopped on the heads before their VMs go (best effort).
+        // A Ctrl-C meanwhile ends the command here, before anything is deleted.
         let store = StateStore::new(backend, state);
         let stop = StepsJob::stopping(&conn, manifest, job.identity);
-        runtime.block_on(stop.stop_beeond(
-            (&client, &conn.subscription),
-            &desired,
-            &store,
-            &[],
-            out,
-        ));
+        super::interrupt::block_on(
+            &runtime,
+            stop.stop_beeond((&client, &conn.subscription), &desired, &store, &[], out),
+        )?;
+        super::interrupt::check()?;
         store.into_parts()
     } else {
         (backend, state)
@@ -304,11 +302,11 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
             "-target cannot narrow a saved plan: it is applied exactly as saved; make a new plan with -target instead"
         );
     }
-    let OpenedPlan {
+    let super::plan_cmd::Reopened {
         loaded,
         backend,
         state,
-    } = open_saved(&saved, &source, &args.manifest.vars, "apply", out)?;
+    } = super::plan_cmd::open_saved(&saved, &source, &args.manifest.vars, "apply", out)?;
     // The saved plan, not a new evaluation, says what each resource becomes (size fallbacks were
     // resolved when it was made).
     let mut desired = loaded.desired.clone();
@@ -598,13 +596,18 @@ fn counting(sink: EventSink, in_flight: Arc<AtomicUsize>) -> EventSink {
     })
 }
 
-/// The second Ctrl-C (or the end of the grace period): wait for a save in progress, then exit
-/// 130. Everything finished is already saved; what still runs in Azure has an intent in the
-/// state, so the next apply adopts it.
+/// The second Ctrl-C (or the end of the grace period): wait for a save in progress, save what
+/// is only staged, then exit 130. Everything finished is then saved; what still runs in Azure has
+/// an intent in the state, so the next apply adopts it.
 fn exit_now(store: &StateStore, out: &Output) -> ! {
-    let _held = store.hold();
-    out.note(
-        "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
-    );
+    let (_held, saved) = store.hold();
+    match saved {
+        Ok(()) => out.note(
+            "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
+        ),
+        Err(e) => out.note(&format!(
+            "exiting now; the last save failed ({e}): the state holds the intents of everything started, and the next apply adopts what exists"
+        )),
+    }
     std::process::exit(130);
 }

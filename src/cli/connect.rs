@@ -58,6 +58,10 @@ pub struct Connection {
     pub target: Target,
     /// The in-process emulator, kept alive for as long as the connection.
     pub emulator: Option<EmulatorHandle>,
+    /// For a running emulator (`--endpoint`), the HTTP client of its admin API. Built here, once:
+    /// building one loads the TLS roots, several milliseconds of CPU that used to land in the
+    /// middle of an apply, when a block's steps asked for the SSH endpoints.
+    pub admin: Option<reqwest::Client>,
 }
 
 /// Connect as the arguments say. `manifest` locates `.dsinfra/emulator/` for `--emulator`.
@@ -83,6 +87,7 @@ pub async fn connect(
             subscription: emulator_subscription(settings),
             target: Target::BuiltInEmulator,
             emulator: Some(handle),
+            admin: None,
         });
     }
     if let Some(endpoint) = &args.endpoint {
@@ -91,6 +96,7 @@ pub async fn connect(
             subscription: emulator_subscription(settings),
             target: Target::Endpoint(endpoint.clone()),
             emulator: None,
+            admin: Some(reqwest::Client::new()),
         });
     }
     let subscription = crate::azure::subscription::resolve_subscription_from_environment(
@@ -107,6 +113,7 @@ pub async fn connect(
         subscription: subscription.id,
         target: Target::Azure,
         emulator: None,
+        admin: None,
     })
 }
 
@@ -127,7 +134,9 @@ pub async fn ssh_endpoints(conn: &Connection) -> anyhow::Result<Endpoints> {
     };
     let url = format!("{}/_emulator/ssh-endpoints", endpoint.trim_end_matches('/'));
     let listing: Listing = async {
-        reqwest::Client::new()
+        conn.admin
+            .clone()
+            .unwrap_or_default()
             .get(&url)
             .send()
             .await?

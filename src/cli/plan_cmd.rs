@@ -12,17 +12,16 @@ use std::fs;
 use anyhow::Context as _;
 use chrono::Utc;
 
-use super::args::{ManifestArgs, PlanArgs, ShowArgs};
+use super::args::{PlanArgs, ShowArgs};
 use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
 use super::manifest_cmds::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
 use crate::engine::{preflight, refresh};
-use crate::manifest::Loaded;
 use crate::model::AzureSettings;
 use crate::plan::{self, Mode, Plan, PlanOptions, PlanSource};
 use crate::render;
-use crate::state::{self, Backend, State};
+use crate::state::{self, State};
 
 /// `dsinfra plan`
 pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
@@ -238,35 +237,32 @@ fn check_current(saved: &Plan, vars: &[String], out: &Output) -> anyhow::Result<
             "the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again"
         );
     };
-    // `show` only needs the check; what was opened is released once its verdict is printed.
-    let _opened = open_saved(saved, source, vars, "show", out)?;
+    open_saved(saved, source, vars, "show", out)?;
     out.note("the saved plan is current: the manifest and the state are as they were");
     Ok(())
 }
 
-/// A saved plan's manifest, state backend and state, opened again and checked to be current.
-pub(super) struct OpenedPlan {
-    /// The manifest the plan was made from, evaluated again with this command line's `-var`s.
-    pub loaded: Loaded,
-    /// The state backend of that manifest, opened as `dsinfra VERB MANIFEST`.
-    pub backend: Box<dyn Backend + Send>,
-    /// The experiment's state now (a new, empty one when nothing was saved yet).
+/// What a saved plan was made from, opened again: its manifest (with the `-var` values of this
+/// command line), its backend, locked for `dsinfra VERB MANIFEST`, and its state.
+pub(super) struct Reopened {
+    /// The manifest, loaded again.
+    pub loaded: crate::manifest::Loaded,
+    /// Its state's backend.
+    pub backend: Box<dyn state::Backend + Send>,
+    /// Its state.
     pub state: State,
 }
 
-/// Reopen what a saved plan was made from, for `apply PLANFILE` and `show PLANFILE` alike: load
-/// `source`'s manifest with its recorded `-var-file`s and the `vars` given again on this command
-/// line, open its state backend as `dsinfra {verb} MANIFEST`, load the state, and fail unless the
-/// plan is still bound to both ([`plan::check_binding`]). Each caller says in its own words what
-/// is wrong when the plan has no source, so `source` is taken from the caller.
+/// Reopen what `saved` was made from (`source`) and check that neither the manifest nor the
+/// state changed since: what `apply PLANFILE` and `show PLANFILE` both do before trusting it.
 pub(super) fn open_saved(
     saved: &Plan,
     source: &PlanSource,
     vars: &[String],
     verb: &str,
     out: &Output,
-) -> anyhow::Result<OpenedPlan> {
-    let args = ManifestArgs {
+) -> anyhow::Result<Reopened> {
+    let args = super::args::ManifestArgs {
         manifest: source.manifest.clone(),
         vars: vars.to_vec(),
         var_files: source.var_files.clone(),
@@ -281,7 +277,7 @@ pub(super) fn open_saved(
         .load()?
         .unwrap_or_else(|| State::new(&loaded.desired.experiment));
     plan::check_binding(saved, &state, &loaded.desired.manifest_hash)?;
-    Ok(OpenedPlan {
+    Ok(Reopened {
         loaded,
         backend,
         state,

@@ -29,7 +29,7 @@ use crate::model::Desired;
 use crate::plan::Plan;
 use crate::render;
 use crate::ssh::WaitPolicy;
-use crate::state::{Backend, State};
+use crate::state::{Backend, LocalBackend, State};
 
 /// The steps part of one command.
 pub(super) struct StepsJob<'a> {
@@ -81,13 +81,16 @@ impl<'a> StepsJob<'a> {
         }
     }
 
-    fn options(&self, desired: &Desired) -> post_boot::Options {
-        let dir = self
-            .manifest
-            .parent()
-            .unwrap_or_else(|| Path::new(""))
-            .join(".dsinfra")
-            .join(&desired.experiment);
+    fn options(&self) -> post_boot::Options {
+        // The manifest's own directory under `.dsinfra/` (where its local state and
+        // known_hosts live too): two manifests naming the same experiment keep their logs and
+        // fetched files apart, and everything about one manifest is in one place.
+        let dir = LocalBackend::state_dir(self.manifest).unwrap_or_else(|_| {
+            self.manifest
+                .parent()
+                .unwrap_or_else(|| Path::new(""))
+                .join(".dsinfra")
+        });
         post_boot::Options {
             mode: self.mode,
             rerun: self.rerun.clone(),
@@ -113,7 +116,7 @@ impl<'a> StepsJob<'a> {
                 desired,
             },
             store,
-            self.options(desired),
+            self.options(),
         )
     }
 

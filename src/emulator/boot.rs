@@ -28,6 +28,7 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::json::At as _;
 use super::path::{self, Route};
 use super::providers::key;
 use super::server::{self, Shared, lock};
@@ -122,7 +123,7 @@ fn vm_key(route: &Route) -> Option<String> {
 /// lossily: the compute provider has already refused a body that is not base64.
 pub(crate) fn decoded_custom_data(body: &Value) -> Option<String> {
     let encoded = body
-        .pointer("/properties/osProfile/customData")
+        .at("/properties/osProfile/customData")
         .and_then(Value::as_str)?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
@@ -288,13 +289,13 @@ fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
     let vm = cloud.resources.get(vm_key);
     let body = vm.map_or(&Value::Null, |v| &v.body);
     let text = |pointer: &str| {
-        body.pointer(pointer)
+        body.at(pointer)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
     };
     let ssh_public_keys = body
-        .pointer("/properties/osProfile/linuxConfiguration/ssh/publicKeys")
+        .at("/properties/osProfile/linuxConfiguration/ssh/publicKeys")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -315,26 +316,23 @@ fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
 /// The private address of the VM's primary NIC (the first when none says it is primary).
 fn private_ip(cloud: &Cloud, vm_body: &Value) -> Option<String> {
     let nics = vm_body
-        .pointer("/properties/networkProfile/networkInterfaces")?
+        .at("/properties/networkProfile/networkInterfaces")?
         .as_array()?;
     let primary = nics
         .iter()
-        .find(|n| n.pointer("/properties/primary").and_then(Value::as_bool) == Some(true))
+        .find(|n| n.at("/properties/primary").and_then(Value::as_bool) == Some(true))
         .or_else(|| nics.first())?;
     let nic = cloud
         .resources
         .get(&key(primary.get("id")?.as_str()?))
         .filter(|r| r.kind == Kind::NetworkInterface)?;
-    let configs = nic
-        .body
-        .pointer("/properties/ipConfigurations")?
-        .as_array()?;
+    let configs = nic.body.at("/properties/ipConfigurations")?.as_array()?;
     let config = configs
         .iter()
-        .find(|c| c.pointer("/properties/primary").and_then(Value::as_bool) == Some(true))
+        .find(|c| c.at("/properties/primary").and_then(Value::as_bool) == Some(true))
         .or_else(|| configs.first())?;
     config
-        .pointer("/properties/privateIPAddress")
+        .at("/properties/privateIPAddress")
         .and_then(Value::as_str)
         .map(str::to_owned)
 }

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{EmulatorConfig, normalize_location};
 use super::error::ArmError;
+use super::json::At as _;
 use super::ops;
 use super::providers::{Target, envelope, key, require_location, require_reference};
 use super::server::{Ctx, Reply};
@@ -34,7 +35,7 @@ fn display_power(state: &str) -> String {
 
 fn vm_size(vm: &Resource) -> Option<&str> {
     vm.body
-        .pointer("/properties/hardwareProfile/vmSize")
+        .at("/properties/hardwareProfile/vmSize")
         .and_then(Value::as_str)
 }
 
@@ -55,12 +56,22 @@ fn usage(
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let mut family_usage = 0;
     let mut regional = 0;
+    // Runs over every VM on every VM PUT: compared in place, nothing allocated per VM.
     for vm in cloud.of_kind(Kind::VirtualMachine) {
-        let vm_key = key(&vm.id);
-        if vm_key == except || !vm_key.starts_with(&prefix) || !holds_cores(vm) {
+        let id = vm.id.trim_end_matches('/');
+        let in_sub = id
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(&prefix));
+        if id.eq_ignore_ascii_case(except) || !in_sub || !holds_cores(vm) {
             continue;
         }
-        if normalize_location(vm.location()) != location {
+        let same_location = vm
+            .location()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .eq(location.chars());
+        if !same_location {
             continue;
         }
         let Some(size) = vm_size(vm).and_then(|s| config.vm_size(s)) else {
@@ -232,10 +243,7 @@ impl DiskSite<'_> {
 }
 
 fn str_or<'a>(value: &'a Value, pointer: &str, default: &'a str) -> &'a str {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or(default)
+    value.at(pointer).and_then(Value::as_str).unwrap_or(default)
 }
 
 /// The OS disk: the one made before, else a new implicit managed disk.
@@ -311,7 +319,7 @@ fn attach_disk(
     });
     out["diskSizeGB"] = existing
         .body
-        .pointer("/properties/diskSizeGB")
+        .at("/properties/diskSizeGB")
         .cloned()
         .unwrap_or(json!(0));
     Ok(attached)
@@ -330,7 +338,7 @@ fn data_disk(
         .and_then(Value::as_i64)
         .unwrap_or(i64::try_from(index).unwrap_or_default());
     let create = str_or(disk, "/createOption", "Empty").to_owned();
-    let given_id = disk.pointer("/managedDisk/id").and_then(Value::as_str);
+    let given_id = disk.at("/managedDisk/id").and_then(Value::as_str);
     let same_lun_before = previous
         .and_then(|p| p.get("dataDisks"))
         .and_then(Value::as_array)
@@ -409,15 +417,13 @@ fn build_storage_profile(
 /// Windows when the OS disk says so, the OS profile configures Windows, or the image is a
 /// Windows one; Linux otherwise.
 fn is_windows(storage_profile: &Value, os_profile: &Value) -> bool {
-    let os_type = storage_profile
-        .pointer("/osDisk/osType")
-        .and_then(Value::as_str);
+    let os_type = storage_profile.at("/osDisk/osType").and_then(Value::as_str);
     if let Some(os_type) = os_type {
         return os_type.eq_ignore_ascii_case("Windows");
     }
     os_profile.get("windowsConfiguration").is_some()
         || storage_profile
-            .pointer("/imageReference/publisher")
+            .at("/imageReference/publisher")
             .and_then(Value::as_str)
             .is_some_and(|p| p.to_ascii_lowercase().contains("windows"))
 }
@@ -441,7 +447,7 @@ fn merge(mut base: Value, update: &Value) -> Value {
 
 fn disk_ids(storage_profile: &Value) -> Vec<String> {
     let os = storage_profile
-        .pointer("/osDisk/managedDisk/id")
+        .at("/osDisk/managedDisk/id")
         .and_then(Value::as_str)
         .map(str::to_owned);
     let data = storage_profile
@@ -450,7 +456,7 @@ fn disk_ids(storage_profile: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|d| {
-            d.pointer("/managedDisk/id")
+            d.at("/managedDisk/id")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         });
@@ -521,7 +527,7 @@ fn check_vm_request(
     }
     let props = body.get("properties").cloned().unwrap_or_else(|| json!({}));
     for nic in props
-        .pointer("/networkProfile/networkInterfaces")
+        .at("/networkProfile/networkInterfaces")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -531,7 +537,7 @@ fn check_vm_request(
         }
     }
     if let Some(ppg) = props
-        .pointer("/proximityPlacementGroup/id")
+        .at("/proximityPlacementGroup/id")
         .and_then(Value::as_str)
     {
         require_reference(cloud, ppg, id)?;
@@ -571,7 +577,7 @@ fn stored_vm_properties(
     stored_props.insert("storageProfile".into(), profile);
     let created = existing.is_none();
     let vm_id = existing
-        .and_then(|vm| vm.body.pointer("/properties/vmId").cloned())
+        .and_then(|vm| vm.body.at("/properties/vmId").cloned())
         .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
     stored_props.insert("vmId".into(), vm_id);
     stored_props.insert(
@@ -579,7 +585,7 @@ fn stored_vm_properties(
         json!(if created { "Creating" } else { "Updating" }),
     );
     let time_created = existing
-        .and_then(|vm| vm.body.pointer("/properties/timeCreated").cloned())
+        .and_then(|vm| vm.body.at("/properties/timeCreated").cloned())
         .unwrap_or_else(|| json!(ctx.now.to_rfc3339()));
     stored_props.insert("timeCreated".into(), time_created);
     stored_props
@@ -597,7 +603,7 @@ fn check_custom_data(body: &Value, existing: Option<&Resource>) -> Result<Option
     use sha2::Digest as _;
     let before = existing.and_then(|vm| vm.body.get(CUSTOM_DATA_DIGEST).cloned());
     let Some(sent) = body
-        .pointer("/properties/osProfile/customData")
+        .at("/properties/osProfile/customData")
         .and_then(Value::as_str)
     else {
         return Ok(before);
@@ -630,7 +636,7 @@ fn check_custom_data(body: &Value, existing: Option<&Resource>) -> Result<Option
 
 /// The VM size asked for, or the current one on an update that leaves it out.
 fn requested_size(body: &Value, existing: Option<&Resource>) -> Result<String, ArmError> {
-    body.pointer("/properties/hardwareProfile/vmSize")
+    body.at("/properties/hardwareProfile/vmSize")
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or_else(|| existing.and_then(|vm| vm_size(vm).map(str::to_owned)))
@@ -659,7 +665,7 @@ pub(crate) fn put_vm(
     let props = body.get("properties").cloned().unwrap_or_else(|| json!({}));
     let previous_profile = existing
         .as_ref()
-        .and_then(|vm| vm.body.pointer("/properties/storageProfile").cloned());
+        .and_then(|vm| vm.body.at("/properties/storageProfile").cloned());
     let requested_profile = props
         .get("storageProfile")
         .cloned()
@@ -750,7 +756,7 @@ pub(crate) fn release_disks(cloud: &mut Cloud, vm_key: &str) {
     };
     let profile = vm
         .body
-        .pointer("/properties/storageProfile")
+        .at("/properties/storageProfile")
         .cloned()
         .unwrap_or(Value::Null);
     let os = profile.get("osDisk").into_iter();
@@ -760,7 +766,7 @@ pub(crate) fn release_disks(cloud: &mut Cloud, vm_key: &str) {
         .into_iter()
         .flatten();
     for disk in os.chain(data) {
-        let Some(disk_id) = disk.pointer("/managedDisk/id").and_then(Value::as_str) else {
+        let Some(disk_id) = disk.at("/managedDisk/id").and_then(Value::as_str) else {
             continue;
         };
         let delete = disk
@@ -806,11 +812,11 @@ fn statuses_for(vm: &Resource, now: &str) -> Vec<Value> {
 fn instance_view(vm: &Resource, now: &str) -> Value {
     let props = &vm.body["properties"];
     let computer = props
-        .pointer("/osProfile/computerName")
+        .at("/osProfile/computerName")
         .and_then(Value::as_str)
         .unwrap_or(vm.name());
     let linux = props
-        .pointer("/storageProfile/osDisk/osType")
+        .at("/storageProfile/osDisk/osType")
         .and_then(Value::as_str)
         != Some("Windows");
     let disks: Vec<Value> = disk_ids(&props["storageProfile"])
@@ -868,7 +874,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                 .into_iter()
                 .filter(|vm| {
                     vm.body
-                        .pointer("/properties/proximityPlacementGroup/id")
+                        .at("/properties/proximityPlacementGroup/id")
                         .and_then(Value::as_str)
                         .is_some_and(|id| key(id) == own)
                 })
@@ -940,7 +946,7 @@ pub(crate) fn put_disk(
     let id = target.id_in(cloud);
     let existing = cloud.resources.get(&target.key).cloned();
     let creation = body
-        .pointer("/properties/creationData")
+        .at("/properties/creationData")
         .cloned()
         .ok_or_else(|| {
             ArmError::new(
@@ -951,12 +957,12 @@ pub(crate) fn put_disk(
             .with_target("disk.creationData")
         })?;
     let sku = body
-        .pointer("/sku/name")
+        .at("/sku/name")
         .and_then(Value::as_str)
         .unwrap_or("Standard_LRS")
         .to_owned();
     let size = body
-        .pointer("/properties/diskSizeGB")
+        .at("/properties/diskSizeGB")
         .and_then(Value::as_i64)
         .unwrap_or(32);
     let mut stored_body = disk_body(
@@ -1039,7 +1045,7 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
                 .into_iter()
                 .filter(|vm| {
                     vm.body
-                        .pointer("/properties/proximityPlacementGroup/id")
+                        .at("/properties/proximityPlacementGroup/id")
                         .and_then(Value::as_str)
                         .is_some_and(|id| key(id) == own)
                 })

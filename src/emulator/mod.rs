@@ -19,6 +19,7 @@ mod config;
 mod error;
 mod faults;
 mod groups;
+mod json;
 mod network;
 mod ops;
 mod path;
@@ -45,6 +46,7 @@ pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
 pub use store::SshEndpoint;
 
+use json::At as _;
 use server::{Clock, Shared, lock};
 use store::Cloud;
 
@@ -250,7 +252,7 @@ fn map_ssh(
                 store::Kind::PublicIpAddress => {
                     let ip = resource
                         .body
-                        .pointer("/properties/ipAddress")
+                        .at("/properties/ipAddress")
                         .and_then(serde_json::Value::as_str)
                         .ok_or_else(|| format!("public IP {id} has no address"))?;
                     (ip.to_owned(), Some(resource.id.clone()))

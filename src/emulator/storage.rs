@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::error::ArmError;
+use super::json::At as _;
 use super::ops;
 use super::providers::{Target, envelope, key, require_location};
 use super::server::{Ctx, Reply};
@@ -115,7 +116,7 @@ pub(crate) fn put_account(
         ));
     }
     let sku = body
-        .pointer("/sku/name")
+        .at("/sku/name")
         .and_then(Value::as_str)
         .ok_or_else(|| {
             ArmError::new(
@@ -442,7 +443,7 @@ pub(crate) fn account_action(
     }
     let created = account
         .body
-        .pointer("/properties/creationTime")
+        .at("/properties/creationTime")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{ArmError, EmulatorError};
+use super::json::At as _;
 
 /// Bumped when the file layout changes incompatibly.
 const STATE_VERSION: u32 = 1;
@@ -130,7 +131,7 @@ pub(crate) struct Resource {
 impl Resource {
     pub fn provisioning_state(&self) -> Option<&str> {
         self.body
-            .pointer("/properties/provisioningState")
+            .at("/properties/provisioningState")
             .and_then(Value::as_str)
     }
 

@@ -17,6 +17,7 @@
 //! leaves an orphan or makes a duplicate.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -36,12 +37,18 @@ use crate::state::{Backend, PowerState, ResourceState, ResourceStatus, State, St
 
 /// The state of a run and the backend it is saved to, shared by every task.
 ///
-/// Every change is made in memory and then saved before [`StateStore::update`] returns, so a
-/// change the engine has acted on is durable. Saves are *group commits*: a local save costs
-/// several fsyncs, so while one save runs, the changes made meanwhile queue up and the next save
-/// writes all of them at once; a caller whose change was already written by someone else's save
-/// returns without saving again. With 64 NICs starting together this turns 64 serial intent
-/// saves into two, and a save never interleaves with another.
+/// A change is made in memory ([`StateStore::stage`]) and made durable by a save
+/// ([`StateStore::persist`]; [`StateStore::update`] does both). What must be durable is what the
+/// engine is about to act on: an intent is persisted before its PUT is sent (write-ahead). What
+/// only records what happened (a `created` record) is staged, and the next save of anyone carries
+/// it: usually the intent save of a dependent that starts right away, so a dependency link costs
+/// one save instead of two, and the run's end flushes the rest ([`StateStore::flush`]).
+///
+/// Saves are *group commits*: a local save costs two fsyncs, so while one save runs, the changes
+/// made meanwhile queue up and the next save writes all of them at once; a caller whose change
+/// was already written by someone else's save returns without saving again. With 64 NICs
+/// starting together this turns 64 serial intent saves into one or two, and a save never
+/// interleaves with another.
 ///
 /// Nothing here blocks the runtime. Waiting for a save in progress is an async lock, so the
 /// waiting tasks give their thread to others (operations being polled, responses arriving);
@@ -53,7 +60,18 @@ pub struct StateStore {
     state: Mutex<(State, u64)>,
     /// The backend and how many changes its last successful save contained.
     backend: tokio::sync::Mutex<(Box<dyn Backend + Send>, u64)>,
+    /// The same count as the backend's, readable without waiting for a save in progress.
+    saved: AtomicU64,
 }
+
+/// The backend, held by [`StateStore::hold`] so that no save starts.
+pub type Held<'a> = tokio::sync::MutexGuard<'a, (Box<dyn Backend + Send>, u64)>;
+
+/// A change made in memory and not known to be saved: [`StateStore::persist`] it, or let a later
+/// save carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[must_use = "a staged change is not durable until persisted or flushed"]
+pub struct Staged(u64);
 
 impl std::fmt::Debug for StateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,21 +106,32 @@ impl StateStore {
         Self {
             state: Mutex::new((state, 0)),
             backend: tokio::sync::Mutex::new((backend, 0)),
+            saved: AtomicU64::new(0),
         }
     }
 
     /// Change the state and return once the change is saved.
     pub async fn update(&self, change: impl FnOnce(&mut State)) -> Result<(), StateError> {
-        let mine = {
-            let mut guard = relock(&self.state);
-            change(&mut guard.0);
-            guard.1 += 1;
-            guard.1
-        };
+        let staged = self.stage(change);
+        self.persist(staged).await
+    }
+
+    /// Change the state in memory only. The change is durable once a save that started after it
+    /// succeeds: [`StateStore::persist`], anyone's [`StateStore::update`], or
+    /// [`StateStore::flush`].
+    pub fn stage(&self, change: impl FnOnce(&mut State)) -> Staged {
+        let mut guard = relock(&self.state);
+        change(&mut guard.0);
+        guard.1 += 1;
+        Staged(guard.1)
+    }
+
+    /// Return once `staged` (and everything staged before it) is saved.
+    pub async fn persist(&self, staged: Staged) -> Result<(), StateError> {
         // Fair (first come, first served): every change made while a save runs is in the copy
         // the next save takes, so the queue behind it mostly finds its change already saved.
         let mut backend = self.backend.lock().await;
-        if backend.1 >= mine {
+        if backend.1 >= staged.0 {
             return Ok(());
         }
         let (mut copy, version) = {
@@ -111,12 +140,34 @@ impl StateStore {
         };
         let saver = &mut backend.0;
         blocking(|| saver.save(&mut copy))?;
+        self.saved_up_to(&mut backend, version, &copy);
+        Ok(())
+    }
+
+    /// Save every change staged so far.
+    pub async fn flush(&self) -> Result<(), StateError> {
+        let staged = Staged(relock(&self.state).1);
+        self.persist(staged).await
+    }
+
+    /// Whether a save has written `staged`.
+    pub fn is_saved(&self, staged: Staged) -> bool {
+        self.saved.load(Ordering::SeqCst) >= staged.0
+    }
+
+    /// After a save of the changes up to `version`: the counts, and the serial the backend gave
+    /// the copy it saved, which the live state follows.
+    fn saved_up_to(
+        &self,
+        backend: &mut (Box<dyn Backend + Send>, u64),
+        version: u64,
+        copy: &State,
+    ) {
         backend.1 = version;
-        // The backend bumped the serial of what it saved; the live state follows it.
+        self.saved.store(version, Ordering::SeqCst);
         let mut guard = relock(&self.state);
         guard.0.serial = copy.serial;
-        guard.0.dsinfra_version = copy.dsinfra_version;
-        Ok(())
+        guard.0.dsinfra_version.clone_from(&copy.dsinfra_version);
     }
 
     /// A copy of the state now.
@@ -136,11 +187,24 @@ impl StateStore {
         relock(&self.state).0.lineage.clone()
     }
 
-    /// Wait until no save is in progress and keep others out until the guard drops: the second
-    /// Ctrl-C exits while holding this, so it never cuts a save in half. It blocks the calling
-    /// thread (the exit path is synchronous); the save it waits for runs on another thread.
-    pub fn hold(&self) -> tokio::sync::MutexGuard<'_, (Box<dyn Backend + Send>, u64)> {
-        futures::executor::block_on(self.backend.lock())
+    /// Wait until no save is in progress, save what is only staged, and keep others out until
+    /// the guard drops: the second Ctrl-C exits while holding this, so it never cuts a save in
+    /// half and leaves nothing it knows unsaved. It blocks the calling thread (the exit path is
+    /// synchronous); a save it waits for runs on another thread.
+    pub fn hold(&self) -> (Held<'_>, Result<(), StateError>) {
+        let mut backend = futures::executor::block_on(self.backend.lock());
+        let (mut copy, version) = {
+            let guard = relock(&self.state);
+            (guard.0.clone(), guard.1)
+        };
+        let saved = if backend.1 >= version {
+            Ok(())
+        } else {
+            backend.0.save(&mut copy).map(|()| {
+                self.saved_up_to(&mut backend, version, &copy);
+            })
+        };
+        (backend, saved)
     }
 
     /// The backend and the final state.
@@ -328,6 +392,11 @@ struct Shared {
     throttle_pause: Duration,
     /// The plan's time: SAS are signed at it.
     planned_at: chrono::DateTime<chrono::Utc>,
+    /// Resources reported done whose record is only staged: the run's closing flush saves them,
+    /// and if it cannot, they are failures after all.
+    unsaved: Mutex<Vec<(Address, Operation, Staged)>>,
+    /// The intents written before the walk (see `intents.rs`).
+    early: Early,
 }
 
 fn operation_of(change: &Change, phase: Phase) -> Operation {
@@ -349,6 +418,8 @@ pub async fn execute(
 ) -> Report {
     let started = Instant::now();
     let graph = schedule(plan, &store.snapshot());
+    let early = Early::write(plan, desired, &execution.subscription, &store).await;
+    tracing::debug!(nodes = graph.len(), "walk starts (early intents saved)");
     let shared = Arc::new(Shared {
         client: execution
             .client
@@ -366,6 +437,8 @@ pub async fn execute(
         sources: execution.sources,
         throttle_pause: execution.throttle_pause,
         planned_at: plan.planned_at,
+        unsaved: Mutex::new(Vec::new()),
+        early,
     });
     if let Some(bridge) = &shared.bridge {
         bridge.connect(Arc::clone(&shared.events));
@@ -398,8 +471,13 @@ pub async fn execute(
             .iter()
             .map(|n| (n.address.clone(), op(n)))
             .collect(),
-        elapsed: started.elapsed(),
+        elapsed: Duration::ZERO,
     };
+    tracing::debug!("walk done");
+    shared.early.withdraw_untaken(&shared.store).await;
+    flush(&shared, &mut report).await;
+    report.elapsed = started.elapsed();
+    tracing::debug!(elapsed_ms = report.elapsed.as_millis(), "state flushed");
     for (node, because) in &walked.skipped {
         let operation = op(node);
         (shared.events)(&Event::Skipped {
@@ -414,11 +492,39 @@ pub async fn execute(
     report
 }
 
+/// Save the records the walk only staged. Those a failed save leaves unsaved move from done to
+/// failed (with the backend's message), and are reported as such: the state still says what it
+/// said before (an intent, for a create), which the next apply resolves.
+async fn flush(shared: &Shared, report: &mut Report) {
+    let Err(err) = shared.store.flush().await else {
+        return;
+    };
+    let unsaved = std::mem::take(&mut *relock(&shared.unsaved));
+    for (address, operation, staged) in unsaved {
+        if shared.store.is_saved(staged) {
+            continue;
+        }
+        report
+            .done
+            .retain(|(a, o)| !(*a == address && *o == operation));
+        let error = save_error(&address, operation, &err);
+        (shared.events)(&Event::Failed {
+            address: address.clone(),
+            operation,
+            elapsed: Duration::ZERO,
+            message: error.message.clone(),
+        });
+        report.failed.push(error);
+    }
+    report.failed.sort_by(|a, b| a.address.cmp(&b.address));
+}
+
 async fn run_node(shared: &Shared, node: &Node) -> Result<(), ResourceError> {
     let Some(change) = shared.changes.get(&node.address) else {
         return Ok(());
     };
     let operation = operation_of(change, node.phase);
+    tracing::debug!(address = %node.address, ?operation, "node starts");
     (shared.events)(&Event::Started {
         address: node.address.clone(),
         operation,
@@ -455,7 +561,11 @@ fn local_error(address: &Address, operation: Operation, message: String) -> Reso
     }
 }
 
-fn save_error(address: &Address, operation: Operation, err: &StateError) -> ResourceError {
+fn save_error(
+    address: &Address,
+    operation: Operation,
+    err: &dyn std::fmt::Display,
+) -> ResourceError {
     let mut e = local_error(
         address,
         operation,
@@ -573,40 +683,45 @@ async fn apply(
     let request = request_for(resource, &shared.desired, &shared.subscription)
         .map_err(|e| local_error(address, operation, e.to_string()))?;
     let id = resource.arm_id(&shared.subscription);
-    let previous = shared.store.resource(address);
+    // A new resource's intent may already be saved, with its VM's host key (see intents.rs).
+    let early_key = match shared.early.take(address).await {
+        Some(Prepared::Saved(key)) => Some(key),
+        Some(Prepared::SaveFailed(message)) => {
+            return Err(save_error(address, operation, &message));
+        }
+        Some(Prepared::KeyFailed(message)) => return Err(local_error(address, operation, message)),
+        None => None,
+    };
+    let intent_saved = early_key.is_some();
+    // The early intent is this run's own record, not an earlier one.
+    let previous = if intent_saved {
+        None
+    } else {
+        shared.store.resource(address)
+    };
     // A VM's create pins a new host key and sends it in customData (see host_key.rs).
-    let (request, host_key) =
-        host_key::attach(shared, resource, operation, &id, previous.as_ref(), request).await?;
-    // An update keeps the power state it found (updating a parked VM does not start it).
-    let power_state = (resource.kind == ResourceKind::VirtualMachine).then(|| {
-        previous
-            .as_ref()
-            .and_then(|p| p.power_state)
-            .unwrap_or(PowerState::Running)
-    });
-    let record = |status: ResourceStatus, secrets| ResourceState {
-        address: address.clone(),
-        kind: resource.kind,
-        name: resource.name.clone(),
-        parent: resource.parent.clone(),
-        resource_group: resource.resource_group.clone(),
-        id: resource.kind.is_arm().then(|| id.clone()),
-        attrs: resource.attrs.clone(),
-        depends_on: resource.depends_on.clone(),
-        status,
-        power_state,
-        secrets,
-        // What dsinfra learned about the node (its pinned key, boots, steps) outlives updates.
-        host_key: host_key.clone(),
-        boots: previous.as_ref().map_or(0, |p| p.boots),
-        steps: previous
-            .as_ref()
-            .map(|p| p.steps.clone())
-            .unwrap_or_default(),
-        drift: None,
+    let (request, host_key) = host_key::attach(
+        shared,
+        resource,
+        operation,
+        &id,
+        previous.as_ref(),
+        request,
+        early_key.flatten(),
+    )
+    .await?;
+    let record = |status: ResourceStatus, secrets| {
+        record_of(
+            resource,
+            &id,
+            previous.as_ref(),
+            host_key.clone(),
+            status,
+            secrets,
+        )
     };
     if let Some(request) = request {
-        if operation == Operation::Create {
+        if operation == Operation::Create && !intent_saved {
             // The intent: from here on the resource may exist, so the state must say so.
             shared
                 .store
@@ -627,11 +742,14 @@ async fn apply(
             .as_ref()
             .map(|p| p.secrets.clone())
             .unwrap_or_default();
-        shared
+        // Staged, not saved: it records what happened, and nothing acts on it before a save
+        // carries it (a dependent's intent save does, right after; see `StateStore`).
+        let staged = shared
             .store
-            .update(|state| state.upsert(record(ResourceStatus::Created, secrets)))
-            .await
-            .map_err(|e| save_error(address, operation, &e))
+            .stage(|state| state.upsert(record(ResourceStatus::Created, secrets)));
+        relock(&shared.unsaved).push((address.clone(), operation, staged));
+        tracing::debug!(%address, "done (record staged)");
+        Ok(())
     } else {
         // A SAS is signed locally from the account key (its dependency, so created by now) at
         // the plan's time; the state keeps its identity only, never the token.
@@ -659,7 +777,44 @@ async fn apply(
     }
 }
 
+/// The state record of `resource` as this run writes it, at `status`. What dsinfra learned about
+/// a node (its boots, its steps) outlives updates; a VM's power state is kept (updating a parked VM
+/// does not start it), and a new VM is running.
+fn record_of(
+    resource: &Resource,
+    id: &str,
+    previous: Option<&ResourceState>,
+    host_key: Option<String>,
+    status: ResourceStatus,
+    secrets: BTreeMap<String, crate::state::SecretIdentity>,
+) -> ResourceState {
+    ResourceState {
+        address: resource.address.clone(),
+        kind: resource.kind,
+        name: resource.name.clone(),
+        parent: resource.parent.clone(),
+        resource_group: resource.resource_group.clone(),
+        id: resource.kind.is_arm().then(|| id.to_owned()),
+        attrs: resource.attrs.clone(),
+        depends_on: resource.depends_on.clone(),
+        status,
+        power_state: (resource.kind == ResourceKind::VirtualMachine).then(|| {
+            previous
+                .and_then(|p| p.power_state)
+                .unwrap_or(PowerState::Running)
+        }),
+        secrets,
+        host_key,
+        boots: previous.map_or(0, |p| p.boots),
+        steps: previous.map(|p| p.steps.clone()).unwrap_or_default(),
+        drift: None,
+    }
+}
+
 mod host_key;
+mod intents;
+
+use intents::{Early, Prepared};
 
 #[cfg(test)]
 mod tests;

@@ -487,7 +487,7 @@ pub(super) static KINDS: &[Kind] = &[
                 "fetch",
                 Ty::PathList,
                 Def::Unset,
-                "files on the nodes copied back to .dsinfra/<experiment>/fetched/ after the steps",
+                "files on the nodes copied back to .dsinfra/<manifest>/fetched/ after the steps",
             ),
         ],
     },

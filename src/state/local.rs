@@ -36,7 +36,7 @@ const STATE_FILE: &str = "state.json";
 const BACKUP_FILE: &str = "state.json.backup";
 const LOCK_FILE: &str = "state.lock";
 
-/// The state of one manifest in `.dsinfra/<manifest-stem>/`, locked while this value lives.
+/// The state of one manifest in `.dsinfra/<manifest>/`, locked while this value lives.
 #[derive(Debug)]
 pub struct LocalBackend {
     dir: PathBuf,

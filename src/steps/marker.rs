@@ -89,15 +89,29 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// Decides whether a step runs. Order of precedence: forced, new, changed, then the policy.
+/// What the caller knows about a step on a node that its marker cannot say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Known {
+    /// Nothing: the marker decides.
+    #[default]
+    Nothing,
+    /// The user asked for it to run again (`--rerun-step`).
+    Forced,
+    /// dsinfra restarted the node (deallocate, start) since the step last ran there: a per-boot
+    /// step runs again even when the node's boot id cannot tell (emulated nodes share a kernel).
+    Restarted,
+}
+
+/// Decides whether a step runs. Order of precedence: forced, new, changed, restarted (per-boot
+/// steps), then the policy.
 pub fn decide(
     policy: RunPolicy,
     marker: Option<&Marker>,
     hash: &str,
     boot_id: &str,
-    forced: bool,
+    known: Known,
 ) -> Decision {
-    if forced {
+    if known == Known::Forced {
         return Decision::Run(RunReason::Forced);
     }
     let Some(marker) = marker else {
@@ -105,6 +119,9 @@ pub fn decide(
     };
     if marker.hash != hash {
         return Decision::Run(RunReason::Changed);
+    }
+    if known == Known::Restarted && policy == RunPolicy::PerBoot {
+        return Decision::Run(RunReason::Rebooted);
     }
     match policy {
         RunPolicy::Always => Decision::Run(RunReason::Always),
@@ -215,36 +232,50 @@ mod tests {
         use Decision::{Run, Skip};
         let m = marker("h1", "b1");
         assert_eq!(
-            decide(RunPolicy::Once, None, "h1", "b1", false),
+            decide(RunPolicy::Once, None, "h1", "b1", Known::Nothing),
             Run(RunReason::New)
         );
         assert_eq!(
-            decide(RunPolicy::Once, Some(&m), "h2", "b1", false),
+            decide(RunPolicy::Once, Some(&m), "h2", "b1", Known::Nothing),
             Run(RunReason::Changed)
         );
         assert_eq!(
-            decide(RunPolicy::Once, Some(&m), "h1", "b2", false),
+            decide(RunPolicy::Once, Some(&m), "h1", "b2", Known::Nothing),
             Skip(SkipReason::UpToDate)
         );
         assert_eq!(
-            decide(RunPolicy::Once, Some(&m), "h1", "b1", true),
+            decide(RunPolicy::Once, Some(&m), "h1", "b1", Known::Forced),
             Run(RunReason::Forced)
         );
         assert_eq!(
-            decide(RunPolicy::PerBoot, Some(&m), "h1", "b1", false),
+            decide(RunPolicy::PerBoot, Some(&m), "h1", "b1", Known::Nothing),
             Skip(SkipReason::DoneThisBoot)
         );
         assert_eq!(
-            decide(RunPolicy::PerBoot, Some(&m), "h1", "b2", false),
+            decide(RunPolicy::PerBoot, Some(&m), "h1", "b2", Known::Nothing),
             Run(RunReason::Rebooted)
         );
         assert_eq!(
-            decide(RunPolicy::Always, Some(&m), "h1", "b1", false),
+            decide(RunPolicy::Always, Some(&m), "h1", "b1", Known::Nothing),
             Run(RunReason::Always)
         );
         assert_eq!(
-            decide(RunPolicy::Always, None, "h1", "b1", false),
+            decide(RunPolicy::Always, None, "h1", "b1", Known::Nothing),
             Run(RunReason::New)
+        );
+        // Restarted by dsinfra: per-boot steps run again on the same boot id; others do not,
+        // and a changed step says so first.
+        assert_eq!(
+            decide(RunPolicy::PerBoot, Some(&m), "h1", "b1", Known::Restarted),
+            Run(RunReason::Rebooted)
+        );
+        assert_eq!(
+            decide(RunPolicy::Once, Some(&m), "h1", "b1", Known::Restarted),
+            Skip(SkipReason::UpToDate)
+        );
+        assert_eq!(
+            decide(RunPolicy::PerBoot, Some(&m), "h2", "b1", Known::Restarted),
+            Run(RunReason::Changed)
         );
     }
 

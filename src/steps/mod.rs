@@ -16,7 +16,7 @@ mod spec;
 
 pub use hash::step_hash;
 pub use log::{REDACTED, Redactor};
-pub use marker::{Decision, Marker, NodeState, REBOOT_EXIT, RunReason, SkipReason, decide};
+pub use marker::{Decision, Known, Marker, NodeState, REBOOT_EXIT, RunReason, SkipReason, decide};
 pub use progress::{Gate, Progress, applies, barrier, gate};
 pub use report::{NodeReport, NodeStatus, RunReport, StepOutcome, StepReport};
 pub use runner::{CHECK_TIMEOUT, DEFAULT_REBOOT_COMMAND, Error, Event, EventSink, RunOptions, run};

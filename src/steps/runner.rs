@@ -11,7 +11,7 @@
 //! other nodes go on until a barrier needs the failed node, and the report says who stopped
 //! where.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,7 @@ use crate::ssh::{self, Auth, Exit, Privilege, ScriptRequest, Session, Stream, Ta
 
 use super::log::{Redactor, StepLog, log_path};
 use super::marker::{
-    Decision, NodeState, REBOOT_EXIT, RunReason, SkipReason, check_marker_epilogue, decide,
+    Decision, Known, NodeState, REBOOT_EXIT, RunReason, SkipReason, check_marker_epilogue, decide,
     parse_state, read_state_command, write_marker_epilogue,
 };
 use super::progress::{Gate, Progress, applies, barrier, gate};
@@ -106,8 +106,12 @@ pub struct RunOptions {
     pub reboot_wait: WaitPolicy,
     /// The command that reboots a node (it runs as the login user; the default uses sudo).
     pub reboot_command: String,
-    /// Steps to run again whatever their markers say (`--rerun-step`).
+    /// Steps to run again whatever their markers say (`--rerun-step`); their checks are not
+    /// asked.
     pub forced: BTreeSet<String>,
+    /// Per node name, the per-boot steps to run again because dsinfra restarted that node since
+    /// they last ran there (unpark). Their checks are still asked.
+    pub restarted: BTreeMap<String, BTreeSet<String>>,
     /// Whom scripts run as.
     pub privilege: Privilege,
     /// Where events go.
@@ -122,6 +126,7 @@ impl fmt::Debug for RunOptions {
             .field("auth", &self.auth)
             .field("reboot_command", &self.reboot_command)
             .field("forced", &self.forced)
+            .field("restarted", &self.restarted)
             .finish_non_exhaustive()
     }
 }
@@ -148,6 +153,7 @@ impl RunOptions {
             },
             reboot_command: DEFAULT_REBOOT_COMMAND.to_owned(),
             forced: BTreeSet::new(),
+            restarted: BTreeMap::new(),
             privilege: Privilege::Sudo,
             events: None,
         }
@@ -386,8 +392,19 @@ impl Context {
     ) -> Result<Decision, (RunReason, String)> {
         let step = &self.steps[i];
         let marker = state.markers.get(&step.name);
-        let forced = self.options.forced.contains(&step.name);
-        let decision = decide(step.policy, marker, &self.hashes[i], &state.boot_id, forced);
+        let known = if self.options.forced.contains(&step.name) {
+            Known::Forced
+        } else if self
+            .options
+            .restarted
+            .get(self.nodes[index].name())
+            .is_some_and(|s| s.contains(&step.name))
+        {
+            Known::Restarted
+        } else {
+            Known::Nothing
+        };
+        let decision = decide(step.policy, marker, &self.hashes[i], &state.boot_id, known);
         match decision {
             Decision::Run(reason) if reason != RunReason::Forced && step.check.is_some() => {
                 match self.run_check(session, index, i).await {

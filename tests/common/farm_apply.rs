@@ -66,17 +66,18 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
-/// The local state of `experiment` applied from `dir`, as saved.
-pub fn state_text(dir: &Path, experiment: &str) -> String {
-    std::fs::read_to_string(state_path(dir, experiment)).expect("the state exists")
+/// The local state of the manifest `dir/STEM.hcl`, as saved.
+pub fn state_text(dir: &Path, stem: &str) -> String {
+    std::fs::read_to_string(state_path(dir, stem)).expect("the state exists")
 }
 
-/// The local state of `experiment` applied from `dir`, parsed.
-pub fn state(dir: &Path, experiment: &str) -> Value {
-    serde_json::from_str(&state_text(dir, experiment)).expect("the state is valid JSON")
+/// The local state of the manifest `dir/STEM.hcl`, parsed.
+pub fn state(dir: &Path, stem: &str) -> Value {
+    serde_json::from_str(&state_text(dir, stem)).expect("the state is valid JSON")
 }
 
-/// Where the local backend keeps the state of `experiment` applied from `dir`.
-pub fn state_path(dir: &Path, experiment: &str) -> std::path::PathBuf {
-    dir.join(format!(".dsinfra/{experiment}/state.json"))
+/// Where the local backend keeps the state of the manifest `dir/STEM.hcl` (its directory is
+/// named after the manifest's file, not its experiment).
+pub fn state_path(dir: &Path, stem: &str) -> std::path::PathBuf {
+    dir.join(".dsinfra").join(stem).join("state.json")
 }

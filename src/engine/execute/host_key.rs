@@ -53,7 +53,8 @@ pub(super) fn choose(exists: Option<bool>) -> Choice {
 /// The request to send and the host key to record. A VM's create gets a new pair (its public
 /// half recorded, the document with its private half in customData) unless the VM turns out to
 /// exist already; everything else, VM updates included, keeps the recorded key and sends no
-/// customData.
+/// customData. `early` is the pair generated with the VM's early intent, whose public half that
+/// intent already pins (intents.rs): it is the one sent.
 pub(super) async fn attach(
     shared: &Shared,
     resource: &Resource,
@@ -61,12 +62,17 @@ pub(super) async fn attach(
     id: &str,
     previous: Option<&ResourceState>,
     request: Option<Request>,
+    early: Option<HostKeyPair>,
 ) -> Result<(Option<Request>, Option<String>), ResourceError> {
     let recorded = previous.and_then(|p| p.host_key.clone());
     if resource.kind != ResourceKind::VirtualMachine || operation != Operation::Create {
         return Ok((request, recorded));
     }
-    match for_create(shared, resource, id, previous).await? {
+    let pair = match early {
+        Some(pair) => Some(pair),
+        None => for_create(shared, resource, id, previous).await?,
+    };
+    match pair {
         Some(pair) => Ok((
             request.map(|r| r.with_custom_data(&pair.cloud_config())),
             Some(pair.public().to_openssh()),

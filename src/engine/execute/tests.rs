@@ -108,22 +108,30 @@ impl Backend for Counting {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
-    let saves = Arc::new(Mutex::new(Vec::new()));
-    let store = Arc::new(StateStore::new(
+/// A store of the fixture experiment, applied, saving through [`Counting`] into `saves`; and the
+/// addresses it holds.
+fn counting_store(saves: &Arc<Mutex<Vec<State>>>) -> (StateStore, Vec<Address>) {
+    let store = StateStore::new(
         Box::new(Counting {
-            saves: Arc::clone(&saves),
+            saves: Arc::clone(saves),
             holder: crate::state::LockHolder::this_process(),
         }),
         State::from_applied(&dual(), "sub"),
-    ));
-    let addresses: Vec<Address> = store
+    );
+    let addresses = store
         .snapshot()
         .resources
         .iter()
         .map(|r| r.address.clone())
         .collect();
+    (store, addresses)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_returns() {
+    let saves = Arc::new(Mutex::new(Vec::new()));
+    let (store, addresses) = counting_store(&saves);
+    let store = Arc::new(store);
     let mut tasks = tokio::task::JoinSet::new();
     for address in addresses.clone() {
         let store = Arc::clone(&store);
@@ -215,4 +223,45 @@ async fn a_save_in_progress_does_not_stop_the_other_tasks() {
         .expect("no panic")
         .expect("the save finished once the other task ran");
     assert_eq!(store.snapshot().serial, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_change_is_saved_by_the_next_save_by_anyone_or_by_the_flush() {
+    let saves = Arc::new(Mutex::new(Vec::new()));
+    let (store, addresses) = counting_store(&saves);
+    let last_saved = || saves.lock().expect("not poisoned").last().cloned();
+    let gone = |state: &State, i: usize| state.resource(&addresses[i]).is_none();
+
+    let staged = store.stage(|state| {
+        state.remove(&addresses[0]);
+    });
+    assert!(!store.is_saved(staged));
+    assert!(last_saved().is_none(), "staging does not save");
+    // Someone else's update carries it.
+    store
+        .update(|state| {
+            state.remove(&addresses[1]);
+        })
+        .await
+        .expect("saves");
+    assert!(store.is_saved(staged));
+    let carried = last_saved().expect("saved");
+    assert!(gone(&carried, 0) && gone(&carried, 1));
+    // The flush saves what is left, and only when something is.
+    let staged = store.stage(|state| {
+        state.remove(&addresses[2]);
+    });
+    store.flush().await.expect("saves");
+    assert!(store.is_saved(staged) && gone(&last_saved().expect("saved"), 2));
+    store.flush().await.expect("nothing to save");
+    assert_eq!(saves.lock().expect("not poisoned").len(), 2);
+    // The second Ctrl-C's hold saves what is staged before it keeps everyone out.
+    let staged = store.stage(|state| {
+        state.remove(&addresses[3]);
+    });
+    let (held, outcome) = store.hold();
+    outcome.expect("saves");
+    drop(held);
+    assert!(store.is_saved(staged) && gone(&last_saved().expect("saved"), 3));
+    assert_eq!(saves.lock().expect("not poisoned").len(), 3);
 }

@@ -44,7 +44,7 @@ pub struct Options {
     pub rerun: BTreeSet<String>,
     /// Where the SSH identity may come from.
     pub identity: Sources,
-    /// The experiment's directory next to the manifest (`.dsinfra/<experiment>`): logs go to
+    /// The manifest's directory (`.dsinfra/<manifest>`, beside its local state): logs go to
     /// its `logs/<run>/`, fetched files below it.
     pub dir: PathBuf,
     /// This run's id (names its log directory).
@@ -225,15 +225,14 @@ impl<'a> PostBoot<'a> {
         };
         let specs = node_specs(block.nodes, &record)?;
         let expansion = self.render(block, &specs, &auth).await?;
-        let vms: Vec<Address> = block.nodes.iter().map(|n| n.vm.clone()).collect();
-        let mut forced = forced_steps(&self.options.rerun, block.address, &expansion.steps);
-        forced.extend(rebooted_steps(
+        let forced = forced_steps(&self.options.rerun, block.address, &expansion.steps);
+        let mut options = self.run_options(auth.clone(), forced);
+        options.restarted = rebooted_steps(
             block.steps,
-            &vms,
+            &run_nodes(block, &specs),
             block.state,
             &expansion.steps,
-        ));
-        let options = self.run_options(auth.clone(), forced);
+        );
         let report = steps::run(&specs, &expansion.steps, &options)
             .await
             .map_err(|e| e.to_string())?;
@@ -302,18 +301,15 @@ impl<'a> PostBoot<'a> {
         specs: &[NodeSpec],
         keys: &[(String, String)],
     ) -> Result<(), crate::state::StateError> {
-        let run_nodes: Vec<RunNode> = block
-            .nodes
-            .iter()
-            .zip(specs)
-            .map(|(n, s)| RunNode {
-                name: s.name().to_owned(),
-                vm: n.vm.clone(),
-                index: n.index,
-            })
-            .collect();
         let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let records = succeeded(block.steps, runner, report, &run_nodes, block.state, &at);
+        let records = succeeded(
+            block.steps,
+            runner,
+            report,
+            &run_nodes(block, specs),
+            block.state,
+            &at,
+        );
         let names: BTreeSet<&str> = block.steps.iter().map(|s| s.name.as_str()).collect();
         self.store
             .update(|state| {
@@ -350,6 +346,20 @@ impl<'a> PostBoot<'a> {
         options.events.clone_from(&self.options.events);
         options
     }
+}
+
+/// The block's nodes as the runner names them (`specs` are in the block's node order).
+fn run_nodes(block: &Block<'_>, specs: &[NodeSpec]) -> Vec<RunNode> {
+    block
+        .nodes
+        .iter()
+        .zip(specs)
+        .map(|(n, s)| RunNode {
+            name: s.name().to_owned(),
+            vm: n.vm.clone(),
+            index: n.index,
+        })
+        .collect()
 }
 
 /// One block being run: its steps, the state they start from, its nodes and endpoints.

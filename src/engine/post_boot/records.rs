@@ -6,7 +6,7 @@
 //! `blobfuse2.mount`; a `script` step is one runner step of its own name. So a manifest step owns
 //! the runner steps named `<name>` or `<name>.<part>`. All pure, unit-tested.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::addr::Address;
 use crate::model::Step;
@@ -45,35 +45,44 @@ pub fn forced_steps(
         .collect()
 }
 
-/// The per-boot runner steps to run again because dsinfra restarted a VM of the block since the
-/// step last succeeded there (its record's `boot` is older than the VM's `boots`): a deallocated
-/// VM lost its temp disk, so its mounts, caches and scratch are gone even if the node's boot id
-/// cannot tell (emulated nodes share one kernel). The runner forces a step on every node of the
-/// block; per-boot steps are idempotent, so the nodes that were not restarted only repeat work.
+/// Per node, the per-boot runner steps to run again because dsinfra restarted that node's VM
+/// since the step last succeeded there (its record's `boot` is older than the VM's `boots`): a
+/// deallocated VM lost its temp disk, so its mounts, caches and scratch are gone even if the
+/// node's boot id cannot tell (emulated nodes share one kernel). Only the restarted nodes run
+/// them again (`RunOptions::restarted`), as the plan says per node; nodes without any are left
+/// out.
 pub fn rebooted_steps(
     steps: &[&Step],
-    vms: &[Address],
+    nodes: &[RunNode],
     state: &State,
     runner: &[StepSpec],
-) -> BTreeSet<String> {
-    let outdated: BTreeSet<&str> = steps
-        .iter()
-        .filter(|step| {
-            vms.iter().any(|vm| {
-                state.resource(vm).is_some_and(|r| {
-                    r.steps
-                        .get(&step.name)
-                        .is_some_and(|record| record.boot < r.boots)
-                })
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut restarted = BTreeMap::new();
+    for node in nodes {
+        let Some(vm) = state.resource(&node.vm) else {
+            continue;
+        };
+        let outdated: Vec<&str> = steps
+            .iter()
+            .filter(|step| {
+                vm.steps
+                    .get(&step.name)
+                    .is_some_and(|record| record.boot < vm.boots)
             })
-        })
-        .map(|step| step.name.as_str())
-        .collect();
-    runner
-        .iter()
-        .filter(|s| s.policy == RunPolicy::PerBoot && outdated.iter().any(|n| belongs(&s.name, n)))
-        .map(|s| s.name.clone())
-        .collect()
+            .map(|step| step.name.as_str())
+            .collect();
+        let parts: BTreeSet<String> = runner
+            .iter()
+            .filter(|s| {
+                s.policy == RunPolicy::PerBoot && outdated.iter().any(|n| belongs(&s.name, n))
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        if !parts.is_empty() {
+            restarted.insert(node.name.clone(), parts);
+        }
+    }
+    restarted
 }
 
 /// One node of a run: its name in the runner's report, its VM and its index (0 = head).
@@ -253,12 +262,21 @@ mod tests {
             runner("mount", Scope::All, RunPolicy::PerBoot),
             runner("data", Scope::All, RunPolicy::PerBoot),
         ];
-        let vms: Vec<Address> = ["cluster.train[0].vm", "cluster.train[1].vm"]
+        let nodes: Vec<RunNode> = ["cluster.train[0].vm", "cluster.train[1].vm"]
             .iter()
-            .map(|a| a.parse().expect("ok"))
+            .enumerate()
+            .map(|(index, a)| RunNode {
+                name: format!("train-{index}"),
+                vm: a.parse().expect("ok"),
+                index,
+            })
             .collect();
-        let forced = rebooted_steps(&[&mount, &data], &vms, &state, &runner);
-        assert_eq!(forced, BTreeSet::from(["mount".to_owned()]));
+        // Only node 0 was restarted since its mount ran; node 1 ran everything at boot 2.
+        let restarted = rebooted_steps(&[&mount, &data], &nodes, &state, &runner);
+        assert_eq!(
+            restarted,
+            BTreeMap::from([("train-0".to_owned(), BTreeSet::from(["mount".to_owned()]))])
+        );
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub struct Fetch {
     pub node: usize,
     /// Path on the node.
     pub remote: String,
-    /// Path relative to the workstation's `.dsinfra/<experiment>/` directory.
+    /// Path relative to the workstation's `.dsinfra/<manifest>/` directory.
     pub local: String,
 }
 

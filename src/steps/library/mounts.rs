@@ -295,7 +295,7 @@ pub const SCRIPT_SAS: &str = "sas";
 /// The file under `$DSINFRA_SECRETS` a `script` step's `storage_key` arrives in.
 pub const SCRIPT_STORAGE_KEY: &str = "storage_key";
 
-/// The directory below `.dsinfra/<experiment>/` that `script` steps' `fetch` files go to:
+/// The directory below `.dsinfra/<manifest>/` that `script` steps' `fetch` files go to:
 /// `fetched/<step>/<node>/<file name>`.
 pub const FETCHED_DIR: &str = "fetched";
 

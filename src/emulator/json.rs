@@ -1,0 +1,54 @@
+//! Reading stored bodies by path, without allocating.
+//!
+//! `serde_json::Value::pointer` unescapes every token into a new `String` (`~1`, `~0`), so each
+//! lookup allocates. The emulator looks paths up inside scans over every VM or NIC on every
+//! request (quota usage, which VM holds a NIC, which addresses a subnet has given out), which
+//! made those allocations a tenth of its time with 64 nodes. Its paths are literals without
+//! escapes, so a plain walk does the same job.
+
+use serde_json::Value;
+
+/// `value.at("/properties/ipConfigurations/0")`: [`Value::pointer`] for paths without `~`
+/// escapes.
+pub(crate) trait At {
+    /// The value at `path` (`""` is the value itself), or `None`.
+    fn at(&self, path: &str) -> Option<&Value>;
+}
+
+impl At for Value {
+    fn at(&self, path: &str) -> Option<&Value> {
+        debug_assert!(!path.contains('~'), "escaped JSON pointer {path}");
+        if path.is_empty() {
+            return Some(self);
+        }
+        path.strip_prefix('/')?
+            .split('/')
+            .try_fold(self, |value, token| match value {
+                Value::Object(map) => map.get(token),
+                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn walks_like_a_json_pointer() {
+        let v = json!({"properties": {"ipConfigurations": [{"name": "a"}, {"name": "b"}]}});
+        for path in [
+            "",
+            "/properties",
+            "/properties/ipConfigurations/1/name",
+            "/properties/ipConfigurations/2",
+            "/properties/missing",
+            "/properties/ipConfigurations/x",
+            "properties",
+        ] {
+            assert_eq!(v.at(path), v.pointer(path), "{path}");
+        }
+    }
+}
