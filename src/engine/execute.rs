@@ -131,7 +131,33 @@ impl StateStore {
         // Fair (first come, first served): every change made while a save runs is in the copy
         // the next save takes, so the queue behind it mostly finds its change already saved.
         let mut backend = self.backend.lock().await;
-        if backend.1 >= staged.0 {
+        self.save_if_behind(&mut backend, staged, |save| blocking(save))
+    }
+
+    /// Save every change staged so far.
+    pub async fn flush(&self) -> Result<(), StateError> {
+        self.persist(self.latest()).await
+    }
+
+    /// The newest change staged so far.
+    fn latest(&self) -> Staged {
+        Staged(relock(&self.state).1)
+    }
+
+    /// Whether a save has written `staged`.
+    pub fn is_saved(&self, staged: Staged) -> bool {
+        self.saved.load(Ordering::SeqCst) >= staged.0
+    }
+
+    /// Saves a copy of the live state unless `backend` has already saved `wanted`. `io` runs
+    /// the save itself: [`blocking`] from a task, directly on the synchronous exit path.
+    fn save_if_behind(
+        &self,
+        backend: &mut (Box<dyn Backend + Send>, u64),
+        wanted: Staged,
+        io: impl FnOnce(&mut dyn FnMut() -> Result<(), StateError>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        if backend.1 >= wanted.0 {
             return Ok(());
         }
         let (mut copy, version) = {
@@ -139,20 +165,9 @@ impl StateStore {
             (guard.0.clone(), guard.1)
         };
         let saver = &mut backend.0;
-        blocking(|| saver.save(&mut copy))?;
-        self.saved_up_to(&mut backend, version, &copy);
+        io(&mut || saver.save(&mut copy))?;
+        self.saved_up_to(backend, version, &copy);
         Ok(())
-    }
-
-    /// Save every change staged so far.
-    pub async fn flush(&self) -> Result<(), StateError> {
-        let staged = Staged(relock(&self.state).1);
-        self.persist(staged).await
-    }
-
-    /// Whether a save has written `staged`.
-    pub fn is_saved(&self, staged: Staged) -> bool {
-        self.saved.load(Ordering::SeqCst) >= staged.0
     }
 
     /// After a save of the changes up to `version`: the counts, and the serial the backend gave
@@ -193,17 +208,7 @@ impl StateStore {
     /// synchronous); a save it waits for runs on another thread.
     pub fn hold(&self) -> (Held<'_>, Result<(), StateError>) {
         let mut backend = futures::executor::block_on(self.backend.lock());
-        let (mut copy, version) = {
-            let guard = relock(&self.state);
-            (guard.0.clone(), guard.1)
-        };
-        let saved = if backend.1 >= version {
-            Ok(())
-        } else {
-            backend.0.save(&mut copy).map(|()| {
-                self.saved_up_to(&mut backend, version, &copy);
-            })
-        };
+        let saved = self.save_if_behind(&mut backend, self.latest(), |save| save());
         (backend, saved)
     }
 
