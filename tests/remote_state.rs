@@ -760,7 +760,12 @@ fn finished(child: std::process::Child) -> Run {
 fn wait_for_holder(remote: &RemoteState, within: Duration) -> LockHolder {
     let deadline = Instant::now() + within;
     loop {
-        if let Some(info) = block(remote.holder()).expect("the lock can be read") {
+        // A holder that has taken the lease but not yet written who it is reads as the
+        // `unknown` placeholder (pid 0): keep waiting for its metadata.
+        if let Some(info) = block(remote.holder())
+            .expect("the lock can be read")
+            .filter(|info| info.pid != 0)
+        {
             return LockHolder {
                 pid: info.pid,
                 host: info.host,
