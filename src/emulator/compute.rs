@@ -868,16 +868,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
             }
         }
         Kind::ProximityPlacementGroup => {
-            let own = key(&resource.id);
-            let vms: Vec<Value> = cloud
-                .of_kind(Kind::VirtualMachine)
-                .into_iter()
-                .filter(|vm| {
-                    vm.body
-                        .at("/properties/proximityPlacementGroup/id")
-                        .and_then(Value::as_str)
-                        .is_some_and(|id| key(id) == own)
-                })
+            let vms: Vec<Value> = ppg_members(cloud, &resource.id)
                 .map(|vm| json!({"id": vm.id}))
                 .collect();
             body["properties"]["virtualMachines"] = Value::Array(vms);
@@ -1027,6 +1018,20 @@ pub(crate) fn put_disk(
     Ok(Reply::json(status, render(cloud, ctx, &disk)).headers(headers))
 }
 
+/// The VMs placed in the proximity placement group `ppg_id`.
+fn ppg_members<'c>(cloud: &'c Cloud, ppg_id: &str) -> impl Iterator<Item = &'c Resource> {
+    let own = key(ppg_id);
+    cloud
+        .of_kind(Kind::VirtualMachine)
+        .into_iter()
+        .filter(move |vm| {
+            vm.body
+                .at("/properties/proximityPlacementGroup/id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| key(id) == own)
+        })
+}
+
 /// The in-use rules of compute DELETEs.
 pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), ArmError> {
     match resource.kind {
@@ -1039,16 +1044,7 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
             None => Ok(()),
         },
         Kind::ProximityPlacementGroup => {
-            let own = key(&resource.id);
-            let users: Vec<String> = cloud
-                .of_kind(Kind::VirtualMachine)
-                .into_iter()
-                .filter(|vm| {
-                    vm.body
-                        .at("/properties/proximityPlacementGroup/id")
-                        .and_then(Value::as_str)
-                        .is_some_and(|id| key(id) == own)
-                })
+            let users: Vec<String> = ppg_members(cloud, &resource.id)
                 .map(|vm| vm.id.clone())
                 .collect();
             if users.is_empty() {
@@ -1103,14 +1099,7 @@ pub(crate) fn vm_action(
         }
     };
     if ctx.method != "POST" {
-        return Err(ArmError::new(
-            405,
-            "HttpMethodNotAllowed",
-            format!(
-                "The requested resource does not support http method '{}'.",
-                ctx.method
-            ),
-        ));
+        return Err(ArmError::method_not_allowed(&ctx.method));
     }
     if vm.op.is_some() {
         return Err(ArmError::new(

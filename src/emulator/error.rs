@@ -60,6 +60,15 @@ impl ArmError {
         }
     }
 
+    /// 405 for a method the resource type does not serve, in ARM's words.
+    pub fn method_not_allowed(method: &str) -> Self {
+        Self::new(
+            405,
+            "HttpMethodNotAllowed",
+            format!("The requested resource does not support http method '{method}'."),
+        )
+    }
+
     /// Sets the target.
     #[must_use]
     pub fn with_target(mut self, target: &str) -> Self {

@@ -68,11 +68,7 @@ pub(crate) fn handle(
             Ok(Reply::json(200, resource.body.clone()))
         }
         "DELETE" => delete(cloud, ctx, group, &key),
-        other => Err(ArmError::new(
-            405,
-            "HttpMethodNotAllowed",
-            format!("The requested resource does not support http method '{other}'."),
-        )),
+        other => Err(ArmError::method_not_allowed(other)),
     }
 }
 
@@ -178,14 +174,7 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, group: &str, key: &str) -> Resul
 
 pub(crate) fn list(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str) -> Result<Reply, ArmError> {
     if ctx.method != "GET" {
-        return Err(ArmError::new(
-            405,
-            "HttpMethodNotAllowed",
-            format!(
-                "The requested resource does not support http method '{}'.",
-                ctx.method
-            ),
-        ));
+        return Err(ArmError::method_not_allowed(&ctx.method));
     }
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let groups: Vec<Value> = cloud

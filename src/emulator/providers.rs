@@ -243,16 +243,8 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         "PUT" => put(cloud, ctx, &target),
         "DELETE" => delete(cloud, ctx, &target),
         "PATCH" => patch(cloud, ctx, &target),
-        other => Err(method_not_allowed(other)),
+        other => Err(ArmError::method_not_allowed(other)),
     }
-}
-
-fn method_not_allowed(method: &str) -> ArmError {
-    ArmError::new(
-        405,
-        "HttpMethodNotAllowed",
-        format!("The requested resource does not support http method '{method}'."),
-    )
 }
 
 fn visible(cloud: &Cloud, key: &str) -> bool {
@@ -327,7 +319,7 @@ fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Repl
         Kind::StorageAccount => storage::put_account(cloud, ctx, target),
         Kind::BlobContainer | Kind::FileShare => Ok(storage::put_child(cloud, ctx, target)),
         Kind::Schedule => schedules::put(cloud, ctx, target),
-        Kind::ResourceGroup => Err(method_not_allowed("PUT")),
+        Kind::ResourceGroup => Err(ArmError::method_not_allowed("PUT")),
     }
 }
 

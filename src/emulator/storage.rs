@@ -432,14 +432,7 @@ pub(crate) fn account_action(
         ));
     }
     if ctx.method != "POST" {
-        return Err(ArmError::new(
-            405,
-            "HttpMethodNotAllowed",
-            format!(
-                "The requested resource does not support http method '{}'.",
-                ctx.method
-            ),
-        ));
+        return Err(ArmError::method_not_allowed(&ctx.method));
     }
     let created = account
         .body
