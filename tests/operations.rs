@@ -674,3 +674,111 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
         Some(PowerState::Deallocated)
     );
 }
+
+/// `dsinfra ARGS --endpoint` in the world's directory, started in the background, and
+/// interrupted (SIGINT) once it has printed `ready` to stderr (`None`: half a second after it
+/// starts): how it exited and everything it printed to stderr.
+async fn interrupted_once(world: &World, args: &[&str], ready: Option<&str>) -> (i32, String) {
+    use std::io::{BufRead as _, BufReader, Read as _};
+    let endpoint = world.emulator.endpoint();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dsinfra"))
+        .current_dir(world.dir.path())
+        .args(args)
+        .args(["--endpoint", &endpoint])
+        .env("NO_COLOR", "1")
+        .env_remove("AZURE_SUBSCRIPTION_ID")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dsinfra starts");
+    let ready = ready.map(str::to_owned);
+    let what = format!("{args:?}");
+    tokio::task::spawn_blocking(move || {
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut seen = String::new();
+        if let Some(ready) = ready {
+            while !seen.contains(&ready) {
+                let before = seen.len();
+                stderr.read_line(&mut seen).expect("readable");
+                assert!(seen.len() > before, "{what} ended before {ready:?}: {seen}");
+            }
+        }
+        // Into the slow wait.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let started = std::time::Instant::now();
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        stderr.read_to_string(&mut seen).expect("readable");
+        let code = child
+            .wait()
+            .expect("waits")
+            .code()
+            .expect("exited, not killed");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{what} did not stop waiting: {seen}"
+        );
+        (code, seen)
+    })
+    .await
+    .expect("joined")
+}
+
+/// Guards Ctrl-C in park: while it refreshes, it ends with nothing changed; once the
+/// deallocation is sent, it stops waiting (Azure goes on with it), says so and exits 130, the
+/// state valid and unlocked, so the next command runs at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_in_park_stops_waiting_and_says_what_goes_on() {
+    let world = World::applied(config()).await;
+    let slow = |method: &str, path: Option<&str>| FaultRule {
+        method: Some(method.into()),
+        path: path.map(Into::into),
+        resource_type: None,
+        count: None,
+        action: FaultAction::Delay {
+            millis: 30_000,
+            jitter_millis: 0,
+        },
+    };
+    let before = world.state();
+
+    world.emulator.add_fault(slow("GET", None));
+    let (code, err) = interrupted_once(&world, &["park", "exp.hcl", "--auto-approve"], None).await;
+    assert_eq!(code, 130, "{err}");
+    assert_eq!(err, "note: interrupted: nothing was changed\n");
+    assert_eq!(
+        world.state().serial,
+        before.serial,
+        "the state was not written"
+    );
+    world.emulator.clear_faults();
+
+    world
+        .emulator
+        .add_fault(slow("POST", Some("*/virtualMachines/*/deallocate")));
+    let (code, err) = interrupted_once(
+        &world,
+        &["park", "exp.hcl", "--auto-approve"],
+        Some("vm.gpu.vm: deallocating...\n"),
+    )
+    .await;
+    assert_eq!(code, 130, "{err}");
+    assert!(
+        err.ends_with(
+            "note: interrupted: the 1 power action(s) sent go on in Azure; what finished is saved, and `dsinfra status exp.hcl` shows the rest\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(world.power_state("vm.gpu.vm"), Some(PowerState::Running));
+    world.emulator.clear_faults();
+    // Unlocked and valid: the next park runs at once and finishes the job.
+    world.run(&["park", "exp.hcl", "--auto-approve"]).success();
+    assert_eq!(
+        world.power_state("vm.gpu.vm"),
+        Some(PowerState::Deallocated)
+    );
+}

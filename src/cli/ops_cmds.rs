@@ -13,6 +13,7 @@ use chrono::Utc;
 
 use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use super::connect::runtime;
+use super::interrupt;
 use super::manifest_cmds::load;
 use super::plan_cmd::{live_connection, target_name};
 use super::steps_run::StepsJob;
@@ -48,97 +49,131 @@ fn load_state(manifest: &std::path::Path) -> anyhow::Result<(Box<dyn Backend + S
 }
 
 /// `dsinfra park` and `dsinfra unpark`.
+///
+/// Ctrl-C until the power actions are sent (connecting, refreshing, the start preflight, the
+/// question, BeeOND's stop before a park) ends the command with nothing changed, its lock
+/// released at once (see `interrupt`). Once sent, the actions run in Azure whatever dsinfra
+/// does, so a Ctrl-C there only stops the waiting: what finished is saved, and the next refresh
+/// reads the rest.
 pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
     let (mut backend, mut state) = load_state(&args.manifest.manifest)?;
     let rt = runtime()?;
-    rt.block_on(async {
-        let conn = super::connect::connect(
+    interrupt::listen(&rt);
+    let conn = interrupt::block_on(
+        &rt,
+        super::connect::connect(
             &args.connect,
             &args.manifest.manifest,
             &loaded.desired.azure,
-        )
-        .await?;
-        refresh::refresh(&conn.client, &conn.subscription, &mut state).await?;
-        let selected = power::select_vms(&state, &args.only)?;
-        let todo = power::needing_change(&state, &selected, change);
-        let verb = match change {
-            PowerChange::Park => "parked",
-            PowerChange::Unpark => "running",
-        };
-        if todo.is_empty() {
-            out.note(&format!(
-                "nothing to do: {} VM(s) selected, all already {verb}",
-                selected.len()
+        ),
+    )??;
+    interrupt::block_on(
+        &rt,
+        refresh::refresh(&conn.client, &conn.subscription, &mut state),
+    )??;
+    let selected = power::select_vms(&state, &args.only)?;
+    let todo = power::needing_change(&state, &selected, change);
+    let verb = match change {
+        PowerChange::Park => "parked",
+        PowerChange::Unpark => "running",
+    };
+    if todo.is_empty() {
+        out.note(&format!(
+            "nothing to do: {} VM(s) selected, all already {verb}",
+            selected.len()
+        ));
+        out.result(&view::cost_lines(&power::hourly_cost(&state)));
+        return Ok(Outcome::Success);
+    }
+    if change == PowerChange::Park {
+        out.note(TEMP_DISK_WARNING);
+    }
+    let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
+    let question = format!(
+        "{} {} VM(s) on {}: {}?",
+        match change {
+            PowerChange::Park => "Deallocate",
+            PowerChange::Unpark => "Start",
+        },
+        todo.len(),
+        target_name(&conn.target),
+        names.join(", ")
+    );
+    if change == PowerChange::Unpark {
+        // Starting needs the vCPUs a deallocated VM gave back: check before starting any.
+        let locations = preflight::locations_of_vms(&state, &todo);
+        let capacity = interrupt::block_on(
+            &rt,
+            preflight::Capacity::fetch(&conn.client, &conn.subscription, &locations),
+        )??;
+        let problems = preflight::check_start(&state, &todo, &loaded.desired, &capacity);
+        if !problems.is_empty() {
+            out.message(&crate::render::diagnostics(
+                &problems,
+                &loaded.sources,
+                out.stderr_colour(),
             ));
-            out.result(&view::cost_lines(&power::hourly_cost(&state)));
-            return Ok(Outcome::Success);
-        }
-        if change == PowerChange::Park {
-            out.note(TEMP_DISK_WARNING);
-        }
-        let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
-        let question = format!(
-            "{} {} VM(s) on {}: {}?",
-            match change {
-                PowerChange::Park => "Deallocate",
-                PowerChange::Unpark => "Start",
-            },
-            todo.len(),
-            target_name(&conn.target),
-            names.join(", ")
-        );
-        if change == PowerChange::Unpark {
-            // Starting needs the vCPUs a deallocated VM gave back: check before starting any.
-            let locations = preflight::locations_of_vms(&state, &todo);
-            let capacity =
-                preflight::Capacity::fetch(&conn.client, &conn.subscription, &locations).await?;
-            let problems = preflight::check_start(&state, &todo, &loaded.desired, &capacity);
-            if !problems.is_empty() {
-                out.message(&crate::render::diagnostics(
-                    &problems,
-                    &loaded.sources,
-                    out.stderr_colour(),
-                ));
-                return Err(AlreadyReported {
-                    count: problems.len(),
-                }
-                .into());
+            return Err(AlreadyReported {
+                count: problems.len(),
             }
+            .into());
         }
-        approve(&question, args.auto_approve)?;
-        let steps = StepsJob::new(&conn, &args.manifest.manifest, &args.steps, change.verb());
-        if change == PowerChange::Park {
-            (backend, state) = steps
-                .before_park(&loaded.desired, (backend, state), &todo, out)
-                .await;
-        }
-        let before = power::hourly_cost(&state);
-        let mut report = |event: PowerEvent<'_>| report_power(&event, change, &loaded, out);
-        // Against an emulator, the client waits at the emulator's latency scale, as apply's does.
-        let result = power::set_power(
-            &super::apply_cmd::engine_client(&conn, &LroBridge::new())?.0,
+    }
+    interrupt::approval(approve(&question, args.auto_approve).map(|()| true))?;
+    let steps = StepsJob::new(&conn, &args.manifest.manifest, &args.steps, change.verb());
+    if change == PowerChange::Park {
+        (backend, state) = interrupt::block_on(
+            &rt,
+            steps.before_park(&loaded.desired, (backend, state), &todo, out),
+        )?;
+        interrupt::check()?;
+    }
+    let before = power::hourly_cost(&state);
+    let mut report = |event: PowerEvent<'_>| report_power(&event, change, &loaded, out);
+    // Against an emulator, the client waits at the emulator's latency scale, as apply's does.
+    let client = super::apply_cmd::engine_client(&conn, &LroBridge::new())?.0;
+    let result = interrupt::block_on(
+        &rt,
+        power::set_power(
+            &client,
             backend.as_mut(),
             &mut state,
             &todo,
             change,
             &mut report,
-        )
-        .await;
-        let after = power::hourly_cost(&state);
-        out.result(&view::cost_change(&before, &after));
-        let steps_result = match change {
-            PowerChange::Unpark => {
-                steps
-                    .after_unpark(&loaded.desired, (backend, state), &todo, out)
-                    .await
-            }
-            PowerChange::Park => Ok(()),
-        };
-        result?;
-        steps_result?;
-        Ok(Outcome::Success)
-    })
+        ),
+    );
+    let after = power::hourly_cost(&state);
+    out.result(&view::cost_change(&before, &after));
+    let Ok(result) = result else {
+        out.note(&format!(
+            "interrupted: the {} power action(s) sent go on in Azure; what finished is saved, \
+             and `dsinfra status {}` shows the rest",
+            todo.len(),
+            args.manifest.manifest.display()
+        ));
+        return Ok(Outcome::Interrupted);
+    };
+    let steps_result = match change {
+        PowerChange::Unpark => {
+            let Ok(ran) = interrupt::block_on(
+                &rt,
+                steps.after_unpark(&loaded.desired, (backend, state), &todo, out),
+            ) else {
+                out.note(
+                    "interrupted: the VMs are running; the steps that had not finished run at \
+                     the next `dsinfra apply`",
+                );
+                return Ok(Outcome::Interrupted);
+            };
+            ran
+        }
+        PowerChange::Park => Ok(()),
+    };
+    result?;
+    steps_result?;
+    Ok(Outcome::Success)
 }
 
 /// One line per VM as its power action starts, ends or fails.
