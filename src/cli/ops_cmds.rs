@@ -89,36 +89,9 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
     if change == PowerChange::Park {
         out.note(TEMP_DISK_WARNING);
     }
-    let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
-    let question = format!(
-        "{} {} VM(s) on {}: {}?",
-        match change {
-            PowerChange::Park => "Deallocate",
-            PowerChange::Unpark => "Start",
-        },
-        todo.len(),
-        target_name(&conn.target),
-        names.join(", ")
-    );
+    let question = power_question(change, &todo, &conn.target);
     if change == PowerChange::Unpark {
-        // Starting needs the vCPUs a deallocated VM gave back: check before starting any.
-        let locations = preflight::locations_of_vms(&state, &todo);
-        let capacity = interrupt::block_on(
-            &rt,
-            preflight::Capacity::fetch(&conn.client, &conn.subscription, &locations),
-        )??;
-        let problems = preflight::check_start(&state, &todo, &loaded.desired, &capacity);
-        if !problems.is_empty() {
-            out.message(&crate::render::diagnostics(
-                &problems,
-                &loaded.sources,
-                out.stderr_colour(),
-            ));
-            return Err(AlreadyReported {
-                count: problems.len(),
-            }
-            .into());
-        }
+        check_start(&rt, &conn, &state, &todo, &loaded, out)?;
     }
     interrupt::approval(approve(&question, args.auto_approve).map(|()| true))?;
     let steps = StepsJob::new(&conn, &args.manifest.manifest, &args.steps, change.verb());
@@ -174,6 +147,55 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
     result?;
     steps_result?;
     Ok(Outcome::Success)
+}
+
+/// `Deallocate 2 VM(s) on <target>: vm.a.vm, vm.b.vm?`
+fn power_question(
+    change: PowerChange,
+    todo: &[Address],
+    target: &super::connect::Target,
+) -> String {
+    let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
+    format!(
+        "{} {} VM(s) on {}: {}?",
+        match change {
+            PowerChange::Park => "Deallocate",
+            PowerChange::Unpark => "Start",
+        },
+        todo.len(),
+        target_name(target),
+        names.join(", ")
+    )
+}
+
+/// Before an unpark: starting needs the vCPUs a deallocated VM gave back, so the quota is
+/// checked before any VM is started; a shortfall is a located diagnostic, printed here.
+fn check_start(
+    rt: &tokio::runtime::Runtime,
+    conn: &super::connect::Connection,
+    state: &State,
+    todo: &[Address],
+    loaded: &crate::manifest::Loaded,
+    out: &Output,
+) -> anyhow::Result<()> {
+    let locations = preflight::locations_of_vms(state, todo);
+    let capacity = interrupt::block_on(
+        rt,
+        preflight::Capacity::fetch(&conn.client, &conn.subscription, &locations),
+    )??;
+    let problems = preflight::check_start(state, todo, &loaded.desired, &capacity);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    out.message(&crate::render::diagnostics(
+        &problems,
+        &loaded.sources,
+        out.stderr_colour(),
+    ));
+    Err(AlreadyReported {
+        count: problems.len(),
+    }
+    .into())
 }
 
 /// One line per VM as its power action starts, ends or fails.
