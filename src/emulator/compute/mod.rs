@@ -1,0 +1,185 @@
+//! Microsoft.Compute: VMs (quota, SKU restrictions, power states, instance view, disks via the
+//! VM body), managed disks, proximity placement groups, and the usages and SKUs endpoints.
+
+use serde_json::{Value, json};
+
+use super::error::ArmError;
+use super::json::At as _;
+use super::providers::{Target, envelope, key, require_location};
+use super::server::{Ctx, Reply};
+use super::store::{Cloud, Kind, Resource};
+
+mod disks;
+mod power;
+mod quota;
+mod vm;
+
+pub(crate) use disks::{put_disk, release_disks};
+use power::instance_view;
+pub(crate) use power::{power_after, vm_action};
+pub(crate) use quota::{skus, usages};
+use vm::CUSTOM_DATA_DIGEST;
+pub(crate) use vm::put_vm;
+
+/// Overlays `update` on `base`, object by object.
+fn merge(mut base: Value, update: &Value) -> Value {
+    match (base.as_object_mut(), update.as_object()) {
+        (Some(base_map), Some(update_map)) => {
+            for (k, v) in update_map {
+                let merged = match base_map.remove(k) {
+                    Some(old) if old.is_object() && v.is_object() => merge(old, v),
+                    _ => v.clone(),
+                };
+                base_map.insert(k.clone(), merged);
+            }
+            base
+        }
+        _ => update.clone(),
+    }
+}
+
+/// The GET representation of compute resources.
+pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value {
+    let mut body = resource.body.clone();
+    let now = ctx.now.to_rfc3339();
+    match resource.kind {
+        Kind::VirtualMachine => {
+            if let Some(map) = body.as_object_mut() {
+                map.remove(CUSTOM_DATA_DIGEST);
+            }
+            let expand = ctx
+                .query("$expand")
+                .is_some_and(|e| e.eq_ignore_ascii_case("instanceView"));
+            if expand {
+                body["properties"]["instanceView"] = instance_view(resource, &now);
+            }
+        }
+        Kind::Disk => {
+            let attached = body.get("managedBy").is_some();
+            let state = resource.provisioning_state().unwrap_or("Succeeded");
+            if state == "Succeeded" || attached {
+                body["properties"]["diskState"] =
+                    json!(if attached { "Attached" } else { "Unattached" });
+            }
+        }
+        Kind::ProximityPlacementGroup => {
+            let vms: Vec<Value> = ppg_members(cloud, &resource.id)
+                .map(|vm| json!({"id": vm.id}))
+                .collect();
+            body["properties"]["virtualMachines"] = Value::Array(vms);
+            if ctx
+                .query("includeColocationStatus")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                body["properties"]["colocationStatus"] = json!({
+                    "code": "ColocationStatus/Aligned",
+                    "level": "Info",
+                    "displayStatus": "Aligned",
+                    "message": "All resources in the proximity placement group are aligned.",
+                });
+            }
+        }
+        _ => {}
+    }
+    body
+}
+
+pub(crate) fn put_ppg(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+) -> Result<Reply, ArmError> {
+    let body = ctx.body();
+    let location = require_location(&body)?;
+    let id = target.id_in(cloud);
+    let existing = cloud.resources.get(&target.key).cloned();
+    let mut props = body
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    props.remove("virtualMachines");
+    props.remove("colocationStatus");
+    props
+        .entry("proximityPlacementGroupType")
+        .or_insert(json!("Standard"));
+    let mut stored_body = envelope(
+        &id,
+        target.name(),
+        Kind::ProximityPlacementGroup,
+        Some(&location),
+        &body,
+    );
+    stored_body["properties"] = Value::Object(props);
+    let mut ppg = cloud.new_resource(id, Kind::ProximityPlacementGroup, stored_body);
+    if let Some(old) = &existing {
+        ppg.seq = old.seq;
+    }
+    cloud.resources.insert(target.key.clone(), ppg.clone());
+    Ok(Reply::json(
+        if existing.is_some() { 200 } else { 201 },
+        render(cloud, ctx, &ppg),
+    ))
+}
+
+/// The VMs placed in the proximity placement group `ppg_id`.
+fn ppg_members<'c>(cloud: &'c Cloud, ppg_id: &str) -> impl Iterator<Item = &'c Resource> {
+    let own = key(ppg_id);
+    cloud
+        .of_kind(Kind::VirtualMachine)
+        .into_iter()
+        .filter(move |vm| {
+            vm.body
+                .at("/properties/proximityPlacementGroup/id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| key(id) == own)
+        })
+}
+
+/// The in-use rules of compute DELETEs.
+pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), ArmError> {
+    match resource.kind {
+        Kind::Disk => match resource.body.get("managedBy").and_then(Value::as_str) {
+            Some(owner) => Err(ArmError::new(
+                409,
+                "OperationNotAllowed",
+                format!("Disk {} is attached to VM {owner}.", resource.name()),
+            )),
+            None => Ok(()),
+        },
+        Kind::ProximityPlacementGroup => {
+            let users: Vec<String> = ppg_members(cloud, &resource.id)
+                .map(|vm| vm.id.clone())
+                .collect();
+            if users.is_empty() {
+                Ok(())
+            } else {
+                Err(ArmError::new(
+                    409,
+                    "OperationNotAllowed",
+                    format!(
+                        "Proximity placement group {} cannot be deleted as it is in use by the \
+                         following resources: {}.",
+                        resource.id,
+                        users.join(", ")
+                    ),
+                ))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_overlays_nested_objects() {
+        let merged = merge(
+            json!({"a": {"b": 1, "c": 2}, "d": 3}),
+            &json!({"a": {"b": 9}}),
+        );
+        assert_eq!(merged, json!({"a": {"b": 9, "c": 2}, "d": 3}));
+    }
+}
