@@ -887,6 +887,28 @@ async fn a_script_step_reads_its_sas_from_a_private_file_and_its_results_come_ba
 
     results_came_back(&w, &applied);
     no_secret_in_any_output(&w, &token, keys, applied, snapshots).await;
+    fetched_again_only_when_missing(&w).await;
+}
+
+/// An apply whose step is up to date reads back only the files that are gone locally: one the
+/// user edited is kept, one deleted comes back.
+async fn fetched_again_only_when_missing(w: &World) {
+    let edited = ".dsinfra/stepsdemo/fetched/probe/probe-train-0/data.bin";
+    let deleted = ".dsinfra/stepsdemo/fetched/probe/probe-train-1/data.bin";
+    std::fs::write(w.path(edited), "annotated by hand").expect("writable");
+    std::fs::remove_file(w.path(deleted)).expect("removable");
+    let again = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert!(again.contains("nothing to apply"), "{again}");
+    assert!(!again.contains(&format!("fetched {edited}")), "{again}");
+    assert!(again.contains(&format!("  fetched {deleted}\n")), "{again}");
+    assert_eq!(
+        std::fs::read_to_string(w.path(edited)).expect("kept"),
+        "annotated by hand"
+    );
+    assert_eq!(
+        std::fs::read(w.path(deleted)).expect("fetched again"),
+        std::fs::read(w.out().join("data.bin")).expect("the head wrote data.bin")
+    );
 }
 
 /// The file the head wrote came back byte-identical, from every node; a missing one is a warning.

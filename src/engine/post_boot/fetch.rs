@@ -7,7 +7,8 @@
 //! because the SSH layer hands command output over as text lines: the copy is byte-identical,
 //! binary files included. A file that does not exist on the node is a warning naming it, not a
 //! failure: the steps did succeed. The local path stays inside the experiment's directory: the
-//! library's relative path is checked again here.
+//! library's relative path is checked again here. A step that was up to date (skipped) is
+//! fetched from only if its local copy is missing, so a no-change apply reads nothing back.
 
 use std::path::{Component, Path};
 use std::time::Duration;
@@ -36,15 +37,14 @@ pub async fn fetch_files(
         let Some(spec) = specs.get(fetch.node) else {
             continue;
         };
-        let ran = report.node(spec.name()).is_some_and(|n| {
-            matches!(
-                n.outcome(&fetch.after_step),
-                Some(StepOutcome::Ran { .. } | StepOutcome::Skipped(_))
-            )
-        });
-        if !ran {
-            continue;
-        }
+        let outcome = report
+            .node(spec.name())
+            .and_then(|n| n.outcome(&fetch.after_step));
+        let up_to_date = match outcome {
+            Some(StepOutcome::Ran { .. }) => false,
+            Some(StepOutcome::Skipped(_)) => true,
+            _ => continue,
+        };
         if !is_relative_inside(&fetch.local) {
             warnings.push(format!(
                 "not fetching {}: its local path {:?} would leave {}",
@@ -55,6 +55,11 @@ pub async fn fetch_files(
             continue;
         }
         let local = dir.join(&fetch.local);
+        // A step that did not run this time wrote nothing new: its file came back when it ran.
+        // Only a copy that is gone is fetched again; one the user edited is left alone.
+        if up_to_date && local.exists() {
+            continue;
+        }
         match read_remote(spec, auth, &fetch.remote).await {
             Ok(bytes) => {
                 let saved = local
