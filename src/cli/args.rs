@@ -106,12 +106,28 @@ Examples:
     ///
     /// Disks, public IPs and storage stay (and stay billed). The temp disk of each VM is lost:
     /// BeeOND scratch and blobfuse caches live there. `dsinfra unpark` starts the VMs again.
+    /// BeeOND is stopped on the heads first. Each VM's new power state is saved as soon as its
+    /// deallocation finishes.
     #[command(after_help = "\
+Exit codes: 0 success, 1 error (every VM that failed is listed), 130 interrupted (Ctrl-C: before
+the deallocations are sent nothing changes; after, Azure finishes them and dsinfra stops waiting).
+
 Examples:
   dsinfra park exp.hcl --emulator --auto-approve
   dsinfra park exp.hcl --only train        just the VMs of cluster \"train\"")]
     Park(PowerArgs),
     /// Unpark: start the experiment's parked VMs again.
+    ///
+    /// Checks first that the vCPU quota still holds them (a deallocated VM gave its vCPUs back),
+    /// then starts them all at once and runs their per-boot steps again (mounts, caches, BeeOND:
+    /// the temp disk is new).
+    #[command(after_help = "\
+Exit codes: 0 success, 1 error (a quota shortfall, or every VM that failed), 130 interrupted
+(Ctrl-C: before the starts are sent nothing changes; after, Azure finishes them).
+
+Examples:
+  dsinfra unpark exp.hcl --emulator --auto-approve
+  dsinfra unpark exp.hcl --only cluster.train[0]")]
     Unpark(PowerArgs),
     /// Show the experiment's VMs: power state, IPs, uptime and cost per hour and since start.
     Status(StatusArgs),
