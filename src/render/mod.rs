@@ -14,6 +14,7 @@
 
 mod diagnostics;
 mod dot;
+pub mod money;
 mod paint;
 mod plan_json;
 mod plan_text;

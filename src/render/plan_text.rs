@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use console::Style;
 use serde_json::Value;
 
+use super::money::dollars;
 use super::paint::{bold, dim, green, paint, red, yellow};
 use super::value::{inline, key};
 use crate::model::{Attrs, RunPolicy, StepScope};
@@ -478,20 +479,6 @@ fn render_steps(out: &mut String, plan: &Plan, colour: bool) {
     out.push('\n');
 }
 
-fn money(amount: f64) -> String {
-    // Whole cents with thousands separators: `$12,345.67`.
-    let cents = format!("{amount:.2}");
-    let (whole, frac) = cents.split_once('.').unwrap_or((&cents, "00"));
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("${grouped}.{frac}")
-}
-
 fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
     let _ = writeln!(
         out,
@@ -578,20 +565,8 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
         out,
         "  30 days ({} h) after this plan: {} running, {} parked (VM compute is billed only while running)\n",
         cost.hours_per_month,
-        money(cost.after.running_per_month),
-        money(cost.after.parked_per_month)
+        dollars(cost.after.running_per_month),
+        dollars(cost.after.parked_per_month)
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn money_has_cents_and_thousands_separators() {
-        assert_eq!(money(0.0), "$0.00");
-        assert_eq!(money(2226.244), "$2,226.24");
-        assert_eq!(money(1_234_567.891), "$1,234,567.89");
-        assert_eq!(money(999.999), "$1,000.00");
-    }
-}

@@ -15,6 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::money::{dollars, rate};
 use crate::addr::Address;
 use crate::engine::events::{Event, EventSink};
 use crate::engine::execute::Report;
@@ -194,11 +195,6 @@ impl Progress {
     }
 }
 
-/// `$1.23/h`.
-fn dollars(value: f64) -> String {
-    format!("${value:.2}")
-}
-
 /// The end of a run: what was done, what failed (verbatim, with advice), what was skipped or not
 /// started, and what the experiment costs now. `verb` is `Apply` or `Destroy`.
 pub fn summary(verb: &str, report: &Report, cost: Option<&CostTotals>) -> String {
@@ -250,10 +246,10 @@ pub fn summary(verb: &str, report: &Report, cost: Option<&CostTotals>) -> String
     if let Some(cost) = cost {
         let _ = writeln!(
             text,
-            "Cost now: {}/h running ({}/month), {}/h parked ({}/month).",
-            dollars(cost.running_per_hour),
+            "Cost now: {}/h running ({} per 30 days), {}/h parked ({} per 30 days).",
+            rate(cost.running_per_hour),
             dollars(cost.running_per_month),
-            dollars(cost.parked_per_hour),
+            rate(cost.parked_per_hour),
             dollars(cost.parked_per_month)
         );
     }
@@ -348,7 +344,7 @@ mod tests {
              error: create vm.gpu.vm: AllocationFailed: no capacity (request id r1)\n  = help: try another zone\n\
              skipped: create vm.gpu.auto_shutdown (needs vm.gpu.vm)\n\
              The state records everything done so far; run the same command again to finish: what exists is adopted, nothing is duplicated.\n\
-             Cost now: $3.06/h running ($2203.20/month), $0.10/h parked ($72.00/month).\n"
+             Cost now: $3.06/h running ($2,203.20 per 30 days), $0.1000/h parked ($72.00 per 30 days).\n"
         );
     }
 

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::money::{dollars, rate};
 use super::paint::{bold, dim, green, paint, yellow};
 use super::value::{inline, key};
 use crate::engine::power::{HourlyCost, VmStatus};
@@ -36,15 +37,6 @@ pub fn duration_words(seconds: i64) -> String {
         format!("{m}m {:02}s", s % 60)
     } else {
         format!("{s}s")
-    }
-}
-
-/// Dollars with cents, or four decimals below a dollar (a disk's hourly rate).
-pub fn dollars(amount: f64) -> String {
-    if amount.abs() < 1.0 {
-        format!("${amount:.4}")
-    } else {
-        format!("${amount:.2}")
     }
 }
 
@@ -131,8 +123,8 @@ pub fn status_text(
                     Some(t) if running => duration_words((now - t).num_seconds()),
                     _ => "-".into(),
                 },
-                dollars(vm.per_hour),
-                vm.since_start.map_or_else(|| "-".into(), dollars),
+                rate(vm.per_hour),
+                vm.since_start.map_or_else(|| "-".into(), rate),
             ]);
         }
         out.push_str(&table(&rows));
@@ -183,9 +175,9 @@ fn other_resources(state: &State) -> Vec<Vec<String>> {
 pub fn cost_lines(cost: &HourlyCost) -> String {
     format!(
         "Cost per hour now: {} (all running: {}, all parked: {})\n",
-        dollars(cost.now),
-        dollars(cost.all_running),
-        dollars(cost.all_parked)
+        rate(cost.now),
+        rate(cost.all_running),
+        rate(cost.all_parked)
     )
 }
 
@@ -193,8 +185,8 @@ pub fn cost_lines(cost: &HourlyCost) -> String {
 pub fn cost_change(before: &HourlyCost, after: &HourlyCost) -> String {
     format!(
         "Cost per hour: {} before, {} now ({} per 30 days at this rate)\n",
-        dollars(before.now),
-        dollars(after.now),
+        rate(before.now),
+        rate(after.now),
         dollars(after.now * crate::catalog::HOURS_PER_MONTH)
     )
 }
@@ -332,8 +324,6 @@ mod tests {
         assert_eq!(duration_words(3900), "1h 05m");
         assert_eq!(duration_words(90_061), "1d 1h");
         assert_eq!(duration_words(-5), "0s");
-        assert_eq!(dollars(3.0612), "$3.06");
-        assert_eq!(dollars(0.0263), "$0.0263");
     }
 
     #[test]
