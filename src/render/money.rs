@@ -23,9 +23,9 @@ pub fn dollars(amount: f64) -> String {
     format!("{sign}${grouped}.{frac}")
 }
 
-/// A rate per hour: like [`dollars`], with four decimals below a dollar.
+/// A rate per hour: like [`dollars`], with four decimals below a dollar (but none is `$0.00`).
 pub fn rate(amount: f64) -> String {
-    if amount.abs() < 1.0 {
+    if amount != 0.0 && amount.abs() < 1.0 {
         format!("${amount:.4}")
     } else {
         dollars(amount)
@@ -50,6 +50,7 @@ mod tests {
         assert_eq!(rate(3.0612), "$3.06");
         assert_eq!(rate(0.0263), "$0.0263");
         assert_eq!(rate(0.005), "$0.0050");
+        assert_eq!(rate(0.0), "$0.00");
         assert_eq!(rate(1234.5), "$1,234.50");
     }
 }
