@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::error::ArmError;
 use super::providers::{Target, envelope, key, require_location};
 use super::server::{Ctx, Reply};
-use super::store::{Cloud, Kind, Resource};
+use super::store::{Cloud, Kind};
 
 pub(crate) fn put(
     cloud: &mut Cloud,
@@ -66,23 +66,8 @@ pub(crate) fn put(
         &body,
     );
     stored["properties"] = Value::Object(props);
-    let seq = existing
-        .as_ref()
-        .map_or_else(|| cloud.next_seq(), |r| r.seq);
-    cloud.resources.insert(
-        target.key.clone(),
-        Resource {
-            id: target.id.clone(),
-            kind: Kind::Schedule,
-            body: stored.clone(),
-            seq,
-            op: None,
-            hidden: false,
-            power: None,
-            keys: Vec::new(),
-            failure: None,
-        },
-    );
+    let schedule = cloud.new_resource(target.id.clone(), Kind::Schedule, stored.clone());
+    cloud.put_resource(target.key.clone(), schedule);
     Ok(Reply::json(
         if existing.is_some() { 200 } else { 201 },
         stored,

@@ -171,21 +171,11 @@ pub(crate) fn put_account(
         &location,
         ops::base_latency(Kind::StorageAccount, &OpKind::Put, None),
     );
-    let seq = cloud.next_seq();
-    cloud.resources.insert(
-        target.key.clone(),
-        Resource {
-            id,
-            kind: Kind::StorageAccount,
-            body: stored_body,
-            seq,
-            op: Some(op.id.clone()),
-            hidden: true,
-            power: None,
-            keys: vec![random_key(), random_key()],
-            failure: None,
-        },
-    );
+    let mut account = cloud.new_resource(id, Kind::StorageAccount, stored_body);
+    account.op = Some(op.id.clone());
+    account.hidden = true;
+    account.keys = vec![random_key(), random_key()];
+    cloud.put_resource(target.key.clone(), account);
     Ok(Reply::empty(202).headers(ops::storage_headers(ctx, &op)))
 }
 
@@ -249,23 +239,8 @@ pub(crate) fn put_child(cloud: &mut Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -
         }
         stored["properties"] = props;
     }
-    let seq = existing
-        .as_ref()
-        .map_or_else(|| cloud.next_seq(), |r| r.seq);
-    cloud.resources.insert(
-        target.key.clone(),
-        Resource {
-            id,
-            kind: target.kind,
-            body: stored.clone(),
-            seq,
-            op: None,
-            hidden: false,
-            power: None,
-            keys: Vec::new(),
-            failure: None,
-        },
-    );
+    let child = cloud.new_resource(id, target.kind, stored.clone());
+    cloud.put_resource(target.key.clone(), child);
     Reply::json(if existing.is_some() { 200 } else { 201 }, stored)
 }
 

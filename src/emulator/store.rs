@@ -289,7 +289,7 @@ pub(crate) struct Cloud {
 }
 
 impl Cloud {
-    pub fn next_seq(&mut self) -> u64 {
+    fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
@@ -307,6 +307,15 @@ impl Cloud {
             keys: Vec::new(),
             failure: None,
         }
+    }
+
+    /// Stores `resource` at `key`. One that replaces another keeps the other's place in the
+    /// creation order (lists come back in that order, as ARM's do); the replaced one is returned.
+    pub fn put_resource(&mut self, key: String, mut resource: Resource) -> Option<Resource> {
+        if let Some(old) = self.resources.get(&key) {
+            resource.seq = old.seq;
+        }
+        self.resources.insert(key, resource)
     }
 
     /// Resources of a kind, in creation order.

@@ -407,10 +407,7 @@ pub(crate) fn put_disk(
     );
     let mut disk = cloud.new_resource(id, Kind::Disk, stored_body);
     disk.op = Some(op.id.clone());
-    if let Some(old) = &existing {
-        disk.seq = old.seq;
-    }
-    cloud.resources.insert(target.key.clone(), disk.clone());
+    cloud.put_resource(target.key.clone(), disk.clone());
     // DiskRP answers a create with 202 and the body, an update with 200.
     let status = if existing.is_some() { 200 } else { 202 };
     let mut headers = ops::put_headers(ctx, &op);

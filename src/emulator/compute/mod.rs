@@ -111,11 +111,8 @@ pub(crate) fn put_ppg(
         &body,
     );
     stored_body["properties"] = Value::Object(props);
-    let mut ppg = cloud.new_resource(id, Kind::ProximityPlacementGroup, stored_body);
-    if let Some(old) = &existing {
-        ppg.seq = old.seq;
-    }
-    cloud.resources.insert(target.key.clone(), ppg.clone());
+    let ppg = cloud.new_resource(id, Kind::ProximityPlacementGroup, stored_body);
+    cloud.put_resource(target.key.clone(), ppg.clone());
     Ok(Reply::json(
         if existing.is_some() { 200 } else { 201 },
         render(cloud, ctx, &ppg),

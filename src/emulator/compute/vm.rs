@@ -267,24 +267,19 @@ pub(crate) fn put_vm(
     );
     let mut vm = cloud.new_resource(id, Kind::VirtualMachine, stored_body);
     vm.op = Some(op.id.clone());
-    match &existing {
-        Some(old) => {
-            vm.seq = old.seq;
-            vm.power.clone_from(&old.power);
-        }
-        None => vm.power = Some("starting".into()),
-    }
+    vm.power = match &existing {
+        Some(old) => old.power.clone(),
+        None => Some("starting".into()),
+    };
     for mut disk in disks {
         let disk_key = key(&disk.id);
-        if let Some(old) = cloud.resources.get(&disk_key) {
-            disk.seq = old.seq;
-            disk.op.clone_from(&old.op);
-        } else {
-            disk.op = Some(op.id.clone());
-        }
-        cloud.resources.insert(disk_key, disk);
+        disk.op = match cloud.resources.get(&disk_key) {
+            Some(old) => old.op.clone(),
+            None => Some(op.id.clone()),
+        };
+        cloud.put_resource(disk_key, disk);
     }
-    cloud.resources.insert(target.key.clone(), vm.clone());
+    cloud.put_resource(target.key.clone(), vm.clone());
     Ok(
         Reply::json(if created { 201 } else { 200 }, render(cloud, ctx, &vm))
             .headers(ops::put_headers(ctx, &op)),

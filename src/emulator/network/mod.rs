@@ -48,14 +48,13 @@ fn is_key(id: &str, lower_key: &str) -> bool {
     id.trim_end_matches('/').eq_ignore_ascii_case(lower_key)
 }
 
-/// Keeps the creation order of a resource being replaced.
+/// Stores a network resource, keeping what a PUT does not change of the one it replaces.
 fn upsert(cloud: &mut Cloud, key: String, mut resource: Resource) {
     if let Some(old) = cloud.resources.get(&key) {
-        resource.seq = old.seq;
         resource.power.clone_from(&old.power);
         resource.keys.clone_from(&old.keys);
     }
-    cloud.resources.insert(key, resource);
+    cloud.put_resource(key, resource);
 }
 
 /// The stored form of a top-level network resource: ARM's envelope with a fresh etag, and the
