@@ -569,4 +569,3 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
         dollars(cost.after.parked_per_month)
     );
 }
-

@@ -1,0 +1,187 @@
+//! Compute bodies: VMs (image, OS and data disks, NIC references; customData is added at create
+//! time by `Request::with_custom_data`), managed disks, proximity placement groups and the
+//! auto-shutdown schedule.
+
+use serde_json::Value;
+
+use crate::azure::types::SubResource;
+use crate::azure::types::compute::{
+    DataDisk, DiskCreateOptionType, DiskDeleteOption, DiskStorageAccountType, HardwareProfile,
+    ImageReference, LinuxConfiguration, ManagedDiskParameters, NetworkInterfaceReference,
+    NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk, OsProfile, SshConfiguration,
+    SshPublicKey, StorageProfile, VirtualMachine, VirtualMachineProperties,
+};
+use crate::azure::types::devtestlab::Schedule;
+use crate::azure::types::disk::Disk;
+use crate::azure::types::placement::{
+    PlacementIntent, ProximityPlacementGroup, ProximityPlacementGroupProperties,
+    ProximityPlacementGroupType,
+};
+
+use super::{BodyError, Builder};
+
+impl Builder<'_> {
+    pub(super) fn placement_group(&self) -> Result<ProximityPlacementGroup, BodyError> {
+        let sizes = self.texts("vm_sizes")?;
+        Ok(ProximityPlacementGroup {
+            location: self.location()?,
+            tags: self.tags()?,
+            zones: self.zones()?,
+            properties: Some(ProximityPlacementGroupProperties {
+                proximity_placement_group_type: Some(ProximityPlacementGroupType::Standard),
+                intent: (!sizes.is_empty()).then_some(PlacementIntent { vm_sizes: sizes }),
+                ..ProximityPlacementGroupProperties::default()
+            }),
+            ..ProximityPlacementGroup::default()
+        })
+    }
+
+    fn image(&self) -> Result<ImageReference, BodyError> {
+        let image = self.value("image").ok_or_else(|| self.missing("image"))?;
+        let part = |key: &str| image.get(key).and_then(Value::as_str).map(str::to_owned);
+        let reference = ImageReference {
+            publisher: part("publisher"),
+            offer: part("offer"),
+            sku: part("sku"),
+            version: part("version").or_else(|| Some("latest".to_owned())),
+            ..ImageReference::default()
+        };
+        if reference.publisher.is_none() || reference.offer.is_none() || reference.sku.is_none() {
+            return Err(self.invalid("image", "needs a publisher, an offer and a sku"));
+        }
+        Ok(reference)
+    }
+
+    fn data_disks(&self) -> Result<Vec<DataDisk>, BodyError> {
+        #[derive(serde::Deserialize)]
+        struct DiskAttr {
+            lun: i32,
+            disk: String,
+        }
+        let raw = self
+            .value("data_disks")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        let disks: Vec<DiskAttr> =
+            serde_json::from_value(raw).map_err(|e| self.invalid("data_disks", e.to_string()))?;
+        disks
+            .into_iter()
+            .map(|d| {
+                let id = self
+                    .target("data_disks", &d.disk)?
+                    .arm_id(self.subscription);
+                Ok(DataDisk::attach(d.lun, &id))
+            })
+            .collect()
+    }
+
+    pub(super) fn virtual_machine(&self) -> Result<VirtualMachine, BodyError> {
+        let name = &self.resource.name;
+        let admin = self.text("admin_username")?;
+        let keys = self.texts("ssh_public_keys")?;
+        if keys.is_empty() {
+            return Err(self.missing("ssh_public_keys"));
+        }
+        let os_disk_sku = match self.value("os_disk_sku") {
+            Some(_) => Some(self.wire_enum::<DiskStorageAccountType>("os_disk_sku")?),
+            None => None,
+        };
+        let nic = self
+            .reference_id("nic")?
+            .ok_or_else(|| self.missing("nic"))?;
+        let data_disks = self.data_disks()?;
+        Ok(VirtualMachine {
+            location: self.location()?,
+            tags: self.tags()?,
+            zones: self.zones()?,
+            properties: Some(VirtualMachineProperties {
+                hardware_profile: Some(HardwareProfile {
+                    vm_size: self.text("size")?,
+                }),
+                storage_profile: Some(StorageProfile {
+                    image_reference: Some(self.image()?),
+                    os_disk: Some(OsDisk {
+                        os_type: None,
+                        // A deterministic name and deleteOption Delete: the OS disk goes with
+                        // the VM, so a deleted or replaced VM leaves no orphaned disk.
+                        name: Some(format!("{name}-osdisk")),
+                        caching: None,
+                        create_option: DiskCreateOptionType::FromImage,
+                        disk_size_gb: self.opt_i32("os_disk_size_gb")?,
+                        managed_disk: os_disk_sku.map(|sku| ManagedDiskParameters {
+                            id: None,
+                            storage_account_type: Some(sku),
+                        }),
+                        delete_option: Some(DiskDeleteOption::Delete),
+                    }),
+                    data_disks: (!data_disks.is_empty()).then_some(data_disks),
+                }),
+                os_profile: Some(OsProfile {
+                    computer_name: Some(name.clone()),
+                    admin_username: Some(admin.clone()),
+                    custom_data: None,
+                    linux_configuration: Some(LinuxConfiguration {
+                        disable_password_authentication: Some(true),
+                        ssh: Some(SshConfiguration {
+                            public_keys: keys
+                                .into_iter()
+                                .map(|key_data| SshPublicKey {
+                                    path: format!("/home/{admin}/.ssh/authorized_keys"),
+                                    key_data,
+                                })
+                                .collect(),
+                        }),
+                        // Left to the image default: the body type spells the property
+                        // `provisionVmAgent`, the spec `provisionVMAgent` (reported to the lead).
+                        provision_vm_agent: None,
+                    }),
+                }),
+                network_profile: Some(NetworkProfile {
+                    network_interfaces: vec![NetworkInterfaceReference {
+                        id: nic,
+                        properties: Some(NetworkInterfaceReferenceProperties {
+                            primary: Some(true),
+                            // The NIC is a resource of its own in the plan: deleting the VM
+                            // detaches it and the engine deletes it in order.
+                            delete_option: Some(DiskDeleteOption::Detach),
+                        }),
+                    }],
+                }),
+                proximity_placement_group: self
+                    .reference_id("proximity_placement_group")?
+                    .map(SubResource::new),
+                ..VirtualMachineProperties::default()
+            }),
+            ..VirtualMachine::default()
+        })
+    }
+
+    pub(super) fn disk(&self) -> Result<Disk, BodyError> {
+        let size = self
+            .opt_i32("size_gb")?
+            .ok_or_else(|| self.missing("size_gb"))?;
+        Ok(Disk::empty(
+            self.location()?,
+            size,
+            self.wire_enum("sku")?,
+            self.zones()?,
+            self.tags()?,
+        ))
+    }
+
+    pub(super) fn schedule(&self) -> Result<Schedule, BodyError> {
+        let vm = self.reference_id("vm")?.ok_or_else(|| self.missing("vm"))?;
+        // The manifest writes HH:MM; DevTestLab wants HHMM.
+        let time = self.text("time")?.replace(':', "");
+        let zone = self
+            .opt_text("time_zone")?
+            .unwrap_or_else(|| "UTC".to_owned());
+        let mut schedule =
+            Schedule::vm_auto_shutdown(self.location()?, &vm, &time, &zone, self.tags()?);
+        if self.opt_text("status")?.as_deref() == Some("Disabled") {
+            schedule.properties.status =
+                Some(crate::azure::types::devtestlab::EnableStatus::Disabled);
+        }
+        Ok(schedule)
+    }
+}
