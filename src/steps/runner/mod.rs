@@ -11,25 +11,28 @@
 //! other nodes go on until a barrier needs the failed node, and the report says who stopped
 //! where.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OnceCell, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::ssh::{self, Auth, Exit, Privilege, ScriptRequest, Session, Stream, Target, WaitPolicy};
+use crate::ssh::{Auth, Privilege, Session, Stream, WaitPolicy};
 
-use super::log::{Redactor, StepLog, log_path};
-use super::marker::{
-    Decision, Known, NodeState, REBOOT_EXIT, RunReason, SkipReason, check_marker_epilogue, decide,
-    parse_state, read_state_command, write_marker_epilogue,
-};
+use super::log::Redactor;
+use super::marker::{Decision, Known, NodeState, RunReason, SkipReason, decide};
 use super::progress::{Gate, Progress, applies, barrier, gate};
 use super::report::{NodeReport, NodeStatus, RunReport, StepOutcome, StepReport};
 use super::spec::{NodeSpec, Scope, StepSpec};
+
+mod exec;
+mod pool;
+
+use exec::read_state;
+use pool::Pool;
 
 /// Something the runner reports while it works; the renderer decides how to show it.
 #[derive(Debug, Clone, Copy)]
@@ -498,328 +501,13 @@ impl Context {
             }
         }
     }
-
-    /// Runs step `i` on node `index`, streaming its output to the log and the events.
-    async fn run_step(
-        &self,
-        session: &Session,
-        index: usize,
-        i: usize,
-        reason: RunReason,
-    ) -> Result<Ran, String> {
-        let node = &self.nodes[index];
-        let step = &self.steps[i];
-        self.emit(&Event::StepStarted {
-            node: node.name(),
-            step: &step.name,
-            reason,
-        });
-        let path = log_path(
-            &self.options.log_dir,
-            &self.options.run_id,
-            node.name(),
-            &step.name,
-        );
-        let mut log = StepLog::create(&path);
-        let request = ScriptRequest {
-            script: step.script.clone(),
-            env: self.script_env(index, i),
-            secrets: step
-                .secrets
-                .iter()
-                .map(|s| (s.name.clone(), s.value.clone()))
-                .collect(),
-            privilege: self.options.privilege,
-            timeout: step.timeout,
-            epilogue: Some(write_marker_epilogue(
-                &node.marker_dir,
-                &step.name,
-                &self.hashes[i],
-                &node.boot_id_path,
-            )),
-        };
-        let result = session
-            .run_script(&request, &mut |stream, line| {
-                let line = self.redactor.redact(line);
-                log.line(&line);
-                self.emit(&Event::Line {
-                    node: node.name(),
-                    step: &step.name,
-                    stream,
-                    line: &line,
-                });
-            })
-            .await;
-        log.finish();
-        let log_note = format!("(log: {})", path.display());
-        match result {
-            Ok(Exit::Code(0)) => Ok(Ran::Done),
-            Ok(Exit::Code(REBOOT_EXIT)) => Ok(Ran::Reboot),
-            Ok(Exit::Code(code)) => Err(format!("exit status {code} {log_note}")),
-            Ok(Exit::Signal(signal)) => Err(format!("killed by signal {signal} {log_note}")),
-            Err(e) => Err(format!("{e} {log_note}")),
-        }
-    }
-
-    /// Runs step `i`'s check on node `index`: `Ok(true)` when it says the work is already done
-    /// (its marker is then written by the same remote shell), `Ok(false)` when the step must
-    /// run (any other exit status, a timeout included). Only a lost connection is an error.
-    /// Output goes to `<step>.check.log`, not to the terminal: a check is a quick question, and
-    /// 64 nodes answering it would drown the steps that do run.
-    async fn run_check(&self, session: &Session, index: usize, i: usize) -> Result<bool, String> {
-        let node = &self.nodes[index];
-        let step = &self.steps[i];
-        let Some(check) = &step.check else {
-            return Ok(false);
-        };
-        let path = log_path(
-            &self.options.log_dir,
-            &self.options.run_id,
-            node.name(),
-            &format!("{}.check", step.name),
-        );
-        let mut log = StepLog::create(&path);
-        let request = ScriptRequest {
-            script: check.clone(),
-            env: self.script_env(index, i),
-            secrets: step
-                .secrets
-                .iter()
-                .map(|s| (s.name.clone(), s.value.clone()))
-                .collect(),
-            privilege: self.options.privilege,
-            timeout: Some(step.timeout.map_or(CHECK_TIMEOUT, |t| t.min(CHECK_TIMEOUT))),
-            epilogue: Some(check_marker_epilogue(
-                &node.marker_dir,
-                &step.name,
-                &self.hashes[i],
-                &node.boot_id_path,
-            )),
-        };
-        let result = session
-            .run_script(&request, &mut |_, line| {
-                log.line(&self.redactor.redact(line));
-            })
-            .await;
-        let done = match &result {
-            Ok(exit) => {
-                log.line(&format!(
-                    "dsinfra: check {} ({exit:?})",
-                    if exit.success() {
-                        "says already done"
-                    } else {
-                        "says run the step"
-                    }
-                ));
-                exit.success()
-            }
-            Err(_) => false,
-        };
-        log.finish();
-        result.map(|_| done).map_err(|e| {
-            format!(
-                "the step's check could not run: {e} (log: {})",
-                path.display()
-            )
-        })
-    }
-
-    /// The variables a step's script sees: its parameters, then the node's identity
-    /// (`DSINFRA_NODE`, `DSINFRA_RANK` counting from 0 at the head, `DSINFRA_NODES`), so one
-    /// script can shard work by rank.
-    fn script_env(&self, rank: usize, i: usize) -> Vec<(String, String)> {
-        let node = &self.nodes[rank];
-        let mut env: Vec<(String, String)> = self.steps[i]
-            .params
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        env.push(("DSINFRA_NODE".to_owned(), node.name().to_owned()));
-        env.push(("DSINFRA_RANK".to_owned(), rank.to_string()));
-        env.push(("DSINFRA_NODES".to_owned(), self.nodes.len().to_string()));
-        env
-    }
-
-    /// Reboots a node after step `i` asked for it, waits for a new boot id, and records the
-    /// step's marker in the new boot (so a per-boot step that asked does not run again).
-    async fn reboot(
-        &self,
-        session: Session,
-        node: &NodeSpec,
-        old_boot: &str,
-        i: usize,
-    ) -> Result<(Session, String), String> {
-        // The command may kill the connection before it answers: its outcome says nothing.
-        let _ = session
-            .output(
-                &self.options.reboot_command,
-                b"",
-                Some(Duration::from_mins(1)),
-            )
-            .await;
-        self.pool.forget(&pool_key(node));
-        session.close().await;
-        drop(session);
-
-        let limit = self.options.reboot_wait.limit;
-        let started = Instant::now();
-        loop {
-            let remaining = limit.saturating_sub(started.elapsed());
-            let wait = WaitPolicy {
-                limit: remaining,
-                ..self.options.reboot_wait
-            };
-            let fresh = self.connect(node, &wait).await?;
-            let boot_id = fresh
-                .boot_id(Some(&node.boot_id_path))
-                .await
-                .map_err(|e| e.to_string())?;
-            if boot_id != old_boot {
-                let mut marker = ScriptRequest::new("true");
-                marker.privilege = self.options.privilege;
-                marker.epilogue = Some(write_marker_epilogue(
-                    &node.marker_dir,
-                    &self.steps[i].name,
-                    &self.hashes[i],
-                    &node.boot_id_path,
-                ));
-                let exit = fresh
-                    .run_script(&marker, &mut |_, _| {})
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if !exit.success() {
-                    return Err(format!(
-                        "cannot record the step marker after the reboot ({exit:?})"
-                    ));
-                }
-                return Ok((fresh, boot_id));
-            }
-            // Still the old boot: the reboot has not taken the node down yet.
-            self.pool.forget(&pool_key(node));
-            fresh.close().await;
-            if started.elapsed() + Duration::from_secs(1) >= limit {
-                return Err(format!(
-                    "the node did not reboot within {}s (boot id unchanged)",
-                    limit.as_secs()
-                ));
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-
-    /// The node's session, from the pool (through its jump host if it has one).
-    async fn connect(&self, node: &NodeSpec, wait: &WaitPolicy) -> Result<Session, String> {
-        let auth = &self.options.auth;
-        match &node.jump {
-            None => {
-                self.pool
-                    .get(pool_key(node), || {
-                        ssh::connect(&node.target, &node.host_key, auth, wait)
-                    })
-                    .await
-            }
-            Some(hop) => {
-                let jump = self
-                    .pool
-                    .get(target_key(&hop.target, None), || {
-                        ssh::connect(&hop.target, &hop.host_key, auth, &self.options.wait)
-                    })
-                    .await
-                    .map_err(|e| format!("cannot reach the jump host: {e}"))?;
-                self.pool
-                    .get(pool_key(node), || {
-                        ssh::connect_via(&jump, &node.target, &node.host_key, auth, wait)
-                    })
-                    .await
-            }
-        }
-    }
-}
-
-/// Reads the boot id and the markers with one unprivileged command.
-async fn read_state(session: &Session, node: &NodeSpec) -> Result<NodeState, String> {
-    let output = session
-        .output(
-            &read_state_command(&node.marker_dir, &node.boot_id_path),
-            b"",
-            Some(Duration::from_mins(1)),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    parse_state(&output.stdout).ok_or_else(|| {
-        format!(
-            "node {}: cannot read the boot id from {}: {}",
-            node.name(),
-            node.boot_id_path,
-            output.stderr.trim()
-        )
-    })
-}
-
-fn target_key(target: &Target, via: Option<&Target>) -> String {
-    let direct = format!("{}@{}", target.user, target.address());
-    match via {
-        Some(hop) => format!("{direct} via {}", target_key(hop, None)),
-        None => direct,
-    }
-}
-
-fn pool_key(node: &NodeSpec) -> String {
-    target_key(&node.target, node.jump.as_ref().map(|hop| &hop.target))
-}
-
-/// One connection per destination, shared by the node's own task and the nodes that jump
-/// through it. A failed connection is remembered as its message, so 31 nodes behind an
-/// unreachable head fail at once instead of each waiting out the limit again.
-#[derive(Default)]
-struct Pool {
-    entries: Mutex<HashMap<String, Arc<Slot>>>,
-}
-
-/// A pooled connection, or the message of the attempt that failed.
-type Slot = OnceCell<Result<Session, String>>;
-
-impl Pool {
-    async fn get<F, Fut>(&self, key: String, connect: F) -> Result<Session, String>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Session, ssh::Error>>,
-    {
-        let cell = {
-            let mut entries = self.entries.lock().expect("pool mutex is never poisoned");
-            Arc::clone(entries.entry(key).or_default())
-        };
-        cell.get_or_init(|| async { connect().await.map_err(|e| e.to_string()) })
-            .await
-            .clone()
-    }
-
-    fn forget(&self, key: &str) {
-        self.entries
-            .lock()
-            .expect("pool mutex is never poisoned")
-            .remove(key);
-    }
-
-    async fn close_all(&self) {
-        let cells: Vec<_> = self
-            .entries
-            .lock()
-            .expect("pool mutex is never poisoned")
-            .drain()
-            .map(|(_, cell)| cell)
-            .collect();
-        for cell in cells {
-            if let Some(Ok(session)) = cell.get() {
-                session.close().await;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::pool::pool_key;
     use super::*;
+    use crate::ssh::{self, Target};
 
     fn step(name: &str) -> StepSpec {
         StepSpec::new(name, "true")
