@@ -4,6 +4,7 @@
 use super::*;
 use crate::plan::fixtures::{addr, dual, normal, set};
 use crate::plan::{Mode, PlanOptions, plan};
+use crate::state::{Backend, StateError};
 
 fn apply(a: &str) -> Node {
     Node::new(&addr(a), Phase::Apply)
