@@ -5,7 +5,9 @@
 //! lease standing in for the OS lock) implements the same trait. Holding a backend means holding
 //! the lock: constructors acquire it and dropping the backend releases it.
 
-use super::{LockHolder, State, StateError};
+use std::path::PathBuf;
+
+use super::{DSINFRA_VERSION, LockHolder, State, StateError};
 
 /// Where one experiment's state is kept, locked for as long as the value lives.
 pub trait Backend {
@@ -28,4 +30,73 @@ pub trait Backend {
     /// save refuses a different lineage. A backend that does not check lineages (a test
     /// double) has nothing to forget.
     fn allow_lineage_change(&mut self) {}
+}
+
+/// What every backend's save does around its own write: refuse a state of another lineage than
+/// the one loaded (`location` names the state in that error), refuse a state holding a secret,
+/// bump the serial and record this dsinfra's version, then `write`. If the write fails, serial
+/// and version are put back, so the caller's state is as it was (the trait's promise).
+pub(super) fn save_checked(
+    loaded_lineage: Option<&str>,
+    location: impl FnOnce() -> PathBuf,
+    state: &mut State,
+    write: impl FnOnce(&State) -> Result<(), StateError>,
+) -> Result<(), StateError> {
+    if let Some(expected) = loaded_lineage
+        && expected != state.lineage
+    {
+        return Err(StateError::LineageMismatch {
+            path: location(),
+            expected: expected.to_owned(),
+            found: state.lineage.clone(),
+        });
+    }
+    state.check_no_secrets()?;
+    let previous = (state.serial, state.dsinfra_version.clone());
+    state.serial += 1;
+    DSINFRA_VERSION.clone_into(&mut state.dsinfra_version);
+    let written = write(state);
+    if written.is_err() {
+        (state.serial, state.dsinfra_version) = previous;
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_the_state_as_it_was() {
+        let mut state = State::new("exp");
+        state.serial = 7;
+        state.dsinfra_version = "0.0.1".to_owned();
+        let failed = save_checked(None, PathBuf::new, &mut state, |written| {
+            assert_eq!(written.serial, 8, "the write sees the bumped serial");
+            assert_eq!(written.dsinfra_version, DSINFRA_VERSION);
+            Err(StateError::Io {
+                action: "write",
+                path: PathBuf::from("x"),
+                source: std::io::Error::other("disk full"),
+            })
+        });
+        assert!(failed.is_err());
+        assert_eq!((state.serial, state.dsinfra_version.as_str()), (7, "0.0.1"));
+    }
+
+    #[test]
+    fn another_lineage_is_refused_before_anything_is_written() {
+        let mut state = State::new("exp");
+        let result = save_checked(
+            Some("someone-else"),
+            || PathBuf::from(".dsinfra/exp/state.json"),
+            &mut state,
+            |_| panic!("nothing is written"),
+        );
+        assert!(
+            matches!(result, Err(StateError::LineageMismatch { ref expected, .. }) if expected == "someone-else"),
+            "{result:?}"
+        );
+        assert_eq!(state.serial, 0);
+    }
 }

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt as _;
 
+use super::backend::save_checked;
 use super::{Backend, LockHolder, State, StateError};
 
 const STATE_FILE: &str = "state.json";
@@ -226,38 +227,23 @@ impl Backend for LocalBackend {
 
     fn save(&mut self, state: &mut State) -> Result<(), StateError> {
         let path = self.state_path();
-        if let Some(expected) = &self.loaded_lineage
-            && *expected != state.lineage
-        {
-            return Err(StateError::LineageMismatch {
-                path,
-                expected: expected.clone(),
-                found: state.lineage.clone(),
-            });
-        }
-        state.check_no_secrets()?;
-        let previous = (state.serial, state.dsinfra_version.clone());
-        state.serial += 1;
-        super::DSINFRA_VERSION.clone_into(&mut state.dsinfra_version);
-        let result = (|| {
-            let text = state.to_json();
-            keep_backup(&path, &self.backup_path(), |from, to| {
-                fs::hard_link(from, to)
-            })?;
-            Self::replace_file(&path, text.as_bytes())?;
-            // Makes both renames (backup and state) durable.
-            self.sync_dir()
-        })();
-        match result {
-            Ok(()) => {
-                self.loaded_lineage = Some(state.lineage.clone());
-                Ok(())
-            }
-            Err(err) => {
-                (state.serial, state.dsinfra_version) = previous;
-                Err(err)
-            }
-        }
+        let loaded = self.loaded_lineage.clone();
+        save_checked(
+            loaded.as_deref(),
+            || path.clone(),
+            state,
+            |state| {
+                let text = state.to_json();
+                keep_backup(&path, &self.backup_path(), |from, to| {
+                    fs::hard_link(from, to)
+                })?;
+                Self::replace_file(&path, text.as_bytes())?;
+                // Makes both renames (backup and state) durable.
+                self.sync_dir()
+            },
+        )?;
+        self.loaded_lineage = Some(state.lineage.clone());
+        Ok(())
     }
 
     fn lock_holder(&self) -> &LockHolder {

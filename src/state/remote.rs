@@ -33,6 +33,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
+use super::backend::save_checked;
 use super::{Backend, LockHolder, State, StateError};
 use crate::model::BackendConfig;
 use crate::secret;
@@ -369,30 +370,17 @@ impl Backend for RemoteBackend {
     }
 
     fn save(&mut self, state: &mut State) -> Result<(), StateError> {
-        if let Some(expected) = &self.loaded_lineage
-            && *expected != state.lineage
-        {
-            return Err(StateError::LineageMismatch {
-                path: PathBuf::from(self.url()),
-                expected: expected.clone(),
-                found: state.lineage.clone(),
-            });
-        }
-        state.check_no_secrets()?;
-        let previous = (state.serial, state.dsinfra_version.clone());
-        state.serial += 1;
-        super::DSINFRA_VERSION.clone_into(&mut state.dsinfra_version);
-        match self.write(state) {
-            Ok(()) => {
-                self.loaded_lineage = Some(state.lineage.clone());
-                self.replace_lineage = false;
-                Ok(())
-            }
-            Err(err) => {
-                (state.serial, state.dsinfra_version) = previous;
-                Err(err)
-            }
-        }
+        let loaded = self.loaded_lineage.clone();
+        let url = self.url();
+        save_checked(
+            loaded.as_deref(),
+            || PathBuf::from(url),
+            state,
+            |state| self.write(state),
+        )?;
+        self.loaded_lineage = Some(state.lineage.clone());
+        self.replace_lineage = false;
+        Ok(())
     }
 
     fn lock_holder(&self) -> &LockHolder {
