@@ -782,3 +782,39 @@ async fn ctrl_c_in_park_stops_waiting_and_says_what_goes_on() {
         Some(PowerState::Deallocated)
     );
 }
+
+/// Guards Ctrl-C in the read-only commands that hold the state's lock while they read ARM
+/// (`status`, `output`): the read is abandoned, the command exits 130 saying nothing was
+/// changed, and the lock goes with it (killed by the signal instead, a remote lease would stay
+/// held for up to a minute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_in_status_or_output_ends_the_read_and_changes_nothing() {
+    let world = World::applied(config()).await;
+    world.emulator.add_fault(FaultRule {
+        method: Some("GET".into()),
+        path: None,
+        resource_type: None,
+        count: None,
+        action: FaultAction::Delay {
+            millis: 30_000,
+            jitter_millis: 0,
+        },
+    });
+    let before = world.state();
+    for command in [
+        &["status", "exp.hcl"][..],
+        &["output", "exp.hcl", "private", "--show-secrets"][..],
+    ] {
+        let (code, err) = interrupted_once(&world, command, None).await;
+        assert_eq!(code, 130, "{command:?}: {err}");
+        assert_eq!(
+            err, "note: interrupted: nothing was changed\n",
+            "{command:?}"
+        );
+    }
+    assert_eq!(
+        world.state().serial,
+        before.serial,
+        "the state was not written"
+    );
+}

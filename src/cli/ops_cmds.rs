@@ -258,9 +258,12 @@ fn approve(question: &str, auto_approve: bool) -> anyhow::Result<()> {
 /// `dsinfra status`.
 pub fn status(args: &StatusArgs, out: &Output) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
+    // The state's lock is held while ARM is read: a Ctrl-C meanwhile must release it (a remote
+    // lease would otherwise refuse everyone for up to a minute), so the reads are interruptible.
     let (_backend, mut state) = load_state(&args.manifest.manifest)?;
     let rt = runtime()?;
-    let report = rt.block_on(async {
+    interrupt::listen(&rt);
+    let report = interrupt::block_on(&rt, async {
         match live_connection(
             &args.connect,
             &args.manifest.manifest,
@@ -273,7 +276,7 @@ pub fn status(args: &StatusArgs, out: &Output) -> anyhow::Result<Outcome> {
             )),
             None => Ok(None),
         }
-    })?;
+    })??;
     let live = report.is_some();
     let report = report.unwrap_or_default();
     let now = Utc::now();
@@ -319,14 +322,15 @@ pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut observed = RefreshReport::default().observed;
     if needs_arm && !state.resources.is_empty() {
         let rt = runtime()?;
-        let report = rt.block_on(async {
+        interrupt::listen(&rt);
+        let report = interrupt::block_on(&rt, async {
             match live_connection(&args.connect, &args.manifest.manifest, &desired.azure).await? {
                 Some(conn) => Ok::<_, anyhow::Error>(Some(
                     refresh::refresh(&conn.client, &conn.subscription, &mut state).await?,
                 )),
                 None => Ok(None),
             }
-        })?;
+        })??;
         if let Some(report) = report {
             observed = report.observed;
         }
@@ -407,7 +411,8 @@ fn reveal_sas(
         return Ok(());
     }
     let rt = runtime()?;
-    rt.block_on(async {
+    interrupt::listen(&rt);
+    interrupt::block_on(&rt, async {
         let conn = live_connection(&args.connect, &args.manifest.manifest, &desired.azure)
             .await?
             .ok_or_else(|| {
@@ -440,8 +445,8 @@ fn reveal_sas(
             let token = crate::engine::sas::resign(resource, &key, &state.lineage, identity)?;
             values[i].value = Some(serde_json::Value::String(token.expose_query().to_owned()));
         }
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    })?
 }
 
 fn warn_unknown(values: &[view::OutputValue], out: &Output) {
