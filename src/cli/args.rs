@@ -130,8 +130,26 @@ Examples:
   dsinfra unpark exp.hcl --only cluster.train[0]")]
     Unpark(PowerArgs),
     /// Show the experiment's VMs: power state, IPs, uptime and cost per hour and since start.
+    ///
+    /// Reads every resource back from ARM first (with --emulator/--endpoint or Azure
+    /// credentials), so a VM parked by its schedule or deleted outside dsinfra shows as it is;
+    /// without a connection it shows what the state recorded and says so. Never writes.
+    #[command(after_help = "\
+Examples:
+  dsinfra status exp.hcl                   against Azure (az login, a service principal, ...)
+  dsinfra status exp.hcl --emulator")]
     Status(StatusArgs),
     /// Print the manifest's outputs (sensitive ones only with --show-secrets).
+    ///
+    /// Values apply resolved come from the state; one only Azure knows (an IP address of an
+    /// older state, a sensitive value, which is never stored) is read from ARM. A SAS is
+    /// re-signed for --show-secrets, never stored.
+    #[command(after_help = "\
+Examples:
+  dsinfra output exp.hcl                   every output, sensitive ones masked
+  dsinfra output exp.hcl ssh               one value, printed raw (for scripts)
+  dsinfra output exp.hcl sas --show-secrets --emulator
+  dsinfra output exp.hcl --json")]
     Output(OutputArgs),
     /// Open an SSH session on a node (or run a command there), checking its pinned host key.
     ///
