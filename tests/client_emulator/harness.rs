@@ -58,7 +58,7 @@ pub(crate) fn specs() -> Option<Arc<Specs>> {
 }
 
 /// Operation-status and operation-result URLs are not described by the shipped spec files
-/// (docs/emulator.md, deviation 19); `tests/emulator.rs` checks their bodies instead.
+/// (docs/emulator.md, deviation 19); `tests/emulator/` checks their bodies instead.
 pub(crate) fn is_operation_status(path: &str) -> bool {
     path.split('/').any(|segment| {
         [

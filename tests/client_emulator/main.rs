@@ -1,6 +1,6 @@
 //! The real ARM client against the in-process emulator, with both held to the official specs.
 //!
-//! `tests/arm_client.rs` checks the client against scripted answers and `tests/emulator.rs`
+//! `tests/arm_client.rs` checks the client against scripted answers and `tests/emulator/`
 //! checks the emulator with raw HTTP; neither proves the two agree. Here the typed operations of
 //! `dsinfra::azure` drive the emulator while the emulator's validation hooks run every request
 //! and every answer through `dsinfra::openapi` strictly (unknown properties count): a request the
