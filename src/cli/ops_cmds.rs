@@ -100,8 +100,9 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
             &rt,
             steps.before_park(&loaded.desired, (backend, state), &todo, out),
         )?;
-        interrupt::check()?;
     }
+    // The last moment at which a Ctrl-C means "nothing was changed".
+    interrupt::check()?;
     let before = power::hourly_cost(&state);
     let mut report = |event: PowerEvent<'_>| report_power(&event, change, &loaded, out);
     // Against an emulator, the client waits at the emulator's latency scale, as apply's does.
