@@ -1,6 +1,6 @@
 //! The plumbing of end-to-end tests that run the real binary against an in-process emulator
 //! whose VMs boot into a [`NodeFarm`](super::nodes::NodeFarm) (tests/host_keys.rs,
-//! tests/steps_apply.rs, tests/ssh_cmds.rs): start the emulator with a boot hook, build and run
+//! tests/steps_apply/, tests/ssh_cmds.rs): start the emulator with a boot hook, build and run
 //! a `dsinfra` command against it, and read the experiment's local state.
 //!
 //! Only setup lives here: what a test checks stays in the test. Use through `mod common;`.
