@@ -675,6 +675,21 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
     );
 }
 
+/// Every `method` request (to `path`, if given) waits 30 s before it is answered: long enough
+/// to be interrupted in the middle.
+fn slowed(method: &str, path: Option<&str>) -> FaultRule {
+    FaultRule {
+        method: Some(method.into()),
+        path: path.map(Into::into),
+        resource_type: None,
+        count: None,
+        action: FaultAction::Delay {
+            millis: 30_000,
+            jitter_millis: 0,
+        },
+    }
+}
+
 /// `dsinfra ARGS --endpoint` in the world's directory, started in the background, and
 /// interrupted (SIGINT) once it has printed `ready` to stderr (`None`: half a second after it
 /// starts): how it exited and everything it printed to stderr.
@@ -734,19 +749,9 @@ async fn interrupted_once(world: &World, args: &[&str], ready: Option<&str>) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_in_park_stops_waiting_and_says_what_goes_on() {
     let world = World::applied(config()).await;
-    let slow = |method: &str, path: Option<&str>| FaultRule {
-        method: Some(method.into()),
-        path: path.map(Into::into),
-        resource_type: None,
-        count: None,
-        action: FaultAction::Delay {
-            millis: 30_000,
-            jitter_millis: 0,
-        },
-    };
     let before = world.state();
 
-    world.emulator.add_fault(slow("GET", None));
+    world.emulator.add_fault(slowed("GET", None));
     let (code, err) = interrupted_once(&world, &["park", "exp.hcl", "--auto-approve"], None).await;
     assert_eq!(code, 130, "{err}");
     assert_eq!(err, "note: interrupted: nothing was changed\n");
@@ -759,7 +764,7 @@ async fn ctrl_c_in_park_stops_waiting_and_says_what_goes_on() {
 
     world
         .emulator
-        .add_fault(slow("POST", Some("*/virtualMachines/*/deallocate")));
+        .add_fault(slowed("POST", Some("*/virtualMachines/*/deallocate")));
     let (code, err) = interrupted_once(
         &world,
         &["park", "exp.hcl", "--auto-approve"],
@@ -790,16 +795,7 @@ async fn ctrl_c_in_park_stops_waiting_and_says_what_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_in_status_or_output_ends_the_read_and_changes_nothing() {
     let world = World::applied(config()).await;
-    world.emulator.add_fault(FaultRule {
-        method: Some("GET".into()),
-        path: None,
-        resource_type: None,
-        count: None,
-        action: FaultAction::Delay {
-            millis: 30_000,
-            jitter_millis: 0,
-        },
-    });
+    world.emulator.add_fault(slowed("GET", None));
     let before = world.state();
     for command in [
         &["status", "exp.hcl"][..],
