@@ -227,9 +227,8 @@ impl Backend for LocalBackend {
 
     fn save(&mut self, state: &mut State) -> Result<(), StateError> {
         let path = self.state_path();
-        let loaded = self.loaded_lineage.clone();
         save_checked(
-            loaded.as_deref(),
+            self.loaded_lineage.as_deref(),
             || path.clone(),
             state,
             |state| {
