@@ -21,7 +21,7 @@ use chrono::Utc;
 use tokio::sync::watch;
 
 use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
-use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
+use super::connect::{ConnectArgs, Connection, Target, connect};
 use super::manifest_cmds::load;
 use super::steps_run::{self, StepsJob};
 use super::{AlreadyReported, Outcome, Output};
@@ -134,8 +134,7 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
     let mut state = backend
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
-    let runtime = runtime()?;
-    super::interrupt::listen(&runtime);
+    let runtime = super::interrupt::runtime()?;
     let bridge = LroBridge::new();
     let conn =
         super::interrupt::block_on(&runtime, connect(job.connect, manifest, &desired.azure))??;
@@ -326,8 +325,7 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
         out.note("the saved plan changes nothing");
         return Ok(Outcome::Success);
     }
-    let runtime = runtime()?;
-    super::interrupt::listen(&runtime);
+    let runtime = super::interrupt::runtime()?;
     let bridge = LroBridge::new();
     let conn = super::interrupt::block_on(
         &runtime,

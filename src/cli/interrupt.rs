@@ -4,7 +4,7 @@
 //! remote lease among them), refreshed it from ARM, planned, and maybe asked for approval. The
 //! default SIGINT would kill the process there, leaving a remote lease held until it expires (60
 //! s in which every other dsinfra is refused) and the local lock file naming a dead holder. So a
-//! command calls [`listen`] once it has a runtime, and runs its pre-engine waits through
+//! command starts its runtime with [`runtime`], and runs its pre-engine waits through
 //! [`block_on`]: a Ctrl-C makes the wait return [`Interrupted`], which unwinds normally (the
 //! backend is dropped, which releases the lease and clears the lock), and `cli::run` prints one
 //! line (`interrupted: nothing was changed`) and exits 130. [`check`] catches a Ctrl-C that came
@@ -29,10 +29,20 @@ static PRESSED: Notify = Notify::const_new();
 #[error("interrupted: nothing was changed")]
 pub struct Interrupted;
 
-/// Replaces the default SIGINT (which kills the process) with a listener on `runtime` that
-/// records the press for [`block_on`] and [`check`]. Call it once the command has a runtime,
-/// before it opens anything it must close.
-pub fn listen(runtime: &tokio::runtime::Runtime) {
+/// The command's runtime, with the default SIGINT (which kills the process) replaced by a
+/// listener that records the press for [`block_on`] and [`check`]. Every command that holds the
+/// state's lock while it waits on the network starts its runtime here.
+///
+/// # Errors
+///
+/// The runtime could not be started.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    let runtime = super::connect::runtime()?;
+    listen(&runtime);
+    Ok(runtime)
+}
+
+fn listen(runtime: &tokio::runtime::Runtime) {
     runtime.spawn(async {
         // An error means this platform has no signal handling: the default stays.
         while tokio::signal::ctrl_c().await.is_ok() {
@@ -46,7 +56,7 @@ fn press() {
     PRESSED.notify_waiters();
 }
 
-/// Whether Ctrl-C was pressed since [`listen`].
+/// Whether Ctrl-C was pressed since the command's [`runtime`] started.
 ///
 /// # Errors
 ///

@@ -12,7 +12,6 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
-use super::connect::runtime;
 use super::interrupt;
 use super::manifest_cmds::load;
 use super::plan_cmd::{live_connection, target_name};
@@ -58,8 +57,7 @@ fn load_state(manifest: &std::path::Path) -> anyhow::Result<(Box<dyn Backend + S
 pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
     let (mut backend, mut state) = load_state(&args.manifest.manifest)?;
-    let rt = runtime()?;
-    interrupt::listen(&rt);
+    let rt = interrupt::runtime()?;
     let conn = interrupt::block_on(
         &rt,
         super::connect::connect(
@@ -262,8 +260,7 @@ pub fn status(args: &StatusArgs, out: &Output) -> anyhow::Result<Outcome> {
     // The state's lock is held while ARM is read: a Ctrl-C meanwhile must release it (a remote
     // lease would otherwise refuse everyone for up to a minute), so the reads are interruptible.
     let (_backend, mut state) = load_state(&args.manifest.manifest)?;
-    let rt = runtime()?;
-    interrupt::listen(&rt);
+    let rt = interrupt::runtime()?;
     let report = interrupt::block_on(&rt, async {
         match live_connection(
             &args.connect,
@@ -322,8 +319,7 @@ pub fn output(args: &OutputArgs, out: &Output) -> anyhow::Result<Outcome> {
     });
     let mut observed = RefreshReport::default().observed;
     if needs_arm && !state.resources.is_empty() {
-        let rt = runtime()?;
-        interrupt::listen(&rt);
+        let rt = interrupt::runtime()?;
         let report = interrupt::block_on(&rt, async {
             match live_connection(&args.connect, &args.manifest.manifest, &desired.azure).await? {
                 Some(conn) => Ok::<_, anyhow::Error>(Some(
@@ -411,8 +407,7 @@ fn reveal_sas(
     if wanted.is_empty() {
         return Ok(());
     }
-    let rt = runtime()?;
-    interrupt::listen(&rt);
+    let rt = interrupt::runtime()?;
     interrupt::block_on(&rt, async {
         let conn = live_connection(&args.connect, &args.manifest.manifest, &desired.azure)
             .await?

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use super::args::{PlanArgs, ShowArgs};
-use super::connect::{ConnectArgs, Connection, Target, connect, runtime};
+use super::connect::{ConnectArgs, Connection, Target, connect};
 use super::manifest_cmds::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
@@ -40,8 +40,7 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
     let mut state = backend
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
-    let runtime = runtime()?;
-    super::interrupt::listen(&runtime);
+    let runtime = super::interrupt::runtime()?;
     let (live, fallback_notes) =
         refresh_and_resolve(args, out, &runtime, &mut desired, &mut state)?;
     let desired = &desired;
