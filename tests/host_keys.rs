@@ -5,8 +5,8 @@
 //! What is held: every VM's sshd presents exactly the key state pinned for it (a pinned
 //! connection runs a command, any other pinned key is refused); the emulator maps each VM's
 //! public and private IP to its sshd; an update keeps the key and boots nothing; a replaced VM
-//! gets a new key; and the private keys never appear in the state, dsinfra's output or the
-//! emulator's files. When sshd cannot run here the tests say so and return (CI fails instead).
+//! gets a new key; the private keys never appear in the state, dsinfra's output or the
+//! emulator's files; and every customData document passes `cloud-init schema`. When sshd cannot run here the tests say so and return (CI fails instead).
 
 // Other tests share tests/common; not every helper there is used by this file.
 #[allow(dead_code)]
@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::cloud_init;
 use common::farm_apply::{self, describe, output, start_emulator};
 use common::nodes::{NodeFarm, cloud_config_host_key, cloud_config_ssh_keys};
 use common::sshd::TEST_USER;
@@ -583,5 +584,50 @@ async fn the_boot_hook_sees_each_created_vm_once_with_its_cloud_config_and_ips()
             .map(String::as_str)
             .collect();
         assert_eq!(ips, expected, "{}", boot.name);
+    }
+}
+
+/// Issue 13 item 11: `ssh_genkeytypes: []` made cloud-init reject the user data ("is too
+/// short"). Every customData document an apply sends passes cloud-init's own validator, and the
+/// farm's boot hook still reads the pinned key from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_custom_data_document_an_apply_sends_passes_cloud_init_schema() {
+    if !cloud_init::available() {
+        return;
+    }
+    let docs: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    let sink = Arc::clone(&docs);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hook: VmBootHook = Arc::new(move |boot: &VmBoot| {
+        let mut docs = sink.lock().expect("not poisoned");
+        docs.push((boot.name.clone(), boot.custom_data.clone()));
+        Some(format!("127.0.0.1:{}", 41000 + docs.len()))
+    });
+    let handle = start_emulator(dir.path(), Some(hook), |_| {}).await;
+    let client = HostKeyPair::generate().expect("generation works");
+    std::fs::write(
+        dir.path().join("hostkeys.hcl"),
+        manifest(&client.public().to_openssh(), "ubuntu-22.04", "vision"),
+    )
+    .expect("manifest written");
+    let out = output(farm_apply::dsinfra(
+        dir.path(),
+        &handle.endpoint(),
+        &["apply", "hostkeys.hcl", "--auto-approve", "--steps", "skip"],
+    ))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = docs.lock().expect("not poisoned").clone();
+    assert_eq!(docs.len(), 3, "one boot per VM: {docs:?}");
+    for (vm, doc) in &docs {
+        let doc = doc.as_deref().expect("customData was sent");
+        if let Err(report) = cloud_init::schema_check(doc) {
+            panic!("cloud-init rejects the customData of {vm}:\n{report}");
+        }
+        assert!(cloud_config_host_key(doc).is_some(), "{vm}: no host key");
     }
 }

@@ -150,11 +150,15 @@ impl HostKeyPair {
 
     /// A `#cloud-config` document that installs this pair as the VM's only host key.
     ///
-    /// `ssh_genkeytypes: []` stops cloud-init from generating rsa/ecdsa keys next to it, so the
-    /// server has no other key to offer. The result contains the private key, hence [`Secret`].
+    /// `ssh_genkeytypes: [ed25519]` stops cloud-init from generating rsa/ecdsa keys next to it,
+    /// so the server has no other key to offer; cloud-init never regenerates a key file that
+    /// exists, so the ed25519 entry keeps the key written from `ssh_keys`. An empty list would
+    /// say the same, but cloud-init's schema requires at least one item and logs the whole user
+    /// data as invalid (`ssh_genkeytypes: [] is too short`). The result contains the private key,
+    /// hence [`Secret`].
     pub fn cloud_config(&self) -> Secret {
         let mut doc = String::from(
-            "#cloud-config\nssh_deletekeys: true\nssh_genkeytypes: []\nssh_keys:\n  ed25519_private: |\n",
+            "#cloud-config\nssh_deletekeys: true\nssh_genkeytypes: [ed25519]\nssh_keys:\n  ed25519_private: |\n",
         );
         for line in self.private.expose().lines() {
             doc.push_str("    ");

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: real peers (Azurite, sshd) started per test.
 
 pub mod azurite;
+pub mod cloud_init;
 pub mod farm_apply;
 pub mod nodes;
 pub mod sshd;
