@@ -37,6 +37,9 @@ pub struct VmSize {
     pub gpus: u32,
     /// GPU model, empty for CPU sizes.
     pub gpu_model: &'static str,
+    /// The GPU's NVIDIA architecture, `None` for CPU sizes: it decides which driver (and so
+    /// which HPC image) can run the GPU.
+    pub gpu_arch: Option<GpuArch>,
     /// The quota family ARM's usages API reports (`standardNDSv2Family`).
     pub quota_family: &'static str,
     /// Indicative $/hour while running.
@@ -51,6 +54,35 @@ pub struct VmSize {
     pub accelerated_networking: bool,
     /// Retired by Azure: creating it fails; the plan warns.
     pub retired: bool,
+}
+
+/// NVIDIA GPU architectures of the sizes dsinfra knows, oldest first.
+///
+/// The architecture decides the driver: NVIDIA's open kernel modules, which the current HPC
+/// images ship, run Turing and newer only; Volta (V100) needs the proprietary modules, which
+/// Azure's HPC images publish as a separate `-v100` SKU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GpuArch {
+    /// K80 (NC, NCv2: retired).
+    Kepler,
+    /// M60 (NVv3).
+    Maxwell,
+    /// V100 (NCv3, NDv2).
+    Volta,
+    /// T4 (NCasT4_v3).
+    Turing,
+    /// A100, A10 (NC A100 v4, ND A100 v4, NVadsA10 v5).
+    Ampere,
+    /// H100 (ND H100 v5).
+    Hopper,
+}
+
+impl GpuArch {
+    /// Whether NVIDIA's open kernel modules support it (Turing and newer); older GPUs need the
+    /// proprietary modules.
+    pub fn open_kernel_modules(self) -> bool {
+        self >= Self::Turing
+    }
 }
 
 /// Look a size up by its ARM name (case-insensitive, as ARM is).
@@ -98,12 +130,21 @@ mod tests {
     }
 
     #[test]
+    fn every_gpu_size_names_its_architecture_and_only_gpu_sizes_do() {
+        for name in vm_size_names() {
+            let size = vm_size(name).expect("listed sizes are known");
+            assert_eq!(size.gpus > 0, size.gpu_arch.is_some(), "{name}");
+        }
+    }
+
+    #[test]
     fn seed_sizes_are_known_with_their_quota_family() {
         let nd = vm_size("standard_nd40rs_v2").expect("ND40rs_v2 known");
         assert_eq!(nd.vcpus, 40);
         assert_eq!(nd.gpus, 8);
         assert_eq!(nd.quota_family, "standardNDSv2Family");
         assert!(nd.gen2_only && nd.infiniband);
+        assert_eq!(nd.gpu_arch, Some(GpuArch::Volta));
         let cpu = vm_size("Standard_D3_v2").expect("D3_v2 known");
         assert_eq!((cpu.vcpus, cpu.temp_disk_gib), (4, 200));
         assert_eq!(vm_size("Standard_NC6s_v3").map(|s| s.gpus), Some(1));

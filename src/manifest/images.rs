@@ -4,6 +4,11 @@
 //! H100 sizes need Generation 2, older sizes such as D3_v2 boot only Generation 1. Data scientists
 //! should not have to know this, so an alias (`ubuntu-22.04`, `dsvm-ubuntu-22.04`, ...) picks the
 //! SKU of the right generation for the VM size; an explicit image is checked against the size.
+//!
+//! GPUs add one more rule. Azure's HPC image (`microsoft-dsvm:ubuntu-hpc:2204`) ships NVIDIA's
+//! open kernel modules, which run Turing and newer GPUs only; for V100 (Volta: NCv3, NDv2)
+//! Azure/azhpc-images publishes `2204-v100` with the proprietary modules. The alias picks by the
+//! catalog's GPU architecture ([`crate::catalog::GpuArch`]), never by the size's name.
 
 use crate::catalog::VmSize;
 
@@ -40,6 +45,9 @@ struct Alias {
     offer: &'static str,
     gen1_sku: Option<&'static str>,
     gen2_sku: Option<&'static str>,
+    /// The SKU for GPUs the default SKU's driver cannot run (see the module docs), if the image
+    /// comes in such a variant.
+    proprietary_driver_sku: Option<&'static str>,
 }
 
 static ALIASES: &[Alias] = &[
@@ -49,6 +57,7 @@ static ALIASES: &[Alias] = &[
         offer: "0001-com-ubuntu-server-focal",
         gen1_sku: Some("20_04-lts"),
         gen2_sku: Some("20_04-lts-gen2"),
+        proprietary_driver_sku: None,
     },
     Alias {
         name: "ubuntu-22.04",
@@ -56,6 +65,7 @@ static ALIASES: &[Alias] = &[
         offer: "0001-com-ubuntu-server-jammy",
         gen1_sku: Some("22_04-lts"),
         gen2_sku: Some("22_04-lts-gen2"),
+        proprietary_driver_sku: None,
     },
     Alias {
         name: "ubuntu-24.04",
@@ -63,6 +73,7 @@ static ALIASES: &[Alias] = &[
         offer: "ubuntu-24_04-lts",
         gen1_sku: Some("server-gen1"),
         gen2_sku: Some("server"),
+        proprietary_driver_sku: None,
     },
     Alias {
         name: "dsvm-ubuntu-20.04",
@@ -70,6 +81,7 @@ static ALIASES: &[Alias] = &[
         offer: "ubuntu-2004",
         gen1_sku: Some("2004"),
         gen2_sku: Some("2004-gen2"),
+        proprietary_driver_sku: None,
     },
     Alias {
         name: "dsvm-ubuntu-22.04",
@@ -77,6 +89,7 @@ static ALIASES: &[Alias] = &[
         offer: "ubuntu-2204",
         gen1_sku: Some("2204"),
         gen2_sku: Some("2204-gen2"),
+        proprietary_driver_sku: None,
     },
     Alias {
         name: "hpc-ubuntu-22.04",
@@ -84,8 +97,21 @@ static ALIASES: &[Alias] = &[
         offer: "ubuntu-hpc",
         gen1_sku: None,
         gen2_sku: Some("2204"),
+        proprietary_driver_sku: Some("2204-v100"),
     },
 ];
+
+/// Publishers whose images carry no NVIDIA driver: Canonical's plain Ubuntu. The DSVM and HPC
+/// images (`microsoft-dsvm`) have one; other publishers' images (NVIDIA's own, a custom gallery
+/// image) are not known here and are not second-guessed.
+const NO_GPU_DRIVER_PUBLISHERS: [&str; 1] = ["Canonical"];
+
+/// Whether the image is known to come without an NVIDIA driver (see [`NO_GPU_DRIVER_PUBLISHERS`]).
+pub(super) fn lacks_gpu_driver(image: &ImageRef) -> bool {
+    NO_GPU_DRIVER_PUBLISHERS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(&image.publisher))
+}
 
 /// Every alias name, for "did you mean" and the docs.
 pub(super) fn alias_names() -> impl Iterator<Item = &'static str> {
@@ -115,6 +141,15 @@ pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, Ima
             (false, _, Some(sku)) => (sku, 2),
             (true, None, _) => return Err(ImageError::Generation { needs: 1, image: 2 }),
             (false, None, None) => return Err(ImageError::Unknown),
+        };
+        let needs_proprietary = size
+            .and_then(|s| s.gpu_arch)
+            .is_some_and(|arch| !arch.open_kernel_modules());
+        // The driver variant is published for the Generation 2 SKU only (so far, always the
+        // generation these GPUs' sizes take).
+        let sku = match alias.proprietary_driver_sku {
+            Some(variant) if needs_proprietary && generation == 2 => variant,
+            _ => sku,
         };
         let image = ImageRef {
             publisher: alias.publisher.to_owned(),
@@ -189,6 +224,34 @@ mod tests {
             Err(ImageError::Generation { needs: 1, image: 2 })
         );
         assert_eq!(resolve("windows", nd), Err(ImageError::Unknown));
+    }
+
+    /// Issue 13 item 12: the V100 sizes got the image whose driver cannot run their GPUs.
+    #[test]
+    fn the_hpc_alias_picks_the_v100_image_for_volta_gpus_and_the_default_for_newer_ones() {
+        let urn = |size: &str| {
+            let image = resolve("hpc-ubuntu-22.04", vm_size(size)).expect("resolves");
+            format!(
+                "{}:{}:{}:{}",
+                image.publisher, image.offer, image.sku, image.version
+            )
+        };
+        for v100 in ["Standard_ND40rs_v2", "Standard_NC6s_v3", "Standard_NC24rs_v3"] {
+            assert_eq!(urn(v100), "microsoft-dsvm:ubuntu-hpc:2204-v100:latest", "{v100}");
+        }
+        for newer in [
+            "Standard_ND96asr_v4",
+            "Standard_ND96isr_H100_v5",
+            "Standard_NC4as_T4_v3",
+            "Standard_HB120rs_v3",
+        ] {
+            assert_eq!(urn(newer), "microsoft-dsvm:ubuntu-hpc:2204:latest", "{newer}");
+        }
+        // Other aliases have no driver variants.
+        assert_eq!(
+            resolve("dsvm-ubuntu-22.04", vm_size("Standard_ND40rs_v2")).map(|i| i.sku),
+            Ok("2204-gen2".into())
+        );
     }
 
     #[test]
