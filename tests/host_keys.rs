@@ -595,13 +595,13 @@ async fn every_custom_data_document_an_apply_sends_passes_cloud_init_schema() {
     if !cloud_init::available() {
         return;
     }
-    let docs: Arc<std::sync::Mutex<Vec<(String, Option<String>)>>> = Arc::default();
-    let sink = Arc::clone(&docs);
+    let boots: Arc<std::sync::Mutex<Vec<VmBoot>>> = Arc::default();
+    let sink = Arc::clone(&boots);
     let dir = tempfile::tempdir().expect("temp dir");
     let hook: VmBootHook = Arc::new(move |boot: &VmBoot| {
-        let mut docs = sink.lock().expect("not poisoned");
-        docs.push((boot.name.clone(), boot.custom_data.clone()));
-        Some(format!("127.0.0.1:{}", 41000 + docs.len()))
+        let mut boots = sink.lock().expect("not poisoned");
+        boots.push(boot.clone());
+        Some(format!("127.0.0.1:{}", 41000 + boots.len()))
     });
     let handle = start_emulator(dir.path(), Some(hook), |_| {}).await;
     let client = HostKeyPair::generate().expect("generation works");
@@ -621,10 +621,11 @@ async fn every_custom_data_document_an_apply_sends_passes_cloud_init_schema() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let docs = docs.lock().expect("not poisoned").clone();
-    assert_eq!(docs.len(), 3, "one boot per VM: {docs:?}");
-    for (vm, doc) in &docs {
-        let doc = doc.as_deref().expect("customData was sent");
+    let boots = boots.lock().expect("not poisoned").clone();
+    assert_eq!(boots.len(), 3, "one boot per VM");
+    for boot in &boots {
+        let vm = &boot.name;
+        let doc = boot.custom_data.as_deref().expect("customData was sent");
         if let Err(report) = cloud_init::schema_check(doc) {
             panic!("cloud-init rejects the customData of {vm}:\n{report}");
         }

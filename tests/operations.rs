@@ -28,6 +28,7 @@ network "main" { ssh_from = ["203.0.113.7/32"] }
 
 vm "gpu" {
   size    = "Standard_NC6s_v3"
+  image   = "dsvm-ubuntu-22.04"
   ssh_key = file("demo.pub")
 }
 

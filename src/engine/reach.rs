@@ -42,7 +42,8 @@ pub const MARKER_DIR_ENV: &str = "DSINFRA_MARKER_DIR";
 const DEFAULT_USER: &str = "azureuser";
 
 /// Where SSH connections for an IP address go: the address itself on port 22 (Azure), or the
-/// local sshd an emulator mapped it to. Also carries the IP addresses read from ARM.
+/// local sshd an emulator mapped it to. Also carries the IP addresses (and each VM's Secure Boot
+/// setting) read from ARM.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Endpoints {
     /// `Some` against an emulator: IP address -> (host, port). Unmapped IPs are unreachable.
@@ -82,6 +83,14 @@ impl Endpoints {
     pub fn with_addresses(mut self, addresses: BTreeMap<Address, Attrs>) -> Self {
         self.addresses.extend(addresses);
         self
+    }
+
+    /// Whether Secure Boot is on for the VM at `vm`, as ARM reported it (`None`: not read).
+    pub fn secure_boot(&self, vm: &Address) -> Option<bool> {
+        self.addresses
+            .get(vm)
+            .and_then(|a| a.get("secure_boot"))
+            .and_then(Value::as_bool)
     }
 
     /// Whether IP addresses are emulated (mapped to local endpoints).
@@ -401,7 +410,8 @@ fn route_of(
 
 /// Read from ARM the IP addresses of every VM in the state: the `ip_address` of each VM's
 /// public IP and the `private_ip` of its NIC, keyed by their addresses, ready for
-/// [`Endpoints::with_addresses`]. Reads run concurrently (as many as a refresh runs); a resource ARM no longer has is left
+/// [`Endpoints::with_addresses`]; and each VM's own view, for its `secure_boot`
+/// ([`Endpoints::secure_boot`]). Reads run concurrently (as many as a refresh runs); a resource ARM no longer has is left
 /// out (the node then shows as unreachable with the reason).
 pub async fn read_addresses(
     client: &ArmClient,
@@ -409,7 +419,7 @@ pub async fn read_addresses(
 ) -> Result<BTreeMap<Address, Attrs>, ArmError> {
     let wanted: Vec<(Address, ResourceKind, String)> = live_vms(state)
         .flat_map(|vm| {
-            ["public_ip", "nic"].into_iter().map(move |part| {
+            ["public_ip", "nic", "vm"].into_iter().map(move |part| {
                 Address::new(&vm.address.kind, &vm.address.name, vm.address.index, part)
             })
         })
@@ -428,7 +438,7 @@ pub async fn read_addresses(
             Ok::<_, ArmError>((address, kind, body))
         })
         .collect();
-    // Bounded like a refresh: a 64-node cluster is 128 reads.
+    // Bounded like a refresh: a 64-node cluster is 192 reads.
     let results: Vec<_> = futures::stream::iter(reads)
         .buffer_unordered(super::refresh::REFRESH_PARALLELISM)
         .collect()

@@ -290,7 +290,8 @@ fn observed_value(kind: ResourceKind, name: &str, body: &Value) -> Option<Value>
     }
 }
 
-/// Values only ARM knows, named as `(known after apply: ADDRESS.ATTR)` placeholders name them.
+/// Values only ARM knows, named as `(known after apply: ADDRESS.ATTR)` placeholders name them:
+/// a public IP's `ip_address`, a NIC's `private_ip`, and a VM's `secure_boot`.
 pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
     let mut known = Attrs::new();
     match kind {
@@ -298,6 +299,20 @@ pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
             if let Some(ip) = text(body, "/properties/ipAddress") {
                 known.insert("ip_address".into(), Value::from(ip));
             }
+        }
+        // Whether Secure Boot is on, as the VM has it (Azure's default applies when the body
+        // had no securityProfile): the kernel-module steps check it before they start.
+        ResourceKind::VirtualMachine => {
+            let trusted = text(body, "/properties/securityProfile/securityType")
+                .is_some_and(|t| !t.eq_ignore_ascii_case("Standard"));
+            let secure_boot = body
+                .pointer("/properties/securityProfile/uefiSettings/secureBootEnabled")
+                .and_then(Value::as_bool);
+            // ARM writes the profile when it applies its default, so a VM without one has none.
+            known.insert(
+                "secure_boot".into(),
+                Value::Bool(trusted && secure_boot.unwrap_or(false)),
+            );
         }
         ResourceKind::NetworkInterface => {
             let ip = body
@@ -546,6 +561,27 @@ mod tests {
             ),
             attrs(json!({"ip_address": "20.1.2.3"}))
         );
-        assert!(known_values(ResourceKind::VirtualMachine, &nic).is_empty());
+        assert!(known_values(ResourceKind::ManagedDisk, &nic).is_empty());
+    }
+
+    /// Issue 13 item 13: the kernel-module steps read Secure Boot from ARM's view of the VM.
+    #[test]
+    fn a_vm_exposes_whether_secure_boot_is_on() {
+        let secure_boot = |body: Value| known_values(ResourceKind::VirtualMachine, &body);
+        let tl = |on: bool| {
+            json!({"properties": {"securityProfile": {"securityType": "TrustedLaunch",
+                "uefiSettings": {"secureBootEnabled": on, "vTpmEnabled": true}}}})
+        };
+        assert_eq!(secure_boot(tl(true)), attrs(json!({"secure_boot": true})));
+        assert_eq!(secure_boot(tl(false)), attrs(json!({"secure_boot": false})));
+        // No profile: Azure writes one when it applies Trusted Launch, so there is none.
+        assert_eq!(
+            secure_boot(json!({"properties": {}})),
+            attrs(json!({"secure_boot": false}))
+        );
+        assert_eq!(
+            secure_boot(json!({"properties": {"securityProfile": {"securityType": "Standard"}}})),
+            attrs(json!({"secure_boot": false}))
+        );
     }
 }

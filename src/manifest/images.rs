@@ -236,8 +236,16 @@ mod tests {
                 image.publisher, image.offer, image.sku, image.version
             )
         };
-        for v100 in ["Standard_ND40rs_v2", "Standard_NC6s_v3", "Standard_NC24rs_v3"] {
-            assert_eq!(urn(v100), "microsoft-dsvm:ubuntu-hpc:2204-v100:latest", "{v100}");
+        for v100 in [
+            "Standard_ND40rs_v2",
+            "Standard_NC6s_v3",
+            "Standard_NC24rs_v3",
+        ] {
+            assert_eq!(
+                urn(v100),
+                "microsoft-dsvm:ubuntu-hpc:2204-v100:latest",
+                "{v100}"
+            );
         }
         for newer in [
             "Standard_ND96asr_v4",
@@ -245,7 +253,11 @@ mod tests {
             "Standard_NC4as_T4_v3",
             "Standard_HB120rs_v3",
         ] {
-            assert_eq!(urn(newer), "microsoft-dsvm:ubuntu-hpc:2204:latest", "{newer}");
+            assert_eq!(
+                urn(newer),
+                "microsoft-dsvm:ubuntu-hpc:2204:latest",
+                "{newer}"
+            );
         }
         // Other aliases have no driver variants.
         assert_eq!(

@@ -313,6 +313,7 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
             steps: expanded.steps,
             outputs,
             manifest_hash,
+            notes: expanded.notes,
         },
         warnings,
         sources,

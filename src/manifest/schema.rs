@@ -126,6 +126,8 @@ static VM: BlockSchema = BlockSchema {
         "public_ip",
         "network",
         "subnet",
+        "trusted_launch",
+        "secure_boot",
     ],
     blocks: &[
         nested("image", &IMAGE),
@@ -149,6 +151,8 @@ static CLUSTER: BlockSchema = BlockSchema {
         "head_public_ip",
         "network",
         "subnet",
+        "trusted_launch",
+        "secure_boot",
     ],
     blocks: &[
         nested("image", &IMAGE),

@@ -498,3 +498,73 @@ fn docs_describe_every_step_kind() {
         assert!(docs.contains(alias), "docs mention image {alias}");
     }
 }
+
+/// Issue 13 item 13: each block's VMs state Trusted Launch, Secure Boot and vTPM; blocks that
+/// build kernel modules get Secure Boot off with a note saying why; the manifest can override.
+#[test]
+fn security_follows_the_steps_and_the_manifest_overrides_it() {
+    let text = format!(
+        r#"
+azure {{ location = "eastus" }}
+network "main" {{ ssh_from = ["198.51.100.0/24"] }}
+cluster "ib" {{
+  size    = "Standard_ND96asr_v4"
+  image   = "hpc-ubuntu-22.04"
+  count   = 2
+  ssh_key = "{KEY}"
+  step "beeond" {{ mount = "/mnt/beeond" }}
+}}
+cluster "strict" {{
+  size        = "Standard_ND96asr_v4"
+  image       = "hpc-ubuntu-22.04"
+  secure_boot = true
+  ssh_key     = "{KEY}"
+  step "beeond" {{ mount = "/mnt/beeond" }}
+}}
+vm "plain" {{
+  size    = "Standard_D4s_v5"
+  ssh_key = "{KEY}"
+}}
+vm "loose" {{
+  size        = "Standard_D4s_v5"
+  secure_boot = false
+  ssh_key     = "{KEY}"
+}}
+vm "standard" {{
+  size           = "Standard_D4s_v5"
+  trusted_launch = false
+  ssh_key        = "{KEY}"
+}}
+"#
+    );
+    let loaded = load_ok(Path::new("security.hcl"), &text, &LoadOptions::default());
+    let security = |address: &str| resource(&loaded, address).attrs["security"].clone();
+    let tl = |secure_boot: bool| json!({"type": "TrustedLaunch", "secure_boot": secure_boot, "vtpm": true});
+    assert_eq!(security("cluster.ib[1].vm"), tl(false));
+    assert_eq!(security("cluster.strict[0].vm"), tl(true));
+    assert_eq!(security("vm.plain.vm"), tl(true));
+    assert_eq!(security("vm.loose.vm"), tl(false));
+    assert_eq!(
+        security("vm.standard.vm"),
+        json!({"type": "Standard", "secure_boot": false, "vtpm": false})
+    );
+    let notes: Vec<String> = loaded
+        .desired
+        .notes
+        .iter()
+        .map(|(block, note)| format!("{block}: {note}"))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "cluster.ib: Trusted Launch with Secure Boot off: its beeond step builds kernel modules, which Secure Boot would refuse to load (`secure_boot = true` keeps it on; the kernel-module steps then refuse to start)",
+            "vm.loose: Trusted Launch with Secure Boot off: `secure_boot = false` in the manifest",
+            "vm.standard: no Trusted Launch (no Secure Boot, no vTPM): `trusted_launch = false` in the manifest",
+        ]
+    );
+    let warnings: Vec<&str> = loaded.warnings.iter().map(|w| w.summary.as_str()).collect();
+    assert_eq!(
+        warnings,
+        ["Secure Boot on cluster \"strict\", whose beeond step builds kernel modules"]
+    );
+}

@@ -97,12 +97,26 @@ impl ResourceKind {
                 "os_disk_sku",
                 "proximity_placement_group",
                 "nic",
+                // Azure fixes the security type at creation; Secure Boot changes only while
+                // deallocated, and the VM's kernel-module steps depend on it.
+                "security",
             ],
             Self::StorageAccount => &["location", "kind", "sku", "hns"],
             Self::BlobContainer => &[],
             Self::FileShare => &["protocol"],
             Self::AutoShutdownSchedule => &["vm"],
             Self::Sas => &["account", "scope", "permissions", "start", "https_only"],
+        }
+    }
+
+    /// Attributes newer dsinfra versions added to this kind: a state record made before one
+    /// existed (the attribute is absent, not null) is not a change, so upgrading dsinfra never
+    /// replaces what it created. A VM recorded without `security` keeps what Azure gave it; the
+    /// kernel-module steps check that before they start (engine::post_boot).
+    pub fn added_later(self) -> &'static [&'static str] {
+        match self {
+            Self::VirtualMachine => &["security"],
+            _ => &[],
         }
     }
 

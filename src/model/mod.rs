@@ -185,7 +185,17 @@ pub struct Step {
     pub span: Option<Span>,
 }
 
+/// Built-in steps that build and load kernel modules on the node: `mofed` (OFED drivers with
+/// `--add-kernel-support`) and `beeond` (the BeeGFS client module). Secure Boot refuses to load
+/// such locally built, unsigned modules.
+pub const KERNEL_MODULE_STEPS: [&str; 2] = ["mofed", "beeond"];
+
 impl Step {
+    /// Whether the step builds and loads kernel modules (see [`KERNEL_MODULE_STEPS`]).
+    pub fn builds_kernel_modules(&self) -> bool {
+        KERNEL_MODULE_STEPS.contains(&self.kind.as_str())
+    }
+
     /// A digest of what the manifest says about this step (kind, scope, run policy and
     /// parameters, which name secrets by address, never by value). State records it for every
     /// node the step succeeded on, so a plan can tell, offline, which steps are new or changed;
@@ -241,6 +251,10 @@ pub struct Desired {
     pub outputs: Vec<Output>,
     /// SHA-256 (hex) of the manifest text and the variable values: binds saved plans.
     pub manifest_hash: String,
+    /// Choices the manifest left to dsinfra that the plan explains, per block (`cluster.train`):
+    /// shown as the plan's notes when the block's VMs are created or replaced (the only time
+    /// they apply), e.g. why its VMs run with Secure Boot off.
+    pub notes: Vec<(Address, String)>,
 }
 
 impl Desired {

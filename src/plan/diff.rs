@@ -72,6 +72,10 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         ));
     }
 
+    if opts.mode == Mode::Normal {
+        notes.extend(block_notes(desired, &changes));
+    }
+
     let refusals = prevent_destroy(desired, &changes);
     if !refusals.is_empty() {
         return Err(refusals);
@@ -121,6 +125,23 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         notes,
         source: None,
     })
+}
+
+/// The manifest's notes on blocks whose VMs this plan creates or replaces (the only time a
+/// VM's security settings, say, take effect), as `block: note`.
+fn block_notes(desired: &Desired, changes: &BTreeMap<Address, Change>) -> Vec<String> {
+    desired
+        .notes
+        .iter()
+        .filter(|(block, _)| {
+            changes.values().any(|c| {
+                c.kind == ResourceKind::VirtualMachine
+                    && c.address.block_address() == *block
+                    && matches!(c.action, Action::Create | Action::Replace { .. })
+            })
+        })
+        .map(|(block, note)| format!("{block}: {note}"))
+        .collect()
 }
 
 /// A dependency graph over a set of resources; dependencies outside the set are left out.
@@ -222,11 +243,15 @@ fn kept_change(s: &ResourceState, reason: Reason) -> Change {
     }
 }
 
-/// Attribute names whose values differ (present on one side only counts as different).
+/// Attribute names whose values differ (present on one side only counts as different, except an
+/// attribute the state's record predates: see `ResourceKind::added_later`).
 fn changed_attributes(before: &ResourceState, after: &Resource) -> Vec<String> {
     let keys: BTreeSet<&String> = before.attrs.keys().chain(after.attrs.keys()).collect();
+    let predates = |k: &String| {
+        !before.attrs.contains_key(k) && after.kind.added_later().contains(&k.as_str())
+    };
     keys.into_iter()
-        .filter(|k| before.attrs.get(*k) != after.attrs.get(*k))
+        .filter(|k| before.attrs.get(*k) != after.attrs.get(*k) && !predates(k))
         .cloned()
         .collect()
 }

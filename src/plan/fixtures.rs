@@ -131,6 +131,7 @@ pub(crate) fn dual() -> Desired {
         }],
         outputs: Vec::new(),
         manifest_hash: "0f".repeat(32),
+        notes: Vec::new(),
     }
 }
 

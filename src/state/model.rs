@@ -407,6 +407,7 @@ mod tests {
                 },
             ],
             manifest_hash: "abc".to_owned(),
+            notes: Vec::new(),
         }
     }
 

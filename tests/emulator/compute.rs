@@ -332,3 +332,54 @@ async fn proximity_placement_groups_are_synchronous() {
     assert_eq!(env.delete(&ppg, COMPUTE).await.status, 200);
     assert_eq!(env.delete(&ppg, COMPUTE).await.status, 204);
 }
+
+/// Issue 13 item 13: Azure now gives a Generation 2 VM created without a security type Trusted
+/// Launch with Secure Boot and vTPM on; the emulator followed the old default (none). What a
+/// body states is kept, and an update that leaves the profile out keeps the VM's.
+#[tokio::test]
+async fn a_gen2_vm_created_without_a_security_profile_gets_trusted_launch_with_secure_boot() {
+    let env = env(fast()).await;
+    env.network("rg").await;
+    let trusted_on = json!({"securityType": "TrustedLaunch",
+        "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}});
+
+    // The body names a Generation 2 image (ubuntu-24_04-lts `server`) and no securityProfile.
+    let created = env.vm("rg", "vm", "Standard_D4s_v5").await;
+    assert_eq!(created.status, 201);
+    assert_eq!(created.body["properties"]["securityProfile"], trusted_on);
+    let path = res("rg", "Microsoft.Compute/virtualMachines/vm");
+    let read = env.get(&path, COMPUTE).await;
+    assert_eq!(read.body["properties"]["securityProfile"], trusted_on);
+    // An update without the profile keeps it.
+    let mut update = vm_body("rg", "Standard_D4s_v5");
+    update["properties"]["osProfile"]
+        .as_object_mut()
+        .expect("osProfile")
+        .remove("customData");
+    env.put(&path, COMPUTE, &update).await;
+    let read = env.get(&path, COMPUTE).await;
+    assert_eq!(read.body["properties"]["securityProfile"], trusted_on);
+
+    // A stated choice is stored as sent.
+    let off = json!({"securityType": "TrustedLaunch",
+        "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}});
+    let mut body = vm_body("rg", "Standard_D4s_v5");
+    body["properties"]["securityProfile"] = off.clone();
+    let path2 = res("rg", "Microsoft.Compute/virtualMachines/vm2");
+    assert_eq!(env.put(&path2, COMPUTE, &body).await.status, 201);
+    assert_eq!(
+        env.get(&path2, COMPUTE).await.body["properties"]["securityProfile"],
+        off
+    );
+
+    // A Generation 1 image cannot have Trusted Launch: nothing is added.
+    let mut gen1 = vm_body("rg", "Standard_D4s_v5");
+    gen1["properties"]["storageProfile"]["imageReference"]["sku"] = json!("server-gen1");
+    let path3 = res("rg", "Microsoft.Compute/virtualMachines/vm3");
+    assert_eq!(env.put(&path3, COMPUTE, &gen1).await.status, 201);
+    assert!(
+        env.get(&path3, COMPUTE).await.body["properties"]
+            .get("securityProfile")
+            .is_none()
+    );
+}

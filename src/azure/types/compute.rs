@@ -72,6 +72,10 @@ pub struct VirtualMachineProperties {
     /// Spot price cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billing_profile: Option<BillingProfile>,
+    /// Trusted Launch, Secure Boot and vTPM. Azure applies Trusted Launch with Secure Boot on to
+    /// a Generation 2 VM created without it, so dsinfra always sends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_profile: Option<SecurityProfile>,
     /// Read-only: `Creating`, `Updating`, `Succeeded`, `Failed`, `Deleting`.
     #[serde(default, skip_serializing)]
     pub provisioning_state: Option<String>,
@@ -302,6 +306,48 @@ pub enum OperatingSystemType {
     Windows,
     /// Linux.
     Linux,
+}
+
+/// `SecurityProfile` (computeRPCommon.json): the parts dsinfra sets.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityProfile {
+    /// `TrustedLaunch`, or `Standard` for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_type: Option<SecurityType>,
+    /// Secure Boot and vTPM; only with Trusted Launch (or a confidential VM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uefi_settings: Option<UefiSettings>,
+}
+
+/// `SecurityTypes`. The 2024-11-01 spec lists `TrustedLaunch` and `ConfidentialVM` and models the
+/// enum as a string; `Standard` is the value Azure documents for opting a Generation 2 VM out of
+/// Trusted Launch (and lists from API version 2025-11-01 on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SecurityType {
+    /// Secure Boot and vTPM available (Generation 2 images only).
+    TrustedLaunch,
+    /// Confidential VM (DC/EC sizes; dsinfra does not create these).
+    #[serde(rename = "ConfidentialVM")]
+    ConfidentialVm,
+    /// No UEFI security features.
+    Standard,
+}
+
+/// `UefiSettings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UefiSettings {
+    /// Only signed boot loaders, kernels and kernel modules load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot_enabled: Option<bool>,
+    /// A virtual TPM (measured boot, attestation).
+    #[serde(
+        default,
+        rename = "vTpmEnabled",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub v_tpm_enabled: Option<bool>,
 }
 
 /// `VirtualMachinePriorityTypes`.

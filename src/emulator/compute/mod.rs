@@ -12,6 +12,7 @@ use super::store::{Cloud, Kind, Resource};
 mod disks;
 mod power;
 mod quota;
+mod security;
 mod vm;
 
 pub(crate) use disks::{put_disk, release_disks};

@@ -244,7 +244,10 @@ pub(crate) fn put_vm(
         }
     }
     let created = existing.is_none();
-    let stored_props = stored_vm_properties(ctx, existing.as_ref(), &props, profile);
+    let mut stored_props = stored_vm_properties(ctx, existing.as_ref(), &props, profile);
+    if created {
+        super::security::apply_default(&mut stored_props);
+    }
     let mut stored_body = envelope(
         &id,
         target.name(),

@@ -1,6 +1,6 @@
-//! Compute bodies: VMs (image, OS and data disks, NIC references; customData is added at create
-//! time by `Request::with_custom_data`), managed disks, proximity placement groups and the
-//! auto-shutdown schedule.
+//! Compute bodies: VMs (image, OS and data disks, NIC references, the security profile;
+//! customData is added at create time by `Request::with_custom_data`), managed disks, proximity
+//! placement groups and the auto-shutdown schedule.
 
 use serde_json::Value;
 
@@ -8,8 +8,9 @@ use crate::azure::types::SubResource;
 use crate::azure::types::compute::{
     DataDisk, DiskCreateOptionType, DiskDeleteOption, DiskStorageAccountType, HardwareProfile,
     ImageReference, LinuxConfiguration, ManagedDiskParameters, NetworkInterfaceReference,
-    NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk, OsProfile, SshConfiguration,
-    SshPublicKey, StorageProfile, VirtualMachine, VirtualMachineProperties,
+    NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk, OsProfile, SecurityProfile,
+    SecurityType, SshConfiguration, SshPublicKey, StorageProfile, UefiSettings, VirtualMachine,
+    VirtualMachineProperties,
 };
 use crate::azure::types::devtestlab::Schedule;
 use crate::azure::types::disk::Disk;
@@ -50,6 +51,37 @@ impl Builder<'_> {
             return Err(self.invalid("image", "needs a publisher, an offer and a sku"));
         }
         Ok(reference)
+    }
+
+    /// `securityProfile` from the VM's `security` attribute (manifest::expand::security chose
+    /// it). Always sent: without it Azure gives a Generation 2 VM Trusted Launch with Secure Boot
+    /// on, which the kernel-module steps cannot work with.
+    fn security_profile(&self) -> Result<SecurityProfile, BodyError> {
+        let security = self
+            .value("security")
+            .ok_or_else(|| self.missing("security"))?;
+        let flag = |key: &str| {
+            security
+                .get(key)
+                .and_then(Value::as_bool)
+                .ok_or_else(|| self.invalid("security", format!("needs `{key}` (true or false)")))
+        };
+        let kind = security.get("type").and_then(Value::as_str);
+        match kind {
+            Some("TrustedLaunch") => Ok(SecurityProfile {
+                security_type: Some(SecurityType::TrustedLaunch),
+                uefi_settings: Some(UefiSettings {
+                    secure_boot_enabled: Some(flag("secure_boot")?),
+                    v_tpm_enabled: Some(flag("vtpm")?),
+                }),
+            }),
+            // UEFI settings exist only with Trusted Launch (or a confidential VM).
+            Some("Standard") => Ok(SecurityProfile {
+                security_type: Some(SecurityType::Standard),
+                uefi_settings: None,
+            }),
+            _ => Err(self.invalid("security", "`type` must be TrustedLaunch or Standard")),
+        }
     }
 
     fn data_disks(&self) -> Result<Vec<DataDisk>, BodyError> {
@@ -150,6 +182,7 @@ impl Builder<'_> {
                 proximity_placement_group: self
                     .reference_id("proximity_placement_group")?
                     .map(SubResource::new),
+                security_profile: Some(self.security_profile()?),
                 ..VirtualMachineProperties::default()
             }),
             ..VirtualMachine::default()

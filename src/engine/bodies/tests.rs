@@ -252,3 +252,32 @@ fn every_seed_body_validates_against_the_official_spec() {
     }
     assert!(checked >= 26, "checked only {checked} bodies");
 }
+
+/// Issue 13 item 13: VM bodies had no `securityProfile`, so Azure applied Trusted Launch with
+/// Secure Boot on and the kernel-module steps could not load their modules. Every VM body now
+/// states its choice: Secure Boot off where steps build kernel modules (and on InfiniBand),
+/// Trusted Launch with Secure Boot and vTPM elsewhere, `Standard` on a Generation 1 image.
+#[test]
+fn every_vm_body_states_its_security_profile() {
+    let profile = |desired: &Desired, address: &str| {
+        request(desired, address).to_json()["properties"]["securityProfile"].clone()
+    };
+    let nd40 = example("nd40-beeond.hcl");
+    for node in 0..4 {
+        assert_eq!(
+            profile(&nd40, &format!("cluster.train[{node}].vm")),
+            json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}}),
+            "node {node}: mofed and beeond build kernel modules"
+        );
+    }
+    let dual = example("dual-dsvm.hcl");
+    assert_eq!(
+        profile(&dual, "vm.gpu.vm"),
+        json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
+    );
+    // Standard_D3_v2 boots Generation 1 images only, which cannot have Trusted Launch.
+    assert_eq!(
+        profile(&dual, "vm.prep.vm"),
+        json!({"securityType": "Standard"})
+    );
+}

@@ -14,6 +14,7 @@ use super::context::{base_context, beeond_command, references};
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
 use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
+use super::secure_boot;
 use crate::addr::Address;
 use crate::engine::execute::StateStore;
 use crate::engine::reach::{Endpoints, NodeReach, Route, block_nodes};
@@ -187,6 +188,10 @@ impl<'a> PostBoot<'a> {
         let nodes = block_nodes(&state, block, endpoints);
         if nodes.is_empty() {
             return BlockResult::Failed(format!("{block} has no VMs in the state"));
+        }
+        // Before reachability: what ARM says about Secure Boot needs no SSH.
+        if let Some(why) = secure_boot::refusal(block, &steps, &nodes, endpoints) {
+            return BlockResult::Failed(why);
         }
         let unreachable: Vec<String> = nodes
             .iter()

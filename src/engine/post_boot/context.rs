@@ -291,6 +291,7 @@ mod tests {
             resources: vec![account, container, share, sas, vm, nic, other],
             outputs: Vec::new(),
             manifest_hash: String::new(),
+            notes: Vec::new(),
             steps: vec![
                 step(
                     "vm.gpu",

@@ -21,6 +21,7 @@
 //! - [`driver`]: running ready blocks alongside the walk.
 //! - [`fetch`]: result files back from the nodes.
 //! - `stop`: BeeOND stop before park and destroy.
+//! - `secure_boot`: kernel-module steps refuse to start on VMs with Secure Boot on.
 
 pub mod auth;
 mod block;
@@ -29,6 +30,7 @@ pub mod credentials;
 pub mod driver;
 pub mod fetch;
 pub mod records;
+mod secure_boot;
 mod stop;
 pub mod trigger;
 

@@ -61,6 +61,7 @@ fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired {
         steps: Vec::new(),
         outputs: Vec::new(),
         manifest_hash: "h".into(),
+        notes: Vec::new(),
     }
 }
 

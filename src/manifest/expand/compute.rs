@@ -15,6 +15,7 @@ use super::super::images::{self, ImageError, ImageRef};
 use super::super::names;
 use super::super::validate::{ssh_key, time};
 use super::super::values::MAX_NODES;
+use super::security::{self, Security};
 use super::{Expander, steps};
 
 const DISK_SKUS: [&str; 5] = [
@@ -68,6 +69,7 @@ struct Machine {
     fallbacks: Vec<String>,
     info: Option<&'static VmSize>,
     image: Option<ImageRef>,
+    security: Security,
     ssh_keys: Vec<String>,
     admin: String,
     os_disk_gb: Option<i64>,
@@ -87,6 +89,7 @@ impl Machine {
         let (size, fallbacks) = read_sizes(&mut f);
         let info = size.as_ref().and_then(|s| check_size(&mut f, s));
         let image = read_image(&mut f, info);
+        let security = security::choose(&mut f, image.as_ref(), info);
         let ssh_keys = read_keys(&mut f);
         let admin = f
             .string("admin_username")
@@ -164,6 +167,7 @@ impl Machine {
             fallbacks,
             info,
             image,
+            security,
             ssh_keys,
             admin,
             os_disk_gb,
@@ -623,6 +627,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             ),
         );
         attrs.insert("password_auth_disabled".into(), json!(true));
+        attrs.insert("security".into(), machine.security.to_json());
         let mut deps = vec![nic.clone()];
         deps.extend(disks.iter().map(|d| d.disk.clone()));
         if ppg {
@@ -659,6 +664,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         primaries.push(vm);
     }
     ex.set_primaries(block, primaries);
+    if let Some(why) = &machine.security.why {
+        ex.notes.push((Address::block(&kind, &label), why.clone()));
+    }
     let infiniband = machine.info.is_some_and(|s| s.infiniband);
     steps::expand(ex, block, is_cluster, infiniband, machine.size.as_ref());
 }

@@ -9,6 +9,7 @@
 
 mod compute;
 mod network;
+mod security;
 mod steps;
 mod storage;
 
@@ -54,6 +55,8 @@ pub(super) struct Expanded {
     pub resources: Vec<Resource>,
     /// Steps in manifest order.
     pub steps: Vec<Step>,
+    /// What the plan should say about choices made per block (see `Desired::notes`).
+    pub notes: Vec<(Address, String)>,
 }
 
 /// Shared state while expanding.
@@ -65,6 +68,7 @@ struct Expander<'a> {
     diags: &'a mut Vec<Diagnostic>,
     resources: Vec<Resource>,
     steps: Vec<Step>,
+    notes: Vec<(Address, String)>,
     networks: BTreeMap<String, NetworkInfo>,
     attachments: BTreeMap<String, Vec<Attachment>>,
     /// Scope (container, share or account address) of each `sas`.
@@ -97,6 +101,7 @@ pub(super) fn expand(
         diags,
         resources: Vec::new(),
         steps: Vec::new(),
+        notes: Vec::new(),
         networks: BTreeMap::new(),
         attachments: BTreeMap::new(),
         sas_scopes: BTreeMap::new(),
@@ -142,10 +147,15 @@ pub(super) fn expand(
     let Expander {
         mut resources,
         steps,
+        notes,
         ..
     } = ex;
     resources.sort_by(|a, b| a.address.cmp(&b.address));
-    Expanded { resources, steps }
+    Expanded {
+        resources,
+        steps,
+        notes,
+    }
 }
 
 impl Expander<'_> {

@@ -1,0 +1,107 @@
+//! Trusted Launch as Azure applies it today: a VM created from a Generation 2 image without a
+//! `securityProfile.securityType` gets Trusted Launch with Secure Boot and vTPM on, and GET shows
+//! it. A Generation 1 image cannot have Trusted Launch, so nothing is added there. What a request
+//! states is stored as sent; an update keeps what the VM was created with.
+
+use serde_json::{Map, Value, json};
+
+use crate::emulator::json::At as _;
+
+/// Marketplace images that are Generation 2 without saying so in their SKU. Azure knows every
+/// image's generation; the emulator knows these and the `...gen2` naming convention.
+const GEN2_IMAGES: [(&str, &str, &str); 3] = [
+    ("microsoft-dsvm", "ubuntu-hpc", "2204"),
+    ("microsoft-dsvm", "ubuntu-hpc", "2204-v100"),
+    ("Canonical", "ubuntu-24_04-lts", "server"),
+];
+
+/// The Hyper-V generation of the image a storage profile names: 2 for `...gen2` SKUs and the
+/// images in [`GEN2_IMAGES`], 1 otherwise (and for a profile without a marketplace image).
+pub(super) fn image_generation(storage_profile: &Value) -> u8 {
+    let part = |name: &str| {
+        storage_profile
+            .at(&format!("/imageReference/{name}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let (publisher, offer, sku) = (part("publisher"), part("offer"), part("sku"));
+    let known = GEN2_IMAGES.iter().any(|(p, o, s)| {
+        p.eq_ignore_ascii_case(publisher)
+            && o.eq_ignore_ascii_case(offer)
+            && s.eq_ignore_ascii_case(sku)
+    });
+    if known || sku.to_ascii_lowercase().contains("gen2") {
+        2
+    } else {
+        1
+    }
+}
+
+/// Azure's default for a new VM's properties: Trusted Launch with Secure Boot and vTPM when the
+/// request names no security type and the image is Generation 2.
+pub(super) fn apply_default(props: &mut Map<String, Value>) {
+    let stated = props
+        .get("securityProfile")
+        .and_then(|p| p.get("securityType"))
+        .is_some_and(|t| !t.is_null());
+    let gen2 = props
+        .get("storageProfile")
+        .is_some_and(|s| image_generation(s) == 2);
+    if stated || !gen2 {
+        return;
+    }
+    let profile = props.entry("securityProfile").or_insert_with(|| json!({}));
+    if !profile.is_object() {
+        *profile = json!({});
+    }
+    profile["securityType"] = json!("TrustedLaunch");
+    profile["uefiSettings"] = json!({"secureBootEnabled": true, "vTpmEnabled": true});
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(image: &Value, security: Option<Value>) -> Map<String, Value> {
+        let mut props = Map::new();
+        props.insert("storageProfile".into(), json!({"imageReference": image}));
+        if let Some(security) = security {
+            props.insert("securityProfile".into(), security);
+        }
+        props
+    }
+
+    /// Issue 13 item 13: the emulator followed the old default (no Trusted Launch).
+    #[test]
+    fn a_gen2_vm_without_a_security_type_gets_trusted_launch_with_secure_boot() {
+        let jammy = json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts-gen2"});
+        let hpc = json!({"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204-v100"});
+        for image in [jammy.clone(), hpc] {
+            let mut p = props(&image, None);
+            apply_default(&mut p);
+            assert_eq!(
+                p["securityProfile"],
+                json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
+            );
+        }
+        // Other security settings sent without a type are kept next to the default.
+        let mut p = props(&jammy, Some(json!({"encryptionAtHost": false})));
+        apply_default(&mut p);
+        assert_eq!(p["securityProfile"]["encryptionAtHost"], false);
+        assert_eq!(p["securityProfile"]["securityType"], "TrustedLaunch");
+        // What a request states is stored as sent.
+        let off = json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}});
+        let mut p = props(&jammy, Some(off.clone()));
+        apply_default(&mut p);
+        assert_eq!(p["securityProfile"], off);
+        let standard = json!({"securityType": "Standard"});
+        let mut p = props(&jammy, Some(standard.clone()));
+        apply_default(&mut p);
+        assert_eq!(p["securityProfile"], standard);
+        // A Generation 1 image cannot have Trusted Launch: nothing is added.
+        let gen1 = json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts"});
+        let mut p = props(&gen1, None);
+        apply_default(&mut p);
+        assert!(p.get("securityProfile").is_none());
+    }
+}
