@@ -270,8 +270,28 @@ fn plain(sign: &'static str, name: &str, value: &str) -> Line {
     }
 }
 
-/// An attribute added or removed as a whole; a non-empty object is listed key by key.
+/// A VM image as the URN users write and Azure documents (`publisher:offer:sku:version`), when
+/// `value` is an image reference: the plan shows which image an alias resolved to on one line.
+fn image_urn(name: &str, value: &Value) -> Option<String> {
+    if name != "image" {
+        return None;
+    }
+    let map = value.as_object()?;
+    let parts: Option<Vec<&str>> = ["publisher", "offer", "sku", "version"]
+        .iter()
+        .map(|k| map.get(*k).and_then(Value::as_str))
+        .collect();
+    (map.len() == 4).then_some(())?;
+    Some(parts?.join(":"))
+}
+
+/// An attribute added or removed as a whole; a non-empty object is listed key by key (an image
+/// reference as its URN).
 fn whole(sign: &'static str, name: &str, value: &Value, colour: bool) -> Line {
+    if let Some(urn) = image_urn(name, value) {
+        // A removal's caller adds ` -> null` to a line without nested lines.
+        return plain(sign, name, &format!("\"{urn}\""));
+    }
     match value {
         Value::Object(map) if !map.is_empty() => {
             let width = map
