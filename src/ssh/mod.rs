@@ -21,6 +21,7 @@ pub use error::Error;
 pub use exec::{BOOT_ID_PATH, Exit, LineSink, Output, Stream};
 pub use host_key::{HostKey, HostKeyPair, HostKeyPolicy, RecordHostKey};
 pub use script::{Privilege, ScriptRequest, TIMEOUT_EXIT, shell_quote};
+pub(crate) use script::is_file_name;
 pub use secret::Secret;
 pub use session::{Session, Target, connect, connect_via};
 pub use wait::WaitPolicy;
