@@ -37,7 +37,7 @@ pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
-pub use mounts::{FETCHED_DIR, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
+pub use mounts::{FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 
