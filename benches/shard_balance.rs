@@ -54,7 +54,11 @@ fn row(out: &mut String, set: &str, items: &[Item], ranks: usize) -> f64 {
 fn cosmoflow_listing(n: usize) -> Vec<BlobItem> {
     (0..n)
         .map(|i| BlobItem {
-            name: format!("cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz", i / 8, i % 8),
+            name: format!(
+                "cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz",
+                i / 8,
+                i % 8
+            ),
             size: 1_000_000 + (i as u64 * 7_919) % 3_000_000,
             content_encoding: Some("gzip".to_owned()),
             snapshot: None,
@@ -143,11 +147,19 @@ fn scale(out: &mut String) {
          | script size (every node) | {:.1} KiB | < 64 KiB{} |\n\
          | largest node list (delivered as a file) | {:.1} KiB | |",
         plan_time.as_secs_f64() * 1e3,
-        if plan_time < Duration::from_secs(1) { ", met" } else { ", NOT met" },
+        if plan_time < Duration::from_secs(1) {
+            ", met"
+        } else {
+            ", NOT met"
+        },
         render_time.as_secs_f64() * 1e3,
         hash_time.as_secs_f64() * 1e3,
         step.script.len() as f64 / 1024.0,
-        if step.script.len() < 64 * 1024 { ", met" } else { ", NOT met" },
+        if step.script.len() < 64 * 1024 {
+            ", met"
+        } else {
+            ", NOT met"
+        },
         largest_list as f64 / 1024.0,
     );
 }

@@ -236,7 +236,11 @@ fn spec_text(step: &StepSpec) -> String {
         .files
         .iter()
         .map(|f| match &f.content {
-            FileContent::Same(text) => format!("{} = same on every node, {} lines", f.name, text.lines().count()),
+            FileContent::Same(text) => format!(
+                "{} = same on every node, {} lines",
+                f.name,
+                text.lines().count()
+            ),
             FileContent::ByRank(texts) => format!(
                 "{} = by rank, lines {:?}",
                 f.name,

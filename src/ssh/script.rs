@@ -128,7 +128,11 @@ pub(crate) fn render(request: &ScriptRequest, token: &str) -> Result<String, Str
         }
     }
 
-    let files_len: usize = request.files.iter().map(|(_, text)| text.len() / 3 * 4 + 128).sum();
+    let files_len: usize = request
+        .files
+        .iter()
+        .map(|(_, text)| text.len() / 3 * 4 + 128)
+        .sum();
     let mut out = String::with_capacity(request.script.len() + files_len + 1024);
     out.push_str(
         "set -u\n\

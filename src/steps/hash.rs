@@ -110,7 +110,10 @@ mod tests {
             name: "shard.tsv".into(),
             content: FileContent::Same("a\n".into()),
         };
-        assert_ne!(with_files(base.clone(), &[same]), with_files(base, &[file(&["a\n"])]));
+        assert_ne!(
+            with_files(base.clone(), &[same]),
+            with_files(base, &[file(&["a\n"])])
+        );
     }
 
     #[test]

@@ -125,7 +125,9 @@ fn nfs_cache_negotiates_the_version_unless_told_and_shares_get_4_1() {
     );
     assert_eq!(
         export(Some("5")),
-        Err("step `nfs_cache`: parameter `version`: \"5\" is not one of 3, 4, 4.0, 4.1, 4.2".into())
+        Err(
+            "step `nfs_cache`: parameter `version`: \"5\" is not one of 3, 4, 4.0, 4.1, 4.2".into()
+        )
     );
     let share = |version: Option<&str>| {
         let mut params = json!({"share": "storage_account.nfs.file_share.data"});

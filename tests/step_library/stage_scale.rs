@@ -73,7 +73,10 @@ fn stage_sends_each_node_only_its_own_list_and_every_script_stays_under_64_kib()
         "the script is {} bytes",
         step.script.len()
     );
-    assert!(!step.script.contains("univ_ics"), "no blob name in the script");
+    assert!(
+        !step.script.contains("univ_ics"),
+        "no blob name in the script"
+    );
 
     // One file, one list per rank: exactly the rank's shard, each blob in exactly one list.
     let [file] = step.files.as_slice() else {
@@ -106,7 +109,11 @@ fn stage_sends_each_node_only_its_own_list_and_every_script_stays_under_64_kib()
         );
     }
     assert_eq!(seen.len(), BLOBS);
-    assert_eq!(file.for_rank(NODES), "", "a node past the shards gets an empty list");
+    assert_eq!(
+        file.for_rank(NODES),
+        "",
+        "a node past the shards gets an empty list"
+    );
 }
 
 #[test]

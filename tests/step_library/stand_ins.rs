@@ -33,15 +33,28 @@ impl StandIns {
     fn new(root: &Path) -> Self {
         let dir = root.join("stand-ins");
         std::fs::create_dir_all(dir.join("bin")).expect("stand-in dir");
-        for state in ["installed", "held", "calls", "mounts", "processes", "ofed-kernels"] {
+        for state in [
+            "installed",
+            "held",
+            "calls",
+            "mounts",
+            "processes",
+            "ofed-kernels",
+        ] {
             std::fs::write(dir.join(state), "").expect("state file");
         }
         let me = Self { dir };
         let s = me.dir.display().to_string();
-        me.tool("uname", &format!(
-            "if [ \"${{1:-}}\" = -r ]; then cat {s}/kernel; else exec /bin/uname \"$@\"; fi"
-        ));
-        me.tool("dpkg-query", &format!(r#"format=; patterns=()
+        me.tool(
+            "uname",
+            &format!(
+                "if [ \"${{1:-}}\" = -r ]; then cat {s}/kernel; else exec /bin/uname \"$@\"; fi"
+            ),
+        );
+        me.tool(
+            "dpkg-query",
+            &format!(
+                r#"format=; patterns=()
 for a in "$@"; do
   case "$a" in -W) ;; -f=*) format=${{a#-f=}} ;; *) patterns+=("$a") ;; esac
 done
@@ -56,19 +69,29 @@ while read -r pkg; do
     fi
   done
 done <{s}/installed
-exit $found"#));
-        me.tool("apt-mark", &format!(r#"case "$1" in
+exit $found"#
+            ),
+        );
+        me.tool(
+            "apt-mark",
+            &format!(
+                r#"case "$1" in
   hold) shift; printf '%s\n' "$@" >>{s}/held; sort -u -o {s}/held {s}/held ;;
   showhold) sort -u {s}/held ;;
   *) exit 1 ;;
-esac"#));
+esac"#
+            ),
+        );
         me.tool("dpkg", &format!(r#"case "$1" in
   --set-selections) while read -r p state; do [ "$state" = hold ] && echo "$p" >>{s}/held; done; sort -u -o {s}/held {s}/held ;;
   --get-selections) shift; for p in "$@"; do if grep -qx "$p" {s}/held; then printf '%s\thold\n' "$p"; fi; done ;;
   -s) grep -qx "$2" {s}/installed ;;
   *) echo "dpkg stand-in: unexpected $*" >&2; exit 1 ;;
 esac"#));
-        me.tool("apt-get", &format!(r#"command=; packages=(); skip=0
+        me.tool(
+            "apt-get",
+            &format!(
+                r#"command=; packages=(); skip=0
 for a in "$@"; do
   if [ "$skip" = 1 ]; then skip=0; continue; fi
   case "$a" in
@@ -87,9 +110,14 @@ for p in "${{packages[@]}}"; do
     mv {s}/mounts.new {s}/mounts
   fi
   grep -qx "$p" {s}/installed || echo "$p" >>{s}/installed
-done"#));
+done"#
+            ),
+        );
         me.tool("ofed_info", "echo 'MLNX_OFED_LINUX-5.9-0.5.6.0:'");
-        me.tool("modinfo", &format!(r#"kernel=$(cat {s}/kernel); module=
+        me.tool(
+            "modinfo",
+            &format!(
+                r#"kernel=$(cat {s}/kernel); module=
 while [ $# -gt 0 ]; do
   case "$1" in -k) kernel=$2; shift 2 ;; -F) shift 2 ;; *) module=$1; shift ;; esac
 done
@@ -97,7 +125,9 @@ if grep -qx "$kernel" {s}/ofed-kernels; then
   echo "/lib/modules/$kernel/updates/dkms/$module.ko"
 else
   echo "/lib/modules/$kernel/kernel/drivers/infiniband/hw/mlx5/$module.ko"
-fi"#));
+fi"#
+            ),
+        );
         me.tool("dkms", &format!(r#"case "$1" in
   status) while read -r k; do echo "mlnx-ofed-kernel/5.9, $k, x86_64: installed"; done <{s}/ofed-kernels ;;
   autoinstall)
@@ -106,13 +136,19 @@ fi"#));
   *) exit 1 ;;
 esac"#));
         me.tool("systemctl", "exit 0");
-        me.tool("pgrep", &format!("[ \"$1\" = -f ] && grep -qF -- \"$2\" {s}/processes"));
+        me.tool(
+            "pgrep",
+            &format!("[ \"$1\" = -f ] && grep -qF -- \"$2\" {s}/processes"),
+        );
         me.tool("mountpoint", &format!("grep -q \"^$2 \" {s}/mounts"));
         me.tool("findmnt", &format!(
             "dir=${{*: -1}}; line=$(grep \"^$dir \" {s}/mounts) || exit 1; echo \"${{line##* }}\""
         ));
         for forbidden in ["wget", "mlnxofedinstall"] {
-            me.tool(forbidden, "echo \"stand-in: $0 must not run in this test\" >&2; exit 1");
+            me.tool(
+                forbidden,
+                "echo \"stand-in: $0 must not run in this test\" >&2; exit 1",
+            );
         }
         me
     }
@@ -305,9 +341,15 @@ async fn alluxio_leaves_blobfuse2_installed_and_mounted_and_mounts_with_allow_ot
     let tools = StandIns::new(hosts.dir());
     tools.set(
         "installed",
-        &["fuse3", "libfuse3-3", "blobfuse2", "openjdk-11-jre-headless"],
+        &[
+            "fuse3",
+            "libfuse3-3",
+            "blobfuse2",
+            "openjdk-11-jre-headless",
+        ],
     );
-    let blob_mount = "/mnt/blob fuse.blobfuse2 rw,nosuid,nodev,relatime,user_id=0,group_id=0,allow_other";
+    let blob_mount =
+        "/mnt/blob fuse.blobfuse2 rw,nosuid,nodev,relatime,user_id=0,group_id=0,allow_other";
     tools.set("mounts", &[blob_mount]);
     // An unpacked Alluxio 2.9.4 whose tools are stand-ins too (no download).
     let opt = hosts.dir().join("opt");
@@ -377,7 +419,11 @@ async fn alluxio_leaves_blobfuse2_installed_and_mounted_and_mounts_with_allow_ot
                 "\nfuse_conf=/etc/fuse.conf\n",
                 &format!("\nfuse_conf={}\n", fuse_conf.display()),
             );
-        assert!(!moved.contains("=/opt"), "{}: every /opt path moved:\n{moved}", step.name);
+        assert!(
+            !moved.contains("=/opt"),
+            "{}: every /opt path moved:\n{moved}",
+            step.name
+        );
         assert!(!moved.contains("=/etc/fuse.conf"), "{}", step.name);
         step.script = moved;
         if step.check.is_some() {
@@ -396,11 +442,15 @@ async fn alluxio_leaves_blobfuse2_installed_and_mounted_and_mounts_with_allow_ot
     }
     assert!(!installed.contains(&"fuse".to_owned()), "{installed:?}");
     let mounts = tools.lines("mounts");
-    assert!(mounts.contains(&blob_mount.to_owned()), "blobfuse2 still mounted: {mounts:?}");
     assert!(
-        tools
-            .lines("calls")
-            .contains(&format!("alluxio-fuse mount -o allow_other {} /", mount.display())),
+        mounts.contains(&blob_mount.to_owned()),
+        "blobfuse2 still mounted: {mounts:?}"
+    );
+    assert!(
+        tools.lines("calls").contains(&format!(
+            "alluxio-fuse mount -o allow_other {} /",
+            mount.display()
+        )),
         "{:?}",
         tools.lines("calls")
     );
@@ -409,7 +459,11 @@ async fn alluxio_leaves_blobfuse2_installed_and_mounted_and_mounts_with_allow_ot
     // The site file holds the key: root-only.
     let site = home.join("conf/alluxio-site.properties");
     assert_eq!(
-        std::fs::metadata(&site).expect("site file").permissions().mode() & 0o777,
+        std::fs::metadata(&site)
+            .expect("site file")
+            .permissions()
+            .mode()
+            & 0o777,
         0o600
     );
 }
