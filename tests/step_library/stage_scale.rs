@@ -90,11 +90,10 @@ fn stage_sends_each_node_only_its_own_list_and_every_script_stays_under_64_kib()
     let plan = library::stage_shards(&listing, "cosmoUniverse/", None, NODES, true).expect("valid");
     let mut seen = BTreeSet::new();
     for (rank, list) in lists.iter().enumerate() {
-        let expected: String = plan.shards[rank]
-            .entries
-            .iter()
-            .map(|(blob, local, size)| format!("{size}\t{blob}\t{local}\n"))
-            .collect();
+        let mut expected = String::new();
+        for (blob, local, size) in &plan.shards[rank].entries {
+            let _ = writeln!(expected, "{size}\t{blob}\t{local}");
+        }
         assert!(*list == expected, "rank {rank} gets exactly its shard");
         assert_eq!(file.for_rank(rank), list.as_str());
         for line in list.lines() {

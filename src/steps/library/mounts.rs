@@ -207,7 +207,7 @@ pub(super) fn nfs_cache(b: &mut Builder<'_>) -> Result<(), LibraryError> {
             format!("{v:?} is not one of {}", NFS_VERSIONS.join(", ")),
         ));
     }
-    let (export, vers) = match (p.text("share")?, p.text("export")?) {
+    let (export, version_option) = match (p.text("share")?, p.text("export")?) {
         (Some(_), None) => {
             let target = b.storage("share")?;
             if version.is_some_and(|v| v != "4.1") {
@@ -243,8 +243,8 @@ pub(super) fn nfs_cache(b: &mut Builder<'_>) -> Result<(), LibraryError> {
             ));
         }
     };
-    let options = match vers {
-        Some(vers) => format!("{vers},{NFS_OPTIONS}"),
+    let options = match version_option {
+        Some(version) => format!("{version},{NFS_OPTIONS}"),
         None => NFS_OPTIONS.to_owned(),
     };
     let vars = json!({
