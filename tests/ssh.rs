@@ -1011,8 +1011,11 @@ async fn mofed_on_an_image_with_ofed_is_skipped_after_its_check() {
 echo \"/lib/modules/$(uname -r)/updates/dkms/mlx5_ib.ko\"\n",
     )
     .expect("fake written");
-    std::fs::set_permissions(&modinfo, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(
+        &modinfo,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
 
     let ctx = NodeContext::new(
         "hpc",
