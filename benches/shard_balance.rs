@@ -2,8 +2,12 @@
 //! time first) against the seed's name-modulo scheme, on the skewed 64-file test dataset
 //! (tests/step_library/dataset.rs, gzip-compressed as the test stores it) and on a larger
 //! heavy-tailed set. Balance is the largest shard's bytes over the mean: the stage takes that
-//! many times as long as a perfect split. Goal: <= 1.02 for size-balanced. Writes
-//! target/bench/shard.md. Run: `cargo bench --bench shard_balance`.
+//! many times as long as a perfect split. Goal: <= 1.02 for size-balanced. Then the scale of
+//! CosmoFlow's real dataset: planning the shards of 300,000 blobs over 64 nodes (the whole
+//! `stage_shards`, listing filter and collision checks included; goal: under 1 s) and rendering
+//! the step, with the size of the script (the same on every node; goal: under 64 KiB) and of
+//! the largest per-node list the runner delivers next to it. Writes target/bench/shard.md.
+//! Run: `cargo bench --bench shard_balance`.
 
 #[path = "../tests/step_library/dataset.rs"]
 mod dataset;
@@ -11,7 +15,16 @@ mod dataset;
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use dsinfra::ssh::Secret;
 use dsinfra::steps::library::shard::{self, Item};
+use dsinfra::steps::library::{
+    self, ClusterNode, Credential, CredentialKind, NodeContext, StepRequest, StorageTarget,
+};
+use dsinfra::steps::{FileContent, RunPolicy, Scope};
+use dsinfra::storage::BlobItem;
 
 fn row(out: &mut String, set: &str, items: &[Item], ranks: usize) -> f64 {
     let started = Instant::now();
@@ -35,6 +48,120 @@ fn row(out: &mut String, set: &str, items: &[Item], ranks: usize) -> f64 {
         lpt_time.as_secs_f64() * 1e6,
     );
     lpt_balance
+}
+
+/// `n` synthetic gzip content-encoded blobs named like CosmoFlow's, with varied sizes.
+fn cosmoflow_listing(n: usize) -> Vec<BlobItem> {
+    (0..n)
+        .map(|i| BlobItem {
+            name: format!(
+                "cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz",
+                i / 8,
+                i % 8
+            ),
+            size: 1_000_000 + (i as u64 * 7_919) % 3_000_000,
+            content_encoding: Some("gzip".to_owned()),
+            snapshot: None,
+        })
+        .collect()
+}
+
+/// The median of `runs` timings of `f`.
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+/// Planning and rendering `stage` for 300,000 blobs over 64 nodes.
+fn scale(out: &mut String) {
+    const BLOBS: usize = 300_000;
+    const NODES: usize = 64;
+    let listing = cosmoflow_listing(BLOBS);
+    let plan_time = median(5, || {
+        let plan = library::stage_shards(&listing, "cosmoUniverse/", None, NODES, true)
+            .expect("the synthetic listing is valid");
+        assert_eq!(plan.shards.len(), NODES);
+    });
+    let mut ctx = NodeContext::new(
+        "bench",
+        "cluster.train",
+        (0..NODES)
+            .map(|i| ClusterNode {
+                name: format!("train-{i}"),
+                private_ip: format!("10.0.{}.{}", i / 200, 4 + i % 200),
+                ssh_port: 22,
+            })
+            .collect(),
+    );
+    ctx.storage.insert(
+        "storage_account.data.container.cosmoflow".into(),
+        StorageTarget::azure("dsinfrabench", "cosmoflow"),
+    );
+    ctx.credentials.insert(
+        "sas.read".into(),
+        Credential {
+            kind: CredentialKind::Sas,
+            identity: "sas.read".into(),
+            value: Secret::new("sv=2026-10-06&sig=bench"),
+        },
+    );
+    ctx.listings.insert("stage".into(), listing);
+    let params: BTreeMap<String, serde_json::Value> = serde_json::from_value(serde_json::json!({
+        "from": "storage_account.data.container.cosmoflow", "sas": "sas.read",
+        "prefix": "cosmoUniverse/", "decompress": true, "timeout": "2h"
+    }))
+    .expect("a map");
+    let request = StepRequest {
+        name: "stage",
+        kind: "stage",
+        scope: Scope::All,
+        policy: RunPolicy::PerBoot,
+        params: &params,
+    };
+    let mut rendered = None;
+    let render_time = median(5, || {
+        rendered = Some(library::render(&request, &ctx).expect("the stage step renders"));
+    });
+    let step = &rendered.expect("rendered at least once").steps[0];
+    let hash_time = median(5, || {
+        assert_eq!(step.hash().len(), 64);
+    });
+    let largest_list = match &step.files[0].content {
+        FileContent::ByRank(lists) => lists.iter().map(String::len).max().unwrap_or(0),
+        FileContent::Same(list) => list.len(),
+    };
+    let _ = writeln!(
+        out,
+        "\n## Scale: {BLOBS} blobs over {NODES} nodes (median of 5)\n\n\
+         | measure | value | goal |\n|---|---|---|\n\
+         | planning the shards (`stage_shards`) | {:.0} ms | < 1000 ms{} |\n\
+         | rendering the step (plan + lists + script) | {:.0} ms | |\n\
+         | step hash (script + every list) | {:.0} ms | |\n\
+         | script size (every node) | {:.1} KiB | < 64 KiB{} |\n\
+         | largest node list (delivered as a file) | {:.1} KiB | |",
+        plan_time.as_secs_f64() * 1e3,
+        if plan_time < Duration::from_secs(1) {
+            ", met"
+        } else {
+            ", NOT met"
+        },
+        render_time.as_secs_f64() * 1e3,
+        hash_time.as_secs_f64() * 1e3,
+        step.script.len() as f64 / 1024.0,
+        if step.script.len() < 64 * 1024 {
+            ", met"
+        } else {
+            ", NOT met"
+        },
+        largest_list as f64 / 1024.0,
+    );
 }
 
 fn main() {
@@ -90,6 +217,7 @@ fn main() {
             "goal NOT met"
         }
     );
+    scale(&mut out);
     print!("{out}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     std::fs::create_dir_all(&dir).expect("target/bench can be created");

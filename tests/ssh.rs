@@ -1001,6 +1001,21 @@ async fn mofed_on_an_image_with_ofed_is_skipped_after_its_check() {
     .expect("fake written");
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
+    // Its OFED modules are built for the running kernel: `modinfo` names OFED's DKMS module
+    // (mofed's check also asks this; a kernel without them is not done, see
+    // tests/step_library/stand_ins.rs).
+    let modinfo = bin.join("modinfo");
+    std::fs::write(
+        &modinfo,
+        "#!/bin/sh
+echo \"/lib/modules/$(uname -r)/updates/dkms/mlx5_ib.ko\"\n",
+    )
+    .expect("fake written");
+    std::fs::set_permissions(
+        &modinfo,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
 
     let ctx = NodeContext::new(
         "hpc",

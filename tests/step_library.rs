@@ -2,7 +2,9 @@
 //! manifest and pinned by snapshots, every rendered script checked by the real shellcheck, the
 //! "already done?" section of every step run on a real sshd host, the SSH mesh and nodefile run
 //! on four real sshd hosts, and `stage` run for real: four hosts, each running the real azcopy
-//! binary against Azurite with its own shard.
+//! binary against Azurite with its own shard. Submodules: `mounts` (rendered mount configs),
+//! `stage_scale` (300,000 blobs over 64 nodes) and `stand_ins` (mofed and Alluxio run on a real
+//! sshd host against stand-ins for the package and kernel tools).
 //!
 //! Real peers come from tests/common (sshd, Azurite); when one cannot run here a local run says
 //! why and returns, and under CI (`CI=true`) it fails.
@@ -14,6 +16,12 @@
 mod common;
 #[path = "step_library/dataset.rs"]
 mod dataset;
+#[path = "step_library/mounts.rs"]
+mod mounts;
+#[path = "step_library/stage_scale.rs"]
+mod stage_scale;
+#[path = "step_library/stand_ins.rs"]
+mod stand_ins;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -31,7 +39,7 @@ use dsinfra::steps::library::{
     self, ClusterNode, Credential, CredentialKind, Expansion, LibraryError, NodeContext,
     StepRequest, StorageTarget, shard,
 };
-use dsinfra::steps::{self, Event, RunOptions, RunPolicy, Scope, StepSpec};
+use dsinfra::steps::{self, Event, FileContent, RunOptions, RunPolicy, Scope, StepSpec};
 use dsinfra::storage::{AccountKey, Auth, BlobItem, BlobStore, Permissions, PutOptions, SasSpec};
 use serde_json::{Value, json};
 
@@ -223,8 +231,30 @@ fn spec_text(step: &StepSpec) -> String {
         .iter()
         .map(|s| format!("{} = <{}>", s.name, s.identity))
         .collect();
+    // Delivered files by size, not content: a stage list holds every blob of the listing.
+    let files: Vec<String> = step
+        .files
+        .iter()
+        .map(|f| match &f.content {
+            FileContent::Same(text) => format!(
+                "{} = same on every node, {} lines",
+                f.name,
+                text.lines().count()
+            ),
+            FileContent::ByRank(texts) => format!(
+                "{} = by rank, lines {:?}",
+                f.name,
+                texts.iter().map(|t| t.lines().count()).collect::<Vec<_>>()
+            ),
+        })
+        .collect();
+    let files = if files.is_empty() {
+        String::new()
+    } else {
+        format!(" files: [{}]", files.join(", "))
+    };
     format!(
-        "\n======== {} ({:?}, {:?}, timeout {:?}) secrets: [{}] params: {:?}\n{}",
+        "\n======== {} ({:?}, {:?}, timeout {:?}) secrets: [{}]{files} params: {:?}\n{}",
         step.name,
         step.scope,
         step.policy,
@@ -847,6 +877,8 @@ async fn stage_copies_each_shard_once_on_four_hosts_and_a_rerun_copies_nothing()
     let expansion = library::render(&request, &ctx).expect("stage renders");
     assert_eq!(expansion.steps.len(), 1);
     assert!(!expansion.steps[0].script.contains(token.expose_query()));
+    // The lists travel as the node's own file, not in the script.
+    assert!(!expansion.steps[0].script.contains(".tfrecord"));
     let nodes: Vec<_> = hosts.hosts.iter().map(common::sshd::Host::node).collect();
 
     // First run: every rank copies its shard.

@@ -260,6 +260,12 @@ pub(super) static KINDS: &[Kind] = &[
                 Def::Text("{temp}/fscache"),
                 "cachefilesd directory",
             ),
+            p(
+                "version",
+                Ty::Text,
+                Def::Unset,
+                "NFS version: 3, 4, 4.0, 4.1 or 4.2 (default: what the server offers; 4.1 for a share)",
+            ),
         ],
     },
     Kind {
@@ -493,6 +499,10 @@ pub(super) static KINDS: &[Kind] = &[
     },
 ];
 
+/// The NFS versions `nfs_cache` accepts in `version` (the step library's
+/// `steps::library::NFS_VERSIONS`; a test keeps the two equal).
+pub(super) const NFS_VERSIONS: [&str; 5] = ["3", "4", "4.0", "4.1", "4.2"];
+
 /// The kind called `name`.
 pub(super) fn kind(name: &str) -> Option<&'static Kind> {
     KINDS.iter().find(|k| k.name == name)
@@ -530,5 +540,6 @@ mod tests {
         }
         assert!(kind("beeond").is_some_and(|k| k.cluster_only));
         assert!(kind("nope").is_none());
+        assert_eq!(NFS_VERSIONS, crate::steps::library::NFS_VERSIONS);
     }
 }

@@ -20,6 +20,7 @@ pub use auth::Auth;
 pub use error::Error;
 pub use exec::{BOOT_ID_PATH, Exit, LineSink, Output, Stream};
 pub use host_key::{HostKey, HostKeyPair, HostKeyPolicy, RecordHostKey};
+pub(crate) use script::is_file_name;
 pub use script::{Privilege, ScriptRequest, TIMEOUT_EXIT, shell_quote};
 pub use secret::Secret;
 pub use session::{Session, Target, connect, connect_via};

@@ -5,7 +5,8 @@
 //! arrives on stdin inside this wrapper: the script body as a quoted here-document written to a
 //! private temp file, each secret base64-encoded into a 0600 file under a 0700 directory
 //! (`$DSINFRA_SECRETS/<name>`, in /dev/shm when available so it never touches a disk), and
-//! non-secret parameters as exported variables. The script then runs from its file with stdin
+//! non-secret parameters as exported variables, and non-secret input files (a shard list) the
+//! same way as secrets but under `$DSINFRA_FILES`. The script then runs from its file with stdin
 //! at /dev/null, so a command in it that reads stdin cannot swallow the rest of the wrapper.
 //! An EXIT trap removes the directory whatever the outcome.
 
@@ -46,6 +47,10 @@ pub struct ScriptRequest {
     /// Secrets, each delivered as the file `$DSINFRA_SECRETS/<name>` (0600), removed after the
     /// script ends. Names may use letters, digits, `_`, `-` and `.`.
     pub secrets: Vec<(String, Secret)>,
+    /// Non-secret input files, each delivered as `$DSINFRA_FILES/<name>` byte for byte and
+    /// removed after the script ends (same name rules as secrets). They travel base64-encoded
+    /// like secrets, so any content survives the here-document.
+    pub files: Vec<(String, String)>,
     /// Whom the script runs as.
     pub privilege: Privilege,
     /// Kill the script (its whole process group) after this long; it then exits with
@@ -115,8 +120,20 @@ pub(crate) fn render(request: &ScriptRequest, token: &str) -> Result<String, Str
             ));
         }
     }
+    for (name, _) in &request.files {
+        if !is_file_name(name) {
+            return Err(format!(
+                "file name {name:?} must use only letters, digits, '_', '-' and '.'"
+            ));
+        }
+    }
 
-    let mut out = String::with_capacity(request.script.len() + 1024);
+    let files_len: usize = request
+        .files
+        .iter()
+        .map(|(_, text)| text.len() / 3 * 4 + 128)
+        .sum();
+    let mut out = String::with_capacity(request.script.len() + files_len + 1024);
     out.push_str(
         "set -u\n\
          umask 077\n\
@@ -140,6 +157,18 @@ pub(crate) fn render(request: &ScriptRequest, token: &str) -> Result<String, Str
             );
         }
         out.push_str("export DSINFRA_SECRETS=\"$dsinfra_dir/secrets\"\n");
+    }
+    if !request.files.is_empty() {
+        out.push_str("mkdir \"$dsinfra_dir/files\"\n");
+        let engine = base64::engine::general_purpose::STANDARD;
+        for (name, text) in &request.files {
+            let _ = writeln!(
+                out,
+                "base64 -d > \"$dsinfra_dir/files/{name}\" <<'{delimiter}'\n{}\n{delimiter}",
+                engine.encode(text)
+            );
+        }
+        out.push_str("export DSINFRA_FILES=\"$dsinfra_dir/files\"\n");
     }
     for (name, value) in &request.env {
         let _ = writeln!(out, "export {name}={}", shell_quote(value));
@@ -189,6 +218,24 @@ mod tests {
     }
 
     #[test]
+    fn files_travel_byte_exact_under_dsinfra_files() {
+        let mut request = ScriptRequest::new("cat \"$DSINFRA_FILES/shard.tsv\"");
+        request
+            .files
+            .push(("shard.tsv".into(), "a\tb\nDSINFRA_EOF_abc".into()));
+        let text = render(&request, "abc").expect("valid request renders");
+        // Base64, so a line equal to the delimiter cannot end the here-document early.
+        assert!(text.contains(
+            "mkdir \"$dsinfra_dir/files\"\nbase64 -d > \"$dsinfra_dir/files/shard.tsv\" <<'DSINFRA_EOF_abc'\nYQliCkRTSU5GUkFfRU9GX2FiYw==\nDSINFRA_EOF_abc\nexport DSINFRA_FILES=\"$dsinfra_dir/files\"\n"
+        ));
+        request.files[0].0 = "../x".into();
+        assert_eq!(
+            render(&request, "abc"),
+            Err("file name \"../x\" must use only letters, digits, '_', '-' and '.'".to_owned())
+        );
+    }
+
+    #[test]
     fn bad_names_and_delimiter_collisions_are_refused() {
         let mut request = ScriptRequest::new("echo DSINFRA_EOF_x");
         assert_eq!(
@@ -212,6 +259,7 @@ mod tests {
         let mut request = ScriptRequest::new("echo \"$GREETING\"");
         request.env.push(("GREETING".into(), "hi".into()));
         request.secrets.push(("sas".into(), Secret::new("s")));
+        request.files.push(("list".into(), "x\n".into()));
         request.epilogue = Some("[ \"$rc\" = 0 ] && echo ok".into());
         let text = render(&request, "abc").expect("valid request renders");
         let child = std::process::Command::new("shellcheck")

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
+use super::spec::{FileContent, StepFile};
+
 /// Hex SHA-256 over the script, the parameters and the secret identities (both sorted by name).
 pub fn step_hash(
     script: &str,
@@ -35,6 +37,40 @@ pub fn step_hash(
     hex::encode(hasher.finalize())
 }
 
+/// `base` extended with the step's delivered files (names and every content, in order).
+/// Without files it is `base` unchanged, so the hashes of steps without files, recorded in
+/// markers on existing nodes, stay valid.
+pub fn with_files(base: String, files: &[StepFile]) -> String {
+    if files.is_empty() {
+        return base;
+    }
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_be_bytes());
+        hasher.update(bytes);
+    };
+    field(b"dsinfra-step-files-v1");
+    field(base.as_bytes());
+    field(&(files.len() as u64).to_be_bytes());
+    for file in files {
+        field(file.name.as_bytes());
+        match &file.content {
+            FileContent::Same(text) => {
+                field(b"same");
+                field(text.as_bytes());
+            }
+            FileContent::ByRank(texts) => {
+                field(b"by-rank");
+                field(&(texts.len() as u64).to_be_bytes());
+                for text in texts {
+                    field(text.as_bytes());
+                }
+            }
+        }
+    }
+    hex::encode(hasher.finalize())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +92,28 @@ mod tests {
         assert_ne!(base, step_hash("echo", &params(&[("a", "2")]), &none));
         let secret = BTreeMap::from([("sas", "storage_account.data@v1")]);
         assert_ne!(base, step_hash("echo", &params(&[("a", "1")]), &secret));
+    }
+
+    #[test]
+    fn files_change_the_hash_and_no_files_change_nothing() {
+        let base = step_hash("echo", &params(&[]), &BTreeMap::new());
+        assert_eq!(with_files(base.clone(), &[]), base);
+        let file = |texts: &[&str]| StepFile {
+            name: "shard.tsv".into(),
+            content: FileContent::ByRank(texts.iter().map(|t| (*t).to_owned()).collect()),
+        };
+        let two = with_files(base.clone(), &[file(&["a\n", "b\n"])]);
+        assert_ne!(two, base);
+        assert_ne!(two, with_files(base.clone(), &[file(&["a\n", "c\n"])]));
+        assert_ne!(two, with_files(base.clone(), &[file(&["a\nb\n", ""])]));
+        let same = StepFile {
+            name: "shard.tsv".into(),
+            content: FileContent::Same("a\n".into()),
+        };
+        assert_ne!(
+            with_files(base.clone(), &[same]),
+            with_files(base, &[file(&["a\n"])])
+        );
     }
 
     #[test]

@@ -20,4 +20,7 @@ pub use marker::{Decision, Known, Marker, NodeState, REBOOT_EXIT, RunReason, Ski
 pub use progress::{Gate, Progress, applies, barrier, gate};
 pub use report::{NodeReport, NodeStatus, RunReport, StepOutcome, StepReport};
 pub use runner::{CHECK_TIMEOUT, DEFAULT_REBOOT_COMMAND, Error, Event, EventSink, RunOptions, run};
-pub use spec::{DEFAULT_MARKER_DIR, Hop, NodeSpec, RunPolicy, Scope, SecretInput, StepSpec};
+pub use spec::{
+    DEFAULT_MARKER_DIR, FileContent, Hop, NodeSpec, RunPolicy, Scope, SecretInput, StepFile,
+    StepSpec,
+};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::ssh::{BOOT_ID_PATH, HostKeyPolicy, Secret, Target};
 
-use super::hash::step_hash;
+use super::hash::{step_hash, with_files};
 
 /// Which nodes a step runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,36 @@ pub struct SecretInput {
     pub value: Secret,
 }
 
+/// A non-secret file delivered with a step: `$DSINFRA_FILES/<name>` on the node, removed when
+/// the script ends. It keeps large inputs out of the script text, so a node receives only its
+/// own part (a `stage` shard list) and the script stays small however big the dataset is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFile {
+    /// The file name under `$DSINFRA_FILES` (letters, digits, `_`, `-`, `.`).
+    pub name: String,
+    /// What each node gets.
+    pub content: FileContent,
+}
+
+/// Which content of a [`StepFile`] a node receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileContent {
+    /// The same content on every node.
+    Same(String),
+    /// One content per rank (node index, 0 = head); a node past the end gets an empty file.
+    ByRank(Vec<String>),
+}
+
+impl StepFile {
+    /// The content the node of rank `rank` receives.
+    pub fn for_rank(&self, rank: usize) -> &str {
+        match &self.content {
+            FileContent::Same(text) => text,
+            FileContent::ByRank(texts) => texts.get(rank).map_or("", String::as_str),
+        }
+    }
+}
+
 /// One rendered step.
 #[derive(Debug, Clone)]
 pub struct StepSpec {
@@ -53,6 +83,8 @@ pub struct StepSpec {
     pub params: BTreeMap<String, String>,
     /// Secret inputs, delivered as files on the node.
     pub secrets: Vec<SecretInput>,
+    /// Non-secret files, delivered next to the script (each node its own content): hashed.
+    pub files: Vec<StepFile>,
     /// Nodes it runs on.
     pub scope: Scope,
     /// When it runs again.
@@ -76,6 +108,7 @@ impl StepSpec {
             script: script.into(),
             params: BTreeMap::new(),
             secrets: Vec::new(),
+            files: Vec::new(),
             scope: Scope::All,
             policy: RunPolicy::Once,
             timeout: None,
@@ -83,14 +116,20 @@ impl StepSpec {
         }
     }
 
-    /// The content hash recorded in the node's marker (see [`step_hash`]).
+    /// The content hash recorded in the node's marker (see [`step_hash`]), covering the
+    /// delivered files too ([`with_files`]): a changed file re-runs the step. One hash for all
+    /// nodes, so a change to any node's part re-runs the step everywhere, as a changed script
+    /// would.
     pub fn hash(&self) -> String {
         let identities: BTreeMap<&str, &str> = self
             .secrets
             .iter()
             .map(|s| (s.name.as_str(), s.identity.as_str()))
             .collect();
-        step_hash(&self.script, &self.params, &identities)
+        with_files(
+            step_hash(&self.script, &self.params, &identities),
+            &self.files,
+        )
     }
 }
 

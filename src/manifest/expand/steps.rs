@@ -263,6 +263,22 @@ fn read_step(
                     );
                 ok = false;
             }
+            if let Some(version) = f.string("version") {
+                if !f.one_of(&version, "version", &step_kinds::NFS_VERSIONS) {
+                    ok = false;
+                } else if text(&params, "share").is_some() && version.value != "4.1" {
+                    f.report(
+                        Diagnostic::error(format!(
+                            "{title} mounts an Azure Files share with NFS {}",
+                            version.value
+                        ))
+                        .with_span(version.span.clone())
+                        .with_label("Azure Files NFS shares speak NFS 4.1 only")
+                        .with_help("remove `version` (a share is mounted with 4.1), or set `version = \"4.1\"`"),
+                    );
+                    ok = false;
+                }
+            }
         }
         "beeond" if !params.contains_key("interface") => {
             params.insert(

@@ -31,15 +31,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::spec::{RunPolicy, Scope, SecretInput, StepSpec};
+use super::spec::{RunPolicy, Scope, SecretInput, StepFile, StepSpec};
 
 pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
-pub use mounts::{FETCHED_DIR, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
+pub use mounts::{FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
-pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, StageShard, stage_shards};
+pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 
 /// Every step kind the library renders.
 pub const KINDS: [&str; 12] = [
@@ -251,6 +251,8 @@ struct Part<'t> {
     pub vars: Value,
     /// Secret inputs.
     pub secrets: Vec<SecretInput>,
+    /// Non-secret input files (a `stage` shard list), each node its own content.
+    pub files: Vec<StepFile>,
     /// Non-secret parameters exported to the script.
     pub env: BTreeMap<String, String>,
     /// The user's own "already done?" command (`script` steps); library parts with a
@@ -276,6 +278,7 @@ impl<'t> Part<'t> {
             policy,
             vars,
             secrets: Vec::new(),
+            files: Vec::new(),
             env: BTreeMap::new(),
             check: None,
         }
@@ -411,6 +414,7 @@ impl<'a> Builder<'a> {
             script,
             params: part.env,
             secrets: part.secrets,
+            files: part.files,
             scope: part.scope,
             policy: part.policy,
             timeout: self.timeout,

@@ -57,12 +57,31 @@ pub(super) fn mofed(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     ))
 }
 
+/// How long blobfuse2's own attribute cache (`attr_cache.timeout-sec`) keeps sizes, times and
+/// listings when the mount is not "always fresh".
+const ATTR_CACHE_TIMEOUT: u64 = 7200;
+
 /// `blobfuse2`: a container mounted with a file cache on the temp disk.
+///
+/// `cache_timeout_sec = 0` means "always fresh": every cache that could serve stale data is
+/// off, not only the file cache. blobfuse2 answers `stat` and `ls` from its attribute cache
+/// (`attr_cache`, 7200 s here otherwise) and the kernel from its own attribute, entry and
+/// negative-entry caches (`libfuse` `*-expiration-sec`) and, with fuse3, its directory listing
+/// cache (`kernel-list-cache-expiration-sec`); any of them left on keeps sizes and listings
+/// stale after another writer changes the container. `disable-kernel-cache` (blobfuse2 2.5.0)
+/// also keeps the kernel's page cache from serving old file content; `direct-io` is not used,
+/// because blobfuse2's docs say not to combine the two and it also turns off the file cache.
 pub(super) fn blobfuse2(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     let p = b.params();
     let target = b.storage("container")?;
     let credential = b.credential("container", Some("sas"))?;
     let cache_timeout = p.int_or("cache_timeout_sec", 120)?;
+    let fresh = cache_timeout == 0;
+    // Always fresh overrides the kernel timeouts: a fresh file cache behind a kernel that
+    // remembers attributes for minutes is not fresh.
+    let kernel_timeout = |param: &str, default: u64| -> Result<u64, LibraryError> {
+        Ok(if fresh { 0 } else { p.int_or(param, default)? })
+    };
     let vars = json!({
         "account": target.account,
         "container": target.name,
@@ -73,9 +92,11 @@ pub(super) fn blobfuse2(b: &mut Builder<'_>) -> Result<(), LibraryError> {
         "cache_size_mb": p.int("cache_size_gb")?.map(|gb| gb.saturating_mul(1024)),
         "read_only": p.bool_or("read_only", false)?,
         "disable_compression": p.bool_or("disable_compression", false)?,
-        "attr_timeout": p.int_or("attr_timeout_sec", SEED_ATTR_TIMEOUT)?,
-        "entry_timeout": p.int_or("entry_timeout_sec", SEED_ENTRY_TIMEOUT)?,
-        "negative_timeout": p.int_or("negative_timeout_sec", SEED_NEGATIVE_TIMEOUT)?,
+        "attr_timeout": kernel_timeout("attr_timeout_sec", SEED_ATTR_TIMEOUT)?,
+        "entry_timeout": kernel_timeout("entry_timeout_sec", SEED_ENTRY_TIMEOUT)?,
+        "negative_timeout": kernel_timeout("negative_timeout_sec", SEED_NEGATIVE_TIMEOUT)?,
+        "attr_cache_timeout": if fresh { 0 } else { ATTR_CACHE_TIMEOUT },
+        "always_fresh": fresh,
         "sas_mode": credential.kind == super::CredentialKind::Sas,
     });
     let request = b.request();
@@ -156,16 +177,49 @@ pub(super) fn azure_files(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     b.push(part)
 }
 
+/// The NFS versions `nfs_cache` accepts (`version`), as `mount.nfs` spells them in `vers=`.
+pub const NFS_VERSIONS: [&str; 5] = ["3", "4", "4.0", "4.1", "4.2"];
+
+/// The mount options every `nfs_cache` mount gets, after the version: hard mounts (a server
+/// hiccup blocks rather than returning I/O errors to training jobs), TCP, 1 MiB transfers and
+/// FS-Cache.
+const NFS_OPTIONS: &str = "hard,proto=tcp,rsize=1048576,wsize=1048576,fsc";
+
 /// `nfs_cache`: cachefilesd on the temp disk and an NFS mount with `fsc`.
+///
+/// The NFS version is the user's `version`, else: 4.1 for an Azure Files share (the only
+/// version it speaks), and for an external export no `vers=` at all, so the client negotiates
+/// the highest version the server offers (a v4-only server then works; forcing `vers=3`, as
+/// dsinfra once did, fails against it).
 pub(super) fn nfs_cache(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     let p = b.params();
-    let (export, options) = match (p.text("share")?, p.text("export")?) {
+    let bad = |param: &str, why: String| LibraryError::BadParam {
+        step: b.name().to_owned(),
+        param: param.into(),
+        why,
+    };
+    let version = p.text("version")?;
+    if let Some(v) = version
+        && !NFS_VERSIONS.contains(&v)
+    {
+        return Err(bad(
+            "version",
+            format!("{v:?} is not one of {}", NFS_VERSIONS.join(", ")),
+        ));
+    }
+    let (export, version_option) = match (p.text("share")?, p.text("export")?) {
         (Some(_), None) => {
             let target = b.storage("share")?;
+            if version.is_some_and(|v| v != "4.1") {
+                return Err(bad(
+                    "version",
+                    "an Azure Files NFS share speaks NFS 4.1 only".to_owned(),
+                ));
+            }
             (
                 format!("{}:/{}/{}", target.file_host, target.account, target.name),
-                // Azure Files NFS speaks 4.1 only.
-                "vers=4,minorversion=1,sec=sys,hard,proto=tcp,rsize=1048576,wsize=1048576,fsc",
+                // As Azure's documentation mounts it.
+                Some("vers=4,minorversion=1,sec=sys".to_owned()),
             )
         }
         (None, Some(export)) => {
@@ -175,24 +229,23 @@ pub(super) fn nfs_cache(b: &mut Builder<'_>) -> Result<(), LibraryError> {
                     && !host.contains(char::is_whitespace)
             });
             if !valid {
-                return Err(LibraryError::BadParam {
-                    step: b.name().to_owned(),
-                    param: "export".into(),
-                    why: format!("{export:?} is not an NFS export like host:/path"),
-                });
+                return Err(bad(
+                    "export",
+                    format!("{export:?} is not an NFS export like host:/path"),
+                ));
             }
-            (
-                export.to_owned(),
-                "vers=3,hard,proto=tcp,rsize=1048576,wsize=1048576,fsc",
-            )
+            (export.to_owned(), version.map(|v| format!("vers={v}")))
         }
         _ => {
-            return Err(LibraryError::BadParam {
-                step: b.name().to_owned(),
-                param: "share".into(),
-                why: "give exactly one of `share` and `export`".into(),
-            });
+            return Err(bad(
+                "share",
+                "give exactly one of `share` and `export`".to_owned(),
+            ));
         }
+    };
+    let options = match version_option {
+        Some(version) => format!("{version},{NFS_OPTIONS}"),
+        None => NFS_OPTIONS.to_owned(),
     };
     let vars = json!({
         "export": export,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::steps::progress::{applies, barrier};
-use crate::steps::spec::{RunPolicy, Scope, StepSpec};
+use crate::steps::spec::{FileContent, RunPolicy, Scope, StepSpec};
 
 /// The exported parameter that makes a rendered script run only its "already done?" section
 /// and print `dsinfra-check: done` or `dsinfra-check: not done`.
@@ -109,6 +109,13 @@ pub fn dry_run(nodes: &[String], steps: &[StepSpec]) -> String {
         if !secrets.is_empty() {
             let _ = write!(out, "  (secret files: {})", secrets.join(", "));
         }
+        for file in &step.files {
+            let each = match file.content {
+                FileContent::Same(_) => "the same on every node",
+                FileContent::ByRank(_) => "each node its own",
+            };
+            let _ = write!(out, "  (file {}: {each})", file.name);
+        }
         out.push('\n');
     }
     out
@@ -125,7 +132,11 @@ mod tests {
         let mut start = StepSpec::new("b.start", "true");
         start.scope = Scope::Head;
         start.policy = RunPolicy::PerBoot;
-        let health = StepSpec::new("b.health", "true");
+        let mut health = StepSpec::new("b.health", "true");
+        health.files.push(crate::steps::spec::StepFile {
+            name: "shard.tsv".into(),
+            content: FileContent::ByRank(vec![String::new(); 2]),
+        });
         let nodes = ["n0".to_owned(), "n1".to_owned()];
         assert_eq!(
             dry_run(&nodes, &[install, start, health]),
@@ -133,7 +144,7 @@ mod tests {
              \x20  -- barrier: waits until every node finished the steps above\n\
              \x202. b.start    per boot  timeout none    on n0\n\
              \x20  -- barrier: waits until the head finished the steps above\n\
-             \x203. b.health   once      timeout none    on n0, n1\n"
+             \x203. b.health   once      timeout none    on n0, n1  (file shard.tsv: each node its own)\n"
         );
     }
 

@@ -1,9 +1,12 @@
 //! `stage`: copy a blob prefix to a directory on the nodes with azcopy, each node its own shard.
 //!
 //! dsinfra lists the blobs once on the workstation (the engine passes the listing in
-//! [`NodeContext::listings`](super::NodeContext)), assigns them to ranks by size
-//! ([`super::shard::by_size`]), and renders every rank's list into the script; each node picks
-//! its own by `DSINFRA_RANK` and hands it to azcopy with `--list-of-files`. Before copying, a
+//! [`NodeContext::listings`](super::NodeContext)) and assigns them to ranks by size
+//! ([`super::shard::by_size`]). Each node receives only its own list, as the step file
+//! [`SHARD_FILE`] (`$DSINFRA_FILES/shard.tsv`, see [`StepFile`]), never in the script text: a
+//! dataset of 300,000 blobs over 64 nodes would otherwise put every rank's list, tens of MB, into
+//! every node's script. The script holds only a digest of the whole assignment. The node hands
+//! its list to azcopy with `--list-of-files`. Before copying, a
 //! node drops the entries already present at the destination, so a re-run copies nothing and
 //! does not even start azcopy; `--overwrite=false` is kept as a second guard. A per-rank done
 //! marker (holding a digest of the whole assignment) in `<to>/.dsinfra-stage/` is the step's
@@ -15,6 +18,7 @@
 //! path under the destination.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use chrono::{TimeDelta, Utc};
 use serde_json::json;
@@ -22,7 +26,12 @@ use sha2::{Digest, Sha256};
 
 use super::shard::{self, Item};
 use super::{Builder, Credential, CredentialKind, LibraryError, Part, secret_input};
+use crate::steps::spec::{FileContent, StepFile};
 use crate::storage::{AccountKey, BlobItem, Permissions, SasSpec};
+
+/// The step file holding a node's shard: one line per file, `stored bytes<TAB>path under the
+/// source directory<TAB>local path under the destination`.
+pub const SHARD_FILE: &str = "shard.tsv";
 
 /// The default destination.
 pub(super) const DEFAULT_TO: &str = "/mnt/scratch/data";
@@ -196,16 +205,13 @@ pub(super) fn stage(b: &mut Builder<'_>, beegfs_gate: Option<&str>) -> Result<()
                 why,
             }
         })?;
-    let mut lines = Vec::new();
-    for shard in &plan.shards {
-        for (blob, local, size) in &shard.entries {
-            lines.push(format!("{}\t{size}\t{blob}\t{local}", shard.rank));
-        }
-    }
+    let lists = shard_lists(&plan);
+    // The digest covers every rank's list, so a node's done marker is stale as soon as any
+    // part of the assignment changes (a new blob may move files between ranks).
     let mut hasher = Sha256::new();
-    for line in &lines {
-        hasher.update(line.as_bytes());
-        hasher.update(b"\n");
+    for (rank, list) in lists.iter().enumerate() {
+        hasher.update(format!("rank {rank} {}\n", list.len()).as_bytes());
+        hasher.update(list.as_bytes());
     }
     let digest = hex::encode(hasher.finalize());
     let source = format!(
@@ -222,8 +228,7 @@ pub(super) fn stage(b: &mut Builder<'_>, beegfs_gate: Option<&str>) -> Result<()
         "sharded": sharded,
         "ranks": ranks,
         "concurrency": concurrency,
-        "lines": lines,
-        "files": lines.len(),
+        "files": plan.shards.iter().map(|s| s.entries.len()).sum::<usize>(),
         "bytes": plan.shards.iter().map(|s| s.bytes).sum::<u64>(),
         "digest": digest,
         "azcopy": b.ctx().azcopy,
@@ -241,7 +246,36 @@ pub(super) fn stage(b: &mut Builder<'_>, beegfs_gate: Option<&str>) -> Result<()
         vars,
     );
     part.secrets.push(secret_input("sas", &credential));
+    part.files.push(StepFile {
+        name: SHARD_FILE.to_owned(),
+        content: if sharded {
+            FileContent::ByRank(lists)
+        } else {
+            // Every node copies the whole dataset: one list, the same everywhere.
+            FileContent::Same(lists.into_iter().next().unwrap_or_default())
+        },
+    });
     b.push(part)
+}
+
+/// Each rank's [`SHARD_FILE`] content.
+fn shard_lists(plan: &StagePlan) -> Vec<String> {
+    plan.shards
+        .iter()
+        .map(|shard| {
+            let mut text = String::with_capacity(
+                shard
+                    .entries
+                    .iter()
+                    .map(|(blob, local, _)| blob.len() + local.len() + 24)
+                    .sum(),
+            );
+            for (blob, local, size) in &shard.entries {
+                let _ = writeln!(text, "{size}\t{blob}\t{local}");
+            }
+            text
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -33,6 +33,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/_nodefile.sh.j2"),
     ),
     (
+        "_mofed.sh.j2",
+        include_str!("../../../templates/steps/_mofed.sh.j2"),
+    ),
+    (
         "mofed.sh.j2",
         include_str!("../../../templates/steps/mofed.sh.j2"),
     ),

@@ -66,6 +66,11 @@ impl Context {
                 .iter()
                 .map(|s| (s.name.clone(), s.value.clone()))
                 .collect(),
+            files: step
+                .files
+                .iter()
+                .map(|f| (f.name.clone(), f.for_rank(index).to_owned()))
+                .collect(),
             privilege: self.options.privilege,
             timeout: step.timeout,
             epilogue: Some(write_marker_epilogue(
@@ -98,7 +103,8 @@ impl Context {
         }
     }
 
-    /// Runs step `i`'s check on node `index`: `Ok(true)` when it says the work is already done
+    /// Runs step `i`'s check on node `index` (with the step's files, as the check is documented
+    /// to see what the step sees): `Ok(true)` when it says the work is already done
     /// (its marker is then written by the same remote shell), `Ok(false)` when the step must
     /// run (any other exit status, a timeout included). Only a lost connection is an error.
     /// Output goes to `<step>.check.log`, not to the terminal: a check is a quick question, and
@@ -128,6 +134,11 @@ impl Context {
                 .secrets
                 .iter()
                 .map(|s| (s.name.clone(), s.value.clone()))
+                .collect(),
+            files: step
+                .files
+                .iter()
+                .map(|f| (f.name.clone(), f.for_rank(index).to_owned()))
                 .collect(),
             privilege: self.options.privilege,
             timeout: Some(step.timeout.map_or(CHECK_TIMEOUT, |t| t.min(CHECK_TIMEOUT))),

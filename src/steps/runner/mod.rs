@@ -177,6 +177,17 @@ pub enum Error {
     /// Two steps have the same name.
     #[error("two steps are named {0:?}; step names must be unique")]
     DuplicateStep(String),
+    /// A step's delivered file has an unusable name, or two have the same name.
+    #[error(
+        "step {step:?}: file name {file:?} must be unique and use only letters, digits, '_', '-' \
+         and '.' and not start with '.'"
+    )]
+    BadFileName {
+        /// The step.
+        step: String,
+        /// The file name.
+        file: String,
+    },
 }
 
 /// Runs `steps` on `nodes` (node 0 is the head) and reports per node. Only invalid input is an
@@ -254,6 +265,15 @@ fn validate(nodes: &[NodeSpec], steps: &[StepSpec]) -> Result<(), Error> {
         }
         if !seen.insert(step.name.as_str()) {
             return Err(Error::DuplicateStep(step.name.clone()));
+        }
+        let mut files = BTreeSet::new();
+        for file in &step.files {
+            if !crate::ssh::is_file_name(&file.name) || !files.insert(file.name.as_str()) {
+                return Err(Error::BadFileName {
+                    step: step.name.clone(),
+                    file: file.name.clone(),
+                });
+            }
         }
     }
     Ok(())
@@ -549,6 +569,21 @@ mod tests {
             validate(&[node()], &[step("mofed"), step("blob.v2")]),
             Ok(())
         );
+        let mut staged = step("stage");
+        let list = |name: &str| crate::steps::StepFile {
+            name: name.into(),
+            content: crate::steps::FileContent::Same(String::new()),
+        };
+        staged.files = vec![list("shard.tsv"), list("shard.tsv")];
+        assert_eq!(
+            validate(&[node()], std::slice::from_ref(&staged)),
+            Err(Error::BadFileName {
+                step: "stage".into(),
+                file: "shard.tsv".into()
+            })
+        );
+        staged.files = vec![list(".hidden")];
+        assert!(validate(&[node()], &[staged]).is_err());
     }
 
     #[test]
