@@ -46,6 +46,16 @@ struct Attachment {
     lun: i64,
     disk: Address,
     span: Span,
+    /// Where the VM mounts it, and with which file system, when the disk block says `mount`.
+    mount: Option<DiskMount>,
+}
+
+/// A data disk's `mount` and `fs`: the VM it is attached to gets a generated step for them.
+#[derive(Debug, Clone)]
+struct DiskMount {
+    path: String,
+    fs: String,
+    span: Span,
 }
 
 /// The expansion's output.
