@@ -85,7 +85,12 @@ fn without_disk_letter(name: &str) -> Option<String> {
         .map_or(first.len(), |(i, _)| i);
     let features = &first[digits_end..];
     let at = features.find('d')?;
-    let stem = format!("{}{}{}", &first[..digits_end], &features[..at], &features[at + 1..]);
+    let stem = format!(
+        "{}{}{}",
+        &first[..digits_end],
+        &features[..at],
+        &features[at + 1..]
+    );
     Some(format!("Standard_{stem}{}", &rest[first.len()..]))
 }
 

@@ -185,6 +185,13 @@ pub struct Step {
     pub span: Option<Span>,
 }
 
+/// The name of the step generated for a `disk` block with `mount` on the VM it is attached to
+/// (`disk-datasets`): the manifest names it, and the engine finds its marker by it when the disk
+/// leaves that VM.
+pub fn data_disk_step_name(disk_label: &str) -> String {
+    format!("disk-{disk_label}")
+}
+
 impl Step {
     /// A digest of what the manifest says about this step (kind, scope, run policy and
     /// parameters, which name secrets by address, never by value). State records it for every

@@ -103,7 +103,7 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         }
         Mode::Destroy { .. } => Vec::new(),
     };
-    Ok(Plan {
+    let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         binding: Binding {
             lineage: state.lineage.clone(),
@@ -120,7 +120,10 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         cost,
         notes,
         source: None,
-    })
+    };
+    let detaching = super::detach::detach_notes(&plan);
+    plan.notes.extend(detaching);
+    Ok(plan)
 }
 
 /// A dependency graph over a set of resources; dependencies outside the set are left out.

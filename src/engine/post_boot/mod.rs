@@ -21,6 +21,7 @@
 //! - [`driver`]: running ready blocks alongside the walk.
 //! - [`fetch`]: result files back from the nodes.
 //! - `stop`: BeeOND stop before park and destroy.
+//! - `release`: data disks unmounted on the VM they leave, before Azure detaches them.
 
 pub mod auth;
 mod block;
@@ -29,6 +30,7 @@ pub mod credentials;
 pub mod driver;
 pub mod fetch;
 pub mod records;
+mod release;
 mod stop;
 pub mod trigger;
 

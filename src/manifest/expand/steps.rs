@@ -346,7 +346,7 @@ fn data_disk_steps(ex: &Expander<'_>, owner: &Address) -> Vec<Step> {
             ]);
             Some(Step {
                 block: owner.clone(),
-                name: format!("disk-{}", a.disk.name),
+                name: crate::model::data_disk_step_name(&a.disk.name),
                 kind: DATA_DISK_KIND.to_owned(),
                 scope: StepScope::All,
                 // Per boot: the fstab line mounts it at boot already, and the re-run after a

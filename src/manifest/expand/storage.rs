@@ -252,7 +252,9 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
 /// means nothing, so it is refused rather than ignored.
 fn read_mount(f: &mut Fields<'_>) -> Option<DiskMount> {
     let title = f.block().title();
-    let fs = f.string("fs").filter(|s| f.one_of(s, "fs", &DISK_FILESYSTEMS));
+    let fs = f
+        .string("fs")
+        .filter(|s| f.one_of(s, "fs", &DISK_FILESYSTEMS));
     let Some(mount) = f.string("mount") else {
         if let Some(fs) = fs {
             f.report(
@@ -266,7 +268,17 @@ fn read_mount(f: &mut Fields<'_>) -> Option<DiskMount> {
     };
     // The root, /mnt (the temp disk on many images) and the system's own directories would be
     // hidden under the data disk, or the disk under them.
-    let reserved = ["/", "/mnt", "/mnt/resource", "/boot", "/etc", "/usr", "/var", "/home", "/tmp"];
+    let reserved = [
+        "/",
+        "/mnt",
+        "/mnt/resource",
+        "/boot",
+        "/etc",
+        "/usr",
+        "/var",
+        "/home",
+        "/tmp",
+    ];
     let path = mount.value.trim_end_matches('/');
     if !mount.value.starts_with('/') || mount.value.split('/').any(|c| c == "..") {
         f.report(
