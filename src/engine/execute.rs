@@ -115,10 +115,12 @@ pub fn schedule(plan: &Plan, state: &State) -> BTreeMap<Node, BTreeSet<Node>> {
                 .and_then(serde_json::Value::as_array)
                 .is_some_and(|disks| disks.iter().any(|d| d["disk"] == disk.as_str()));
             let gainer = Node::new(&change.address, Phase::Apply);
-            if gains && change.address != detach.vm && graph.contains_key(&loser) {
-                if let Some(set) = graph.get_mut(&gainer) {
-                    set.insert(loser.clone());
-                }
+            if gains
+                && change.address != detach.vm
+                && graph.contains_key(&loser)
+                && let Some(set) = graph.get_mut(&gainer)
+            {
+                set.insert(loser.clone());
             }
         }
     }

@@ -113,6 +113,48 @@ disk "blank" {{
     )
 }
 
+/// What is mounted at `target` each time the emulator receives a PUT of VM `vm`, as the
+/// request arrives.
+fn watch_updates(w: &World, vm: &str, target: &Path) -> Arc<Mutex<Vec<Option<String>>>> {
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let (suffix, target) = (format!("/virtualMachines/{vm}"), target.to_owned());
+    *w.on_request.lock().expect("not poisoned") = Some(Arc::new(move |request: &RequestInfo| {
+        if request.method == "PUT" && request.path.ends_with(&suffix) {
+            record
+                .lock()
+                .expect("not poisoned")
+                .push(mounted_at(&target));
+        }
+    }));
+    seen
+}
+
+/// Puts a file system with a file on `data` (returning its UUID) and leaves `blank` blank, then
+/// makes Azure's LUN links to both and an fstab of their own under the disk root (returned).
+fn prepare(w: &World, data: &str, blank: &str) -> (String, PathBuf) {
+    let contents = w.path("seed");
+    std::fs::create_dir_all(&contents).expect("seed dir");
+    std::fs::write(contents.join("keep.txt"), "results of week 1\n").expect("seed file");
+    let made = Command::new("mkfs.ext4")
+        .args(["-q", "-d"])
+        .arg(&contents)
+        .arg(data)
+        .status()
+        .expect("mkfs.ext4 runs");
+    assert!(made.success());
+    let uuid = probe(data, "UUID");
+    assert!(!uuid.is_empty() && probe(blank, "TYPE").is_empty());
+    let root = w.path("diskroot");
+    let links = root.join("dev/disk/azure/scsi1");
+    std::fs::create_dir_all(&links).expect("link dir");
+    std::os::unix::fs::symlink(data, links.join("lun0")).expect("lun0");
+    std::os::unix::fs::symlink(blank, links.join("lun1")).expect("lun1");
+    std::fs::create_dir_all(root.join("etc")).expect("etc");
+    std::fs::write(root.join("etc/fstab"), "# test fstab\n").expect("fstab");
+    (uuid, root)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move() {
     let Some((_farm, w)) = World::with_farm().await else {
@@ -122,28 +164,7 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
         return;
     };
     let (data, blank) = (disks.devices[0].clone(), disks.devices[1].clone());
-    // The data disk holds a file system with a file on it; the other is blank.
-    let seed = w.path("seed");
-    std::fs::create_dir_all(&seed).expect("seed dir");
-    std::fs::write(seed.join("keep.txt"), "results of week 1\n").expect("seed file");
-    let made = Command::new("mkfs.ext4")
-        .args(["-q", "-d"])
-        .arg(&seed)
-        .arg(&data)
-        .status()
-        .expect("mkfs.ext4 runs");
-    assert!(made.success());
-    let uuid = probe(&data, "UUID");
-    assert!(!uuid.is_empty() && probe(&blank, "TYPE").is_empty());
-
-    // Azure's LUN links and an fstab of its own, under the disk root.
-    let root = w.path("diskroot");
-    let links = root.join("dev/disk/azure/scsi1");
-    std::fs::create_dir_all(&links).expect("link dir");
-    std::os::unix::fs::symlink(&data, links.join("lun0")).expect("lun0");
-    std::os::unix::fs::symlink(&blank, links.join("lun1")).expect("lun1");
-    std::fs::create_dir_all(root.join("etc")).expect("etc");
-    std::fs::write(root.join("etc/fstab"), "# test fstab\n").expect("fstab");
+    let (uuid, root) = prepare(&w, &data, &blank);
     let env = [("DSINFRA_DISK_ROOT", root.as_path())];
     let fstab = || std::fs::read_to_string(root.join("etc/fstab")).expect("fstab");
     let (data_mnt, blank_mnt) = (w.path("mnt/data"), w.path("mnt/blank"));
@@ -190,16 +211,7 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
 
     // Move the data disk to vm.train: at the moment prep's update (the detach) reaches the
     // emulator, nothing is mounted from the disk any more.
-    let at_detach: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-    let seen = Arc::clone(&at_detach);
-    let watched = data_mnt.clone();
-    *w.on_request.lock().expect("not poisoned") = Some(Arc::new(move |request: &RequestInfo| {
-        if request.method == "PUT" && request.path.ends_with("/virtualMachines/stepsdemo-prep") {
-            seen.lock()
-                .expect("not poisoned")
-                .push(mounted_at(&watched));
-        }
-    }));
+    let at_detach = watch_updates(&w, "stepsdemo-prep", &data_mnt);
     w.write_hcl("stepsdemo", &manifest(&w, "train"));
     let moved = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
@@ -235,17 +247,35 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
         fstab()
     );
 
-    // Moving it back while a process works in it: the release fails, and the apply stops
-    // before any VM is changed.
+    busy_disk_stops_the_move(&w, &env, &data_mnt, &data).await;
+
+    // Once nothing holds it, the move back goes through, and prep mounts it again (its marker
+    // from the first apply went with the release, or the step would be skipped as done).
+    let back = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert!(back.contains("[vm.prep] [disk-data] started"), "{back}");
+    assert_eq!(
+        mounted_at(&data_mnt).as_deref(),
+        Some(data.as_str()),
+        "{back}"
+    );
+    assert_eq!(probe(&data, "UUID"), uuid);
+    drop(disks);
+}
+
+/// Moving the disk back while a process works in it: the release fails, and the apply stops
+/// before any VM is changed; the disk stays mounted where it was.
+async fn busy_disk_stops_the_move(w: &World, env: &[(&str, &Path)], data_mnt: &Path, data: &str) {
     let busy = Command::new("sleep")
         .arg("60")
-        .current_dir(&data_mnt)
+        .current_dir(data_mnt)
         .spawn()
         .expect("a process in the mount");
     let puts_before = w.requests.lock().expect("not poisoned").len();
-    w.write_hcl("stepsdemo", &manifest(&w, "prep"));
+    w.write_hcl("stepsdemo", &manifest(w, "prep"));
     let (out, refused) = w
-        .run_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .run_env(&["apply", "stepsdemo.hcl", "--auto-approve"], env)
         .await;
     let mut busy = busy;
     let _ = busy.kill();
@@ -263,19 +293,5 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
         .map(|(_, _, path)| path.clone())
         .collect();
     assert!(vm_puts.is_empty(), "{vm_puts:?}\n{refused}");
-    assert_eq!(mounted_at(&data_mnt).as_deref(), Some(data.as_str()));
-
-    // Once nothing holds it, the move back goes through, and prep mounts it again (its marker
-    // from the first apply went with the release, or the step would be skipped as done).
-    let back = w
-        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
-        .await;
-    assert!(back.contains("[vm.prep] [disk-data] started"), "{back}");
-    assert_eq!(
-        mounted_at(&data_mnt).as_deref(),
-        Some(data.as_str()),
-        "{back}"
-    );
-    assert_eq!(probe(&data, "UUID"), uuid);
-    drop(disks);
+    assert_eq!(mounted_at(data_mnt).as_deref(), Some(data));
 }

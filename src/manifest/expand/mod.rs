@@ -9,6 +9,7 @@
 
 mod compute;
 mod network;
+mod nfs_access;
 mod steps;
 mod storage;
 

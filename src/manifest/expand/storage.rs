@@ -11,7 +11,7 @@ use super::super::eval::EvalBlock;
 use super::super::fields::Fields;
 use super::super::names;
 use super::super::validate::time;
-use super::{Attachment, DiskMount, Expander};
+use super::{Attachment, DiskMount, Expander, nfs_access};
 
 const ACCOUNT_SKUS: [&str; 8] = [
     "Standard_LRS",
@@ -84,6 +84,7 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     }
     let account = Address::new("storage_account", &label, None, "account");
     let mut children = Vec::new();
+    let mut nfs_protocol = None;
     for container in block.blocks_of("container") {
         if kind == "FileStorage" {
             f.report(
@@ -126,6 +127,9 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
                     .with_help(format!("set `kind = \"FileStorage\"` and `sku = \"Premium_LRS\"` on {title}, or use protocol = \"SMB\"")),
             );
         }
+        if protocol_value == "NFS" && kind == "FileStorage" && nfs_protocol.is_none() {
+            nfs_protocol = protocol_ok.as_ref().map(|p| p.span.clone());
+        }
         let address = Address::new(
             "storage_account",
             &label,
@@ -148,13 +152,21 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     attrs.insert("https_only".into(), json!(true));
     attrs.insert("min_tls_version".into(), json!("TLS1_2"));
     attrs.insert("allow_blob_public_access".into(), json!(false));
+    let mut deps = Vec::new();
+    if let Some(span) = nfs_protocol
+        && let Some((rules, vnets)) = nfs_access::nfs_account_access(ex, &title, &span)
+    {
+        attrs.insert("https_only".into(), json!(false));
+        attrs.insert("network_rules".into(), rules);
+        deps = vnets;
+    }
     ex.push(
         account.clone(),
         ResourceKind::StorageAccount,
         name.clone(),
         None,
         attrs,
-        [],
+        deps,
         &lifecycle,
         Some(&block.header),
     );
