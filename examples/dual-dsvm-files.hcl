@@ -16,6 +16,7 @@ disk "datasets" {
   sku       = "Premium_LRS"
   attach_to = vm.prep
   lun       = 0
+  mount     = "/data" # formatted (ext4) only while blank; unmounted here before it moves
   lifecycle { prevent_destroy = true }
 }
 

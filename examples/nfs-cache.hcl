@@ -17,7 +17,7 @@ storage_account "nfs" {
 }
 
 cluster "readers" {
-  size            = "Standard_D16s_v5"
+  size            = "Standard_D16ds_v5"
   count           = 3
   placement_group = false
   ssh_key         = file("keys/demo.pub")

@@ -139,3 +139,41 @@ fn corpus_names_are_numbered_and_unique() {
     numbers.dedup();
     assert_eq!(numbers.len(), count, "each number is used once");
 }
+
+/// Every example and starter template dsinfra ships loads without an error, so a rule added to
+/// validation (sizes without a temp disk, for one) cannot leave a shipped manifest broken.
+#[test]
+fn every_shipped_example_and_template_validates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The starter templates read `~/.ssh/id_ed25519.pub`; a scratch home holds the demo key.
+    let home = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(home.path().join(".ssh")).expect("mkdir .ssh");
+    std::fs::copy(
+        root.join("examples/keys/demo.pub"),
+        home.path().join(".ssh/id_ed25519.pub"),
+    )
+    .expect("copy the demo key");
+    let home_dir = home.path().display().to_string();
+    let mut failures = Vec::new();
+    for dir in ["examples", "templates"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .expect("the directory exists")
+            .map(|e| e.expect("readable entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "hcl"))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{dir} has manifests");
+        for file in files {
+            let home_dir = home_dir.clone();
+            let options = LoadOptions {
+                vars: vec![("my_ip".to_owned(), "203.0.113.7/32".to_owned())],
+                var_files: Vec::new(),
+                env: Box::new(move |name| (name == "HOME").then(|| home_dir.clone())),
+            };
+            if let Err(failed) = load(&file, &options) {
+                failures.push(render_all(&failed.diagnostics, &failed.sources));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -377,6 +377,32 @@ fn extras() -> Vec<StepSpec> {
     let beeond: BTreeMap<String, Value> =
         serde_json::from_value(json!({"mount": "/mnt/scratch", "timeout": "30m"})).expect("a map");
     steps.push(library::beeond_stop("beeond", &beeond, &ctx).expect("the stop step renders"));
+    // A data disk formatted as xfs, and the release that runs before it is detached.
+    let disk: BTreeMap<String, Value> = serde_json::from_value(json!({
+        "disk": "disk.scratch", "lun": 3, "mount": "/data/scratch", "fs": "xfs", "timeout": "10m"}))
+    .expect("a map");
+    let request = StepRequest {
+        name: "disk-scratch",
+        kind: "data_disk",
+        scope: Scope::All,
+        policy: RunPolicy::PerBoot,
+        params: &disk,
+    };
+    steps.extend(
+        library::render(&request, &ctx)
+            .expect("the data disk step renders")
+            .steps,
+    );
+    steps.push(
+        library::data_disk_release(
+            "disk-scratch",
+            "disk.scratch",
+            3,
+            Some("/var/lib/dsinfra/steps/disk-scratch.marker"),
+            &ctx,
+        )
+        .expect("the release renders"),
+    );
     steps
 }
 
@@ -688,8 +714,11 @@ async fn every_check_section_reports_not_done_on_a_fresh_host() {
             .filter(|(_, step, _)| *step == check.name)
             .map(|(_, _, line)| line.as_str())
             .collect();
-        // Nothing to stop on a host that never ran BeeOND: the stop step's check is "done".
-        let expected = if check.name.ends_with(".beeond.stop.check") {
+        // Nothing to stop on a host that never ran BeeOND: the stop step's check is "done";
+        // likewise nothing to release on a host without the data disk.
+        let expected = if check.name.ends_with(".beeond.stop.check")
+            || check.name.ends_with(".release.check")
+        {
             "dsinfra-check: done"
         } else {
             "dsinfra-check: not done"

@@ -92,6 +92,40 @@ pub fn vm_size(name: &str) -> Option<&'static VmSize> {
         .find(|s| s.name.eq_ignore_ascii_case(name))
 }
 
+/// The size that is `size` plus a local temp disk (`Standard_D4s_v5` -> `Standard_D4ds_v5`), if
+/// the catalog knows one. Azure marks a temp disk with a `d` among the lower-case feature letters
+/// after the vCPU count, and their order varies between series (`D4ads_v5`, `D4plds_v5`), so
+/// the sibling is found by dropping that `d` from each known size with a temp disk rather than
+/// by inserting it at a guessed position.
+pub fn with_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
+    sizes::SIZES.iter().find(|s| {
+        s.temp_disk_gib > 0
+            && s.vcpus == size.vcpus
+            && without_disk_letter(s.name).is_some_and(|n| n.eq_ignore_ascii_case(size.name))
+    })
+}
+
+/// `Standard_D4ds_v5` -> `Standard_D4s_v5`: the name without the `d` feature letter, if it has one.
+fn without_disk_letter(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("Standard_")?;
+    let first = rest.split('_').next()?;
+    // Family letters (upper case), the vCPU count, then the feature letters (lower case).
+    let digits_end = first
+        .char_indices()
+        .skip_while(|(_, c)| c.is_ascii_uppercase())
+        .find(|(_, c)| !c.is_ascii_digit())
+        .map_or(first.len(), |(i, _)| i);
+    let features = &first[digits_end..];
+    let at = features.find('d')?;
+    let stem = format!(
+        "{}{}{}",
+        &first[..digits_end],
+        &features[..at],
+        &features[at + 1..]
+    );
+    Some(format!("Standard_{stem}{}", &rest[first.len()..]))
+}
+
 /// Every known size name, for "did you mean" suggestions.
 pub fn vm_size_names() -> impl Iterator<Item = &'static str> {
     sizes::SIZES.iter().map(|s| s.name)
@@ -148,5 +182,35 @@ mod tests {
         let cpu = vm_size("Standard_D3_v2").expect("D3_v2 known");
         assert_eq!((cpu.vcpus, cpu.temp_disk_gib), (4, 200));
         assert_eq!(vm_size("Standard_NC6s_v3").map(|s| s.gpus), Some(1));
+    }
+
+    #[test]
+    fn a_size_without_temp_disk_finds_its_d_sibling() {
+        let find = |name: &str| {
+            vm_size(name)
+                .and_then(with_temp_disk)
+                .map(|s| (s.name, s.temp_disk_gib))
+        };
+        assert_eq!(find("Standard_D4s_v5"), Some(("Standard_D4ds_v5", 150)));
+        assert_eq!(find("Standard_D16s_v5"), Some(("Standard_D16ds_v5", 600)));
+        // No sibling in the catalog: nothing is made up.
+        assert_eq!(find("Standard_E4s_v5"), None);
+        assert_eq!(
+            without_disk_letter("Standard_NC24ads_A100_v4").as_deref(),
+            Some("Standard_NC24as_A100_v4")
+        );
+        assert_eq!(without_disk_letter("Standard_D4s_v5"), None);
+        assert_eq!(without_disk_letter("Standard_ND40rs_v2"), None);
+    }
+
+    #[test]
+    fn every_size_states_its_temp_disk_as_documented() {
+        // Sizes whose name has no `d` feature letter have no temp disk from the v5 generation on;
+        // the older series (v2, v3) and the GPU/HPC sizes have one.
+        for size in sizes::SIZES {
+            if size.name.ends_with("s_v5") && without_disk_letter(size.name).is_none() {
+                assert_eq!(size.temp_disk_gib, 0, "{}", size.name);
+            }
+        }
     }
 }

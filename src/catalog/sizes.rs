@@ -90,6 +90,16 @@ pub(super) static SIZES: &[VmSize] = &[
         "standardBSFamily",
         0.166,
     )),
+    size(
+        "Standard_D16ds_v5",
+        16,
+        64,
+        600,
+        0,
+        "",
+        "standardDDSv5Family",
+        0.904,
+    ),
     no_accel(size(
         "Standard_D16s_v3",
         16,
@@ -169,6 +179,16 @@ pub(super) static SIZES: &[VmSize] = &[
         "",
         "standardDv2Family",
         0.458,
+    ),
+    size(
+        "Standard_D4ds_v5",
+        4,
+        16,
+        150,
+        0,
+        "",
+        "standardDDSv5Family",
+        0.226,
     ),
     size(
         "Standard_D4s_v3",

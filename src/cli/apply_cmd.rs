@@ -425,6 +425,37 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Data disks leaving a VM are unmounted there first (a step before an ARM change, like
+    /// BeeOND's stop before destroy). A busy disk ends the apply here, before any change.
+    fn release_disks(
+        &self,
+        planned: &Plan,
+        desired: &Desired,
+        (backend, state): (Box<dyn Backend + Send>, State),
+        out: &Output,
+    ) -> anyhow::Result<(Box<dyn Backend + Send>, State)> {
+        let Some(job) = self
+            .steps
+            .as_ref()
+            .filter(|_| !planned.disk_detaches().is_empty())
+        else {
+            return Ok((backend, state));
+        };
+        let store = StateStore::new(backend, state);
+        super::interrupt::block_on(
+            self.runtime,
+            job.release_disks(
+                (&self.client, &self.subscription),
+                planned,
+                desired,
+                &store,
+                out,
+            ),
+        )??;
+        super::interrupt::check()?;
+        Ok(store.into_parts())
+    }
+
     fn execute(
         self,
         planned: &Plan,
@@ -434,6 +465,7 @@ impl Run<'_> {
         sources: &crate::diag::SourceMap,
         out: &Output,
     ) -> anyhow::Result<Outcome> {
+        let (backend, state) = self.release_disks(planned, desired, (backend, state), out)?;
         let tty = console::Term::stdout().is_term();
         let progress = Progress::new(tty);
         let in_flight = Arc::new(AtomicUsize::new(0));

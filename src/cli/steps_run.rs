@@ -239,6 +239,49 @@ impl<'a> StepsJob<'a> {
         }
     }
 
+    /// Unmounts every data disk `plan` detaches from a VM, on that VM, before the walk
+    /// (best effort for a VM that cannot be reached); prints what happened.
+    ///
+    /// # Errors
+    ///
+    /// A release failed on a reachable VM (a busy disk): nothing was changed in Azure.
+    pub async fn release_disks(
+        &self,
+        (client, subscription): (&ArmClient, &str),
+        plan: &Plan,
+        desired: &Desired,
+        store: &StateStore,
+        out: &Output,
+    ) -> anyhow::Result<()> {
+        let detaches = plan.disk_detaches();
+        if detaches.is_empty() {
+            return Ok(());
+        }
+        if self.mode == StepsMode::Skip {
+            out.note("data disks are detached without unmounting them first (--steps skip)");
+            return Ok(());
+        }
+        let post_boot = self.post_boot(client, subscription, desired, store);
+        let endpoints = match (self.endpoints(store))().await {
+            Ok(endpoints) => endpoints,
+            Err(why) => {
+                out.note(&format!(
+                    "data disks were not unmounted before detaching ({why}); continuing"
+                ));
+                return Ok(());
+            }
+        };
+        match post_boot.release_disks(&detaches, &endpoints).await {
+            Ok(lines) => {
+                for line in lines {
+                    out.note(&line);
+                }
+                Ok(())
+            }
+            Err(why) => Err(anyhow::anyhow!("{why}\nnothing was changed in Azure")),
+        }
+    }
+
     /// `park`: stops BeeOND on the blocks of the VMs about to be deallocated (best effort),
     /// then hands the backend and state back.
     pub async fn before_park(

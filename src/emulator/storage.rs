@@ -95,6 +95,84 @@ fn new_account_properties(
     props
 }
 
+/// The service endpoint a subnet needs before an account's VNet rule may name it.
+const STORAGE_ENDPOINT: &str = "Microsoft.Storage";
+
+/// The account firewall as ARM stores it: the request's `networkAcls` with ARM's defaults
+/// filled in (allow everything when absent), each VNet rule checked the way the storage
+/// provider checks it. A rule whose subnet lacks the `Microsoft.Storage` service endpoint is
+/// refused with ARM's `NetworkAclsValidationFailure` (see docs/emulator.md for the message).
+fn network_acls(cloud: &Cloud, requested: Option<&Value>) -> Result<Value, ArmError> {
+    let mut acls = requested
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    acls.entry("bypass").or_insert(json!("AzureServices"));
+    acls.entry("ipRules").or_insert(json!([]));
+    acls.entry("defaultAction").or_insert(json!("Allow"));
+    let rules = acls
+        .get("virtualNetworkRules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut missing: Vec<(String, String)> = Vec::new();
+    let mut checked = Vec::new();
+    for mut rule in rules {
+        let id = rule
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let Some((vnet, subnet_name)) = id.split_once("/subnets/") else {
+            return Err(ArmError::new(
+                400,
+                "InvalidValuesForRequestParameters",
+                "Values for request parameters are invalid: networkAcls.virtualNetworkRules[*].id. \
+                 For more information, see - https://aka.ms/storagenetworkruleset",
+            ));
+        };
+        let endpoints = cloud
+            .resources
+            .get(&key(&id))
+            .filter(|r| r.kind == Kind::Subnet)
+            .and_then(|r| r.body.at("/properties/serviceEndpoints"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let has_storage = endpoints.iter().any(|e| {
+            e.get("service")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.eq_ignore_ascii_case(STORAGE_ENDPOINT))
+        });
+        if !has_storage {
+            missing.push((vnet.to_owned(), subnet_name.to_owned()));
+        }
+        rule["action"] = rule.get("action").cloned().unwrap_or(json!("Allow"));
+        rule["state"] = json!("Succeeded");
+        checked.push(rule);
+    }
+    if let Some((vnet, _)) = missing.first() {
+        let subnets: Vec<&str> = missing
+            .iter()
+            .filter(|(v, _)| v == vnet)
+            .map(|(_, s)| s.as_str())
+            .collect();
+        return Err(ArmError::new(
+            400,
+            "NetworkAclsValidationFailure",
+            format!(
+                "Validation of network acls failure: SubnetsHaveNoServiceEndpointsConfigured:Subnets \
+                 {} of virtual network {vnet} do not have ServiceEndpoints for Microsoft.Storage \
+                 resources configured. Add Microsoft.Storage to subnet's ServiceEndpoints \
+                 collection before trying to ACL Microsoft.Storage resources to these subnets..",
+                subnets.join(",")
+            ),
+        ));
+    }
+    acls.insert("virtualNetworkRules".into(), Value::Array(checked));
+    Ok(Value::Object(acls))
+}
+
 pub(crate) fn put_account(
     cloud: &mut Cloud,
     ctx: &mut Ctx<'_>,
@@ -135,6 +213,13 @@ pub(crate) fn put_account(
             // Still being created: the same request is accepted again.
             return Ok(Reply::empty(202).headers(ops::storage_headers(ctx, op)));
         }
+        // An update without `networkAcls` keeps the account's firewall; either way its VNet
+        // rules are checked against the subnets as they are now.
+        let acls = network_acls(
+            cloud,
+            body.at("/properties/networkAcls")
+                .or_else(|| existing.body.at("/properties/networkAcls")),
+        )?;
         let stored = cloud
             .resources
             .get_mut(&target.key)
@@ -147,12 +232,15 @@ pub(crate) fn put_account(
                 stored.body["properties"][k] = v.clone();
             }
         }
+        stored.body["properties"]["networkAcls"] = acls;
         let stored = stored.clone();
         return Ok(Reply::json(200, render(cloud, &stored)));
     }
     let id = target.id.clone();
     let now = ctx.now.to_rfc3339();
-    let props = new_account_properties(&body, &name, &location, &kind, &now);
+    let mut props = new_account_properties(&body, &name, &location, &kind, &now);
+    let acls = network_acls(cloud, body.at("/properties/networkAcls"))?;
+    props.insert("networkAcls".into(), acls);
     let mut stored_body = envelope(&id, &name, Kind::StorageAccount, Some(&location), &body);
     let tier = if sku.starts_with("Premium") {
         "Premium"

@@ -102,6 +102,28 @@ pub fn schedule(plan: &Plan, state: &State) -> BTreeMap<Node, BTreeSet<Node>> {
             set.extend(waits);
         }
     }
+    // A VM that gains a data disk waits for the update of the VM that loses it: Azure refuses to
+    // attach a disk another VM still owns (OperationNotAllowed), so a move is detach, then attach.
+    for detach in plan.disk_detaches() {
+        let loser = Node::new(&detach.vm, Phase::Apply);
+        let disk = detach.disk.to_string();
+        for change in &plan.changes {
+            let gains = change
+                .after
+                .as_ref()
+                .and_then(|a| a.get("data_disks"))
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|disks| disks.iter().any(|d| d["disk"] == disk.as_str()));
+            let gainer = Node::new(&change.address, Phase::Apply);
+            if gains
+                && change.address != detach.vm
+                && graph.contains_key(&loser)
+                && let Some(set) = graph.get_mut(&gainer)
+            {
+                set.insert(loser.clone());
+            }
+        }
+    }
     // A delete waits for everything that depended on the resource (per the state): deleted
     // dependents go first; updated dependents that no longer refer to it (a detached disk) are
     // updated first. An updated dependent that still refers to a replaced resource gets no such

@@ -182,7 +182,7 @@ static SAS: BlockSchema = BlockSchema {
     blocks: &[],
 };
 static DISK: BlockSchema = BlockSchema {
-    attrs: &["size_gb", "sku", "attach_to", "lun", "zone"],
+    attrs: &["size_gb", "sku", "attach_to", "lun", "zone", "mount", "fs"],
     blocks: &[nested("lifecycle", &LIFECYCLE)],
 };
 

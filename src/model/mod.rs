@@ -190,6 +190,13 @@ pub struct Step {
 /// such locally built, unsigned modules.
 pub const KERNEL_MODULE_STEPS: [&str; 2] = ["mofed", "beeond"];
 
+/// The name of the step generated for a `disk` block with `mount` on the VM it is attached to
+/// (`disk-datasets`): the manifest names it, and the engine finds its marker by it when the disk
+/// leaves that VM.
+pub fn data_disk_step_name(disk_label: &str) -> String {
+    format!("disk-{disk_label}")
+}
+
 impl Step {
     /// Whether the step builds and loads kernel modules (see [`KERNEL_MODULE_STEPS`]).
     pub fn builds_kernel_modules(&self) -> bool {

@@ -107,7 +107,7 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         }
         Mode::Destroy { .. } => Vec::new(),
     };
-    Ok(Plan {
+    let mut plan = Plan {
         format_version: PLAN_FORMAT_VERSION,
         binding: Binding {
             lineage: state.lineage.clone(),
@@ -124,7 +124,10 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         cost,
         notes,
         source: None,
-    })
+    };
+    let detaching = super::detach::detach_notes(&plan);
+    plan.notes.extend(detaching);
+    Ok(plan)
 }
 
 /// The manifest's notes on blocks whose VMs this plan creates or replaces (the only time a

@@ -13,12 +13,14 @@
 
 mod change;
 mod cost;
+mod detach;
 mod diff;
 mod saved;
 mod steps;
 
 pub use change::{Action, Change, Counts, Reason};
 pub use cost::{CostSummary, CostTotals, Rate, ResourceCost, rate_of};
+pub use detach::DiskDetach;
 pub use diff::{SAS_RENEW_MARGIN_MINUTES, plan};
 pub use saved::{PLAN_FORMAT_VERSION, PlanFileError, StalePlan, check_binding};
 pub use steps::{NodeReason, PlannedStep, StepReason, nodes_text, rerun_selects};

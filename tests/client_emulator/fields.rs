@@ -8,16 +8,17 @@ use dsinfra::azure::types::compute::{
 use dsinfra::azure::types::devtestlab::Schedule;
 use dsinfra::azure::types::disk::Disk;
 use dsinfra::azure::types::network::{
-    NetworkSecurityGroup, NetworkSecurityGroupProperties, PublicIpAddress, SecurityRule, Subnet,
-    SubnetProperties,
+    NetworkSecurityGroup, NetworkSecurityGroupProperties, PublicIpAddress, SecurityRule,
+    ServiceEndpoint, Subnet, SubnetProperties,
 };
 use dsinfra::azure::types::placement::{
     ProximityPlacementGroup, ProximityPlacementGroupProperties, ProximityPlacementGroupType,
 };
 use dsinfra::azure::types::resources::ResourceGroup;
 use dsinfra::azure::types::storage::{
-    BlobContainer, ContainerProperties, EnabledProtocols, FileShare, FileShareProperties,
-    PublicAccess, ShareAccessTier, StorageAccountCreate, StorageSkuName,
+    BlobContainer, ContainerProperties, DefaultAction, EnabledProtocols, FileShare,
+    FileShareProperties, NetworkRuleSet, PublicAccess, ShareAccessTier, StorageAccountCreate,
+    StorageSkuName, VirtualNetworkRule,
 };
 use dsinfra::openapi::{Specs, significant};
 
@@ -127,6 +128,11 @@ fn every_field_the_client_can_send_is_declared_by_the_spec() {
             address_prefix: Some("10.10.2.0/24".into()),
             network_security_group: Some((&nsg).into()),
             default_outbound_access: Some(false),
+            service_endpoints: Some(vec![ServiceEndpoint {
+                service: Some("Microsoft.Storage".into()),
+                locations: Some(vec![LOCATION.into()]),
+                provisioning_state: None,
+            }]),
             ..SubnetProperties::default()
         }),
         ..Subnet::default()
@@ -264,6 +270,15 @@ fn every_field_the_client_can_send_is_declared_by_the_spec() {
             large_file_shares_state: Some(EnabledDisabled::Enabled),
             public_network_access: Some("Enabled".into()),
             default_to_oauth_authentication: Some(false),
+            network_acls: Some(NetworkRuleSet {
+                default_action: DefaultAction::Deny,
+                bypass: Some("AzureServices".into()),
+                virtual_network_rules: vec![VirtualNetworkRule {
+                    id: subnet.to_string(),
+                    action: Some("Allow".into()),
+                    state: None,
+                }],
+            }),
         }),
         ..StorageAccountCreate::secure_v2(LOCATION, StorageSkuName::StandardLrs, tags())
     };

@@ -172,3 +172,84 @@ async fn containers_shares_and_schedules_are_synchronous() {
     assert_eq!(env.delete(&schedule, "2018-09-15").await.status, 200);
     assert_eq!(env.delete(&schedule, "2018-09-15").await.status, 204);
 }
+
+/// Azure Files NFS needs an account firewall allowing the client's subnet; Azure refuses a VNet
+/// rule for a subnet without the Microsoft.Storage service endpoint, and so does the emulator,
+/// with ARM's code and message. An account created without rules reports ARM's defaults.
+#[tokio::test]
+async fn a_vnet_rule_needs_the_storage_service_endpoint_on_its_subnet() {
+    let env = env(fast()).await;
+    env.group("rg").await;
+    let vnet = res("rg", "Microsoft.Network/virtualNetworks/vnet");
+    let subnets = |endpoints: Value| {
+        json!({"location": "eastus", "properties": {
+            "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+            "subnets": [{"name": "default", "properties": {
+                "addressPrefix": "10.0.1.0/24", "serviceEndpoints": endpoints}}]}})
+    };
+    env.create(&vnet, NET, &subnets(json!([]))).await;
+    let subnet = format!("{vnet}/subnets/default");
+    let account = |rules: Value| {
+        json!({"sku": {"name": "Premium_LRS"}, "kind": "FileStorage", "location": "eastus",
+            "properties": {"supportsHttpsTrafficOnly": false, "networkAcls": rules}})
+    };
+    let deny = json!({"defaultAction": "Deny", "bypass": "None",
+        "virtualNetworkRules": [{"id": subnet, "action": "Allow"}]});
+    let path = res("rg", "Microsoft.Storage/storageAccounts/dsnfs01");
+    let refused = env.put(&path, STORAGE, &account(deny.clone())).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.code(), "NetworkAclsValidationFailure");
+    let vnet_id = subnet.trim_end_matches("/subnets/default");
+    assert_eq!(
+        refused.message(),
+        format!(
+            "Validation of network acls failure: SubnetsHaveNoServiceEndpointsConfigured:Subnets \
+             default of virtual network {vnet_id} do not have ServiceEndpoints for \
+             Microsoft.Storage resources configured. Add Microsoft.Storage to subnet's \
+             ServiceEndpoints collection before trying to ACL Microsoft.Storage resources to \
+             these subnets.."
+        )
+    );
+
+    // With the endpoint on the subnet, the same account is created and keeps its rules.
+    env.create(
+        &vnet,
+        NET,
+        &subnets(json!([{"service": "Microsoft.Storage"}])),
+    )
+    .await;
+    let got = env.get(&format!("{vnet}/subnets/default"), NET).await;
+    assert_eq!(
+        got.body["properties"]["serviceEndpoints"],
+        json!([{"service": "Microsoft.Storage", "provisioningState": "Succeeded"}])
+    );
+    let accepted = env.put(&path, STORAGE, &account(deny)).await;
+    assert_eq!(accepted.status, 202);
+    let location = accepted.header("location").expect("Location").to_owned();
+    let done = env.poll_location(&location).await;
+    let acls = &done.body["properties"]["networkAcls"];
+    assert_eq!(acls["defaultAction"], "Deny");
+    assert_eq!(acls["bypass"], "None");
+    assert_eq!(
+        acls["virtualNetworkRules"],
+        json!([{"id": subnet, "action": "Allow", "state": "Succeeded"}])
+    );
+    assert_eq!(done.body["properties"]["supportsHttpsTrafficOnly"], false);
+
+    // An account without rules: ARM's defaults, open to every network (by key).
+    let plain = res("rg", "Microsoft.Storage/storageAccounts/dsplain01");
+    let accepted = env
+        .put(
+            &plain,
+            STORAGE,
+            &json!({"sku": {"name": "Standard_LRS"}, "kind": "StorageV2", "location": "eastus"}),
+        )
+        .await;
+    let location = accepted.header("location").expect("Location").to_owned();
+    let done = env.poll_location(&location).await;
+    assert_eq!(
+        done.body["properties"]["networkAcls"],
+        json!({"bypass": "AzureServices", "virtualNetworkRules": [], "ipRules": [],
+            "defaultAction": "Allow"})
+    );
+}

@@ -16,6 +16,7 @@
 mod common;
 
 mod beeond;
+mod disks;
 mod failures;
 mod lifecycle;
 mod secrets;
@@ -61,7 +62,13 @@ struct World {
     farm: Option<Arc<NodeFarm>>,
     /// Every ARM request the emulator received: (seconds since the epoch, method, path).
     requests: Arc<Mutex<Vec<(f64, String, String)>>>,
+    /// A probe a test sets to look at the machine the moment a request arrives (what is
+    /// mounted when a VM's update reaches Azure).
+    on_request: RequestProbe,
 }
+
+/// See [`World::on_request`].
+type RequestProbe = Arc<Mutex<Option<Arc<dyn Fn(&RequestInfo) + Send + Sync>>>>;
 
 /// Seconds since the Unix epoch, as `date +%s.%N` prints them.
 fn epoch_seconds() -> f64 {
@@ -88,6 +95,8 @@ impl World {
         // nothing and notes when each request arrived.
         let requests: Arc<Mutex<Vec<(f64, String, String)>>> = Arc::default();
         let seen = Arc::clone(&requests);
+        let on_request: RequestProbe = Arc::default();
+        let probe = Arc::clone(&on_request);
         let handle = start_emulator(dir.path(), farm.as_ref().map(NodeFarm::hook), |config| {
             config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
                 seen.lock().expect("not poisoned").push((
@@ -95,6 +104,10 @@ impl World {
                     request.method.clone(),
                     request.path.clone(),
                 ));
+                let probe = probe.lock().expect("not poisoned").clone();
+                if let Some(probe) = probe {
+                    probe(request);
+                }
                 Vec::new()
             }));
         })
@@ -104,6 +117,7 @@ impl World {
             dir,
             farm,
             requests,
+            on_request,
         }
     }
 

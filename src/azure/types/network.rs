@@ -100,9 +100,28 @@ pub struct SubnetProperties {
     /// Whether VMs get default outbound access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_outbound_access: Option<bool>,
+    /// Service endpoints (`Microsoft.Storage`): traffic to those services leaves the subnet
+    /// with its identity, which is what a storage account's VNet rule matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_endpoints: Option<Vec<ServiceEndpoint>>,
     /// Read-only: NIC IP configurations in the subnet (what blocks its deletion).
     #[serde(default, skip_serializing)]
     pub ip_configurations: Option<Vec<SubResource>>,
+    /// Read-only.
+    #[serde(default, skip_serializing)]
+    pub provisioning_state: Option<String>,
+}
+
+/// `ServiceEndpointPropertiesFormat`: one service endpoint of a subnet.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceEndpoint {
+    /// The service, e.g. `Microsoft.Storage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// Regions it covers (Azure fills in the VNet's region and its pair when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<String>>,
     /// Read-only.
     #[serde(default, skip_serializing)]
     pub provisioning_state: Option<String>,

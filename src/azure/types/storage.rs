@@ -136,6 +136,46 @@ pub struct StorageAccountCreateProperties {
         skip_serializing_if = "Option::is_none"
     )]
     pub default_to_oauth_authentication: Option<bool>,
+    /// The firewall: which networks may reach the account's data plane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_acls: Option<NetworkRuleSet>,
+}
+
+/// `NetworkRuleSet`: the account firewall. dsinfra sends it only for an account holding an NFS
+/// share, which Azure Files serves only to the virtual networks allowed here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkRuleSet {
+    /// What is allowed when no rule matches (required).
+    pub default_action: DefaultAction,
+    /// Traffic let through whatever the rules say (`AzureServices`, `None`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bypass: Option<String>,
+    /// Subnets allowed in (each needs the `Microsoft.Storage` service endpoint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub virtual_network_rules: Vec<VirtualNetworkRule>,
+}
+
+/// `DefaultAction` of a [`NetworkRuleSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DefaultAction {
+    /// Allow everything not denied.
+    Allow,
+    /// Deny everything not allowed.
+    Deny,
+}
+
+/// `VirtualNetworkRule`: one subnet allowed into the account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VirtualNetworkRule {
+    /// The subnet's ARM id.
+    pub id: String,
+    /// Always `Allow` (the only value the spec has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Read-only: `Succeeded` once the rule is in force.
+    #[serde(default, skip_serializing)]
+    pub state: Option<String>,
 }
 
 /// `MinimumTlsVersion`.

@@ -12,6 +12,14 @@ use crate::emulator::store::{Cloud, Kind, Resource};
 
 fn subnet_body(id: &str, name: &str, request: &Value) -> Value {
     let mut props = writable_properties(request, &["ipConfigurations"]);
+    // Service endpoints are provisioned with the subnet; ARM reports each one's state.
+    if let Some(Value::Array(endpoints)) = props.get_mut("serviceEndpoints") {
+        for endpoint in endpoints.iter_mut() {
+            if let Value::Object(map) = endpoint {
+                map.insert("provisioningState".into(), json!("Succeeded"));
+            }
+        }
+    }
     props
         .entry("privateEndpointNetworkPolicies")
         .or_insert(json!("Disabled"));

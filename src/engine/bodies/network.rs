@@ -7,8 +7,8 @@ use crate::azure::types::SubResource;
 use crate::azure::types::network::{
     AddressSpace, IpAllocationMethod, NetworkInterface, NetworkInterfaceIpConfiguration,
     NetworkInterfaceIpConfigurationProperties, NetworkInterfaceProperties, NetworkSecurityGroup,
-    NetworkSecurityGroupProperties, PublicIpAddress, SecurityRule, SecurityRuleProperties, Subnet,
-    SubnetProperties, VirtualNetwork, VirtualNetworkProperties,
+    NetworkSecurityGroupProperties, PublicIpAddress, SecurityRule, SecurityRuleProperties,
+    ServiceEndpoint, Subnet, SubnetProperties, VirtualNetwork, VirtualNetworkProperties,
 };
 
 use super::{BodyError, Builder};
@@ -21,6 +21,8 @@ impl Builder<'_> {
             address_prefix: String,
             #[serde(default)]
             nsg: Option<String>,
+            #[serde(default)]
+            service_endpoints: Vec<String>,
         }
         let raw = self
             .value("subnets")
@@ -41,6 +43,15 @@ impl Builder<'_> {
                 properties: Some(SubnetProperties {
                     address_prefix: Some(s.address_prefix),
                     network_security_group: nsg,
+                    service_endpoints: (!s.service_endpoints.is_empty()).then(|| {
+                        s.service_endpoints
+                            .iter()
+                            .map(|service| ServiceEndpoint {
+                                service: Some(service.clone()),
+                                ..ServiceEndpoint::default()
+                            })
+                            .collect()
+                    }),
                     ..SubnetProperties::default()
                 }),
                 ..Subnet::default()

@@ -2,10 +2,11 @@
 //! unless the manifest asks), and its containers and shares, which carry no tags (ARM refuses
 //! them there).
 
+use crate::azure::ResourceId;
 use crate::azure::types::storage::{
-    BlobContainer, ContainerProperties, EnabledProtocols, FileShare, FileShareProperties,
-    MinimumTlsVersion, PublicAccess, StorageAccountCreate, StorageAccountCreateProperties,
-    StorageKind, StorageSku, StorageSkuName,
+    BlobContainer, ContainerProperties, DefaultAction, EnabledProtocols, FileShare,
+    FileShareProperties, MinimumTlsVersion, NetworkRuleSet, PublicAccess, StorageAccountCreate,
+    StorageAccountCreateProperties, StorageKind, StorageSku, StorageSkuName, VirtualNetworkRule,
 };
 
 use super::{BodyError, Builder};
@@ -33,9 +34,59 @@ impl Builder<'_> {
                 ),
                 supports_https_traffic_only: Some(self.opt_bool("https_only")?.unwrap_or(true)),
                 is_hns_enabled: self.opt_bool("hns")?.filter(|h| *h),
+                network_acls: self.network_rules()?,
                 ..StorageAccountCreateProperties::default()
             }),
         })
+    }
+
+    /// `network_rules` (an account holding an NFS share, see manifest::expand::nfs_access):
+    /// deny by default, allow the listed subnets.
+    fn network_rules(&self) -> Result<Option<NetworkRuleSet>, BodyError> {
+        #[derive(serde::Deserialize)]
+        struct SubnetRef {
+            vnet: String,
+            subnet: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Rules {
+            default_action: String,
+            #[serde(default)]
+            bypass: Option<String>,
+            #[serde(default)]
+            subnets: Vec<SubnetRef>,
+        }
+        let Some(raw) = self.value("network_rules").filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let rules: Rules = serde_json::from_value(raw.clone())
+            .map_err(|e| self.invalid("network_rules", e.to_string()))?;
+        let default_action = match rules.default_action.as_str() {
+            "Deny" => DefaultAction::Deny,
+            "Allow" => DefaultAction::Allow,
+            other => {
+                return Err(self.invalid(
+                    "network_rules",
+                    format!("default_action `{other}` is not Allow or Deny"),
+                ));
+            }
+        };
+        let mut virtual_network_rules = Vec::new();
+        for s in rules.subnets {
+            let vnet = self.target("network_rules", &s.vnet)?;
+            let subnet =
+                ResourceId::from_raw(vnet.arm_id(self.subscription)).child("subnets", &s.subnet);
+            virtual_network_rules.push(VirtualNetworkRule {
+                id: subnet.to_string(),
+                action: Some("Allow".to_owned()),
+                state: None,
+            });
+        }
+        Ok(Some(NetworkRuleSet {
+            default_action,
+            bypass: rules.bypass,
+            virtual_network_rules,
+        }))
     }
 
     pub(super) fn container(&self) -> Result<BlobContainer, BodyError> {

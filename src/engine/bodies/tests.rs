@@ -220,7 +220,7 @@ fn every_seed_body_validates_against_the_official_spec() {
     let cloud_init = crate::ssh::HostKeyPair::generate()
         .expect("ed25519 generation works")
         .cloud_config();
-    for name in ["dual-dsvm.hcl", "nd40-beeond.hcl"] {
+    for name in ["dual-dsvm.hcl", "nd40-beeond.hcl", "nfs-cache.hcl"] {
         let desired = example(name);
         for resource in &desired.resources {
             let Some(req) = request_for(resource, &desired, SUB).expect("the body builds") else {
@@ -250,7 +250,50 @@ fn every_seed_body_validates_against_the_official_spec() {
             }
         }
     }
-    assert!(checked >= 26, "checked only {checked} bodies");
+    assert!(checked >= 36, "checked only {checked} bodies");
+}
+
+/// Azure Files NFS: the account holding the share allows plain NFS and only the experiment's
+/// subnets, which carry the Microsoft.Storage service endpoint; other accounts are unchanged.
+#[test]
+fn an_nfs_account_denies_every_network_but_the_subnets_with_the_storage_endpoint() {
+    let desired = example("nfs-cache.hcl");
+    let account = request(&desired, "storage_account.nfs.account").to_json();
+    let props = &account["properties"];
+    assert_eq!(props["supportsHttpsTrafficOnly"], false);
+    assert_eq!(props["minimumTlsVersion"], "TLS1_2");
+    let vnet = request(&desired, "network.main.vnet");
+    assert_eq!(
+        props["networkAcls"],
+        json!({
+            "defaultAction": "Deny",
+            "bypass": "None",
+            "virtualNetworkRules": [
+                {"id": format!("{}/subnets/default", vnet.id.as_str()), "action": "Allow"}
+            ],
+        })
+    );
+    let subnets = &vnet.to_json()["properties"]["subnets"];
+    assert_eq!(
+        subnets[0]["properties"]["serviceEndpoints"],
+        json!([{"service": "Microsoft.Storage"}])
+    );
+    // The account waits for the VNet: Azure checks the subnet's endpoint when the rule is set.
+    let resource = desired
+        .resource(&"storage_account.nfs.account".parse().expect("valid"))
+        .expect("present");
+    assert!(
+        resource
+            .depends_on
+            .contains(&"network.main.vnet".parse().expect("valid"))
+    );
+
+    let blob = example("dual-dsvm.hcl");
+    let other = request(&blob, "storage_account.data.account").to_json();
+    assert_eq!(other["properties"]["supportsHttpsTrafficOnly"], true);
+    assert!(other["properties"].get("networkAcls").is_none());
+    let subnets = &request(&blob, "network.main.vnet").to_json()["properties"]["subnets"];
+    assert!(subnets[0]["properties"].get("serviceEndpoints").is_none());
 }
 
 /// Issue 13 item 13: VM bodies had no `securityProfile`, so Azure applied Trusted Launch with

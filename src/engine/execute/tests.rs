@@ -266,3 +266,47 @@ async fn a_staged_change_is_saved_by_the_next_save_by_anyone_or_by_the_flush() {
     assert!(store.is_saved(staged) && gone(&last_saved().expect("saved"), 3));
     assert_eq!(saves.lock().expect("not poisoned").len(), 3);
 }
+
+#[test]
+fn a_moved_data_disk_is_attached_only_after_the_vm_it_leaves_is_updated() {
+    // Azure refuses to attach a disk another VM still owns: the two updates cannot run at once.
+    let mut desired = dual();
+    let mut cpu = desired
+        .resource(&addr("vm.gpu.vm"))
+        .cloned()
+        .expect("the fixture has a VM");
+    cpu.address = addr("vm.cpu.vm");
+    cpu.name = "exp-cpu".to_owned();
+    desired.resources.push(cpu);
+    desired.resources.sort_by(|a, b| a.address.cmp(&b.address));
+    let disk = |lun: u32| serde_json::json!([{"lun": lun, "disk": "disk.data"}]);
+    set(&mut desired, "vm.cpu.vm", "data_disks", disk(0));
+    set(
+        &mut desired,
+        "vm.gpu.vm",
+        "data_disks",
+        serde_json::json!([]),
+    );
+    let state = State::from_applied(&desired, "sub");
+    let mut moved = desired.clone();
+    set(&mut moved, "vm.cpu.vm", "data_disks", serde_json::json!([]));
+    set(&mut moved, "vm.gpu.vm", "data_disks", disk(2));
+    let planned = plan(&moved, &state, &normal()).expect("plans");
+    assert_eq!(
+        planned.disk_detaches(),
+        [crate::plan::DiskDetach {
+            vm: addr("vm.cpu.vm"),
+            disk: addr("disk.data"),
+            lun: 0,
+        }]
+    );
+    assert!(
+        planned.notes.iter().any(|n| n
+            == "disk.data is unmounted on vm.cpu (lun 0) before Azure detaches it; apply stops there if it is busy"),
+        "{:?}",
+        planned.notes
+    );
+    let graph = schedule(&planned, &state);
+    assert!(waits(&graph, &apply("vm.gpu.vm")).contains(&apply("vm.cpu.vm")));
+    assert!(!waits(&graph, &apply("vm.cpu.vm")).contains(&apply("vm.gpu.vm")));
+}

@@ -25,6 +25,17 @@ pub fn beeond_command() -> Option<String> {
     std::env::var(BEEOND_ENV).ok().filter(|v| !v.is_empty())
 }
 
+/// The environment variable naming a directory that stands in for `/` where data-disk steps
+/// look for Azure's LUN links and the fstab ([`NodeContext::disk_root`]): tests point it at
+/// links to loop devices, so that formatting and mounting run for real without touching the
+/// machine's own fstab. Unset on Azure.
+pub const DISK_ROOT_ENV: &str = "DSINFRA_DISK_ROOT";
+
+/// The data-disk root override from [`DISK_ROOT_ENV`], if set and not empty.
+pub fn disk_root() -> Option<String> {
+    std::env::var(DISK_ROOT_ENV).ok().filter(|v| !v.is_empty())
+}
+
 /// What a block's steps refer to by address.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct References {

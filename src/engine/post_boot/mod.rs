@@ -22,6 +22,7 @@
 //! - [`fetch`]: result files back from the nodes.
 //! - `stop`: BeeOND stop before park and destroy.
 //! - `secure_boot`: kernel-module steps refuse to start on VMs with Secure Boot on.
+//! - `release`: data disks unmounted on the VM they leave, before Azure detaches them.
 
 pub mod auth;
 mod block;
@@ -30,6 +31,7 @@ pub mod credentials;
 pub mod driver;
 pub mod fetch;
 pub mod records;
+mod release;
 mod secure_boot;
 mod stop;
 pub mod trigger;

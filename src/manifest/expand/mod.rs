@@ -9,6 +9,7 @@
 
 mod compute;
 mod network;
+mod nfs_access;
 mod security;
 mod steps;
 mod storage;
@@ -46,6 +47,16 @@ struct NetworkInfo {
 struct Attachment {
     lun: i64,
     disk: Address,
+    span: Span,
+    /// Where the VM mounts it, and with which file system, when the disk block says `mount`.
+    mount: Option<DiskMount>,
+}
+
+/// A data disk's `mount` and `fs`: the VM it is attached to gets a generated step for them.
+#[derive(Debug, Clone)]
+struct DiskMount {
+    path: String,
+    fs: String,
     span: Span,
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
+use crate::catalog::{self, VmSize};
 use crate::diag::{Diagnostic, did_you_mean};
 use crate::model::{RunPolicy, Step, StepScope};
 
@@ -24,7 +25,12 @@ pub(super) fn expand(
     size: Option<&Located<String>>,
 ) {
     let owner = Address::block(&block.ident, block.label());
+    let diskless = sizes_without_temp_disk(ex, &owner, size);
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for generated in data_disk_steps(ex, &owner) {
+        names.insert(generated.name.clone(), 0);
+        ex.steps.push(generated);
+    }
     for step in block.blocks_of("step") {
         let Some(kind) = step_kinds::kind(step.label()) else {
             let d = Diagnostic::error(format!(
@@ -44,8 +50,15 @@ pub(super) fn expand(
                 });
             continue;
         };
-        let Some(built) = read_step(ex, &owner, block, step, kind, is_cluster, infiniband, size)
-        else {
+        let Some(built) = read_step(
+            ex,
+            &owner,
+            block,
+            step,
+            kind,
+            (is_cluster, infiniband, &diskless),
+            size,
+        ) else {
             continue;
         };
         let line = step.header.start;
@@ -73,8 +86,7 @@ fn read_step(
     block: &EvalBlock,
     step: &EvalBlock,
     kind: &Kind,
-    is_cluster: bool,
-    infiniband: bool,
+    (is_cluster, infiniband, diskless): (bool, bool, &[&'static VmSize]),
     size: Option<&Located<String>>,
 ) -> Option<Step> {
     let title = format!("step \"{}\" of {}", kind.name, block.title());
@@ -288,6 +300,7 @@ fn read_step(
         }
         _ => {}
     }
+    ok &= check_temp_disk(&mut f, &title, kind, &params, diskless);
     if let Some(sas) = text(&params, "sas") {
         let target = text(&params, "container").or_else(|| text(&params, "from"));
         if let (Some(target), Some(scope)) = (target, sas_scopes.get(&sas)) {
@@ -323,6 +336,132 @@ fn read_step(
         params,
         span: Some(step.header.clone()),
     })
+}
+
+/// The kind of the step generated for a data disk with `mount`; not a kind a manifest can write
+/// (the `disk` block says what to mount, the VM it is attached to runs it).
+pub(in crate::manifest) const DATA_DISK_KIND: &str = "data_disk";
+
+/// One generated step per data disk attached to this VM with a `mount`, named `disk-<label>`:
+/// format the disk if it is blank, mount it, keep it in fstab. They come before the VM's own
+/// steps, which may use the mounted disk.
+fn data_disk_steps(ex: &Expander<'_>, owner: &Address) -> Vec<Step> {
+    let Some(attachments) = ex.attachments.get(&owner.to_string()) else {
+        return Vec::new();
+    };
+    attachments
+        .iter()
+        .filter_map(|a| {
+            let mount = a.mount.as_ref()?;
+            let params = BTreeMap::from([
+                ("disk".to_owned(), json!(a.disk.to_string())),
+                ("lun".to_owned(), json!(a.lun)),
+                ("mount".to_owned(), json!(mount.path)),
+                ("fs".to_owned(), json!(mount.fs)),
+                ("timeout".to_owned(), json!("10m")),
+            ]);
+            Some(Step {
+                block: owner.clone(),
+                name: crate::model::data_disk_step_name(&a.disk.name),
+                kind: DATA_DISK_KIND.to_owned(),
+                scope: StepScope::All,
+                // Per boot: the fstab line mounts it at boot already, and the re-run after a
+                // start checks that it did (a `nofail` mount that failed is silent otherwise).
+                run: RunPolicy::PerBoot,
+                params,
+                span: Some(mount.span.clone()),
+            })
+        })
+        .collect()
+}
+
+/// The sizes this block may get that have no temp disk: its `size`, or every candidate of
+/// `sizes = [...]` (the plan picks one by quota, so each must work).
+fn sizes_without_temp_disk(
+    ex: &Expander<'_>,
+    owner: &Address,
+    size: Option<&Located<String>>,
+) -> Vec<&'static VmSize> {
+    let fallbacks: Vec<String> = ex
+        .primaries
+        .get(&owner.to_string())
+        .and_then(|vms| vms.first())
+        .and_then(|vm| ex.resources.iter().find(|r| &r.address == vm))
+        .and_then(|vm| vm.attrs.get("sizes"))
+        .and_then(|sizes| serde_json::from_value(sizes.clone()).ok())
+        .unwrap_or_default();
+    let names = if fallbacks.is_empty() {
+        size.map(|s| vec![s.value.clone()]).unwrap_or_default()
+    } else {
+        fallbacks
+    };
+    names
+        .iter()
+        .filter_map(|n| catalog::vm_size(n))
+        .filter(|s| s.temp_disk_gib == 0)
+        .collect()
+}
+
+/// A step whose directory is on the temp disk (`{temp}/...`, by default or as written) cannot
+/// work on a size without one: the node has no such disk to resolve `{temp}` to, and the step
+/// would fail at run time, after the VMs are paid for. Returns false when it reported that.
+fn check_temp_disk(
+    f: &mut Fields<'_>,
+    title: &str,
+    kind: &Kind,
+    params: &BTreeMap<String, Json>,
+    diskless: &[&'static VmSize],
+) -> bool {
+    // A script's text is the user's own; `{temp}` means nothing there.
+    if diskless.is_empty() || kind.name == "script" {
+        return true;
+    }
+    let mut ok = true;
+    for param in kind.params.iter().filter(|p| p.ty == Ty::Text) {
+        let Some(path) = params.get(param.name).and_then(Json::as_str) else {
+            continue;
+        };
+        let Some(rest) = path.strip_prefix("{temp}") else {
+            continue;
+        };
+        let written = f.has(param.name);
+        let names: Vec<&str> = diskless.iter().map(|s| s.name).collect();
+        let sizes = names.join(", ");
+        let has = if names.len() == 1 { "has" } else { "have" };
+        let siblings: Vec<&str> = diskless
+            .iter()
+            .filter_map(|s| catalog::with_temp_disk(s))
+            .map(|s| s.name)
+            .collect();
+        let size_fix = if siblings.len() == diskless.len() {
+            format!(
+                "use a size with a temp disk: {} (the same size with a local disk)",
+                siblings.join(", ")
+            )
+        } else {
+            "use a size with a temp disk (a `d` size such as Standard_D4ds_v5)".to_owned()
+        };
+        let example = format!("/data{}", if rest.is_empty() { "/" } else { rest });
+        let diagnostic = Diagnostic::error(format!(
+            "{title} keeps `{}` on the temp disk, but {sizes} {has} none",
+            param.name
+        ));
+        let diagnostic = if written {
+            diagnostic
+                .with_span(f.span_of(param.name))
+                .with_label("`{temp}` has nothing to resolve to on this size")
+        } else {
+            diagnostic
+                .with_span(f.block().label_span())
+                .with_label(format!("`{}` defaults to \"{path}\"", param.name))
+        };
+        f.report(diagnostic.with_help(format!(
+            "{size_fix}, or set `{}` to a directory on the OS or a data disk, e.g. \"{example}\"",
+            param.name
+        )));
+        ok = false;
+    }
+    ok
 }
 
 fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {

@@ -11,7 +11,7 @@ use super::super::eval::EvalBlock;
 use super::super::fields::Fields;
 use super::super::names;
 use super::super::validate::time;
-use super::{Attachment, Expander};
+use super::{Attachment, DiskMount, Expander, nfs_access};
 
 const ACCOUNT_SKUS: [&str; 8] = [
     "Standard_LRS",
@@ -31,6 +31,9 @@ const DISK_SKUS: [&str; 5] = [
     "StandardSSD_ZRS",
     "Premium_ZRS",
 ];
+/// File systems a data disk's `mount` may format: what Ubuntu's images can make without extra
+/// packages (ext4; xfs with xfsprogs, installed by the step when missing).
+const DISK_FILESYSTEMS: [&str; 2] = ["ext4", "xfs"];
 /// SAS permission letters (Azure Storage service SAS and account SAS).
 const SAS_PERMISSIONS: &str = "racwdxltmeop";
 /// The longest SAS lifetime dsinfra signs: a year. Longer-lived tokens are a standing risk.
@@ -81,6 +84,7 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     }
     let account = Address::new("storage_account", &label, None, "account");
     let mut children = Vec::new();
+    let mut nfs_protocol = None;
     for container in block.blocks_of("container") {
         if kind == "FileStorage" {
             f.report(
@@ -123,6 +127,9 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
                     .with_help(format!("set `kind = \"FileStorage\"` and `sku = \"Premium_LRS\"` on {title}, or use protocol = \"SMB\"")),
             );
         }
+        if protocol_value == "NFS" && kind == "FileStorage" && nfs_protocol.is_none() {
+            nfs_protocol = protocol_ok.as_ref().map(|p| p.span.clone());
+        }
         let address = Address::new(
             "storage_account",
             &label,
@@ -145,13 +152,21 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     attrs.insert("https_only".into(), json!(true));
     attrs.insert("min_tls_version".into(), json!("TLS1_2"));
     attrs.insert("allow_blob_public_access".into(), json!(false));
+    let mut deps = Vec::new();
+    if let Some(span) = nfs_protocol
+        && let Some((rules, vnets)) = nfs_access::nfs_account_access(ex, &title, &span)
+    {
+        attrs.insert("https_only".into(), json!(false));
+        attrs.insert("network_rules".into(), rules);
+        deps = vnets;
+    }
     ex.push(
         account.clone(),
         ResourceKind::StorageAccount,
         name.clone(),
         None,
         attrs,
-        [],
+        deps,
         &lifecycle,
         Some(&block.header),
     );
@@ -214,6 +229,7 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
     } else {
         None
     };
+    let mount = read_mount(&mut f);
     let address = Address::new("disk", &label, None, "");
     if let Some(vm) = attach {
         ex.attachments
@@ -223,6 +239,7 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
                 lun,
                 disk: address.clone(),
                 span: vm.span,
+                mount,
             });
     }
     let mut attrs = Attrs::new();
@@ -241,6 +258,63 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
         Some(&block.header),
     );
     ex.set_primaries(block, vec![address]);
+}
+
+/// `mount` (an absolute path) and `fs` (ext4 or xfs, default ext4) of a disk block. `fs` alone
+/// means nothing, so it is refused rather than ignored.
+fn read_mount(f: &mut Fields<'_>) -> Option<DiskMount> {
+    let title = f.block().title();
+    let fs = f
+        .string("fs")
+        .filter(|s| f.one_of(s, "fs", &DISK_FILESYSTEMS));
+    let Some(mount) = f.string("mount") else {
+        if let Some(fs) = fs {
+            f.report(
+                Diagnostic::error(format!("`fs` in {title} needs `mount`"))
+                    .with_span(fs.span)
+                    .with_label("nothing formats the disk without a mount point")
+                    .with_help("add `mount = \"/data\"` (formatted only if the disk is blank), or remove `fs`"),
+            );
+        }
+        return None;
+    };
+    // The root, /mnt (the temp disk on many images) and the system's own directories would be
+    // hidden under the data disk, or the disk under them.
+    let reserved = [
+        "/",
+        "/mnt",
+        "/mnt/resource",
+        "/boot",
+        "/etc",
+        "/usr",
+        "/var",
+        "/home",
+        "/tmp",
+    ];
+    let path = mount.value.trim_end_matches('/');
+    if !mount.value.starts_with('/') || mount.value.split('/').any(|c| c == "..") {
+        f.report(
+            Diagnostic::error(format!("`mount` in {title} must be an absolute path"))
+                .with_span(mount.span)
+                .with_label("not an absolute path on the VM")
+                .with_help("write a path starting with `/`, without `..`, e.g. \"/data\""),
+        );
+        return None;
+    }
+    if reserved.contains(&if path.is_empty() { "/" } else { path }) {
+        f.report(
+            Diagnostic::error(format!("`mount` in {title} would cover `{}`", mount.value))
+                .with_span(mount.span)
+                .with_label("a system directory (or the temp disk's mount point)")
+                .with_help("mount data disks on a directory of their own, e.g. \"/data\""),
+        );
+        return None;
+    }
+    Some(DiskMount {
+        path: path.to_owned(),
+        fs: fs.map_or_else(|| "ext4".to_owned(), |s| s.value),
+        span: mount.span,
+    })
 }
 
 pub(super) fn expand_sas(ex: &mut Expander<'_>, block: &EvalBlock) {

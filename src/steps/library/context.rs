@@ -128,6 +128,10 @@ pub struct NodeContext {
     /// the `PATH`: a BeeOND installed elsewhere, or a test's stand-in. The engine takes it from
     /// `DSINFRA_BEEOND`.
     pub beeond: Option<String>,
+    /// A directory standing in for `/` where data-disk steps look for Azure's LUN links
+    /// (`/dev/disk/azure/...`) and the fstab; `None` on Azure. Tests point it at links to loop
+    /// devices; the engine takes it from `DSINFRA_DISK_ROOT`.
+    pub disk_root: Option<String>,
 }
 
 impl NodeContext {
@@ -148,6 +152,7 @@ impl NodeContext {
             mesh: MeshSettings::default(),
             azcopy: None,
             beeond: None,
+            disk_root: None,
         }
     }
 }

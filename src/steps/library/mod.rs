@@ -20,6 +20,7 @@
 
 mod cluster;
 mod context;
+mod disks;
 mod mounts;
 mod params;
 mod plan;
@@ -37,12 +38,13 @@ pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
+pub use disks::data_disk_release;
 pub use mounts::{FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 
 /// Every step kind the library renders.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 13] = [
     "mofed",
     "blobfuse2",
     "blobfuse",
@@ -56,6 +58,8 @@ pub const KINDS: [&str; 12] = [
     "script",
     // Not a manifest kind: the prelude that reads the head's public key (see head_key_step).
     "head_key",
+    // Not a manifest kind: generated for a `disk` block with `mount`, on the VM it is attached to.
+    "data_disk",
 ];
 
 /// One manifest step to render.
@@ -186,6 +190,7 @@ pub fn render(request: &StepRequest<'_>, ctx: &NodeContext) -> Result<Expansion,
         "elbencho" => cluster::elbencho(&mut b)?,
         "alluxio" => cluster::alluxio(&mut b)?,
         "script" => mounts::script(&mut b)?,
+        "data_disk" => disks::data_disk(&mut b)?,
         other => return Err(LibraryError::UnknownKind(other.to_owned())),
     }
     Ok(b.finish())

@@ -37,6 +37,18 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/_mofed.sh.j2"),
     ),
     (
+        "_disk.sh.j2",
+        include_str!("../../../templates/steps/_disk.sh.j2"),
+    ),
+    (
+        "data_disk.sh.j2",
+        include_str!("../../../templates/steps/data_disk.sh.j2"),
+    ),
+    (
+        "data_disk-release.sh.j2",
+        include_str!("../../../templates/steps/data_disk-release.sh.j2"),
+    ),
+    (
         "mofed.sh.j2",
         include_str!("../../../templates/steps/mofed.sh.j2"),
     ),
