@@ -10,6 +10,7 @@ use super::types::disk::Disk;
 use super::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, Subnet, VirtualNetwork,
 };
+use super::types::availability::AvailabilitySet;
 use super::types::placement::ProximityPlacementGroup;
 use super::types::quota::{ResourceSku, Usage};
 use super::types::resources::ResourceGroup;
@@ -74,6 +75,15 @@ impl ArmClient {
         id: &ResourceId,
         body: &ProximityPlacementGroup,
     ) -> Result<ProximityPlacementGroup, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT an availability set.
+    pub async fn put_availability_set(
+        &self,
+        id: &ResourceId,
+        body: &AvailabilitySet,
+    ) -> Result<AvailabilitySet, ArmError> {
         self.put(id, body).await
     }
 

@@ -1,5 +1,6 @@
 //! Microsoft.Compute: VMs (quota, SKU restrictions, power states, instance view, disks via the
-//! VM body), managed disks, proximity placement groups, and the usages and SKUs endpoints.
+//! VM body), managed disks, proximity placement groups, availability sets (InfiniBand fabrics),
+//! and the usages and SKUs endpoints.
 
 use serde_json::{Value, json};
 
@@ -9,11 +10,13 @@ use super::providers::{Target, envelope, key, require_location};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
 
+mod avset;
 mod disks;
 mod power;
 mod quota;
 mod vm;
 
+pub(crate) use avset::{put_avset, vm_fabric};
 pub(crate) use disks::{put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
@@ -62,6 +65,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                     json!(if attached { "Attached" } else { "Unattached" });
             }
         }
+        Kind::AvailabilitySet => avset::render_members(cloud, resource, &mut body),
         Kind::ProximityPlacementGroup => {
             let vms: Vec<Value> = ppg_members(cloud, &resource.id)
                 .map(|vm| json!({"id": vm.id}))
@@ -163,6 +167,7 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
                 ))
             }
         }
+        Kind::AvailabilitySet => avset::check_delete(cloud, resource),
         _ => Ok(()),
     }
 }

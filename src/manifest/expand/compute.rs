@@ -1,13 +1,14 @@
 //! `vm` and `cluster` blocks: public IP, NIC, VM and auto-shutdown per node, plus a proximity
-//! placement group for clusters. The attributes both share (size, image, key, disk, park) are read
-//! once by [`Machine::read`].
+//! placement group for clusters and, for clusters of an InfiniBand size, an availability set (the
+//! cluster's one InfiniBand fabric, see [`push_fabric`]). The attributes both share (size, image,
+//! key, disk, park) are read once by [`Machine::read`].
 
 use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
 use crate::catalog::{self, VmSize};
 use crate::diag::{Diagnostic, did_you_mean};
-use crate::model::{Attrs, ResourceKind};
+use crate::model::{Attrs, Lifecycle, ResourceKind};
 
 use super::super::eval::EvalBlock;
 use super::super::fields::{Fields, Located};
@@ -426,6 +427,50 @@ fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, S
     Some((time?, zone?))
 }
 
+/// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
+/// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
+/// fault domains buys no availability and only narrows where Azure can place them (HPC guidance
+/// for scale sets says `platformFaultDomainCount = 1` for the same reason), and one update domain
+/// means planned maintenance interrupts the job once instead of once per domain.
+const FABRIC_DOMAINS: i64 = 1;
+
+/// The availability set that puts a cluster of an InfiniBand size on one InfiniBand fabric: Azure
+/// connects VMs over InfiniBand only within one availability set (or one single-placement-group
+/// scale set), and a proximity placement group alone does not. Every node names it; a node can
+/// join it only at creation, so `availability_set` forces a VM's replacement (model::kind). The
+/// set goes in the cluster's placement group when it has one. Returns its address.
+fn push_fabric(
+    ex: &mut Expander<'_>,
+    block: &EvalBlock,
+    lifecycle: &Lifecycle,
+    ppg: Option<&Address>,
+) -> Address {
+    let kind = block.ident.clone();
+    let label = block.label().to_owned();
+    let address = Address::new(&kind, &label, None, "availability_set");
+    let mut attrs = Attrs::new();
+    attrs.insert("location".into(), ex.location());
+    // Aligned: the nodes have managed disks, which ARM refuses in a Classic set.
+    attrs.insert("sku".into(), json!("Aligned"));
+    attrs.insert("fault_domain_count".into(), json!(FABRIC_DOMAINS));
+    attrs.insert("update_domain_count".into(), json!(FABRIC_DOMAINS));
+    attrs.insert(
+        "proximity_placement_group".into(),
+        ppg.map_or(Json::Null, |p| json!(p.to_string())),
+    );
+    ex.push(
+        address.clone(),
+        ResourceKind::AvailabilitySet,
+        names::compose(&ex.experiment.id, &label, "avset"),
+        None,
+        attrs,
+        ppg.cloned(),
+        lifecycle,
+        Some(&block.header),
+    );
+    address
+}
+
 /// Expand a `vm` or `cluster` block.
 // One node's resources are built in one place, in the order Azure needs them (IP, NIC, VM,
 // schedule), so the whole kit can be read top to bottom.
@@ -481,6 +526,8 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             Some(&block.header),
         );
     }
+    let fabric = (is_cluster && machine.info.is_some_and(|s| s.infiniband))
+        .then(|| push_fabric(ex, block, &lifecycle, ppg.then_some(&ppg_address)));
     let vnet = machine
         .network
         .as_ref()
@@ -590,6 +637,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
                 Json::Null
             },
         );
+        if let Some(set) = &fabric {
+            attrs.insert("availability_set".into(), json!(set.to_string()));
+        }
         attrs.insert(
             "data_disks".into(),
             json!(
@@ -605,6 +655,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         if ppg {
             deps.push(ppg_address.clone());
         }
+        deps.extend(fabric.iter().cloned());
         ex.push(
             vm.clone(),
             ResourceKind::VirtualMachine,
