@@ -3,7 +3,7 @@
 //! Azure connects VMs over InfiniBand only within one availability set (or one
 //! single-placement-group scale set), so an availability set stands for an InfiniBand fabric
 //! here: [`vm_fabric`] tells which one a VM is in, and the boot hook passes it on (see
-//! `super::super::boot`). The rules emulated: a synchronous PUT (200/201) that fills in ARM's
+//! `super::super::boot`). The rules emulated: a synchronous PUT (200, creation included) that fills in ARM's
 //! defaults (`Classic`, 2 fault and 5 update domains) and checks the domain ranges; fault and
 //! update domain counts and the placement group cannot change once the set exists; GET lists the
 //! member VMs (`virtualMachines`, derived from the VMs that name the set); a set with members
@@ -76,10 +76,8 @@ pub(crate) fn put_avset(
     stored_body["properties"] = Value::Object(props);
     let set = cloud.new_resource(id, Kind::AvailabilitySet, stored_body);
     cloud.put_resource(target.key.clone(), set.clone());
-    Ok(Reply::json(
-        if existing.is_some() { 200 } else { 201 },
-        render(cloud, ctx, &set),
-    ))
+    // The spec lists only 200 for this PUT, creation included.
+    Ok(Reply::json(200, render(cloud, ctx, &set)))
 }
 
 /// ARM's range check of a domain count.
@@ -129,6 +127,21 @@ pub(crate) fn vm_fabric(vm: &Resource) -> Option<&str> {
     vm.body
         .at("/properties/availabilitySet/id")
         .and_then(Value::as_str)
+}
+
+/// The availability sets in the proximity placement group `ppg_id`, in creation order.
+pub(super) fn in_placement_group<'c>(cloud: &'c Cloud, ppg_id: &str) -> Vec<&'c Resource> {
+    let own = key(ppg_id);
+    cloud
+        .of_kind(Kind::AvailabilitySet)
+        .into_iter()
+        .filter(|set| {
+            set.body
+                .at("/properties/proximityPlacementGroup/id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| key(id) == own)
+        })
+        .collect()
 }
 
 /// The GET representation's derived part: the member VMs.

@@ -71,6 +71,11 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                 .map(|vm| json!({"id": vm.id}))
                 .collect();
             body["properties"]["virtualMachines"] = Value::Array(vms);
+            let sets: Vec<Value> = avset::in_placement_group(cloud, &resource.id)
+                .into_iter()
+                .map(|set| json!({"id": set.id}))
+                .collect();
+            body["properties"]["availabilitySets"] = Value::Array(sets);
             if ctx
                 .query("includeColocationStatus")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -151,6 +156,11 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
         Kind::ProximityPlacementGroup => {
             let users: Vec<String> = ppg_members(cloud, &resource.id)
                 .map(|vm| vm.id.clone())
+                .chain(
+                    avset::in_placement_group(cloud, &resource.id)
+                        .into_iter()
+                        .map(|set| set.id.clone()),
+                )
                 .collect();
             if users.is_empty() {
                 Ok(())
