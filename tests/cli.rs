@@ -208,7 +208,9 @@ fn plan_json_shows_every_node_of_the_cluster_in_one_availability_set() {
         .collect();
     assert_eq!(fabrics.len(), 4);
     assert!(
-        fabrics.iter().all(|f| *f == "cluster.train.availability_set"),
+        fabrics
+            .iter()
+            .all(|f| *f == "cluster.train.availability_set"),
         "{fabrics:?}"
     );
 }

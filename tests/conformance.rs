@@ -941,9 +941,11 @@ async fn a_typical_lifecycle_validates_end_to_end() {
             "PUT",
             &fabric,
             compute,
-            Some(&json!({"location": "eastus", "sku": {"name": "Aligned"}, "properties": {
+            Some(
+                &json!({"location": "eastus", "sku": {"name": "Aligned"}, "properties": {
                 "platformFaultDomainCount": 1, "platformUpdateDomainCount": 1,
-                "proximityPlacementGroup": {"id": ppg}}}))
+                "proximityPlacementGroup": {"id": ppg}}})
+            )
         )
         .await
         .status,
@@ -998,7 +1000,10 @@ async fn a_typical_lifecycle_validates_end_to_end() {
     c.call("GET", &disk, disks, None).await;
     let members = c.call("GET", &fabric, compute, None).await;
     assert_eq!(
-        members.body.as_ref().map(|b| b["properties"]["virtualMachines"].clone()),
+        members
+            .body
+            .as_ref()
+            .map(|b| b["properties"]["virtualMachines"].clone()),
         Some(json!([{"id": vm}]))
     );
     for action in ["powerOff", "start", "restart", "deallocate", "start"] {

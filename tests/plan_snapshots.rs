@@ -264,7 +264,11 @@ fn growing_an_infiniband_cluster_keeps_its_fabric_and_its_nodes() {
     let plan = plan_of(Some(&cluster(4)), &cluster(6), Mode::Normal);
     assert_eq!(change(&plan, &fabric()).action, plan::Action::NoOp);
     for i in 0..4 {
-        assert_eq!(change(&plan, &node_vm(i)).action, plan::Action::NoOp, "node {i}");
+        assert_eq!(
+            change(&plan, &node_vm(i)).action,
+            plan::Action::NoOp,
+            "node {i}"
+        );
     }
     for i in 4..6 {
         let vm = change(&plan, &node_vm(i));
@@ -288,7 +292,9 @@ fn a_node_outside_the_fabric_is_replaced_and_the_plan_names_why() {
     let state = ran(&cluster(2), |state| {
         state.remove(&fabric());
         for i in 0..2 {
-            let vm = state.resource_mut(&node_vm(i)).expect("the VM is in the state");
+            let vm = state
+                .resource_mut(&node_vm(i))
+                .expect("the VM is in the state");
             vm.attrs.remove("availability_set");
         }
     });

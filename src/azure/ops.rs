@@ -4,13 +4,13 @@
 use super::client::{ArmClient, DeleteOutcome, Idempotency};
 use super::error::ArmError;
 use super::resource_id::ResourceId;
+use super::types::availability::AvailabilitySet;
 use super::types::compute::{VirtualMachine, VirtualMachineInstanceView, VmAction};
 use super::types::devtestlab::Schedule;
 use super::types::disk::Disk;
 use super::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, Subnet, VirtualNetwork,
 };
-use super::types::availability::AvailabilitySet;
 use super::types::placement::ProximityPlacementGroup;
 use super::types::quota::{ResourceSku, Usage};
 use super::types::resources::ResourceGroup;

@@ -332,7 +332,8 @@ fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
         public_ip: super::network::vm_public_ip(cloud, vm_key).map(|(ip, _)| ip),
         vm_size: text("/properties/hardwareProfile/vmSize"),
         fabric: fabric.map(|set| set.id.clone()),
-        ib0_address: fabric.map(|set| ib0_address(set.seq, private_ip.as_deref(), vm.map_or(0, |v| v.seq))),
+        ib0_address: fabric
+            .map(|set| ib0_address(set.seq, private_ip.as_deref(), vm.map_or(0, |v| v.seq))),
         private_ip,
     }
 }

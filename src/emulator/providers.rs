@@ -263,9 +263,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
         Kind::VirtualMachine
         | Kind::Disk
         | Kind::ProximityPlacementGroup
-        | Kind::AvailabilitySet => {
-            compute::render(cloud, ctx, resource)
-        }
+        | Kind::AvailabilitySet => compute::render(cloud, ctx, resource),
         Kind::StorageAccount | Kind::BlobContainer | Kind::FileShare => {
             storage::render(cloud, resource)
         }

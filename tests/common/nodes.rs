@@ -147,7 +147,7 @@ impl NodeFarm {
             &private,
             &public,
             &authorized,
-            ib0_of(boot),
+            ib0_of(boot).as_ref(),
         );
         let endpoint = format!("127.0.0.1:{}", host.port);
         let old = self
@@ -169,22 +169,20 @@ fn ib0_of(boot: &VmBoot) -> Option<Ib0> {
     if !infiniband {
         return None;
     }
-    Some(match &boot.ib0_address {
-        Some(address) => Ib0 {
+    if let Some(address) = &boot.ib0_address {
+        return Some(Ib0 {
             address: address.clone(),
             listening: true,
-        },
-        None => {
-            let last = boot
-                .private_ip
-                .as_deref()
-                .and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
-                .map_or([0, 0], |ip| [ip.octets()[2], ip.octets()[3]]);
-            Ib0 {
-                address: format!("127.99.{}.{}", last[0], last[1]),
-                listening: false,
-            }
-        }
+        });
+    }
+    let last = boot
+        .private_ip
+        .as_deref()
+        .and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
+        .map_or([0, 0], |ip| [ip.octets()[2], ip.octets()[3]]);
+    Some(Ib0 {
+        address: format!("127.99.{}.{}", last[0], last[1]),
+        listening: false,
     })
 }
 

@@ -78,11 +78,11 @@ pub struct Host {
 /// Starts `n` hosts. Returns `None` (after printing why) when this machine cannot run them
 /// locally; under CI (`CI=true`) that is a test failure instead, so CI never skips silently.
 pub fn start(n: usize) -> Option<TestHosts> {
-    start_with_ib0(vec![None; n])
+    start_with_ib0(&vec![None; n])
 }
 
 /// Starts one host per entry of `ib0`, each with that ib0 stand-in (or none).
-pub fn start_with_ib0(ib0: Vec<Option<Ib0>>) -> Option<TestHosts> {
+pub fn start_with_ib0(ib0: &[Option<Ib0>]) -> Option<TestHosts> {
     if !available() {
         return None;
     }
@@ -95,9 +95,9 @@ pub fn start_with_ib0(ib0: Vec<Option<Ib0>>) -> Option<TestHosts> {
         0o644,
     );
     let hosts = ib0
-        .into_iter()
+        .iter()
         .enumerate()
-        .map(|(i, ib0)| Host::start(dir.path(), &format!("host{i}"), &authorized, ib0))
+        .map(|(i, ib0)| Host::start(dir.path(), &format!("host{i}"), &authorized, ib0.as_ref()))
         .collect();
     Some(TestHosts {
         hosts,
@@ -164,7 +164,7 @@ impl TestHosts {
 }
 
 impl Host {
-    fn start(root: &Path, name: &str, authorized: &Path, ib0: Option<Ib0>) -> Self {
+    fn start(root: &Path, name: &str, authorized: &Path, ib0: Option<&Ib0>) -> Self {
         let pair = HostKeyPair::generate().expect("ed25519 generation works");
         Self::start_with_key_and_ib0(
             root,
@@ -196,7 +196,7 @@ impl Host {
         private_key: &str,
         public_key: &HostKey,
         authorized: &Path,
-        ib0: Option<Ib0>,
+        ib0: Option<&Ib0>,
     ) -> Self {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("host dir can be created");
@@ -218,7 +218,7 @@ impl Host {
             let port = free_port();
             write_file(
                 &config,
-                sshd_config(port, &key_file, &pid_file, authorized, ib0.as_ref()).as_bytes(),
+                sshd_config(port, &key_file, &pid_file, authorized, ib0).as_bytes(),
                 0o644,
             );
             let _ = fs::remove_file(&pid_file);
@@ -238,7 +238,7 @@ impl Host {
                 dir: dir.clone(),
                 boot_id_path: boot_id_path.clone(),
                 log: log.clone(),
-                ib0: ib0.clone(),
+                ib0: ib0.cloned(),
                 pid_file: pid_file.clone(),
                 child,
             };

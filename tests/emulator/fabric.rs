@@ -33,18 +33,9 @@ fn member(nic: &str, set: Option<&str>) -> Value {
 }
 
 #[tokio::test]
-async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
-    let booted: Arc<Mutex<Vec<VmBoot>>> = Arc::default();
-    let sink = Arc::clone(&booted);
-    let env = env(EmulatorConfig {
-        on_vm_boot: Some(Arc::new(move |boot: &VmBoot| {
-            sink.lock().expect("no poisoned lock").push(boot.clone());
-            None
-        })),
-        ..fast()
-    })
-    .await;
-    env.network("rg").await;
+async fn availability_set_puts_are_synchronous_with_arms_defaults_and_fixed_domains() {
+    let env = env(fast()).await;
+    env.group("rg").await;
     let set = res("rg", "Microsoft.Compute/availabilitySets/fabric");
 
     let bad = env
@@ -81,14 +72,42 @@ async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
     let mut more = body.clone();
     more["properties"]["platformFaultDomainCount"] = json!(2);
     let refused = env.put(&set, COMPUTE, &more).await;
-    assert_eq!((refused.status, refused.code()), (409, "PropertyChangeNotAllowed"));
+    assert_eq!(
+        (refused.status, refused.code()),
+        (409, "PropertyChangeNotAllowed")
+    );
     assert_eq!(
         refused.message(),
         "Changing property 'platformFaultDomainCount' is not allowed."
     );
+}
+
+#[tokio::test]
+async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
+    let booted: Arc<Mutex<Vec<VmBoot>>> = Arc::default();
+    let sink = Arc::clone(&booted);
+    let env = env(EmulatorConfig {
+        on_vm_boot: Some(Arc::new(move |boot: &VmBoot| {
+            sink.lock().expect("no poisoned lock").push(boot.clone());
+            None
+        })),
+        ..fast()
+    })
+    .await;
+    env.network("rg").await;
+    let set = res("rg", "Microsoft.Compute/availabilitySets/fabric");
+    let plain = res("rg", "Microsoft.Compute/availabilitySets/plain");
+    let body = json!({"location": "eastus", "sku": {"name": "Aligned"},
+        "properties": {"platformFaultDomainCount": 1, "platformUpdateDomainCount": 1}});
+    assert_eq!(env.put(&set, COMPUTE, &body).await.status, 200);
+    assert_eq!(env.put(&plain, COMPUTE, &body).await.status, 200);
 
     // Two members and one VM outside every set.
-    let (a, b, c) = (nic(&env, "nic-a").await, nic(&env, "nic-b").await, nic(&env, "nic-c").await);
+    let (a, b, c) = (
+        nic(&env, "nic-a").await,
+        nic(&env, "nic-b").await,
+        nic(&env, "nic-c").await,
+    );
     let vm = |name: &str| res("rg", &format!("Microsoft.Compute/virtualMachines/{name}"));
     env.create(&vm("a"), COMPUTE, &member(&a, Some(&set))).await;
     env.create(&vm("b"), COMPUTE, &member(&b, Some(&set))).await;
@@ -112,7 +131,10 @@ async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
     assert_eq!(boot_a.fabric.as_deref(), Some(set.as_str()));
     assert_eq!(boot_b.fabric, boot_a.fabric);
     assert_eq!(boot_c.fabric, None);
-    assert_eq!(boot_c.ib0_address, None, "outside every set: no InfiniBand route");
+    assert_eq!(
+        boot_c.ib0_address, None,
+        "outside every set: no InfiniBand route"
+    );
     assert_eq!(boot_a.vm_size, "Standard_ND40rs_v2");
     let (ib_a, ib_b) = (
         boot_a.ib0_address.expect("a member has an ib0 address"),
@@ -120,12 +142,18 @@ async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
     );
     assert_ne!(ib_a, ib_b);
     let range = |ip: &str| ip.rsplitn(3, '.').last().map(str::to_owned);
-    assert_eq!(range(&ib_a), range(&ib_b), "one fabric, one range: {ib_a} {ib_b}");
+    assert_eq!(
+        range(&ib_a),
+        range(&ib_b),
+        "one fabric, one range: {ib_a} {ib_b}"
+    );
     assert!(ib_a.starts_with("127."), "{ib_a}");
 
     // A VM joins a set only when it is created: neither moving nor joining is allowed.
     for (name, nic) in [("a", &a), ("c", &c)] {
-        let moved = env.put(&vm(name), COMPUTE, &member(nic, Some(&plain))).await;
+        let moved = env
+            .put(&vm(name), COMPUTE, &member(nic, Some(&plain)))
+            .await;
         assert_eq!(
             (moved.status, moved.code(), moved.message()),
             (

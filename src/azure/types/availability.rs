@@ -101,7 +101,12 @@ mod tests {
         let back: AvailabilitySet = serde_json::from_value(response_body(&file, "200"))
             .expect("the example response reads");
         assert_eq!(back.name.as_deref(), Some("myAvailabilitySet"));
-        assert_eq!(back.sku, Some(AvailabilitySetSku { name: Some("Classic".into()) }));
+        assert_eq!(
+            back.sku,
+            Some(AvailabilitySetSku {
+                name: Some("Classic".into())
+            })
+        );
     }
 
     #[test]

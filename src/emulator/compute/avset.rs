@@ -37,15 +37,15 @@ pub(crate) fn put_avset(
         .cloned()
         .unwrap_or_default();
     // Derived or read-only: never taken from a request.
-    for derived in ["virtualMachines", "statuses", "virtualMachineScaleSetMigrationInfo"] {
+    for derived in [
+        "virtualMachines",
+        "statuses",
+        "virtualMachineScaleSetMigrationInfo",
+    ] {
         props.remove(derived);
     }
-    props
-        .entry("platformFaultDomainCount")
-        .or_insert(json!(2));
-    props
-        .entry("platformUpdateDomainCount")
-        .or_insert(json!(5));
+    props.entry("platformFaultDomainCount").or_insert(json!(2));
+    props.entry("platformUpdateDomainCount").or_insert(json!(5));
     check_domain(&props, "platformFaultDomainCount", "fault", 3)?;
     check_domain(&props, "platformUpdateDomainCount", "update", 20)?;
     if let Some(ppg) = props
@@ -61,7 +61,8 @@ pub(crate) fn put_avset(
                 return Err(changed(name));
             }
         }
-        let ppg_of = |v: Option<&Value>| v.and_then(|p| p.get("id")).and_then(Value::as_str).map(key);
+        let ppg_of =
+            |v: Option<&Value>| v.and_then(|p| p.get("id")).and_then(Value::as_str).map(key);
         if ppg_of(before.body.at("/properties/proximityPlacementGroup"))
             != ppg_of(props.get("proximityPlacementGroup"))
             && !members(cloud, &before.id).is_empty()
@@ -69,7 +70,13 @@ pub(crate) fn put_avset(
             return Err(changed("proximityPlacementGroup.id"));
         }
     }
-    let mut stored_body = envelope(&id, target.name(), Kind::AvailabilitySet, Some(&location), &body);
+    let mut stored_body = envelope(
+        &id,
+        target.name(),
+        Kind::AvailabilitySet,
+        Some(&location),
+        &body,
+    );
     if stored_body.get("sku").is_none() {
         stored_body["sku"] = json!({"name": "Classic"});
     }

@@ -175,9 +175,7 @@ impl Builder<'_> {
                 proximity_placement_group: self
                     .reference_id("proximity_placement_group")?
                     .map(SubResource::new),
-                availability_set: self
-                    .reference_id("availability_set")?
-                    .map(SubResource::new),
+                availability_set: self.reference_id("availability_set")?.map(SubResource::new),
                 ..VirtualMachineProperties::default()
             }),
             ..VirtualMachine::default()

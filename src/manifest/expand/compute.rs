@@ -429,9 +429,9 @@ fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, S
 
 /// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
 /// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
-/// fault domains buys no availability and only narrows where Azure can place them (HPC guidance
-/// for scale sets says `platformFaultDomainCount = 1` for the same reason), and one update domain
-/// means planned maintenance interrupts the job once instead of once per domain.
+/// fault domains buys no availability and only narrows where Azure can place them (published HPC
+/// advice for GPU scale sets sets `platformFaultDomainCount = 1` for the same reason), and one
+/// update domain means planned maintenance interrupts the job once instead of once per domain.
 const FABRIC_DOMAINS: i64 = 1;
 
 /// The availability set that puts a cluster of an InfiniBand size on one InfiniBand fabric: Azure

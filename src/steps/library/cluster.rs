@@ -101,8 +101,10 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
             })?),
             None => None,
         };
-        nodes.push(json!({"name": n.name, "ip": n.private_ip, "port": n.ssh_port,
-            "host_key": host_key}));
+        nodes.push(
+            json!({"name": n.name, "ip": n.private_ip, "port": n.ssh_port,
+            "host_key": host_key}),
+        );
     }
     for n in &ctx.nodes {
         let ok = !n.private_ip.is_empty()
@@ -135,7 +137,11 @@ fn known_hosts_key(line: &str) -> Option<String> {
     let data = parts.next()?;
     let known_type = matches!(
         kind,
-        "ssh-ed25519" | "ssh-rsa" | "ecdsa-sha2-nistp256" | "ecdsa-sha2-nistp384" | "ecdsa-sha2-nistp521"
+        "ssh-ed25519"
+            | "ssh-rsa"
+            | "ecdsa-sha2-nistp256"
+            | "ecdsa-sha2-nistp384"
+            | "ecdsa-sha2-nistp521"
     );
     let base64 = data.len() >= 60
         && data
