@@ -209,7 +209,14 @@ async fn pdsh_reaches_every_node_by_its_ib0_address_in_parallel_with_pinned_keys
 /// stops BeeOND before it starts, naming the node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_outside_the_fabric_fails_the_beeond_gate_naming_it() {
-    let fabric = [Some(ib0(0, true)), Some(ib0(1, true)), Some(ib0(2, false))];
+    // host3 has no ib0 at all (the real `ip -4 -o addr show ib0` runs there and fails): the
+    // nodefile falls back to its private IP instead of dying on the failed command.
+    let fabric = [
+        Some(ib0(0, true)),
+        Some(ib0(1, true)),
+        Some(ib0(2, false)),
+        None,
+    ];
     let Some(hosts) = sshd::start_with_ib0(&fabric) else {
         return;
     };
@@ -252,6 +259,10 @@ async fn a_node_outside_the_fabric_fails_the_beeond_gate_naming_it() {
             "node host2 is not in the head's InfiniBand fabric: the head cannot reach its ib0 \
              address 127.77.0.3"
         ),
+        "{said}"
+    );
+    assert!(
+        said.contains("node host3 has no ib0 address: the nodefile lists its private IP"),
         "{said}"
     );
     assert!(!calls.exists(), "beeond was not started");
