@@ -427,6 +427,32 @@ fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, S
     Some((time?, zone?))
 }
 
+/// The most VMs Azure puts in one availability set, and so in one InfiniBand fabric.
+const MAX_FABRIC_NODES: i64 = 200;
+
+/// An InfiniBand cluster must fit in one availability set: more nodes cannot share its fabric,
+/// and ARM would refuse the 201st VM in the middle of an apply.
+fn check_fabric_count(f: &mut Fields<'_>, count: i64) {
+    if count <= MAX_FABRIC_NODES {
+        return;
+    }
+    let title = f.block().title();
+    f.report(
+        Diagnostic::error(format!(
+            "{title} has {count} nodes, more than one InfiniBand fabric can hold"
+        ))
+        .with_span(f.span_of("count"))
+        .with_label(format!(
+            "at most {MAX_FABRIC_NODES} nodes of an InfiniBand size"
+        ))
+        .with_help(format!(
+            "Azure connects VMs over InfiniBand only within one availability set, which holds at \
+             most {MAX_FABRIC_NODES} VMs: use count <= {MAX_FABRIC_NODES}, or split the work over \
+             several clusters"
+        )),
+    );
+}
+
 /// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
 /// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
 /// fault domains buys no availability and only narrows where Azure can place them (published HPC
@@ -487,6 +513,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         } else {
             1
         };
+        if machine.info.is_some_and(|s| s.infiniband) {
+            check_fabric_count(&mut f, count);
+        }
         let head_public = f.bool_or("head_public_ip", true);
         let ppg = f.bool_or("placement_group", true);
         (count, usize::from(head_public), ppg)
