@@ -271,3 +271,51 @@ async fn a_node_outside_the_fabric_fails_the_beeond_gate_naming_it() {
         "no nodefile lists a node BeeOND cannot reach"
     );
 }
+
+/// The node farm (the emulator's boot hook in end-to-end tests) gives a VM of an InfiniBand size
+/// the ib0 stand-in the emulator assigned to its fabric, listened on, and a VM outside every set
+/// an ib0 address nobody listens on: no InfiniBand route, as on Azure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn farm_hosts_of_an_infiniband_size_have_an_ib0_route_only_inside_a_set() {
+    let Some(farm) = common::nodes::NodeFarm::start() else {
+        return;
+    };
+    let boot = |name: &str, private_ip: &str, ib0: Option<&str>| dsinfra::emulator::VmBoot {
+        vm_id: format!("00000000-0000-0000-0000-00000000000{}", name.len()),
+        name: name.to_owned(),
+        admin_username: sshd::TEST_USER.into(),
+        ssh_public_keys: vec![farm.client_public_key()],
+        custom_data: None,
+        public_ip: None,
+        private_ip: Some(private_ip.to_owned()),
+        vm_size: "Standard_ND40rs_v2".into(),
+        fabric: ib0.map(|_| {
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/availabilitySets/f"
+                .to_owned()
+        }),
+        ib0_address: ib0.map(str::to_owned),
+    };
+    for vm in [
+        boot("member", "10.0.0.4", Some("127.70.0.4")),
+        boot("outsider", "10.0.0.5", None),
+    ] {
+        let hook = farm.hook();
+        tokio::task::spawn_blocking(move || hook(&vm))
+            .await
+            .expect("joined")
+            .expect("the farm answers an endpoint");
+    }
+    let member = farm.host("member").expect("booted");
+    std::net::TcpStream::connect(("127.70.0.4", member.port))
+        .expect("a member's sshd listens on its ib0 address");
+    let outsider = farm.host("outsider").expect("booted");
+    let config = std::fs::read_to_string(outsider.dir.join("sshd_config")).expect("config");
+    assert!(
+        config.contains("SetEnv DSINFRA_TEST_IB0_ADDRESS=127.99.0.5"),
+        "the outsider reports an ib0 address:\n{config}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.99.0.5", outsider.port)).is_err(),
+        "nothing listens on the outsider's ib0 address"
+    );
+}
