@@ -159,6 +159,7 @@ impl World {
             "Microsoft.Compute/virtualMachines",
             "Microsoft.Compute/disks",
             "Microsoft.Compute/proximityPlacementGroups",
+            "Microsoft.Compute/availabilitySets",
             "Microsoft.Storage/storageAccounts",
             "Microsoft.DevTestLab/schedules",
         ] {
@@ -526,7 +527,7 @@ async fn kill_and_recover(delay: Duration) {
     );
     // Every resource of the manifest (17: group, network 2, storage 3, SAS, PPG, 4 NICs, 4 VMs,
     // the head's public IP), each once.
-    assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
+    assert_eq!(w.state_addresses("nd40-beeond").len(), 18);
 }
 
 /// Read an apply's output into `seen` until its first create is reported (`true`), or until it
@@ -577,8 +578,8 @@ async fn killed_as_the_first_create_starts_the_state_names_everything_the_plan_c
         .filter(|r| r["status"] == "creating")
         .map(|r| r["address"].as_str().expect("address"))
         .collect();
-    assert_eq!(creating.len(), 16, "{creating:?}\n{seen}");
-    assert_eq!(records.len(), 16, "{state:#}");
+    assert_eq!(creating.len(), 17, "{creating:?}\n{seen}");
+    assert_eq!(records.len(), 17, "{state:#}");
     assert!(!creating.contains("sas.read"), "{creating:?}");
     let out = w.run(&["apply", "nd40-beeond.hcl", "--auto-approve"]).await;
     assert!(out.status.success(), "{}", describe(&out));
@@ -586,7 +587,7 @@ async fn killed_as_the_first_create_starts_the_state_names_everything_the_plan_c
         w.inventory(&group_of("cosmoflow")).await,
         w.expected_cloud("nd40-beeond")
     );
-    assert_eq!(w.state_addresses("nd40-beeond").len(), 17);
+    assert_eq!(w.state_addresses("nd40-beeond").len(), 18);
 }
 
 /// Five fixed moments spread over the apply (about 0.5 s at this scale: network, storage, NICs,

@@ -68,7 +68,7 @@ fn validate_summarises_a_valid_seed() {
         .assert()
         .success()
         .stdout(
-            "examples/nd40-beeond.hcl is valid: experiment `cosmoflow`, 16 Azure resources from 5 blocks, 3 post-boot steps\n",
+            "examples/nd40-beeond.hcl is valid: experiment `cosmoflow`, 17 Azure resources from 5 blocks, 3 post-boot steps\n",
         );
 }
 
@@ -174,6 +174,44 @@ fn plan_json_is_shaped_like_terraform_show_json() {
         changes
             .iter()
             .all(|c| c["change"]["actions"] == serde_json::json!(["create"]))
+    );
+}
+
+/// Issue 13, "done when": the flagship cluster's plan puts every node in one InfiniBand fabric,
+/// the cluster's availability set, in its proximity placement group.
+#[test]
+fn plan_json_shows_every_node_of_the_cluster_in_one_availability_set() {
+    let dir = scratch_examples();
+    let output = dsinfra()
+        .current_dir(dir.path())
+        .args(["plan", "examples/nd40-beeond.hcl", "--json"])
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    let changes = json["resource_changes"]
+        .as_array()
+        .expect("resource_changes");
+    let sets: Vec<&serde_json::Value> = changes
+        .iter()
+        .filter(|c| c["type"] == "Microsoft.Compute/availabilitySets")
+        .collect();
+    assert_eq!(sets.len(), 1, "one fabric");
+    assert_eq!(sets[0]["address"], "cluster.train.availability_set");
+    let after = &sets[0]["change"]["after"];
+    assert_eq!(after["sku"], "Aligned");
+    assert_eq!(after["proximity_placement_group"], "cluster.train.ppg");
+    let fabrics: Vec<&serde_json::Value> = changes
+        .iter()
+        .filter(|c| c["type"] == "Microsoft.Compute/virtualMachines")
+        .map(|c| &c["change"]["after"]["availability_set"])
+        .collect();
+    assert_eq!(fabrics.len(), 4);
+    assert!(
+        fabrics
+            .iter()
+            .all(|f| *f == "cluster.train.availability_set"),
+        "{fabrics:?}"
     );
 }
 

@@ -473,9 +473,11 @@ const NOT_EMULATED: &[&str] = &[
     "assignedHost",
     "maintenanceRedeployStatus",
     "patchStatus",
-    // Placement groups: VMSS and availability sets are not emulated.
+    // Placement groups: scale sets are not emulated.
     "properties.virtualMachineScaleSets",
-    "properties.availabilitySets",
+    // Availability sets: migration to a scale set and platform statuses are not emulated.
+    "properties.virtualMachineScaleSetMigrationInfo",
+    "properties.statuses",
     // Disk fields real DiskRP fills from hardware and features the emulator does not model.
     "properties.purchasePlan",
     "properties.supportedCapabilities",
@@ -548,7 +550,44 @@ const EXAMPLE_ARTIFACTS: &[(&str, &str)] = &[
     ),
     // The example passes zones as a stray top-level parameter instead of in the body.
     ("PublicIpAddressCreateCustomizedValues.json", "zones"),
+    // The response shows a scheduled events policy the request never sent.
+    (
+        "AvailabilitySet_Create_WithScheduledEventProfile.json",
+        "properties.scheduledEventsPolicy",
+    ),
+    // Left out of the seed (see SEED_ARTIFACTS).
+    (
+        "AvailabilitySet_Get_MaximumSet_Gen.json",
+        "properties.proximityPlacementGroup",
+    ),
 ];
+
+/// Parts of a GET example's response that cannot seed the resource it describes, by pointer: the
+/// generated example's placement group id is a path template naming an availability set, which
+/// ARM (and the emulator) refuses as a reference that does not exist.
+const SEED_ARTIFACTS: &[(&str, &str)] = &[(
+    "AvailabilitySet_Get_MaximumSet_Gen.json",
+    "/properties/proximityPlacementGroup",
+)];
+
+/// Providers whose specs are in shared/azure-specs for work not done yet, with the issue that
+/// brings them to the emulator. Their examples are not replayed; instead the test checks that the
+/// emulator still refuses their resource types, so a provider that gets emulated must leave this
+/// list (and have its examples replayed) instead of hiding behind it.
+const NOT_YET_EMULATED: &[(&str, &str)] = &[
+    ("Microsoft.MachineLearningServices", "issue 17 (AmlCompute)"),
+    (
+        "Microsoft.Authorization",
+        "issue 18 (role assignments for idle parking)",
+    ),
+];
+
+/// The provider namespace an operation's path names last (`.../providers/NS/...`).
+fn provider_of(template: &str) -> Option<&str> {
+    template
+        .rsplit_once("/providers/")
+        .and_then(|(_, rest)| rest.split('/').next())
+}
 
 // One example after another, each set up, sent and judged in sequence: it reads best whole.
 #[allow(clippy::too_many_lines)]
@@ -558,8 +597,17 @@ async fn every_example_present_replays_against_the_emulator() {
     let http = reqwest::Client::new();
     let mut replayed = Vec::new();
     let mut failures = Vec::new();
+    let mut not_yet = BTreeSet::new();
     for example in specs.examples() {
         let op = example.operation;
+        if let Some((ns, _)) = provider_of(op.template()).and_then(|ns| {
+            NOT_YET_EMULATED
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(ns))
+        }) {
+            not_yet.insert(*ns);
+            continue;
+        }
         let params = &example.body["parameters"];
         let handle = emulator().await;
         let endpoint = handle.endpoint();
@@ -632,7 +680,17 @@ async fn every_example_present_replays_against_the_emulator() {
                 method == "GET" && b.get("properties").is_some() && b.get("location").is_some()
             });
             if let Some(seed) = seed {
-                put_and_wait(&http, &endpoint, &target, op.api_version(), seed).await;
+                let mut seed = seed.clone();
+                for (_, pointer) in SEED_ARTIFACTS
+                    .iter()
+                    .filter(|(file, _)| example.file.ends_with(file))
+                {
+                    let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+                    if let Some(map) = seed.pointer_mut(parent).and_then(Value::as_object_mut) {
+                        map.remove(key);
+                    }
+                }
+                put_and_wait(&http, &endpoint, &target, op.api_version(), &seed).await;
             }
             ensure(&http, &endpoint, &target).await;
         } else if resource_like
@@ -715,6 +773,33 @@ async fn every_example_present_replays_against_the_emulator() {
     assert!(
         replayed.len() >= 35,
         "replayed only {} examples",
+        replayed.len()
+    );
+    // Every provider left out must still be one the emulator refuses: once it is emulated, its
+    // examples are replayed like the rest.
+    let handle = emulator().await;
+    let group = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
+    ensure(&http, &handle.endpoint(), group).await;
+    for (ns, issue) in NOT_YET_EMULATED {
+        let path = format!("{group}/providers/{ns}/things/x?api-version=2024-01-01");
+        let answer = send(&http, &handle.endpoint(), "GET", &path, None).await;
+        let code = answer
+            .body
+            .as_ref()
+            .and_then(|b| b.pointer("/error/code"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            answer.status == 404 && code == "InvalidResourceType",
+            "{ns} is listed as not yet emulated ({issue}) but the emulator answered {} {code}: \
+             remove it from NOT_YET_EMULATED so its examples are replayed",
+            answer.status
+        );
+    }
+    handle.shutdown().await;
+    eprintln!(
+        "replayed {} examples; not yet emulated, left out: {not_yet:?}",
         replayed.len()
     );
 }
@@ -904,6 +989,23 @@ async fn a_typical_lifecycle_validates_end_to_end() {
         .status,
         201
     );
+    // The cluster's InfiniBand fabric, in the placement group, as dsinfra sends it.
+    let fabric = p("Microsoft.Compute/availabilitySets/exp-avset");
+    assert_eq!(
+        c.call(
+            "PUT",
+            &fabric,
+            compute,
+            Some(
+                &json!({"location": "eastus", "sku": {"name": "Aligned"}, "properties": {
+                "platformFaultDomainCount": 1, "platformUpdateDomainCount": 1,
+                "proximityPlacementGroup": {"id": ppg}}})
+            )
+        )
+        .await
+        .status,
+        200
+    );
     let disk = p("Microsoft.Compute/disks/exp-data");
     c.call(
         "PUT",
@@ -926,7 +1028,7 @@ async fn a_typical_lifecycle_validates_end_to_end() {
             "linuxConfiguration": {"disablePasswordAuthentication": true,
                 "ssh": {"publicKeys": [{"path": "/home/azureuser/.ssh/authorized_keys", "keyData": "ssh-ed25519 AAAAC3Nz"}]}}},
         "networkProfile": {"networkInterfaces": [{"id": nic, "properties": {"primary": true}}]},
-        "proximityPlacementGroup": {"id": ppg}}});
+        "proximityPlacementGroup": {"id": ppg}, "availabilitySet": {"id": fabric}}});
     assert_eq!(
         c.call("PUT", &vm, compute, Some(&vm_body)).await.status,
         201
@@ -951,6 +1053,14 @@ async fn a_typical_lifecycle_validates_end_to_end() {
     )
     .await;
     c.call("GET", &disk, disks, None).await;
+    let members = c.call("GET", &fabric, compute, None).await;
+    assert_eq!(
+        members
+            .body
+            .as_ref()
+            .map(|b| b["properties"]["virtualMachines"].clone()),
+        Some(json!([{"id": vm}]))
+    );
     for action in ["powerOff", "start", "restart", "deallocate", "start"] {
         assert_eq!(
             c.call("POST", &format!("{vm}/{action}"), compute, None)
@@ -1084,6 +1194,7 @@ async fn a_typical_lifecycle_validates_end_to_end() {
     assert_eq!(c.call("DELETE", &vm, compute, None).await.status, 202);
     c.gone(&vm, compute).await;
     assert_eq!(c.call("DELETE", &disk, disks, None).await.status, 202);
+    assert_eq!(c.call("DELETE", &fabric, compute, None).await.status, 200);
     assert_eq!(c.call("DELETE", &ppg, compute, None).await.status, 200);
     for path in [&nic, &pip, &subnet2, &vnet, &nsg] {
         assert_eq!(

@@ -250,6 +250,9 @@ async fn a_farm_host_presents_the_key_from_the_custom_data_and_lets_the_client_i
         custom_data: Some(pair.cloud_config().expose().to_owned()),
         public_ip: Some("20.0.0.4".into()),
         private_ip: Some("10.0.0.4".into()),
+        vm_size: "Standard_D2s_v5".into(),
+        fabric: None,
+        ib0_address: None,
     };
     let hook = farm.hook();
     let endpoint = tokio::task::spawn_blocking(move || hook(&boot))

@@ -218,6 +218,103 @@ fn cluster_grows_from_4_to_6_nodes() {
     insta::assert_snapshot!(render::plan_text(&plan, false));
 }
 
+/// The address of node `i`'s VM in the `train` cluster.
+fn node_vm(i: u32) -> Address {
+    Address::new("cluster", "train", Some(i), "vm")
+}
+
+fn fabric() -> Address {
+    Address::new("cluster", "train", None, "availability_set")
+}
+
+fn change<'p>(plan: &'p Plan, address: &Address) -> &'p plan::Change {
+    plan.changes
+        .iter()
+        .find(|c| &c.address == address)
+        .unwrap_or_else(|| panic!("{address} is in the plan"))
+}
+
+/// Regression (issue 13): an InfiniBand cluster used to be separate VMs in a placement group,
+/// which Azure does not connect over InfiniBand. Every node must be in the cluster's one
+/// availability set (Aligned, in the placement group, one fault and one update domain).
+#[test]
+fn every_node_of_an_infiniband_cluster_is_in_one_availability_set() {
+    let plan = plan_of(None, &cluster(4), Mode::Normal);
+    let set = change(&plan, &fabric());
+    assert_eq!(set.kind, ResourceKind::AvailabilitySet);
+    assert_eq!(set.action, plan::Action::Create);
+    let after = set.after.as_ref().expect("created");
+    assert_eq!(after["sku"], "Aligned");
+    assert_eq!(after["proximity_placement_group"], "cluster.train.ppg");
+    assert_eq!(
+        (&after["fault_domain_count"], &after["update_domain_count"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    for i in 0..4 {
+        let vm = change(&plan, &node_vm(i));
+        let attrs = vm.after.as_ref().expect("created");
+        assert_eq!(attrs["availability_set"], "cluster.train.availability_set");
+        assert!(vm.depends_on.contains(&fabric()), "{:?}", vm.depends_on);
+    }
+}
+
+/// Growing the cluster adds VMs to the same set and leaves the set and nodes 0-3 alone.
+#[test]
+fn growing_an_infiniband_cluster_keeps_its_fabric_and_its_nodes() {
+    let plan = plan_of(Some(&cluster(4)), &cluster(6), Mode::Normal);
+    assert_eq!(change(&plan, &fabric()).action, plan::Action::NoOp);
+    for i in 0..4 {
+        assert_eq!(
+            change(&plan, &node_vm(i)).action,
+            plan::Action::NoOp,
+            "node {i}"
+        );
+    }
+    for i in 4..6 {
+        let vm = change(&plan, &node_vm(i));
+        assert_eq!(vm.action, plan::Action::Create, "node {i}");
+        assert_eq!(
+            vm.after.as_ref().expect("created")["availability_set"],
+            "cluster.train.availability_set"
+        );
+    }
+    // Shrinking keeps the fabric too.
+    let plan = plan_of(Some(&cluster(6)), &cluster(4), Mode::Normal);
+    assert_eq!(change(&plan, &fabric()).action, plan::Action::NoOp);
+    assert_eq!(change(&plan, &node_vm(5)).action, plan::Action::Delete);
+    assert_eq!(change(&plan, &node_vm(3)).action, plan::Action::NoOp);
+}
+
+/// A node created before the cluster had a fabric cannot join it in place (Azure puts a VM in an
+/// availability set only at creation): the plan replaces it and names the attribute.
+#[test]
+fn a_node_outside_the_fabric_is_replaced_and_the_plan_names_why() {
+    let state = ran(&cluster(2), |state| {
+        state.remove(&fabric());
+        for i in 0..2 {
+            let vm = state
+                .resource_mut(&node_vm(i))
+                .expect("the VM is in the state");
+            vm.attrs.remove("availability_set");
+        }
+    });
+    let plan = plan_against(&state, &cluster(2), &[]);
+    assert_eq!(change(&plan, &fabric()).action, plan::Action::Create);
+    for i in 0..2 {
+        assert_eq!(
+            change(&plan, &node_vm(i)).action,
+            plan::Action::Replace {
+                forced_by: vec!["availability_set".to_owned()]
+            }
+        );
+    }
+    let text = render::plan_text(&plan, false);
+    assert!(
+        text.contains("availability_set"),
+        "the plan names the attribute that forces the replacement:\n{text}"
+    );
+}
+
 #[test]
 fn destroy_keep_data() {
     let text = cluster(2);

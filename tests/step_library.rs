@@ -16,6 +16,8 @@
 mod common;
 #[path = "step_library/dataset.rs"]
 mod dataset;
+#[path = "step_library/fabric.rs"]
+mod fabric;
 #[path = "step_library/mounts.rs"]
 mod mounts;
 #[path = "step_library/stage_scale.rs"]
@@ -117,6 +119,15 @@ fn context_for(desired: &Desired, block: &str, experiment: &str) -> NodeContext 
         .find(|v| image.contains(v))
         .map(str::to_owned);
     ctx.head_public_key = Some(FAKE_HEAD_KEY.to_owned());
+    // Every node's host key is pinned, as dsinfra pins the keys of the VMs it creates; the last
+    // one is left out, as an adopted VM's would be, so the renders show both kinds.
+    let pinned = vms.len().saturating_sub(1).max(1);
+    for vm in vms.iter().take(pinned) {
+        ctx.host_keys.insert(
+            vm.name.clone(),
+            FAKE_HEAD_KEY.replace("dsinfra-demo-head", &vm.name),
+        );
+    }
     for r in &desired.resources {
         let address = r.address.to_string();
         match r.kind {

@@ -13,6 +13,7 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.Network", "2024-07-01"),
     ("Microsoft.Compute/virtualMachines", "2024-11-01"),
     ("Microsoft.Compute/proximityPlacementGroups", "2024-11-01"),
+    ("Microsoft.Compute/availabilitySets", "2024-11-01"),
     // Usages and operation status both live under .../Microsoft.Compute/locations/{loc}/.
     ("Microsoft.Compute/locations", "2024-11-01"),
     ("Microsoft.Compute/disks", "2025-01-02"),
@@ -73,6 +74,10 @@ mod tests {
             ),
             (
                 format!("{rg}/providers/Microsoft.Compute/proximityPlacementGroups/p"),
+                "2024-11-01",
+            ),
+            (
+                format!("{rg}/providers/Microsoft.Compute/availabilitySets/a"),
                 "2024-11-01",
             ),
             (

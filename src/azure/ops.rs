@@ -4,6 +4,7 @@
 use super::client::{ArmClient, DeleteOutcome, Idempotency};
 use super::error::ArmError;
 use super::resource_id::ResourceId;
+use super::types::availability::AvailabilitySet;
 use super::types::compute::{VirtualMachine, VirtualMachineInstanceView, VmAction};
 use super::types::devtestlab::Schedule;
 use super::types::disk::Disk;
@@ -74,6 +75,15 @@ impl ArmClient {
         id: &ResourceId,
         body: &ProximityPlacementGroup,
     ) -> Result<ProximityPlacementGroup, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT an availability set.
+    pub async fn put_availability_set(
+        &self,
+        id: &ResourceId,
+        body: &AvailabilitySet,
+    ) -> Result<AvailabilitySet, ArmError> {
         self.put(id, body).await
     }
 

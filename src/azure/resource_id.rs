@@ -134,6 +134,15 @@ impl ResourceId {
         )
     }
 
+    /// An availability set.
+    pub fn availability_set(subscription_id: &str, resource_group: &str, name: &str) -> Self {
+        Self::resource_group(subscription_id, resource_group).provider(
+            "Microsoft.Compute",
+            "availabilitySets",
+            name,
+        )
+    }
+
     /// A virtual machine.
     pub fn virtual_machine(subscription_id: &str, resource_group: &str, name: &str) -> Self {
         Self::resource_group(subscription_id, resource_group).provider(

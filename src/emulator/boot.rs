@@ -12,6 +12,14 @@
 //! records their endpoints, and everyone else's answer waits until that is done. A client that
 //! learns its VM succeeded thus always finds its endpoint already listed.
 //!
+//! The hook is also told the VM's InfiniBand fabric: the availability set it is in (Azure connects
+//! VMs over InfiniBand only within one set) and, for a member, an address standing for its `ib0`
+//! ([`ib0_address`]: a loopback address per member, one `127.N.0.0/16` range per set). A stand-in
+//! that listens there too is reachable over "InfiniBand" by the other members; a VM outside every
+//! set gets no such address, so a test host standing for it has no working ib0 route, as on
+//! Azure. Two different sets are not isolated from each other here (dsinfra puts one cluster in
+//! one set, so the case that matters is in the set or not).
+//!
 //! customData is a secret (it carries the VM's private host key): it is decoded into memory for
 //! the hook and never stored, logged or echoed, as in ARM. Pending boots live in memory only: an
 //! emulator restarted while a VM is being created does not boot it.
@@ -52,6 +60,12 @@ pub struct VmBoot {
     pub public_ip: Option<String>,
     /// The private address of the VM's primary NIC.
     pub private_ip: Option<String>,
+    /// `hardwareProfile.vmSize`.
+    pub vm_size: String,
+    /// The id of the availability set the VM is in (its InfiniBand fabric); `None` outside any.
+    pub fabric: Option<String>,
+    /// The loopback address standing for the VM's `ib0` in its fabric; `None` outside any set.
+    pub ib0_address: Option<String>,
 }
 
 /// Debug output never shows the customData.
@@ -68,6 +82,9 @@ impl fmt::Debug for VmBoot {
             )
             .field("public_ip", &self.public_ip)
             .field("private_ip", &self.private_ip)
+            .field("vm_size", &self.vm_size)
+            .field("fabric", &self.fabric)
+            .field("ib0_address", &self.ib0_address)
             .finish()
     }
 }
@@ -302,6 +319,10 @@ fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
         .filter_map(|k| k.get("keyData").and_then(Value::as_str))
         .map(str::to_owned)
         .collect();
+    let private_ip = private_ip(cloud, body);
+    let fabric = vm
+        .and_then(super::compute::vm_fabric)
+        .and_then(|id| cloud.resources.get(&key(id)));
     VmBoot {
         vm_id: text("/properties/vmId"),
         name: vm.map(|v| v.name().to_owned()).unwrap_or_default(),
@@ -309,7 +330,26 @@ fn vm_boot(cloud: &Cloud, vm_key: &str, custom_data: Option<String>) -> VmBoot {
         ssh_public_keys,
         custom_data,
         public_ip: super::network::vm_public_ip(cloud, vm_key).map(|(ip, _)| ip),
-        private_ip: private_ip(cloud, body),
+        vm_size: text("/properties/hardwareProfile/vmSize"),
+        fabric: fabric.map(|set| set.id.clone()),
+        ib0_address: fabric
+            .map(|set| ib0_address(set.seq, private_ip.as_deref(), vm.map_or(0, |v| v.seq))),
+        private_ip,
+    }
+}
+
+/// The address standing for a fabric member's `ib0`: `127.N.C.D`, where `N` (64 to 127) follows
+/// the set's creation number, so each set has its own range, and `C.D` are the last two octets of
+/// the member's private IP (unique in its network), or follow the VM's creation number when it
+/// has none.
+pub(crate) fn ib0_address(set_seq: u64, private_ip: Option<&str>, vm_seq: u64) -> String {
+    let range = 64 + set_seq % 64;
+    let octets: Option<Vec<u8>> = private_ip
+        .and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
+        .map(|ip| ip.octets().to_vec());
+    match octets {
+        Some(o) => format!("127.{range}.{}.{}", o[2], o[3]),
+        None => format!("127.{range}.{}.{}", (vm_seq >> 8) % 256, vm_seq % 256),
     }
 }
 
@@ -375,6 +415,17 @@ mod tests {
     }
 
     #[test]
+    fn each_fabric_has_its_own_ib0_range_and_members_differ_within_it() {
+        assert_eq!(ib0_address(3, Some("10.0.1.7"), 9), "127.67.1.7");
+        assert_eq!(ib0_address(4, Some("10.0.1.7"), 9), "127.68.1.7");
+        assert_ne!(
+            ib0_address(3, Some("10.0.0.4"), 9),
+            ib0_address(3, Some("10.0.0.5"), 10)
+        );
+        assert_eq!(ib0_address(3, None, 258), "127.67.1.2");
+    }
+
+    #[test]
     fn debug_of_a_boot_hides_the_custom_data() {
         let boot = VmBoot {
             vm_id: "id".into(),
@@ -384,6 +435,9 @@ mod tests {
             custom_data: Some("PRIVATE KEY".into()),
             public_ip: None,
             private_ip: Some("10.0.0.4".into()),
+            vm_size: "Standard_ND40rs_v2".into(),
+            fabric: None,
+            ib0_address: None,
         };
         let shown = format!("{boot:?}");
         assert!(!shown.contains("PRIVATE"), "{shown}");

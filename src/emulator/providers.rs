@@ -260,9 +260,10 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
         | Kind::SecurityRule
         | Kind::PublicIpAddress
         | Kind::NetworkInterface => network::render(cloud, resource),
-        Kind::VirtualMachine | Kind::Disk | Kind::ProximityPlacementGroup => {
-            compute::render(cloud, ctx, resource)
-        }
+        Kind::VirtualMachine
+        | Kind::Disk
+        | Kind::ProximityPlacementGroup
+        | Kind::AvailabilitySet => compute::render(cloud, ctx, resource),
         Kind::StorageAccount | Kind::BlobContainer | Kind::FileShare => {
             storage::render(cloud, resource)
         }
@@ -314,6 +315,7 @@ fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Repl
         Kind::PublicIpAddress => network::put_public_ip(cloud, ctx, target),
         Kind::NetworkInterface => network::put_nic(cloud, ctx, target),
         Kind::ProximityPlacementGroup => compute::put_ppg(cloud, ctx, target),
+        Kind::AvailabilitySet => compute::put_avset(cloud, ctx, target),
         Kind::VirtualMachine => compute::put_vm(cloud, ctx, target),
         Kind::Disk => compute::put_disk(cloud, ctx, target),
         Kind::StorageAccount => storage::put_account(cloud, ctx, target),
@@ -340,7 +342,10 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
         | Kind::SecurityRule
         | Kind::PublicIpAddress
         | Kind::NetworkInterface => network::check_delete(cloud, &resource)?,
-        Kind::VirtualMachine | Kind::Disk | Kind::ProximityPlacementGroup => {
+        Kind::VirtualMachine
+        | Kind::Disk
+        | Kind::ProximityPlacementGroup
+        | Kind::AvailabilitySet => {
             compute::check_delete(cloud, &resource)?;
         }
         _ => {}
@@ -351,7 +356,8 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
         | Kind::BlobContainer
         | Kind::FileShare
         | Kind::Schedule
-        | Kind::ProximityPlacementGroup => {
+        | Kind::ProximityPlacementGroup
+        | Kind::AvailabilitySet => {
             cloud.remove_tree(&target.key);
             Ok(Reply::empty(200))
         }

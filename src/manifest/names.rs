@@ -123,6 +123,7 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
         | ResourceKind::PublicIp
         | ResourceKind::NetworkInterface
         | ResourceKind::ProximityPlacementGroup
+        | ResourceKind::AvailabilitySet
         | ResourceKind::ManagedDisk => network_name(name, 1, 80),
         ResourceKind::StorageAccount => {
             length(3, 24)?;

@@ -128,6 +128,7 @@ fn cosmoflow_expands_to_the_expected_resources() {
         addresses(&loaded),
         [
             "azure.resource_group",
+            "cluster.train.availability_set",
             "cluster.train.ppg",
             "cluster.train[0].nic",
             "cluster.train[0].public_ip",
@@ -149,6 +150,19 @@ fn cosmoflow_expands_to_the_expected_resources() {
     let node = resource(&loaded, "cluster.train[3].vm");
     assert_eq!(node.name, "cosmoflow-train-3");
     assert_eq!(node.attrs["proximity_placement_group"], "cluster.train.ppg");
+    // One InfiniBand fabric: every node in the cluster's availability set, which is in the PPG.
+    assert_eq!(
+        node.attrs["availability_set"],
+        "cluster.train.availability_set"
+    );
+    assert!(
+        node.depends_on
+            .contains(&"cluster.train.availability_set".parse().expect("valid"))
+    );
+    let set = resource(&loaded, "cluster.train.availability_set");
+    assert_eq!(set.kind, ResourceKind::AvailabilitySet);
+    assert_eq!(set.name, "cosmoflow-train-avset");
+    assert_eq!(set.attrs["proximity_placement_group"], "cluster.train.ppg");
     assert_eq!(node.attrs["image"]["offer"], "ubuntu-hpc");
     assert!(
         node.depends_on
@@ -319,6 +333,25 @@ fn minimal(extra: &str) -> String {
         "azure {{ location = \"eastus\" }}\nnetwork \"main\" {{ ssh_from = [\"198.51.100.0/24\"] }}\n\
          vm \"gpu\" {{\n  size    = \"Standard_NC6s_v3\"\n  ssh_key = \"{KEY}\"\n}}\n{extra}"
     )
+}
+
+/// Only InfiniBand sizes need a fabric: a cluster of another size gets no availability set, and
+/// its VMs no `availability_set` attribute (their plans and states stay as they were).
+#[test]
+fn a_cluster_without_infiniband_gets_no_availability_set() {
+    let text = minimal(&format!(
+        "cluster \"cpu\" {{\n  size    = \"Standard_D4s_v5\"\n  count   = 2\n  ssh_key = \"{KEY}\"\n}}\n"
+    ));
+    let loaded = load_ok(Path::new("cpu.hcl"), &text, &LoadOptions::default());
+    assert!(
+        addresses(&loaded)
+            .iter()
+            .all(|a| !a.contains("availability_set")),
+        "{:?}",
+        addresses(&loaded)
+    );
+    let node = resource(&loaded, "cluster.cpu[1].vm");
+    assert!(!node.attrs.contains_key("availability_set"));
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub enum ResourceKind {
     NetworkInterface,
     /// `Microsoft.Compute/proximityPlacementGroups`
     ProximityPlacementGroup,
+    /// `Microsoft.Compute/availabilitySets`: one InfiniBand fabric per cluster.
+    AvailabilitySet,
     /// `Microsoft.Compute/virtualMachines`
     VirtualMachine,
     /// `Microsoft.Compute/disks`
@@ -39,13 +41,14 @@ pub enum ResourceKind {
 
 impl ResourceKind {
     /// Every kind, in a stable order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::NetworkSecurityGroup,
         Self::PublicIp,
         Self::NetworkInterface,
         Self::ProximityPlacementGroup,
+        Self::AvailabilitySet,
         Self::VirtualMachine,
         Self::ManagedDisk,
         Self::StorageAccount,
@@ -64,6 +67,7 @@ impl ResourceKind {
             Self::PublicIp => "Microsoft.Network/publicIPAddresses",
             Self::NetworkInterface => "Microsoft.Network/networkInterfaces",
             Self::ProximityPlacementGroup => "Microsoft.Compute/proximityPlacementGroups",
+            Self::AvailabilitySet => "Microsoft.Compute/availabilitySets",
             Self::VirtualMachine => "Microsoft.Compute/virtualMachines",
             Self::ManagedDisk => "Microsoft.Compute/disks",
             Self::StorageAccount => "Microsoft.Storage/storageAccounts",
@@ -83,6 +87,15 @@ impl ResourceKind {
             | Self::NetworkSecurityGroup
             | Self::ProximityPlacementGroup => &["location"],
             Self::PublicIp | Self::ManagedDisk => &["location", "sku", "zone"],
+            // ARM updates only a set's tags; its members must be replaced with it (a VM's
+            // `availability_set` refers to it, so the plan cascades the replacement to them).
+            Self::AvailabilitySet => &[
+                "location",
+                "sku",
+                "fault_domain_count",
+                "update_domain_count",
+                "proximity_placement_group",
+            ],
             Self::NetworkInterface => &["location", "subnet"],
             // Azure can resize some VMs in place, but not across families, not into a PPG with
             // running members and not between Gen1/Gen2 images; replacing is the one behaviour
@@ -96,6 +109,8 @@ impl ResourceKind {
                 "os_disk_size_gb",
                 "os_disk_sku",
                 "proximity_placement_group",
+                // A VM joins an availability set (its InfiniBand fabric) only when it is created.
+                "availability_set",
                 "nic",
                 // Azure fixes the security type at creation; Secure Boot changes only while
                 // deallocated, and the VM's kernel-module steps depend on it.

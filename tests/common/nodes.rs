@@ -12,6 +12,11 @@
 //! place of the old one. Every host stops when the farm drops; the hook holds the farm weakly so
 //! an emulator outliving the farm boots nothing more.
 //!
+//! A VM of an InfiniBand size also gets an ib0 stand-in ([`sshd::Ib0`]): a member of an
+//! availability set gets the address the emulator gives its fabric ([`VmBoot::ib0_address`]) and
+//! its sshd listens there too; a VM outside every set gets an address nobody listens on, so the
+//! head cannot reach it over "InfiniBand", as on Azure.
+//!
 //! Use through `mod common;` (it needs the sibling `sshd` module).
 
 #![allow(dead_code)]
@@ -23,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use dsinfra::emulator::{VmBoot, VmBootHook};
 use dsinfra::ssh::{HostKey, HostKeyPair};
 
-use super::sshd::{self, Host, TEST_USER};
+use super::sshd::{self, Host, Ib0, TEST_USER};
 
 /// Real sshd hosts standing in for the VMs an emulator creates.
 pub struct NodeFarm {
@@ -136,7 +141,14 @@ impl NodeFarm {
         let mut keys = vec![self.client_public_key()];
         keys.extend(boot.ssh_public_keys.iter().cloned());
         sshd::write_authorized_keys(&authorized, &keys);
-        let host = Host::start_with_key(self.dir.path(), &name, &private, &public, &authorized);
+        let host = Host::start_with_key_and_ib0(
+            self.dir.path(),
+            &name,
+            &private,
+            &public,
+            &authorized,
+            ib0_of(boot).as_ref(),
+        );
         let endpoint = format!("127.0.0.1:{}", host.port);
         let old = self
             .hosts
@@ -147,6 +159,31 @@ impl NodeFarm {
         drop(old);
         endpoint
     }
+}
+
+/// The ib0 stand-in of a booted VM: none for a size without InfiniBand; the fabric's address
+/// (listened on) for a member of an availability set; else an address in `127.99.0.0/16` that
+/// nobody listens on.
+fn ib0_of(boot: &VmBoot) -> Option<Ib0> {
+    let infiniband = dsinfra::catalog::vm_size(&boot.vm_size).is_some_and(|s| s.infiniband);
+    if !infiniband {
+        return None;
+    }
+    if let Some(address) = &boot.ib0_address {
+        return Some(Ib0 {
+            address: address.clone(),
+            listening: true,
+        });
+    }
+    let last = boot
+        .private_ip
+        .as_deref()
+        .and_then(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
+        .map_or([0, 0], |ip| [ip.octets()[2], ip.octets()[3]]);
+    Some(Ib0 {
+        address: format!("127.99.{}.{}", last[0], last[1]),
+        listening: false,
+    })
 }
 
 /// The ed25519 host key pair of a `#cloud-config` document's `ssh_keys` (private PEM, public

@@ -40,6 +40,19 @@ pub struct TestHosts {
     dir: tempfile::TempDir,
 }
 
+/// A test host's stand-in for its InfiniBand interface: the loopback address its `ib0` has (the
+/// step templates' test seam `DSINFRA_TEST_IB0_ADDRESS`, set for every session by sshd's
+/// `SetEnv`), and whether its sshd also listens there. A host in the head's fabric listens on its
+/// ib0 address; a host outside it does not, so nothing reaches it there, as on Azure, where only
+/// VMs of one availability set share an InfiniBand fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ib0 {
+    /// A loopback address (`127.77.0.1`) standing for the ib0 address.
+    pub address: String,
+    /// Whether the host's sshd listens on it (the host is in the fabric).
+    pub listening: bool,
+}
+
 /// One running sshd.
 pub struct Host {
     /// Its node name in tests (`host0`).
@@ -56,6 +69,8 @@ pub struct Host {
     pub marker_dir: PathBuf,
     /// sshd's own log (`-E`).
     pub log: PathBuf,
+    /// Its ib0 stand-in, if it has one.
+    pub ib0: Option<Ib0>,
     pid_file: PathBuf,
     child: Child,
 }
@@ -63,6 +78,11 @@ pub struct Host {
 /// Starts `n` hosts. Returns `None` (after printing why) when this machine cannot run them
 /// locally; under CI (`CI=true`) that is a test failure instead, so CI never skips silently.
 pub fn start(n: usize) -> Option<TestHosts> {
+    start_with_ib0(&vec![None; n])
+}
+
+/// Starts one host per entry of `ib0`, each with that ib0 stand-in (or none).
+pub fn start_with_ib0(ib0: &[Option<Ib0>]) -> Option<TestHosts> {
     if !available() {
         return None;
     }
@@ -74,8 +94,10 @@ pub fn start(n: usize) -> Option<TestHosts> {
         format!("{}\n", client_public.to_openssh()).as_bytes(),
         0o644,
     );
-    let hosts = (0..n)
-        .map(|i| Host::start(dir.path(), &format!("host{i}"), &authorized))
+    let hosts = ib0
+        .iter()
+        .enumerate()
+        .map(|(i, ib0)| Host::start(dir.path(), &format!("host{i}"), &authorized, ib0.as_ref()))
         .collect();
     Some(TestHosts {
         hosts,
@@ -142,14 +164,15 @@ impl TestHosts {
 }
 
 impl Host {
-    fn start(root: &Path, name: &str, authorized: &Path) -> Self {
+    fn start(root: &Path, name: &str, authorized: &Path, ib0: Option<&Ib0>) -> Self {
         let pair = HostKeyPair::generate().expect("ed25519 generation works");
-        Self::start_with_key(
+        Self::start_with_key_and_ib0(
             root,
             name,
             pair.private_openssh().expose(),
             pair.public(),
             authorized,
+            ib0,
         )
     }
 
@@ -162,6 +185,18 @@ impl Host {
         private_key: &str,
         public_key: &HostKey,
         authorized: &Path,
+    ) -> Self {
+        Self::start_with_key_and_ib0(root, name, private_key, public_key, authorized, None)
+    }
+
+    /// [`Host::start_with_key`] with an ib0 stand-in.
+    pub fn start_with_key_and_ib0(
+        root: &Path,
+        name: &str,
+        private_key: &str,
+        public_key: &HostKey,
+        authorized: &Path,
+        ib0: Option<&Ib0>,
     ) -> Self {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("host dir can be created");
@@ -183,7 +218,7 @@ impl Host {
             let port = free_port();
             write_file(
                 &config,
-                sshd_config(port, &key_file, &pid_file, authorized).as_bytes(),
+                sshd_config(port, &key_file, &pid_file, authorized, ib0).as_bytes(),
                 0o644,
             );
             let _ = fs::remove_file(&pid_file);
@@ -203,6 +238,7 @@ impl Host {
                 dir: dir.clone(),
                 boot_id_path: boot_id_path.clone(),
                 log: log.clone(),
+                ib0: ib0.cloned(),
                 pid_file: pid_file.clone(),
                 child,
             };
@@ -309,10 +345,22 @@ impl Drop for Host {
     }
 }
 
-fn sshd_config(port: u16, key: &Path, pid: &Path, authorized: &Path) -> String {
+fn sshd_config(port: u16, key: &Path, pid: &Path, authorized: &Path, ib0: Option<&Ib0>) -> String {
+    let ib0 = match ib0 {
+        Some(Ib0 { address, listening }) => format!(
+            "{}SetEnv DSINFRA_TEST_IB0_ADDRESS={address}\n",
+            if *listening {
+                format!("ListenAddress {address}\n")
+            } else {
+                String::new()
+            }
+        ),
+        None => String::new(),
+    };
     format!(
         "Port {port}\n\
          ListenAddress 127.0.0.1\n\
+         {ib0}\
          HostKey {key}\n\
          PidFile {pid}\n\
          AuthorizedKeysFile {authorized}\n\

@@ -1,5 +1,5 @@
 //! Microsoft.Compute: VM power states, vCPU quota and usages, SKU restrictions, disks through
-//! the VM body, proximity placement groups.
+//! the VM body, proximity placement groups (availability sets: fabric.rs).
 
 use super::*;
 

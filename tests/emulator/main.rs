@@ -12,6 +12,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 mod compute;
+mod fabric;
 mod groups;
 mod network;
 mod service;

@@ -63,6 +63,9 @@ pub struct VirtualMachineProperties {
     /// The placement group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proximity_placement_group: Option<SubResource>,
+    /// The availability set, which can only be chosen when the VM is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_set: Option<SubResource>,
     /// Regular, Low or Spot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<VirtualMachinePriority>,

@@ -1,5 +1,6 @@
 //! Microsoft.Compute: VMs (quota, SKU restrictions, power states, instance view, disks via the
-//! VM body), managed disks, proximity placement groups, and the usages and SKUs endpoints.
+//! VM body), managed disks, proximity placement groups, availability sets (InfiniBand fabrics),
+//! and the usages and SKUs endpoints.
 
 use serde_json::{Value, json};
 
@@ -9,12 +10,14 @@ use super::providers::{Target, envelope, key, require_location};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
 
+mod avset;
 mod disks;
 mod power;
 mod quota;
 mod security;
 mod vm;
 
+pub(crate) use avset::{put_avset, vm_fabric};
 pub(crate) use disks::{put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
@@ -63,11 +66,17 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                     json!(if attached { "Attached" } else { "Unattached" });
             }
         }
+        Kind::AvailabilitySet => avset::render_members(cloud, resource, &mut body),
         Kind::ProximityPlacementGroup => {
             let vms: Vec<Value> = ppg_members(cloud, &resource.id)
                 .map(|vm| json!({"id": vm.id}))
                 .collect();
             body["properties"]["virtualMachines"] = Value::Array(vms);
+            let sets: Vec<Value> = avset::in_placement_group(cloud, &resource.id)
+                .into_iter()
+                .map(|set| json!({"id": set.id}))
+                .collect();
+            body["properties"]["availabilitySets"] = Value::Array(sets);
             if ctx
                 .query("includeColocationStatus")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -148,6 +157,11 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
         Kind::ProximityPlacementGroup => {
             let users: Vec<String> = ppg_members(cloud, &resource.id)
                 .map(|vm| vm.id.clone())
+                .chain(
+                    avset::in_placement_group(cloud, &resource.id)
+                        .into_iter()
+                        .map(|set| set.id.clone()),
+                )
                 .collect();
             if users.is_empty() {
                 Ok(())
@@ -164,6 +178,7 @@ pub(crate) fn check_delete(cloud: &Cloud, resource: &Resource) -> Result<(), Arm
                 ))
             }
         }
+        Kind::AvailabilitySet => avset::check_delete(cloud, resource),
         _ => Ok(()),
     }
 }

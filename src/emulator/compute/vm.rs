@@ -91,6 +91,7 @@ fn check_vm_request(
     {
         require_reference(cloud, ppg, id)?;
     }
+    super::avset::check_vm_set(cloud, body, id, existing)?;
     Ok(())
 }
 

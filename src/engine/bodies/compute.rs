@@ -1,10 +1,13 @@
 //! Compute bodies: VMs (image, OS and data disks, NIC references, the security profile;
 //! customData is added at create time by `Request::with_custom_data`), managed disks, proximity
-//! placement groups and the auto-shutdown schedule.
+//! placement groups, availability sets and the auto-shutdown schedule.
 
 use serde_json::Value;
 
 use crate::azure::types::SubResource;
+use crate::azure::types::availability::{
+    AvailabilitySet, AvailabilitySetProperties, AvailabilitySetSku,
+};
 use crate::azure::types::compute::{
     DataDisk, DiskCreateOptionType, DiskDeleteOption, DiskStorageAccountType, HardwareProfile,
     ImageReference, LinuxConfiguration, ManagedDiskParameters, NetworkInterfaceReference,
@@ -34,6 +37,28 @@ impl Builder<'_> {
                 ..ProximityPlacementGroupProperties::default()
             }),
             ..ProximityPlacementGroup::default()
+        })
+    }
+
+    /// A cluster's InfiniBand fabric: the set, in the cluster's placement group when it has one.
+    pub(super) fn availability_set(&self) -> Result<AvailabilitySet, BodyError> {
+        if self.opt_text("sku")?.as_deref() != Some("Aligned") {
+            // Managed disks need an Aligned set; dsinfra never makes unmanaged disks.
+            return Err(self.invalid("sku", "must be Aligned (the VMs have managed disks)"));
+        }
+        Ok(AvailabilitySet {
+            location: self.location()?,
+            tags: self.tags()?,
+            sku: Some(AvailabilitySetSku::aligned()),
+            properties: Some(AvailabilitySetProperties {
+                platform_fault_domain_count: self.opt_i32("fault_domain_count")?,
+                platform_update_domain_count: self.opt_i32("update_domain_count")?,
+                proximity_placement_group: self
+                    .reference_id("proximity_placement_group")?
+                    .map(SubResource::new),
+                ..AvailabilitySetProperties::default()
+            }),
+            ..AvailabilitySet::default()
         })
     }
 
@@ -183,6 +208,7 @@ impl Builder<'_> {
                     .reference_id("proximity_placement_group")?
                     .map(SubResource::new),
                 security_profile: Some(self.security_profile()?),
+                availability_set: self.reference_id("availability_set")?.map(SubResource::new),
                 ..VirtualMachineProperties::default()
             }),
             ..VirtualMachine::default()

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::Tags;
+use crate::azure::types::availability::AvailabilitySet;
 use crate::azure::types::compute::VirtualMachine;
 use crate::azure::types::devtestlab::Schedule;
 use crate::azure::types::disk::Disk;
@@ -85,6 +86,8 @@ pub enum Body {
     NetworkInterface(NetworkInterface),
     /// A proximity placement group.
     ProximityPlacementGroup(ProximityPlacementGroup),
+    /// An availability set (a cluster's InfiniBand fabric).
+    AvailabilitySet(AvailabilitySet),
     /// A virtual machine.
     VirtualMachine(Box<VirtualMachine>),
     /// A managed disk.
@@ -122,6 +125,7 @@ impl Request {
             Body::PublicIp(b) => serde_json::to_value(b),
             Body::NetworkInterface(b) => serde_json::to_value(b),
             Body::ProximityPlacementGroup(b) => serde_json::to_value(b),
+            Body::AvailabilitySet(b) => serde_json::to_value(b),
             Body::VirtualMachine(b) => serde_json::to_value(b),
             Body::ManagedDisk(b) => serde_json::to_value(b),
             Body::StorageAccount(b) => serde_json::to_value(b),
@@ -164,6 +168,7 @@ impl Request {
             Body::ProximityPlacementGroup(b) => {
                 client.put_proximity_placement_group(id, b).await.map(drop)
             }
+            Body::AvailabilitySet(b) => client.put_availability_set(id, b).await.map(drop),
             Body::VirtualMachine(b) => client.put_virtual_machine(id, b).await.map(drop),
             Body::ManagedDisk(b) => client.put_disk(id, b).await.map(drop),
             Body::StorageAccount(b) => client.put_storage_account(id, b).await.map(drop),
@@ -198,6 +203,7 @@ pub fn request_for(
         ResourceKind::ProximityPlacementGroup => {
             Body::ProximityPlacementGroup(b.placement_group()?)
         }
+        ResourceKind::AvailabilitySet => Body::AvailabilitySet(b.availability_set()?),
         ResourceKind::VirtualMachine => Body::VirtualMachine(Box::new(b.virtual_machine()?)),
         ResourceKind::ManagedDisk => Body::ManagedDisk(b.disk()?),
         ResourceKind::StorageAccount => Body::StorageAccount(b.storage_account()?),

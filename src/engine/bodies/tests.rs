@@ -71,6 +71,36 @@ fn a_vm_refers_to_its_nic_and_placement_group_by_arm_id() {
 }
 
 #[test]
+fn every_node_names_the_clusters_availability_set_which_sits_in_the_placement_group() {
+    let desired = example("nd40-beeond.hcl");
+    let set = request(&desired, "cluster.train.availability_set");
+    assert!(
+        set.id
+            .as_str()
+            .contains("/providers/Microsoft.Compute/availabilitySets/"),
+        "{}",
+        set.id.as_str()
+    );
+    let body = set.to_json();
+    assert_eq!(body["sku"], serde_json::json!({"name": "Aligned"}));
+    assert_eq!(body["properties"]["platformFaultDomainCount"], 1);
+    assert_eq!(body["properties"]["platformUpdateDomainCount"], 1);
+    let ppg = request(&desired, "cluster.train.ppg");
+    assert_eq!(
+        body["properties"]["proximityPlacementGroup"]["id"],
+        ppg.id.as_str()
+    );
+    for i in 0..4 {
+        let vm = request(&desired, &format!("cluster.train[{i}].vm")).to_json();
+        assert_eq!(
+            vm["properties"]["availabilitySet"]["id"],
+            set.id.as_str(),
+            "node {i}"
+        );
+    }
+}
+
+#[test]
 fn a_nic_points_at_its_subnet_inside_the_vnet_and_at_its_public_ip() {
     let desired = example("dual-dsvm.hcl");
     let body = request(&desired, "vm.gpu.nic").to_json();

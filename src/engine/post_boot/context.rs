@@ -195,6 +195,11 @@ pub fn base_context(
     if let Some(head) = nodes.first() {
         ctx.admin_user.clone_from(&head.user);
     }
+    // The mesh pins the same keys dsinfra itself checks each node against.
+    ctx.host_keys = nodes
+        .iter()
+        .filter_map(|n| Some((n.name.clone(), n.host_key.clone()?)))
+        .collect();
     ctx.storage = storage_targets(desired, &refs.storage);
     ctx
 }
@@ -408,7 +413,7 @@ mod tests {
             user: "alice".into(),
             public_ip: Some("20.0.0.4".into()),
             private_ip: Some("10.0.0.4".into()),
-            host_key: None,
+            host_key: Some("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx3 exp-gpu".into()),
             route: Route::Direct {
                 host: "20.0.0.4".into(),
                 port: 22,
@@ -434,6 +439,11 @@ mod tests {
         assert!(ctx.infiniband);
         assert_eq!(ctx.ubuntu.as_deref(), Some("22.04"));
         assert_eq!(ctx.admin_user, "alice");
+        // The mesh pins the key the state pins for the node.
+        assert_eq!(
+            ctx.host_keys["exp-gpu"],
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx3 exp-gpu"
+        );
         let share = &ctx.storage["storage_account.data.file_share.nfs"];
         assert!(share.nfs);
         assert_eq!(

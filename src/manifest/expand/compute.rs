@@ -1,13 +1,14 @@
 //! `vm` and `cluster` blocks: public IP, NIC, VM and auto-shutdown per node, plus a proximity
-//! placement group for clusters. The attributes both share (size, image, key, disk, park) are read
-//! once by [`Machine::read`].
+//! placement group for clusters and, for clusters of an InfiniBand size, an availability set (the
+//! cluster's one InfiniBand fabric, see [`push_fabric`]). The attributes both share (size, image,
+//! key, disk, park) are read once by [`Machine::read`].
 
 use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
 use crate::catalog::{self, VmSize};
 use crate::diag::{Diagnostic, Span, did_you_mean};
-use crate::model::{Attrs, ResourceKind};
+use crate::model::{Attrs, Lifecycle, ResourceKind};
 
 use super::super::eval::EvalBlock;
 use super::super::fields::{Fields, Located};
@@ -453,6 +454,76 @@ fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, S
     Some((time?, zone?))
 }
 
+/// The most VMs Azure puts in one availability set, and so in one InfiniBand fabric.
+const MAX_FABRIC_NODES: i64 = 200;
+
+/// An InfiniBand cluster must fit in one availability set: more nodes cannot share its fabric,
+/// and ARM would refuse the 201st VM in the middle of an apply.
+fn check_fabric_count(f: &mut Fields<'_>, count: i64) {
+    if count <= MAX_FABRIC_NODES {
+        return;
+    }
+    let title = f.block().title();
+    f.report(
+        Diagnostic::error(format!(
+            "{title} has {count} nodes, more than one InfiniBand fabric can hold"
+        ))
+        .with_span(f.span_of("count"))
+        .with_label(format!(
+            "at most {MAX_FABRIC_NODES} nodes of an InfiniBand size"
+        ))
+        .with_help(format!(
+            "Azure connects VMs over InfiniBand only within one availability set, which holds at \
+             most {MAX_FABRIC_NODES} VMs: use count <= {MAX_FABRIC_NODES}, or split the work over \
+             several clusters"
+        )),
+    );
+}
+
+/// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
+/// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
+/// fault domains buys no availability and only narrows where Azure can place them (published HPC
+/// advice for GPU scale sets sets `platformFaultDomainCount = 1` for the same reason), and one
+/// update domain means planned maintenance interrupts the job once instead of once per domain.
+const FABRIC_DOMAINS: i64 = 1;
+
+/// The availability set that puts a cluster of an InfiniBand size on one InfiniBand fabric: Azure
+/// connects VMs over InfiniBand only within one availability set (or one single-placement-group
+/// scale set), and a proximity placement group alone does not. Every node names it; a node can
+/// join it only at creation, so `availability_set` forces a VM's replacement (model::kind). The
+/// set goes in the cluster's placement group when it has one. Returns its address.
+fn push_fabric(
+    ex: &mut Expander<'_>,
+    block: &EvalBlock,
+    lifecycle: &Lifecycle,
+    ppg: Option<&Address>,
+) -> Address {
+    let kind = block.ident.clone();
+    let label = block.label().to_owned();
+    let address = Address::new(&kind, &label, None, "availability_set");
+    let mut attrs = Attrs::new();
+    attrs.insert("location".into(), ex.location());
+    // Aligned: the nodes have managed disks, which ARM refuses in a Classic set.
+    attrs.insert("sku".into(), json!("Aligned"));
+    attrs.insert("fault_domain_count".into(), json!(FABRIC_DOMAINS));
+    attrs.insert("update_domain_count".into(), json!(FABRIC_DOMAINS));
+    attrs.insert(
+        "proximity_placement_group".into(),
+        ppg.map_or(Json::Null, |p| json!(p.to_string())),
+    );
+    ex.push(
+        address.clone(),
+        ResourceKind::AvailabilitySet,
+        names::compose(&ex.experiment.id, &label, "avset"),
+        None,
+        attrs,
+        ppg.cloned(),
+        lifecycle,
+        Some(&block.header),
+    );
+    address
+}
+
 /// Expand a `vm` or `cluster` block.
 // One node's resources are built in one place, in the order Azure needs them (IP, NIC, VM,
 // schedule), so the whole kit can be read top to bottom.
@@ -469,6 +540,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         } else {
             1
         };
+        if machine.info.is_some_and(|s| s.infiniband) {
+            check_fabric_count(&mut f, count);
+        }
         let head_public = f.bool_or("head_public_ip", true);
         let ppg = f.bool_or("placement_group", true);
         (count, usize::from(head_public), ppg)
@@ -508,6 +582,8 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             Some(&block.header),
         );
     }
+    let fabric = (is_cluster && machine.info.is_some_and(|s| s.infiniband))
+        .then(|| push_fabric(ex, block, &lifecycle, ppg.then_some(&ppg_address)));
     let vnet = machine
         .network
         .as_ref()
@@ -617,6 +693,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
                 Json::Null
             },
         );
+        if let Some(set) = &fabric {
+            attrs.insert("availability_set".into(), json!(set.to_string()));
+        }
         attrs.insert(
             "data_disks".into(),
             json!(
@@ -633,6 +712,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         if ppg {
             deps.push(ppg_address.clone());
         }
+        deps.extend(fabric.iter().cloned());
         ex.push(
             vm.clone(),
             ResourceKind::VirtualMachine,

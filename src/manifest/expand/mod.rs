@@ -324,6 +324,7 @@ fn kind_noun(kind: ResourceKind) -> &'static str {
         ResourceKind::PublicIp => "public IP",
         ResourceKind::NetworkInterface => "network interface",
         ResourceKind::ProximityPlacementGroup => "proximity placement group",
+        ResourceKind::AvailabilitySet => "availability set",
         ResourceKind::VirtualMachine => "virtual machine",
         ResourceKind::ManagedDisk => "managed disk",
         ResourceKind::StorageAccount => "storage account",

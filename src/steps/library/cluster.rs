@@ -90,11 +90,22 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
     if !valid_public_key(key) {
         return Err(b.unsupported("the head's public key is not a single ssh-ed25519 key line"));
     }
-    let nodes: Vec<Value> = ctx
-        .nodes
-        .iter()
-        .map(|n| json!({"name": n.name, "ip": n.private_ip, "port": n.ssh_port}))
-        .collect();
+    let mut nodes = Vec::new();
+    for n in &ctx.nodes {
+        let host_key = match ctx.host_keys.get(&n.name) {
+            Some(line) => Some(known_hosts_key(line).ok_or_else(|| {
+                b.unsupported(format!(
+                    "the host key pinned for node {} is not an OpenSSH public key line",
+                    n.name
+                ))
+            })?),
+            None => None,
+        };
+        nodes.push(
+            json!({"name": n.name, "ip": n.private_ip, "port": n.ssh_port,
+            "host_key": host_key}),
+        );
+    }
     for n in &ctx.nodes {
         let ok = !n.private_ip.is_empty()
             && n.private_ip
@@ -116,6 +127,27 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
         "nodefile": nodefile,
         "prefer_ib": prefer_ib,
     }))
+}
+
+/// The `type base64` part of a pinned host key line (its comment dropped), for known_hosts; `None`
+/// unless it is one well-formed key of a type OpenSSH host keys have.
+fn known_hosts_key(line: &str) -> Option<String> {
+    let mut parts = line.split_whitespace();
+    let kind = parts.next()?;
+    let data = parts.next()?;
+    let known_type = matches!(
+        kind,
+        "ssh-ed25519"
+            | "ssh-rsa"
+            | "ecdsa-sha2-nistp256"
+            | "ecdsa-sha2-nistp384"
+            | "ecdsa-sha2-nistp521"
+    );
+    let base64 = data.len() >= 60
+        && data
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+    (known_type && base64).then(|| format!("{kind} {data}"))
 }
 
 fn merge(mut a: Value, b: Value) -> Value {

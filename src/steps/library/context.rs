@@ -120,6 +120,9 @@ pub struct NodeContext {
     pub listings: BTreeMap<String, Vec<BlobItem>>,
     /// The head's SSH public key, read by [`super::head_key_step`] before the mesh is rendered.
     pub head_public_key: Option<String>,
+    /// The host key pinned for each node (an OpenSSH public key line), by node name: the SSH mesh
+    /// checks nodes strictly against these. A node without one (adopted) is trusted on first use.
+    pub host_keys: BTreeMap<String, String>,
     /// Where the SSH mesh lives.
     pub mesh: MeshSettings,
     /// A preinstalled azcopy binary on the nodes; `None` installs the pinned package.
@@ -149,6 +152,7 @@ impl NodeContext {
             credentials: BTreeMap::new(),
             listings: BTreeMap::new(),
             head_public_key: None,
+            host_keys: BTreeMap::new(),
             mesh: MeshSettings::default(),
             azcopy: None,
             beeond: None,
