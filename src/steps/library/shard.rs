@@ -31,11 +31,13 @@ pub fn by_size(items: &[Item], ranks: usize) -> Vec<Vec<usize>> {
     let ranks = ranks.max(1);
     let mut order: Vec<usize> = (0..items.len()).collect();
     // Largest first; equal sizes in name order so the assignment never depends on list order.
-    order.sort_by(|&a, &b| {
+    // The index breaks the last ties, so the unstable (faster) sort is deterministic too.
+    order.sort_unstable_by(|&a, &b| {
         items[b]
             .size
             .cmp(&items[a].size)
             .then_with(|| items[a].name.cmp(&items[b].name))
+            .then(a.cmp(&b))
     });
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..ranks).map(|r| Reverse((0, r))).collect();
     let mut shards = vec![Vec::new(); ranks];
@@ -72,7 +74,7 @@ pub fn by_name_modulo(items: &[Item], ranks: usize) -> Vec<Vec<usize>> {
 
 fn sort_by_name(items: &[Item], shards: &mut [Vec<usize>]) {
     for shard in shards {
-        shard.sort_by(|&a, &b| items[a].name.cmp(&items[b].name));
+        shard.sort_unstable_by(|&a, &b| items[a].name.cmp(&items[b].name).then(a.cmp(&b)));
     }
 }
 
