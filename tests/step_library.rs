@@ -183,6 +183,20 @@ fn context_for(desired: &Desired, block: &str, experiment: &str) -> NodeContext 
 }
 
 /// Every block of an example, rendered: `(block, node names, expansion)`.
+/// A `cluster.train` context whose nodes are the test's sshd hosts, all reached on 127.0.0.1.
+fn cluster_context(experiment: &str, hosts: &TestHosts) -> NodeContext {
+    let nodes = hosts
+        .hosts
+        .iter()
+        .map(|h| ClusterNode {
+            name: h.name.clone(),
+            private_ip: "127.0.0.1".into(),
+            ssh_port: h.port,
+        })
+        .collect();
+    NodeContext::new(experiment, "cluster.train", nodes)
+}
+
 fn render_example(file: &str) -> Vec<(String, Vec<String>, Expansion)> {
     let loaded = load(&examples_dir().join(file), &LoadOptions::default())
         .unwrap_or_else(|e| panic!("{file} loads: {:?}", e.diagnostics));
@@ -869,19 +883,7 @@ async fn stage_copies_each_shard_once_on_four_hosts_and_a_rerun_copies_nothing()
     let to = root.join("cosmoflow");
     let temp = hosts.dir().join("temp");
     std::fs::create_dir_all(&temp).expect("temp dir");
-    let mut ctx = NodeContext::new(
-        "stage-test",
-        "cluster.train",
-        hosts
-            .hosts
-            .iter()
-            .map(|h| ClusterNode {
-                name: h.name.clone(),
-                private_ip: "127.0.0.1".into(),
-                ssh_port: h.port,
-            })
-            .collect(),
-    );
+    let mut ctx = cluster_context("stage-test", &hosts);
     ctx.temp_dir = Some(temp.display().to_string());
     ctx.azcopy = Some(azcopy.display().to_string());
     let mut target = StorageTarget::azure(ACCOUNT, "cosmoflow");
@@ -1077,19 +1079,7 @@ async fn stage_copies_each_shard_once_on_four_hosts_and_a_rerun_copies_nothing()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ssh_mesh_and_nodefile_run_for_real_on_four_hosts() {
     let Some(hosts) = sshd::start(4) else { return };
-    let mut ctx = NodeContext::new(
-        "mesh-test",
-        "cluster.train",
-        hosts
-            .hosts
-            .iter()
-            .map(|h| ClusterNode {
-                name: h.name.clone(),
-                private_ip: "127.0.0.1".into(),
-                ssh_port: h.port,
-            })
-            .collect(),
-    );
+    let mut ctx = cluster_context("mesh-test", &hosts);
     let ssh_dir = hosts.dir().join("mesh-ssh");
     let authorized = hosts.dir().join("authorized_keys");
     let client_line = std::fs::read_to_string(&authorized).expect("the harness's authorized keys");

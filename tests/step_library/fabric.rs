@@ -24,19 +24,7 @@ fn ib0(i: usize, in_fabric: bool) -> Ib0 {
 /// A cluster context over `hosts` with InfiniBand, each host's key pinned, the mesh in a
 /// scratch directory; and the head's key, read by running the head-key step for real.
 async fn fabric_context(hosts: &TestHosts, run: &str) -> (NodeContext, StepSpec, PathBuf) {
-    let mut ctx = NodeContext::new(
-        "fabric-test",
-        "cluster.train",
-        hosts
-            .hosts
-            .iter()
-            .map(|h| ClusterNode {
-                name: h.name.clone(),
-                private_ip: "127.0.0.1".into(),
-                ssh_port: h.port,
-            })
-            .collect(),
-    );
+    let mut ctx = cluster_context("fabric-test", hosts);
     ctx.infiniband = true;
     ctx.temp_dir = Some(hosts.dir().join("temp").display().to_string());
     ctx.host_keys = hosts
