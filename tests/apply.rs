@@ -269,6 +269,33 @@ async fn cosmoflow_applies_converges_changes_node_count_and_destroys_to_nothing(
     .await;
 }
 
+/// The emulator's own `--help` example: `dsinfra emulator --latency-scale 0.01`, then
+/// `apply --endpoint` with nothing else set. The client cannot know the scale, so it runs at the
+/// emulator's speed only if `Retry-After` counts the emulator's seconds. In ARM time one VM create
+/// alone is 90 s (`ops::base_latency`), and the old `Retry-After: 90` made the client wait all of
+/// it; at 0.01 the whole chain (group, NSG, VNet, NIC, VM) is about 1 s of model, and each poll
+/// waits at most a whole second more, so half a VM's ARM time is a generous bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_against_a_compressed_emulator_needs_no_latency_scale_variable() {
+    let w = world_with(|c| EmulatorConfig {
+        latency_scale: 0.01,
+        ..c
+    })
+    .await;
+    let mut cmd = w.command(&["apply", "dual-dsvm.hcl", "--auto-approve"]);
+    cmd.env_remove("DSINFRA_EMULATOR_LATENCY_SCALE");
+    let started = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
+        .await
+        .expect("joined");
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        took < Duration::from_secs(45),
+        "apply took {took:?}: it waited ARM's time, not the emulator's"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn destroy_keep_data_leaves_exactly_the_data_and_its_group() {
     let w = world().await;

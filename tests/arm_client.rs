@@ -228,6 +228,50 @@ fn arm_error(code: &str, message: &str) -> Value {
 
 const OP_PATH: &str = "/subscriptions/00000000-0000-0000-0000-000000000001/providers/Microsoft.Compute/locations/eastus/operations/op-1";
 
+/// A millisecond hint is the server's own wall time (`dsinfra emulator` sends it next to a
+/// whole-second `Retry-After`): the client sleeps it as sent whatever its time scale, so it polls
+/// a compressed emulator when the operation is due, not at a hundredth of that (busy polling),
+/// while `Retry-After` seconds keep scaling with the client's other waits.
+#[tokio::test]
+async fn a_millisecond_hint_is_slept_as_sent_at_any_time_scale() {
+    let server = Server::start().await;
+    let op = server.url(&format!("{OP_PATH}?api-version=2024-11-01"));
+    server
+        .then(
+            answer(201, Some(vm_json("Creating")))
+                .header("Azure-AsyncOperation", &op)
+                .header("Retry-After", "1")
+                .header("retry-after-ms", "400"),
+        )
+        .then(answer(
+            200,
+            Some(json!({"name": "op-1", "status": "Succeeded"})),
+        ))
+        .then(answer(200, Some(vm_json("Succeeded"))));
+    let client = ArmClient::builder(Arc::new(StaticTokenCredential::new("test-token")))
+        .endpoint(&server.base)
+        .time_scale(0.01)
+        .build()
+        .expect("valid endpoint");
+
+    let started = Instant::now();
+    client
+        .put_virtual_machine(&vm_id(), &vm_body())
+        .await
+        .expect("the create succeeds");
+    // Scaled like Retry-After, 400 ms would have been 4 ms (10 ms with the 1 s floor).
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "polled after {:?}, before the server's 400 ms",
+        started.elapsed()
+    );
+    assert_eq!(
+        server.calls().len(),
+        3,
+        "one poll, when the operation is due"
+    );
+}
+
 #[tokio::test]
 async fn put_polls_azure_async_operation_then_reads_the_resource_once() {
     let server = Server::start().await;

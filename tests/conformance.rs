@@ -246,6 +246,8 @@ async fn emulator() -> EmulatorHandle {
 struct Answer {
     status: u16,
     body: Option<Value>,
+    /// The `Retry-After` header, when sent.
+    retry_after: Option<String>,
 }
 
 async fn send(
@@ -264,9 +266,17 @@ async fn send(
     }
     let response = request.send().await.expect("emulator reachable");
     let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().expect("ASCII header").to_owned());
     let text = response.text().await.expect("body");
     let body = (!text.is_empty()).then(|| serde_json::from_str(&text).expect("JSON body"));
-    Answer { status, body }
+    Answer {
+        status,
+        body,
+        retry_after,
+    }
 }
 
 fn versioned(path: &str, version: &str) -> String {
@@ -1029,10 +1039,17 @@ async fn a_typical_lifecycle_validates_end_to_end() {
                 "ssh": {"publicKeys": [{"path": "/home/azureuser/.ssh/authorized_keys", "keyData": "ssh-ed25519 AAAAC3Nz"}]}}},
         "networkProfile": {"networkInterfaces": [{"id": nic, "properties": {"primary": true}}]},
         "proximityPlacementGroup": {"id": ppg}, "availabilitySet": {"id": fabric}}});
-    assert_eq!(
-        c.call("PUT", &vm, compute, Some(&vm_body)).await.status,
-        201
-    );
+    let created = c.call("PUT", &vm, compute, Some(&vm_body)).await;
+    assert_eq!(created.status, 201);
+    // Retry-After counts the emulator's own seconds, which is all a client can know: the ND VM's
+    // 300 s of ARM time are 0.3 s at scale 0.001, so 1 (whole seconds, rounded up), never 300.
+    let wait: u64 = created
+        .retry_after
+        .as_deref()
+        .expect("a running VM create says when to poll")
+        .parse()
+        .expect("whole seconds");
+    assert_eq!(wait, 1, "Retry-After {wait} s for a VM due in 0.3 s");
     c.settle(&vm, compute).await;
     let expanded = c
         .call("GET", &format!("{vm}?$expand=instanceView"), compute, None)

@@ -26,7 +26,9 @@ use super::lro::{
 };
 use super::ratelimit::{Load, Pacer, RequestClass, RequestGate, parse_remaining};
 use super::resource_id::ResourceId;
-use super::retry::{AttemptOutcome, RetryPolicy, classify, parse_retry_after};
+use super::retry::{
+    AttemptOutcome, RetryPolicy, classify, parse_retry_after, parse_retry_after_ms,
+};
 
 /// Azure's public-cloud ARM endpoint.
 pub const DEFAULT_ENDPOINT: &str = "https://management.azure.com";
@@ -110,8 +112,21 @@ impl RawResponse {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    pub(crate) fn retry_after(&self) -> Option<Duration> {
-        parse_retry_after(|name| self.header(name), Utc::now())
+    /// The wait this response asks for, in the client's time (what [`ArmClient::sleep`]
+    /// multiplies by `time_scale`). `Retry-After` is counted like the client's own waits. A
+    /// millisecond hint is the server's exact wall time, so it is divided by the scale here and
+    /// slept as sent: an emulator on a compressed clock (which sends one) is then polled when its
+    /// operation is due, at whatever scale the client runs. In production the scale is 1 and
+    /// both are taken as sent.
+    pub(crate) fn retry_after(&self, time_scale: f64) -> Option<Duration> {
+        match parse_retry_after_ms(|name| self.header(name)) {
+            Some(exact) if time_scale > 0.0 => Some(
+                Duration::try_from_secs_f64(exact.as_secs_f64() / time_scale)
+                    .unwrap_or(Duration::MAX),
+            ),
+            Some(exact) => Some(exact),
+            None => parse_retry_after(|name| self.header(name), Utc::now()),
+        }
     }
 
     /// The body as `T`. Decode errors name only the position, never the text: response bodies
@@ -166,8 +181,9 @@ impl ArmClientBuilder {
         self
     }
 
-    /// Multiplies every wait (polls, backoff, Retry-After, pacing); 0.001 makes tests against
-    /// the emulator fast. 1.0 in production.
+    /// Multiplies every wait (polls, backoff, Retry-After, pacing) except a millisecond hint,
+    /// which is the server's exact wall time; 0.001 makes tests against the emulator fast. 1.0
+    /// in production.
     #[must_use]
     pub fn time_scale(mut self, scale: f64) -> Self {
         self.time_scale = scale.max(0.0);
@@ -321,6 +337,10 @@ impl ArmClient {
     /// Whether the pacer is currently holding requests back (ARM reported a low bucket).
     pub fn is_slowing_down(&self) -> bool {
         self.inner.pacer.is_slowing_down(Instant::now())
+    }
+
+    pub(crate) fn time_scale(&self) -> f64 {
+        self.inner.time_scale
     }
 
     pub(crate) fn poll_policy(&self) -> PollPolicy {
@@ -534,7 +554,7 @@ impl ArmClient {
         }
         Ok(Attempt::Failed {
             outcome: AttemptOutcome::Status(status),
-            retry_after: raw.retry_after(),
+            retry_after: raw.retry_after(self.inner.time_scale),
             error: ArmError::api(status, ErrorDetail::from_body(&raw.body), raw.info),
         })
     }

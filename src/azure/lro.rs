@@ -16,8 +16,10 @@
 //! a floor and a cap; a response without one gets a wait that starts at the floor and doubles up
 //! to the default, so a two-second NIC is seen within a second or two and a VM is still polled
 //! only every ten seconds. Every wait is multiplied by the client's time scale so tests against
-//! the emulator run in milliseconds (the emulator's `Retry-After` counts ARM seconds, the same
-//! unit). Decisions are pure functions; [`ArmClient::wait_for`] only loops over them.
+//! the emulator run in milliseconds, except a millisecond hint (`retry-after-ms`, which the
+//! emulator sends with the exact wait on its own clock): that is slept as sent, see
+//! `RawResponse::retry_after`. Decisions are pure functions; [`ArmClient::wait_for`] only loops
+//! over them.
 //!
 //! Each poll is one request through [`ArmClient::execute`]; the wait before it is a plain sleep.
 //! A [gated](ArmClient::gated) client therefore holds a permit only while a poll is in flight,
@@ -297,7 +299,7 @@ impl ArmClient {
             });
         };
         report(ProgressState::Started, 0);
-        let mut retry_after = first.retry_after();
+        let mut retry_after = first.retry_after(self.time_scale());
         let mut polls = 0u32;
         loop {
             if started.elapsed() > self.poll_policy().max_wait {
@@ -357,7 +359,7 @@ impl ArmClient {
                 Ok(PollStep {
                     state,
                     body: None,
-                    retry_after: response.retry_after(),
+                    retry_after: response.retry_after(self.time_scale()),
                 })
             }
             PollTarget::Location(url) => {
@@ -369,7 +371,7 @@ impl ArmClient {
                 Ok(PollStep {
                     state,
                     body,
-                    retry_after: response.retry_after(),
+                    retry_after: response.retry_after(self.time_scale()),
                 })
             }
             PollTarget::Resource => {
@@ -386,7 +388,7 @@ impl ArmClient {
                         first.info.clone(),
                     ));
                 };
-                let retry_after = response.retry_after();
+                let retry_after = response.retry_after(self.time_scale());
                 let word = provisioning_state(&response.body);
                 let state = match word {
                     _ if method == Method::Delete => {

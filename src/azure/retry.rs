@@ -134,10 +134,8 @@ pub fn parse_retry_after<'a>(
     header: impl Fn(&str) -> Option<&'a str>,
     now: DateTime<Utc>,
 ) -> Option<Duration> {
-    for name in ["retry-after-ms", "x-ms-retry-after-ms"] {
-        if let Some(ms) = header(name).and_then(|v| v.trim().parse::<u64>().ok()) {
-            return Some(Duration::from_millis(ms));
-        }
+    if let Some(exact) = parse_retry_after_ms(&header) {
+        return Some(exact);
     }
     let value = header("retry-after")?.trim();
     if let Ok(seconds) = value.parse::<u64>() {
@@ -146,6 +144,16 @@ pub fn parse_retry_after<'a>(
     let date = DateTime::parse_from_rfc2822(value).ok()?;
     let wait = date.with_timezone(&Utc) - now;
     Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// Reads a millisecond wait (`retry-after-ms`, else `x-ms-retry-after-ms`), the server's exact
+/// wall time. `dsinfra emulator` sends one next to its whole-second `Retry-After`, because its
+/// compressed operations end between whole seconds.
+pub fn parse_retry_after_ms<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Option<Duration> {
+    ["retry-after-ms", "x-ms-retry-after-ms"]
+        .into_iter()
+        .find_map(|name| header(name).and_then(|v| v.trim().parse::<u64>().ok()))
+        .map(Duration::from_millis)
 }
 
 #[cfg(test)]

@@ -214,7 +214,8 @@ pub struct EmulatorArgs {
     #[arg(long, conflicts_with = "state_dir")]
     pub in_memory: bool,
     /// Multiplies every operation's duration: 1 is near reality (a VM takes ~90 s), 0.01 suits
-    /// tests, 0 is instant.
+    /// tests, 0 is instant. `Retry-After` counts the emulator's own seconds, so any client
+    /// (dsinfra's, the Azure SDKs) polls at its speed without knowing the scale.
     #[arg(long, value_name = "X", default_value_t = 1.0)]
     pub latency_scale: f64,
     /// Accept only this bearer token (default: any non-empty token).

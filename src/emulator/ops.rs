@@ -70,29 +70,43 @@ pub(crate) fn start(
     op
 }
 
-/// Whole seconds until the operation is due, as `Retry-After` wants them, counted in ARM's
-/// time: the emulator's clock runs `latency_scale` times as fast as Azure's, so the wall time
-/// left is divided by the scale (a VM due in 0.9 s at scale 0.01 says 90). A client that scales
-/// its waits by the same factor, as dsinfra does against an emulator, then polls once, when the
-/// operation is due, instead of every second of ARM time. Rounded up: never an early poll.
-pub(crate) fn retry_after_seconds(
-    due: DateTime<Utc>,
-    now: DateTime<Utc>,
-    latency_scale: f64,
-) -> u64 {
+/// Whole seconds until the operation is due, as `Retry-After` wants them, counted on the
+/// emulator's own (compressed) clock: a client cannot know `latency_scale`, so any other unit
+/// makes it wait ARM's real time (a VM due in 0.9 s says `1`, not `90`). Rounded up, so a client
+/// that waits exactly this never polls early, and never below 1 while the operation runs: HTTP
+/// has no fractions (`delay-seconds` is an integer), and azure-core reads `0` as no header and
+/// falls back to its own polling interval (30 s for the management SDKs), so `0` would be the
+/// slowest answer of all. See docs/emulator.md, "Time".
+pub(crate) fn retry_after_seconds(due: DateTime<Utc>, now: DateTime<Utc>) -> u64 {
     let left = (due - now).to_std().unwrap_or_default();
-    if left.is_zero() || latency_scale <= 0.0 || !latency_scale.is_finite() {
-        return 0;
-    }
-    let seconds = (left.as_secs_f64() / latency_scale).ceil();
+    let seconds = left.as_secs_f64().ceil();
     // Far beyond any operation's length; the cast only drops what cannot be a real wait.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let whole = seconds.min(86_400.0) as u64;
-    whole
+    whole.max(1)
 }
 
-fn retry_after(ctx: &Ctx<'_>, op: &Operation) -> String {
-    retry_after_seconds(op.due, ctx.now, ctx.config.latency_scale).to_string()
+/// Milliseconds until the operation is due (0 once it is), rounded up: the exact wait, for the
+/// clients that read `retry-after-ms` (the Azure SDKs' millisecond hint; dsinfra's client).
+pub(crate) fn retry_after_millis(due: DateTime<Utc>, now: DateTime<Utc>) -> u64 {
+    let left = (due - now).to_std().unwrap_or_default();
+    let millis = left.as_micros().div_ceil(1_000);
+    u64::try_from(millis).unwrap_or(u64::MAX)
+}
+
+/// The wait headers of a running operation: `Retry-After` for every client, and the exact
+/// `retry-after-ms`, since a compressed operation rarely ends on a whole second.
+fn waits(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
+    vec![
+        (
+            "Retry-After".into(),
+            retry_after_seconds(op.due, ctx.now).to_string(),
+        ),
+        (
+            "retry-after-ms".into(),
+            retry_after_millis(op.due, ctx.now).to_string(),
+        ),
+    ]
 }
 
 fn status_url(ctx: &Ctx<'_>, op: &Operation) -> String {
@@ -111,10 +125,10 @@ fn result_url(ctx: &Ctx<'_>, op: &Operation) -> String {
 
 /// Headers of a PUT answered 200/201 with a non-terminal state (network, compute).
 pub(crate) fn put_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
-    vec![
-        ("Azure-AsyncOperation".into(), status_url(ctx, op)),
-        ("Retry-After".into(), retry_after(ctx, op)),
-    ]
+    vec![("Azure-AsyncOperation".into(), status_url(ctx, op))]
+        .into_iter()
+        .chain(waits(ctx, op))
+        .collect()
 }
 
 /// Headers of a 202 for a DELETE or an action: both URLs, as network and compute send them.
@@ -122,8 +136,10 @@ pub(crate) fn accepted_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, St
     vec![
         ("Azure-AsyncOperation".into(), status_url(ctx, op)),
         ("Location".into(), result_url(ctx, op)),
-        ("Retry-After".into(), retry_after(ctx, op)),
     ]
+    .into_iter()
+    .chain(waits(ctx, op))
+    .collect()
 }
 
 /// Headers of a storage account creation: the monitor URL only, in the storage provider's form.
@@ -136,22 +152,24 @@ pub(crate) fn storage_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, Str
                 ctx.endpoint, op.sub, op.id, ctx.api_version
             ),
         ),
-        ("Retry-After".into(), retry_after(ctx, op)),
     ]
+    .into_iter()
+    .chain(waits(ctx, op))
+    .collect()
 }
 
 /// Headers of a resource group delete: the subscription-level operationresults URL.
 pub(crate) fn group_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, String)> {
-    vec![
-        (
-            "Location".into(),
-            format!(
-                "{}/subscriptions/{}/operationresults/{}?api-version={}",
-                ctx.endpoint, op.sub, op.id, ctx.api_version
-            ),
+    vec![(
+        "Location".into(),
+        format!(
+            "{}/subscriptions/{}/operationresults/{}?api-version={}",
+            ctx.endpoint, op.sub, op.id, ctx.api_version
         ),
-        ("Retry-After".into(), retry_after(ctx, op)),
-    ]
+    )]
+    .into_iter()
+    .chain(waits(ctx, op))
+    .collect()
 }
 
 /// Completes every operation whose deadline has passed, oldest deadline first. Returns whether
@@ -291,7 +309,7 @@ pub(crate) fn status(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
     }
     let reply = Reply::json(200, body);
     Ok(if op.status == OpStatus::InProgress {
-        reply.header("Retry-After", retry_after(ctx, op))
+        reply.headers(waits(ctx, op))
     } else {
         reply
     })
@@ -320,7 +338,7 @@ pub(crate) fn result(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
             );
             Ok(Reply::empty(202)
                 .header("Location", location)
-                .header("Retry-After", retry_after(ctx, op)))
+                .headers(waits(ctx, op)))
         }
         OpStatus::Succeeded => Ok(Reply::empty(200)),
         OpStatus::Failed => Err(op
@@ -358,19 +376,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retry_after_counts_the_time_left_in_arm_seconds() {
+    fn retry_after_counts_wall_seconds_of_the_emulators_clock() {
         let now = Utc::now();
         let due = |ms| now + chrono::Duration::milliseconds(ms);
-        // At scale 0.01 a VM due in 0.9 s of wall time has 90 s of ARM time left.
-        assert_eq!(retry_after_seconds(due(900), now, 0.01), 90);
+        // A VM due in 0.9 s of wall time (90 s at scale 0.01) says 1, whatever the scale.
+        assert_eq!(retry_after_seconds(due(900), now), 1);
         // Rounded up, so a client that waits exactly this never polls early.
-        assert_eq!(retry_after_seconds(due(901), now, 0.01), 91);
-        assert_eq!(retry_after_seconds(due(1), now, 0.01), 1);
-        // At scale 1 it is the wall time left.
-        assert_eq!(retry_after_seconds(due(2_500), now, 1.0), 3);
-        // Due or past due, or instant operations: nothing to wait for.
-        assert_eq!(retry_after_seconds(now, now, 0.01), 0);
-        assert_eq!(retry_after_seconds(due(-50), now, 0.01), 0);
-        assert_eq!(retry_after_seconds(due(900), now, 0.0), 0);
+        assert_eq!(retry_after_seconds(due(1_000), now), 1);
+        assert_eq!(retry_after_seconds(due(1_001), now), 2);
+        assert_eq!(retry_after_seconds(due(2_500), now), 3);
+        assert_eq!(retry_after_seconds(due(90_000), now), 90);
+        // Under a second, due, or past due (scale 0): 1, never 0, which clients read as "no
+        // header" and answer with their own, longer, default.
+        assert_eq!(retry_after_seconds(due(1), now), 1);
+        assert_eq!(retry_after_seconds(now, now), 1);
+        assert_eq!(retry_after_seconds(due(-50), now), 1);
+    }
+
+    #[test]
+    fn retry_after_millis_is_the_exact_wait() {
+        let now = Utc::now();
+        let due = |us| now + chrono::Duration::microseconds(us);
+        assert_eq!(retry_after_millis(due(900_000), now), 900);
+        // Rounded up: never an early poll.
+        assert_eq!(retry_after_millis(due(20_001), now), 21);
+        assert_eq!(retry_after_millis(due(1), now), 1);
+        assert_eq!(retry_after_millis(now, now), 0);
+        assert_eq!(retry_after_millis(due(-5_000), now), 0);
     }
 }

@@ -72,10 +72,10 @@ impl Throttle {
     /// `time_scale` is the emulator's latency scale: its operations run that many times as fast
     /// as Azure's, so its buckets must refill that much faster too, or a test at 0.01 exhausts
     /// the read budget by polling alone where real ARM never would. The Retry-After it returns
-    /// counts ARM seconds, like every `Retry-After` the emulator sends (whole seconds, at least
-    /// 1): a client scaling its waits by the same factor waits the right wall time. A scale of 0
-    /// (instant operations) says nothing about elapsed time, so the buckets then run in real
-    /// time.
+    /// counts the emulator's own seconds, like every `Retry-After` the emulator sends (whole
+    /// seconds, at least 1): a client cannot know the scale, so ARM seconds would make it wait
+    /// Azure's time. A scale of 0 (instant operations) says nothing about elapsed time, so the
+    /// buckets then run in real time.
     pub fn take(
         &mut self,
         subscription: &str,
@@ -105,7 +105,8 @@ impl Throttle {
                 remaining: float_to_count(bucket.tokens),
             }
         } else {
-            let wait = (1.0 - bucket.tokens) / refill;
+            // Seconds of ARM time until a token is back, in the emulator's seconds.
+            let wait = (1.0 - bucket.tokens) / refill * scale;
             Verdict::Throttled {
                 retry_after: u64::from(float_to_count(wait.ceil()).max(1)),
             }
