@@ -22,6 +22,7 @@ mod groups;
 mod json;
 mod network;
 mod ops;
+mod paging;
 mod path;
 mod providers;
 mod schedules;
@@ -39,7 +40,7 @@ use tokio::task::JoinHandle;
 pub use boot::{VmBoot, VmBootHook};
 pub use config::{
     EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo, RequestValidator,
-    ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec, default_vm_sizes,
+    DEFAULT_PAGE_SIZE, ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec, default_vm_sizes,
     normalize_location,
 };
 pub use error::{ArmError, EmulatorError};

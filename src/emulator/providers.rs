@@ -8,7 +8,7 @@ use super::error::ArmError;
 use super::path::{ResourcePath, Route};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, groups, network, ops, schedules, storage};
+use super::{compute, groups, network, ops, paging, schedules, storage};
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -35,7 +35,7 @@ pub(crate) fn dispatch(
                 if usages.eq_ignore_ascii_case("usages")
                     && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
             {
-                Ok(compute::usages(cloud, ctx, sub, location))
+                compute::usages(cloud, ctx, sub, location)
             }
             _ => Err(unknown_path()),
         },
@@ -50,7 +50,7 @@ pub(crate) fn dispatch(
                     if skus.eq_ignore_ascii_case("skus")
                         && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
                 {
-                    Ok(compute::skus(ctx))
+                    compute::skus(ctx)
                 }
                 [kind, id] if storage_ns && kind.eq_ignore_ascii_case("operations") => {
                     ops::storage_monitor(ctx, cloud, sub, id, |cloud, key| {
@@ -176,7 +176,7 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         && ctx.method == "GET"
         && let Some(kind) = Kind::from_type(&format!("{}/{tail}", path.rtype()))
     {
-        return Ok(list(cloud, ctx, path, kind, &group_key));
+        return list(cloud, ctx, path, kind, &group_key);
     }
     let kind = Kind::from_type(&path.rtype()).ok_or_else(|| {
         ArmError::new(
@@ -278,7 +278,13 @@ fn get(cloud: &Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmEr
     }
 }
 
-fn list(cloud: &Cloud, ctx: &Ctx<'_>, path: &ResourcePath, kind: Kind, group_key: &str) -> Reply {
+fn list(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    path: &ResourcePath,
+    kind: Kind,
+    group_key: &str,
+) -> Result<Reply, ArmError> {
     let items: Vec<Value> = if path.segments.is_empty() {
         let prefix = format!("{group_key}/");
         cloud
@@ -298,7 +304,7 @@ fn list(cloud: &Cloud, ctx: &Ctx<'_>, path: &ResourcePath, kind: Kind, group_key
             .map(|r| render(cloud, ctx, r))
             .collect()
     };
-    Reply::json(200, json!({ "value": items }))
+    paging::page(ctx, items)
 }
 
 fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {

@@ -178,6 +178,13 @@ impl From<ArmError> for Reply {
 pub(crate) struct Ctx<'a> {
     pub config: &'a EmulatorConfig,
     pub endpoint: &'a str,
+    /// `http://` and the `Host` the request was sent to (the endpoint when it has none): where
+    /// links handed back to this client point.
+    pub origin: String,
+    /// The URL path as sent, still percent-encoded.
+    pub path: String,
+    /// The query string as sent, still percent-encoded (empty when there is none).
+    pub raw_query: String,
     pub now: DateTime<Utc>,
     pub method: String,
     /// Query parameters, keys lower-cased.
@@ -552,9 +559,17 @@ async fn arm(
         }
         body = request.body;
     }
+    let origin = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .map_or_else(|| shared.endpoint.clone(), |host| format!("http://{host}"));
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,
+        origin,
+        path: path.to_owned(),
+        raw_query: uri.query().unwrap_or_default().to_owned(),
         now,
         method: method_name.clone(),
         query,

@@ -1,0 +1,144 @@
+//! Paging: every list answers at most `page_size` items and a `nextLink` on the request's own
+//! origin while more remain; following the links yields the whole list exactly once.
+
+use super::*;
+
+fn paged(page_size: usize) -> EmulatorConfig {
+    EmulatorConfig {
+        page_size,
+        ..fast()
+    }
+}
+
+/// Follows `nextLink` from `path` to the last page: every item, and how many pages it took.
+async fn follow(env: &Env, path: &str, version: &str) -> (Vec<Value>, usize) {
+    let mut resp = env.get(path, version).await;
+    let mut items = Vec::new();
+    let mut pages = 0;
+    loop {
+        assert_eq!(resp.status, 200, "{path}: {:?}", resp.body);
+        pages += 1;
+        items.extend(resp.body["value"].as_array().cloned().unwrap_or_default());
+        let Some(next) = resp.body["nextLink"].as_str().map(str::to_owned) else {
+            return (items, pages);
+        };
+        assert!(
+            next.starts_with(&format!("{}/", env.handle.endpoint())),
+            "{next}"
+        );
+        assert!(next.contains(&format!("api-version={version}")), "{next}");
+        resp = env.send("GET", &next, None, Some(&env.token)).await;
+    }
+}
+
+fn names(items: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = items
+        .iter()
+        .filter_map(|i| i["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn lists_of_groups_and_resources_page_and_follow_to_the_whole_list() {
+    let env = env(paged(1)).await;
+    for rg in ["rg-a", "rg-b", "rg-c"] {
+        env.group(rg).await;
+    }
+    let groups = format!("/subscriptions/{SUB}/resourcegroups");
+    let first = env.get(&groups, RESOURCES).await;
+    assert_eq!(first.body["value"].as_array().map(Vec::len), Some(1));
+    let (items, pages) = follow(&env, &groups, RESOURCES).await;
+    assert_eq!(names(&items), ["rg-a", "rg-b", "rg-c"]);
+    assert_eq!(pages, 3, "one group per page, no empty page after the last");
+
+    for name in ["pip1", "pip2"] {
+        env.create(
+            &res("rg-a", &format!("Microsoft.Network/publicIPAddresses/{name}")),
+            NET,
+            &json!({"location": "eastus", "sku": {"name": "Standard"}, "properties": {"publicIPAllocationMethod": "Static"}}),
+        )
+        .await;
+    }
+    let (items, pages) = follow(&env, &res("rg-a", "Microsoft.Network/publicIPAddresses"), NET).await;
+    assert_eq!((names(&items), pages), (vec!["pip1".into(), "pip2".into()], 2));
+}
+
+#[tokio::test]
+async fn usages_and_filtered_skus_page_with_their_query_kept() {
+    let whole = env(fast()).await;
+    let small = env(paged(2)).await;
+    let usages = format!("/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/usages");
+    let skus = format!(
+        "/subscriptions/{SUB}/providers/Microsoft.Compute/skus?$filter=location eq 'westus2'"
+    );
+    for (path, version) in [(usages.as_str(), COMPUTE), (skus.as_str(), "2021-07-01")] {
+        let (all, one_page) = follow(&whole, path, version).await;
+        assert_eq!(one_page, 1, "the default page holds the whole list");
+        let (paged, pages) = follow(&small, path, version).await;
+        assert_eq!(paged, all, "{path}: the same items in the same order");
+        assert_eq!(pages, all.len().div_ceil(2), "{path}");
+    }
+    let (westus2, _) = follow(&small, &skus, "2021-07-01").await;
+    assert!(
+        westus2.iter().all(|s| s["locations"] == json!(["westus2"])),
+        "the $filter holds on every page"
+    );
+}
+
+#[tokio::test]
+async fn next_link_is_on_the_origin_the_request_was_sent_to() {
+    let env = env(paged(1)).await;
+    env.group("rg-a").await;
+    env.group("rg-b").await;
+    let port = env
+        .handle
+        .endpoint()
+        .rsplit(':')
+        .next()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let resp = env
+        .http
+        .get(env.url(&with_version(
+            &format!("/subscriptions/{SUB}/resourcegroups"),
+            RESOURCES,
+        )))
+        .header("host", format!("localhost:{port}"))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .expect("reaches the emulator");
+    let body: Value = resp.json().await.expect("JSON");
+    assert_eq!(
+        body["nextLink"],
+        format!(
+            "http://localhost:{port}/subscriptions/{SUB}/resourcegroups?api-version={RESOURCES}&$skiptoken=1"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_skip_token_the_emulator_did_not_hand_out_is_refused() {
+    let env = env(paged(1)).await;
+    env.group("rg-a").await;
+    let resp = env
+        .get(
+            &format!("/subscriptions/{SUB}/resourcegroups?$skiptoken=abc"),
+            RESOURCES,
+        )
+        .await;
+    assert_eq!((resp.status, resp.code()), (400, "InvalidSkipToken"));
+    assert_eq!(
+        resp.message(),
+        "The skip token 'abc' is not valid. Use the nextLink of the previous page as it was returned."
+    );
+    let past_the_end = env
+        .get(
+            &format!("/subscriptions/{SUB}/resourcegroups?$skiptoken=5"),
+            RESOURCES,
+        )
+        .await;
+    assert_eq!(past_the_end.body, json!({"value": []}));
+}
