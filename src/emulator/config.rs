@@ -114,9 +114,9 @@ pub struct SkuRestriction {
     pub zones: Vec<String>,
 }
 
-/// Items per list page unless configured: ARM's resource and resource-group lists answer up to
-/// 1000 per page, so a list dsinfra makes fits one page here as it does there (see
-/// docs/emulator.md, "Paging").
+/// Items per list page unless configured: the largest page ARM's resource lists are seen to
+/// send (Azure documents no single size), so a list dsinfra makes fits one page here as it does
+/// there (see docs/emulator.md, "Paging").
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
 /// Everything that shapes an emulated cloud.
