@@ -18,6 +18,7 @@ mod compute;
 mod config;
 mod error;
 mod faults;
+mod generic;
 mod groups;
 mod json;
 mod network;

@@ -24,12 +24,22 @@ const SKIP_TOKEN: &str = "$skiptoken";
 /// `nextLink` when items remain after this page. A `$skiptoken` the emulator did not hand out
 /// is refused with 400, as ARM refuses a token it cannot read.
 pub(crate) fn page(ctx: &Ctx<'_>, items: Vec<Value>) -> Result<Reply, ArmError> {
+    page_of(ctx, items, None)
+}
+
+/// [`page`] with pages of at most `top` items, for lists whose `$top` sets the page size (the
+/// generic resource lists): the `nextLink` keeps `$top`, so every page has the same size.
+pub(crate) fn page_of(
+    ctx: &Ctx<'_>,
+    items: Vec<Value>,
+    top: Option<usize>,
+) -> Result<Reply, ArmError> {
     let start = match ctx.query(SKIP_TOKEN) {
         None => 0,
         Some(token) => token.parse::<usize>().map_err(|_| bad_token(token))?,
     };
     // A page size of 0 would never progress; the CLI refuses it, and a library user gets 1.
-    let size = ctx.config.page_size.max(1);
+    let size = top.map_or(ctx.config.page_size, |top| top.min(ctx.config.page_size)).max(1);
     let total = items.len();
     let value: Vec<Value> = items.into_iter().skip(start).take(size).collect();
     let next = start.saturating_add(size);

@@ -8,7 +8,7 @@ use super::error::ArmError;
 use super::path::{ResourcePath, Route};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, groups, network, ops, paging, schedules, storage};
+use super::{compute, generic, groups, network, ops, paging, schedules, storage};
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -17,6 +17,8 @@ pub(crate) fn dispatch(
 ) -> Result<Reply, ArmError> {
     match route {
         Route::Groups { sub } => groups::list(cloud, ctx, sub),
+        Route::Resources { sub } => generic::list(cloud, ctx, sub, None),
+        Route::GroupResources { sub, group } => generic::list(cloud, ctx, sub, Some(group)),
         Route::Group { sub, group } => groups::handle(cloud, ctx, sub, group),
         Route::GroupOperation { sub, id } => ops::result(ctx, cloud, sub, id),
         Route::Location {

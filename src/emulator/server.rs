@@ -420,6 +420,8 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
 fn subscription(route: &Route) -> Option<&str> {
     match route {
         Route::Groups { sub }
+        | Route::Resources { sub }
+        | Route::GroupResources { sub, .. }
         | Route::Group { sub, .. }
         | Route::Location { sub, .. }
         | Route::Provider { sub, .. }

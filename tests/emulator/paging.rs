@@ -142,3 +142,77 @@ async fn a_skip_token_the_emulator_did_not_hand_out_is_refused() {
         .await;
     assert_eq!(past_the_end.body, json!({"value": []}));
 }
+
+#[tokio::test]
+async fn generic_resource_lists_filter_expand_and_page_by_top() {
+    let env = env(paged(1)).await;
+    env.network("rg-a").await;
+    env.group("rg-b").await;
+    env.create(
+        &res("rg-b", "Microsoft.Network/publicIPAddresses/other"),
+        NET,
+        &json!({"location": "eastus", "tags": {"team": "ml"}, "sku": {"name": "Standard"}, "properties": {"publicIPAllocationMethod": "Static"}}),
+    )
+    .await;
+    let in_group = format!("{}/resources", rg_path("rg-a"));
+    let (items, pages) = follow(&env, &in_group, RESOURCES).await;
+    assert_eq!(names(&items), ["nic", "pip", "vnet"], "subnets are not listed");
+    assert_eq!(pages, 3);
+    let pip = items.iter().find(|i| i["name"] == "pip").expect("listed");
+    assert_eq!(
+        pip,
+        &json!({"id": res("rg-a", "Microsoft.Network/publicIPAddresses/pip"), "name": "pip",
+                "type": "Microsoft.Network/publicIPAddresses", "location": "eastus",
+                "sku": {"name": "Standard", "tier": "Regional"}}),
+        "the envelope only, without $expand"
+    );
+
+    let (all, _) = follow(&env, &format!("/subscriptions/{SUB}/resources"), RESOURCES).await;
+    assert_eq!(names(&all), ["nic", "other", "pip", "vnet"]);
+
+    let filtered = format!(
+        "/subscriptions/{SUB}/resources?$filter=resourceType eq 'microsoft.network/publicipaddresses' and tagName eq 'team' and tagValue eq 'ML'"
+    );
+    let (only, _) = follow(&env, &filtered, RESOURCES).await;
+    assert_eq!(names(&only), ["other"]);
+
+    let expanded = env
+        .get(&format!("{in_group}?$expand=provisioningState"), RESOURCES)
+        .await;
+    assert_eq!(expanded.body["value"][0]["provisioningState"], "Succeeded");
+
+    // $top is the page size: a larger emulator page still answers $top items per page.
+    let big = super::env(fast()).await;
+    big.network("rg-a").await;
+    let first = big.get(&format!("{in_group}?$top=2"), RESOURCES).await;
+    assert_eq!(first.body["value"].as_array().map(Vec::len), Some(2));
+    let next = first.body["nextLink"].as_str().expect("a second page");
+    assert!(next.contains("$top=2") && next.ends_with("$skiptoken=2"), "{next}");
+    let (all_of_a, pages) = follow(&big, &format!("{in_group}?$top=2"), RESOURCES).await;
+    assert_eq!((all_of_a.len(), pages), (3, 2));
+}
+
+#[tokio::test]
+async fn generic_resource_lists_answer_arm_errors() {
+    let env = env(fast()).await;
+    env.group("rg-a").await;
+    let missing = env
+        .get(&format!("{}/resources", rg_path("ghost")), RESOURCES)
+        .await;
+    assert_eq!((missing.status, missing.code()), (404, "ResourceGroupNotFound"));
+    let bad = env
+        .get(
+            &format!("/subscriptions/{SUB}/resources?$filter=substringof('a', name)"),
+            RESOURCES,
+        )
+        .await;
+    assert_eq!((bad.status, bad.code()), (400, "InvalidFilterInQueryString"));
+    assert_eq!(
+        bad.message(),
+        "Invalid $filter 'substringof('a', name)' specified in the query string."
+    );
+    let empty = env
+        .get(&format!("{}/resources", rg_path("rg-a")), RESOURCES)
+        .await;
+    assert_eq!(empty.body, json!({"value": []}));
+}
