@@ -852,7 +852,11 @@ async fn a_next_link_on_another_origin_never_gets_the_token() {
             server.base
         )
     );
-    assert_eq!(server.calls().len(), 1, "the foreign page is never requested");
+    assert_eq!(
+        server.calls().len(),
+        1,
+        "the foreign page is never requested"
+    );
 }
 
 #[tokio::test]

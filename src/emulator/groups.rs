@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::{ops, paging};
 use super::providers::key;
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, OpKind};
+use super::{ops, paging};
 
 fn group_key(sub: &str, group: &str) -> String {
     key(&format!("/subscriptions/{sub}/resourceGroups/{group}"))

@@ -39,7 +39,9 @@ pub(crate) fn page_of(
         Some(token) => token.parse::<usize>().map_err(|_| bad_token(token))?,
     };
     // A page size of 0 would never progress; the CLI refuses it, and a library user gets 1.
-    let size = top.map_or(ctx.config.page_size, |top| top.min(ctx.config.page_size)).max(1);
+    let size = top
+        .map_or(ctx.config.page_size, |top| top.min(ctx.config.page_size))
+        .max(1);
     let total = items.len();
     let value: Vec<Value> = items.into_iter().skip(start).take(size).collect();
     let next = start.saturating_add(size);
@@ -53,7 +55,9 @@ pub(crate) fn page_of(
 /// The request's URL with `$skiptoken` set to `next`; every other query pair is kept as sent.
 fn next_link(ctx: &Ctx<'_>, next: usize) -> String {
     let mut pairs: Vec<&str> = ctx
-        .raw_query
+        .uri
+        .query()
+        .unwrap_or_default()
         .split('&')
         .filter(|pair| !pair.is_empty())
         .filter(|pair| {
@@ -63,7 +67,7 @@ fn next_link(ctx: &Ctx<'_>, next: usize) -> String {
         .collect();
     let token = format!("{SKIP_TOKEN}={next}");
     pairs.push(&token);
-    format!("{}{}?{}", ctx.origin, ctx.path, pairs.join("&"))
+    format!("{}{}?{}", ctx.origin, ctx.uri.path(), pairs.join("&"))
 }
 
 fn bad_token(token: &str) -> ArmError {

@@ -181,10 +181,8 @@ pub(crate) struct Ctx<'a> {
     /// `http://` and the `Host` the request was sent to (the endpoint when it has none): where
     /// links handed back to this client point.
     pub origin: String,
-    /// The URL path as sent, still percent-encoded.
-    pub path: String,
-    /// The query string as sent, still percent-encoded (empty when there is none).
-    pub raw_query: String,
+    /// The URL as sent (path and query still percent-encoded).
+    pub uri: &'a Uri,
     pub now: DateTime<Utc>,
     pub method: String,
     /// Query parameters, keys lower-cased.
@@ -456,6 +454,16 @@ fn parse_query(uri: &Uri) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// `http://` and the request's `Host`, so links in answers lead back the way the client came;
+/// the emulator's own endpoint when there is no usable `Host`.
+fn origin(shared: &Shared, headers: &HeaderMap) -> String {
+    headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .map_or_else(|| shared.endpoint.clone(), |host| format!("http://{host}"))
+}
+
 type RateHeader = Option<(&'static str, u32)>;
 
 /// Draws from the subscription's bucket: the remaining-count header to send, and the 429 when
@@ -561,17 +569,11 @@ async fn arm(
         }
         body = request.body;
     }
-    let origin = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty())
-        .map_or_else(|| shared.endpoint.clone(), |host| format!("http://{host}"));
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,
-        origin,
-        path: path.to_owned(),
-        raw_query: uri.query().unwrap_or_default().to_owned(),
+        origin: origin(shared, headers),
+        uri,
         now,
         method: method_name.clone(),
         query,

@@ -61,24 +61,33 @@ async fn lists_of_groups_and_resources_page_and_follow_to_the_whole_list() {
         )
         .await;
     }
-    let (items, pages) = follow(&env, &res("rg-a", "Microsoft.Network/publicIPAddresses"), NET).await;
-    assert_eq!((names(&items), pages), (vec!["pip1".into(), "pip2".into()], 2));
+    let (items, pages) = follow(
+        &env,
+        &res("rg-a", "Microsoft.Network/publicIPAddresses"),
+        NET,
+    )
+    .await;
+    assert_eq!(
+        (names(&items), pages),
+        (vec!["pip1".into(), "pip2".into()], 2)
+    );
 }
 
 #[tokio::test]
 async fn usages_and_filtered_skus_page_with_their_query_kept() {
     let whole = env(fast()).await;
     let small = env(paged(2)).await;
-    let usages = format!("/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/usages");
+    let usages =
+        format!("/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/usages");
     let skus = format!(
         "/subscriptions/{SUB}/providers/Microsoft.Compute/skus?$filter=location eq 'westus2'"
     );
     for (path, version) in [(usages.as_str(), COMPUTE), (skus.as_str(), "2021-07-01")] {
         let (all, one_page) = follow(&whole, path, version).await;
         assert_eq!(one_page, 1, "the default page holds the whole list");
-        let (paged, pages) = follow(&small, path, version).await;
-        assert_eq!(paged, all, "{path}: the same items in the same order");
-        assert_eq!(pages, all.len().div_ceil(2), "{path}");
+        let (in_pages, count) = follow(&small, path, version).await;
+        assert_eq!(in_pages, all, "{path}: the same items in the same order");
+        assert_eq!(count, all.len().div_ceil(2), "{path}");
     }
     let (westus2, _) = follow(&small, &skus, "2021-07-01").await;
     assert!(
@@ -156,7 +165,11 @@ async fn generic_resource_lists_filter_expand_and_page_by_top() {
     .await;
     let in_group = format!("{}/resources", rg_path("rg-a"));
     let (items, pages) = follow(&env, &in_group, RESOURCES).await;
-    assert_eq!(names(&items), ["nic", "pip", "vnet"], "subnets are not listed");
+    assert_eq!(
+        names(&items),
+        ["nic", "pip", "vnet"],
+        "subnets are not listed"
+    );
     assert_eq!(pages, 3);
     let pip = items.iter().find(|i| i["name"] == "pip").expect("listed");
     assert_eq!(
@@ -187,7 +200,10 @@ async fn generic_resource_lists_filter_expand_and_page_by_top() {
     let first = big.get(&format!("{in_group}?$top=2"), RESOURCES).await;
     assert_eq!(first.body["value"].as_array().map(Vec::len), Some(2));
     let next = first.body["nextLink"].as_str().expect("a second page");
-    assert!(next.contains("$top=2") && next.ends_with("$skiptoken=2"), "{next}");
+    assert!(
+        next.contains("$top=2") && next.ends_with("$skiptoken=2"),
+        "{next}"
+    );
     let (all_of_a, pages) = follow(&big, &format!("{in_group}?$top=2"), RESOURCES).await;
     assert_eq!((all_of_a.len(), pages), (3, 2));
 }
@@ -199,14 +215,20 @@ async fn generic_resource_lists_answer_arm_errors() {
     let missing = env
         .get(&format!("{}/resources", rg_path("ghost")), RESOURCES)
         .await;
-    assert_eq!((missing.status, missing.code()), (404, "ResourceGroupNotFound"));
+    assert_eq!(
+        (missing.status, missing.code()),
+        (404, "ResourceGroupNotFound")
+    );
     let bad = env
         .get(
             &format!("/subscriptions/{SUB}/resources?$filter=substringof('a', name)"),
             RESOURCES,
         )
         .await;
-    assert_eq!((bad.status, bad.code()), (400, "InvalidFilterInQueryString"));
+    assert_eq!(
+        (bad.status, bad.code()),
+        (400, "InvalidFilterInQueryString")
+    );
     assert_eq!(
         bad.message(),
         "Invalid $filter 'substringof('a', name)' specified in the query string."
