@@ -1,5 +1,7 @@
 //! The CLI as users run it: the real `dsinfra` binary, its exit codes and its exact messages.
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -338,7 +340,6 @@ fn emulator_page_size_is_a_flag_and_zero_is_refused() {
             "invalid value '0' for '--page-size <N>': \"0\" is not a page size: give a whole number of at least 1",
         ));
 
-    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsinfra"))
         .args(["emulator", "--in-memory", "--page-size", "1"])
         .stdout(std::process::Stdio::piped())
