@@ -79,7 +79,7 @@ pub(crate) fn list(
 }
 
 /// Whether ARM lists a kind among a group's resources: child resources are not listed.
-fn top_level(kind: Kind) -> bool {
+pub(crate) fn top_level(kind: Kind) -> bool {
     !matches!(
         kind,
         Kind::ResourceGroup

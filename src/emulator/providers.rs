@@ -62,6 +62,9 @@ pub(crate) fn dispatch(
                 [check] if storage_ns && check.eq_ignore_ascii_case("checkNameAvailability") => {
                     storage::check_name(cloud, ctx)
                 }
+                [rtype] if subscription_kind(namespace, rtype).is_some() => {
+                    list_in_subscription(cloud, ctx, sub, namespace, rtype)
+                }
                 _ => Err(unknown_path()),
             }
         }
@@ -306,6 +309,37 @@ fn list(
             .map(|r| render(cloud, ctx, r))
             .collect()
     };
+    paging::page(ctx, items)
+}
+
+/// The kind a subscription-wide list such as `/providers/Microsoft.Compute/virtualMachines`
+/// names: a top-level kind (ARM has no subscription-wide list of subnets or containers).
+fn subscription_kind(namespace: &str, rtype: &str) -> Option<Kind> {
+    Kind::from_type(&format!("{namespace}/{rtype}")).filter(|k| generic::top_level(*k))
+}
+
+/// `GET /subscriptions/{s}/providers/{namespace}/{type}`: every resource of the kind in every
+/// group of the subscription, in creation order, as a GET of each shows it, paged.
+fn list_in_subscription(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    sub: &str,
+    namespace: &str,
+    rtype: &str,
+) -> Result<Reply, ArmError> {
+    if ctx.method != "GET" {
+        return Err(ArmError::method_not_allowed(&ctx.method));
+    }
+    let Some(kind) = subscription_kind(namespace, rtype) else {
+        return Err(unknown_path());
+    };
+    let prefix = key(&format!("/subscriptions/{sub}/resourceGroups/")) + "/";
+    let items: Vec<Value> = cloud
+        .of_kind(kind)
+        .into_iter()
+        .filter(|r| key(&r.id).starts_with(&prefix))
+        .map(|r| render(cloud, ctx, r))
+        .collect();
     paging::page(ctx, items)
 }
 

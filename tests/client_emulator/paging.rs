@@ -66,9 +66,10 @@ async fn usages_and_skus_in_pages_of_one_equal_the_single_page() {
     paged.assert_conformant();
 }
 
-/// The generic resource lists, which dsinfra's client does not send yet, held to the spec the
-/// same way through plain HTTP: every page of a group's and a subscription's resources, with a
-/// filter, an expansion and `$top`, validates as `ResourceListResult`.
+/// The generic and subscription-wide lists, which dsinfra's client does not send yet, held to
+/// the spec the same way through plain HTTP: every page of a group's and a subscription's
+/// resources (with a filter, an expansion and `$top`) and of each type's subscription-wide list
+/// validates against its list schema.
 #[tokio::test]
 async fn generic_resource_pages_conform_to_the_spec() {
     let Some(env) = env(EmulatorConfig {
@@ -82,15 +83,31 @@ async fn generic_resource_pages_conform_to_the_spec() {
     network(&env.client, "rg-generic").await;
     let http = reqwest::Client::new();
     let base = env.handle.endpoint();
+    network(&env.client, "rg-other").await;
     let mut seen = 0;
-    for first in [
+    let mut firsts = vec![
         format!(
             "{base}/subscriptions/{SUB}/resourceGroups/rg-generic/resources?api-version=2025-04-01&$expand=provisioningState,createdTime"
         ),
         format!(
             "{base}/subscriptions/{SUB}/resources?api-version=2025-04-01&$top=2&$filter=resourceType eq 'Microsoft.Network/networkInterfaces'"
         ),
+    ];
+    // The subscription-wide list of each type, at the api-version dsinfra uses for it.
+    for (rtype, version) in [
+        ("Microsoft.Network/virtualNetworks", "2024-07-01"),
+        ("Microsoft.Network/networkSecurityGroups", "2024-07-01"),
+        ("Microsoft.Network/networkInterfaces", "2024-07-01"),
+        ("Microsoft.Network/publicIPAddresses", "2024-07-01"),
+        ("Microsoft.Compute/virtualMachines", "2024-11-01"),
+        ("Microsoft.Compute/disks", "2025-01-02"),
+        ("Microsoft.Storage/storageAccounts", "2025-01-01"),
     ] {
+        firsts.push(format!(
+            "{base}/subscriptions/{SUB}/providers/{rtype}?api-version={version}"
+        ));
+    }
+    for first in firsts {
         let mut url = Some(first);
         while let Some(next) = url.take() {
             let body: serde_json::Value = http
@@ -106,9 +123,6 @@ async fn generic_resource_pages_conform_to_the_spec() {
             url = body["nextLink"].as_str().map(str::to_owned);
         }
     }
-    assert!(
-        seen >= 3,
-        "a VNet, an NSG, a NIC and more were listed: {seen}"
-    );
+    assert!(seen >= 6, "two groups' networks were listed: {seen}");
     env.assert_conformant();
 }

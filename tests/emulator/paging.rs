@@ -238,3 +238,42 @@ async fn generic_resource_lists_answer_arm_errors() {
         .await;
     assert_eq!(empty.body, json!({"value": []}));
 }
+
+#[tokio::test]
+async fn subscription_wide_lists_span_every_group_and_page() {
+    let env = env(paged(1)).await;
+    env.network("rg-a").await;
+    env.network("rg-b").await;
+    let nics = format!("/subscriptions/{SUB}/providers/Microsoft.Network/networkInterfaces");
+    let (items, pages) = follow(&env, &nics, NET).await;
+    let ids: Vec<&str> = items.iter().filter_map(|i| i["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            res("rg-a", "Microsoft.Network/networkInterfaces/nic"),
+            res("rg-b", "Microsoft.Network/networkInterfaces/nic")
+        ]
+    );
+    assert_eq!(pages, 2);
+    assert!(
+        items[0]["properties"]["ipConfigurations"].is_array(),
+        "the full representation, as a GET shows it"
+    );
+    let (vnets, _) = follow(
+        &env,
+        &format!("/subscriptions/{SUB}/providers/Microsoft.Network/virtualNetworks"),
+        NET,
+    )
+    .await;
+    assert_eq!(vnets.len(), 2);
+    let subnets = env
+        .get(
+            &format!("/subscriptions/{SUB}/providers/Microsoft.Network/subnets"),
+            NET,
+        )
+        .await;
+    assert_eq!(
+        (subnets.status, subnets.code()),
+        (404, "InvalidResourceType")
+    );
+}
