@@ -877,6 +877,33 @@ async fn poll_urls_on_another_origin_never_get_the_token() {
 }
 
 #[tokio::test]
+async fn a_next_link_on_another_origin_never_gets_the_token() {
+    let server = Server::start().await;
+    server.then(answer(
+        200,
+        Some(json!({"value": [], "nextLink": "http://169.254.169.254/steal?$skiptoken=1"})),
+    ));
+    let err = server
+        .client()
+        .compute_usages(SUB, "eastus")
+        .await
+        .expect_err("a foreign nextLink is refused");
+    assert!(err.is_usage());
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "refusing to send the ARM token to http://169.254.169.254 (the endpoint is {})",
+            server.base
+        )
+    );
+    assert_eq!(
+        server.calls().len(),
+        1,
+        "the foreign page is never requested"
+    );
+}
+
+#[tokio::test]
 async fn policies_can_turn_retries_off() {
     let server = Server::start().await;
     server

@@ -1,5 +1,7 @@
 //! The CLI as users run it: the real `dsinfra` binary, its exit codes and its exact messages.
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -326,4 +328,43 @@ fn a_saved_plan_stays_current_when_reloaded_by_absolute_path() {
         .assert()
         .success()
         .stderr(predicate::str::contains("note: the saved plan is current"));
+}
+
+#[test]
+fn emulator_page_size_is_a_flag_and_zero_is_refused() {
+    dsinfra()
+        .args(["emulator", "--in-memory", "--page-size", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "invalid value '0' for '--page-size <N>': \"0\" is not a page size: give a whole number of at least 1",
+        ));
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsinfra"))
+        .args(["emulator", "--in-memory", "--page-size", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the emulator starts");
+    let mut endpoint = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut endpoint)
+        .expect("the endpoint is printed");
+    let endpoint = endpoint.trim().to_owned();
+    let address = endpoint.trim_start_matches("http://");
+    let path = "/subscriptions/s/providers/Microsoft.Compute/locations/eastus/usages?api-version=2024-11-01";
+    let mut stream = std::net::TcpStream::connect(address).expect("connects");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer t\r\nConnection: close\r\n\r\n"
+    )
+    .expect("sends");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("reads");
+    child.kill().expect("the emulator stops");
+    let _ = child.wait();
+    assert!(
+        answer.contains(&format!("\"nextLink\":\"{endpoint}{path}&$skiptoken=1\"")),
+        "{answer}"
+    );
 }

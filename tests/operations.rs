@@ -406,6 +406,61 @@ async fn the_size_fallback_picks_the_second_size_when_the_first_lacks_quota() {
     ));
 }
 
+/// `plan` of a three-node manifest whose first size lacks quota, against an emulator answering
+/// lists `page_size` items at a time: its stdout and stderr (the endpoint written as
+/// `ENDPOINT`), and how many list pages (usages and SKUs) the preflight requested.
+async fn plan_paged(page_size: usize) -> (String, String, usize) {
+    let manifest = r#"azure { location = "eastus" }
+
+network "main" { ssh_from = ["203.0.113.7/32"] }
+
+cluster "node" {
+  count   = 3
+  sizes   = ["Standard_ND40rs_v2", "Standard_ND96asr_v4"]
+  ssh_key = file("demo.pub")
+}
+"#;
+    let pages = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&pages);
+    let mut config = config_with_quota("*", "standardNDSv2Family", 0);
+    config.page_size = page_size;
+    config.response_validator = Some(Arc::new(move |request, _| {
+        if request.method == "GET"
+            && (request.path.ends_with("/usages") || request.path.ends_with("/skus"))
+        {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Vec::new()
+    }));
+    let (_dir, endpoint, plan) = plan_against(manifest, config).await;
+    let assert = plan.success();
+    (
+        stdout(&assert).replace(&endpoint, "ENDPOINT"),
+        stderr(&assert).replace(&endpoint, "ENDPOINT"),
+        pages.load(std::sync::atomic::Ordering::SeqCst),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preflight_follows_every_page_and_plans_as_with_one_page() {
+    let (out, err, one_page) = plan_paged(emulator::DEFAULT_PAGE_SIZE).await;
+    assert!(
+        out.contains("`sizes` resolved to Standard_ND96asr_v4"),
+        "the fallback read the ND family's quota: {out}"
+    );
+    let (paged_out, paged_err, pages) = plan_paged(1).await;
+    assert_eq!((paged_out, paged_err), (out, err));
+    // Each preflight reads one usages list (cores, virtualMachines, one per family) and one SKU
+    // list (one per size in eastus): in pages of one, a request per item.
+    let sizes = config().vm_sizes;
+    let mut families: Vec<&str> = sizes.iter().map(|s| s.family.as_str()).collect();
+    families.sort_unstable();
+    families.dedup();
+    let preflights = one_page / 2;
+    assert_eq!(one_page, preflights * 2, "one page per list by default");
+    assert_eq!(pages, preflights * (2 + families.len() + sizes.len()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn park_then_status_then_unpark() {
     let world = World::applied(config()).await;

@@ -227,6 +227,21 @@ pub struct EmulatorArgs {
     /// Never answer 429 (the rate-limit headers are still sent).
     #[arg(long)]
     pub no_throttle: bool,
+    /// The most items one list answer carries; longer lists continue at `nextLink` (ARM's
+    /// resource lists answer up to 1000; 1 makes every list of two items page).
+    #[arg(long, value_name = "N", default_value_t = crate::emulator::DEFAULT_PAGE_SIZE,
+          value_parser = page_size)]
+    pub page_size: usize,
+}
+
+/// `--page-size`: a whole number of at least 1 (a page of 0 items would never progress).
+fn page_size(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a page size: give a whole number of at least 1"
+        )),
+    }
 }
 
 /// `init`

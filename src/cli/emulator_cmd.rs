@@ -30,6 +30,7 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
     config.required_token.clone_from(&args.token);
     config.faults_file.clone_from(&args.faults);
     config.throttle = !args.no_throttle;
+    config.page_size = args.page_size;
     runtime()?.block_on(async {
         let handle = emulator::start(config)
             .await

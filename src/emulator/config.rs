@@ -114,6 +114,11 @@ pub struct SkuRestriction {
     pub zones: Vec<String>,
 }
 
+/// Items per list page unless configured: the largest page ARM's resource lists are seen to
+/// send (Azure documents no single size), so a list dsinfra makes fits one page here as it does
+/// there (see docs/emulator.md, "Paging").
+pub const DEFAULT_PAGE_SIZE: usize = 1000;
+
 /// Everything that shapes an emulated cloud.
 #[derive(Clone)]
 pub struct EmulatorConfig {
@@ -134,6 +139,9 @@ pub struct EmulatorConfig {
     /// Whether ARM's per-subscription token buckets answer 429 when empty. The remaining-count
     /// headers are sent either way.
     pub throttle: bool,
+    /// The most items one answer of a list carries; longer lists continue at `nextLink`.
+    /// Defaults to [`DEFAULT_PAGE_SIZE`]; tests set 1 so every list of two items pages.
+    pub page_size: usize,
     /// The VM sizes the compute provider knows.
     pub vm_sizes: Vec<VmSizeSpec>,
     /// Locations the SKUs API lists.
@@ -225,6 +233,7 @@ impl Default for EmulatorConfig {
             quotas: QuotaConfig::default(),
             sku_restrictions: Vec::new(),
             throttle: true,
+            page_size: DEFAULT_PAGE_SIZE,
             vm_sizes: default_vm_sizes(),
             locations: [
                 "eastus",
@@ -260,6 +269,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("quotas", &self.quotas)
             .field("sku_restrictions", &self.sku_restrictions)
             .field("throttle", &self.throttle)
+            .field("page_size", &self.page_size)
             .field("vm_sizes", &self.vm_sizes.len())
             .field("locations", &self.locations)
             .field("faults", &self.faults)

@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::ops;
 use super::providers::key;
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, OpKind};
+use super::{ops, paging};
 
 fn group_key(sub: &str, group: &str) -> String {
     key(&format!("/subscriptions/{sub}/resourceGroups/{group}"))
@@ -183,7 +183,7 @@ pub(crate) fn list(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str) -> Result<Reply, Arm
         .filter(|g| key(&g.id).starts_with(&prefix))
         .map(|g| g.body.clone())
         .collect();
-    Ok(Reply::json(200, json!({ "value": groups })))
+    paging::page(ctx, groups)
 }
 
 #[cfg(test)]

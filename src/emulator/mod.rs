@@ -18,10 +18,12 @@ mod compute;
 mod config;
 mod error;
 mod faults;
+mod generic;
 mod groups;
 mod json;
 mod network;
 mod ops;
+mod paging;
 mod path;
 mod providers;
 mod schedules;
@@ -38,9 +40,9 @@ use tokio::task::JoinHandle;
 
 pub use boot::{VmBoot, VmBootHook};
 pub use config::{
-    EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo, RequestValidator,
-    ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec, default_vm_sizes,
-    normalize_location,
+    DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo,
+    RequestValidator, ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec,
+    default_vm_sizes, normalize_location,
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};

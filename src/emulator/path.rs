@@ -6,6 +6,10 @@
 pub(crate) enum Route {
     /// `/subscriptions/{s}/resourcegroups`
     Groups { sub: String },
+    /// `/subscriptions/{s}/resources`: every resource of the subscription.
+    Resources { sub: String },
+    /// `/subscriptions/{s}/resourceGroups/{g}/resources`: every resource of a group.
+    GroupResources { sub: String, group: String },
     /// `/subscriptions/{s}/resourcegroups/{rg}`
     Group { sub: String, group: String },
     /// `/subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{type}/{name}]*[/{tail}]`
@@ -109,6 +113,10 @@ pub(crate) fn parse(path: &str) -> Route {
                 sub,
                 group: rest[0].clone(),
             },
+            2 if rest[1].eq_ignore_ascii_case("resources") => Route::GroupResources {
+                sub,
+                group: rest[0].clone(),
+            },
             n if n >= 4 && rest[1].eq_ignore_ascii_case("providers") => {
                 let pairs = &rest[3..];
                 if pairs.is_empty() {
@@ -147,6 +155,7 @@ pub(crate) fn parse(path: &str) -> Route {
                 }
             }
         }
+        "resources" if rest.is_empty() => Route::Resources { sub },
         "operationresults" if rest.len() == 1 => Route::GroupOperation {
             sub,
             id: rest[0].clone(),

@@ -8,7 +8,7 @@ use super::error::ArmError;
 use super::path::{ResourcePath, Route};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, groups, network, ops, schedules, storage};
+use super::{compute, generic, groups, network, ops, paging, schedules, storage};
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -17,6 +17,8 @@ pub(crate) fn dispatch(
 ) -> Result<Reply, ArmError> {
     match route {
         Route::Groups { sub } => groups::list(cloud, ctx, sub),
+        Route::Resources { sub } => generic::list(cloud, ctx, sub, None),
+        Route::GroupResources { sub, group } => generic::list(cloud, ctx, sub, Some(group)),
         Route::Group { sub, group } => groups::handle(cloud, ctx, sub, group),
         Route::GroupOperation { sub, id } => ops::result(ctx, cloud, sub, id),
         Route::Location {
@@ -35,7 +37,7 @@ pub(crate) fn dispatch(
                 if usages.eq_ignore_ascii_case("usages")
                     && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
             {
-                Ok(compute::usages(cloud, ctx, sub, location))
+                compute::usages(cloud, ctx, sub, location)
             }
             _ => Err(unknown_path()),
         },
@@ -50,7 +52,7 @@ pub(crate) fn dispatch(
                     if skus.eq_ignore_ascii_case("skus")
                         && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
                 {
-                    Ok(compute::skus(ctx))
+                    compute::skus(ctx)
                 }
                 [kind, id] if storage_ns && kind.eq_ignore_ascii_case("operations") => {
                     ops::storage_monitor(ctx, cloud, sub, id, |cloud, key| {
@@ -59,6 +61,9 @@ pub(crate) fn dispatch(
                 }
                 [check] if storage_ns && check.eq_ignore_ascii_case("checkNameAvailability") => {
                     storage::check_name(cloud, ctx)
+                }
+                [rtype] if subscription_kind(namespace, rtype).is_some() => {
+                    list_in_subscription(cloud, ctx, sub, namespace, rtype)
                 }
                 _ => Err(unknown_path()),
             }
@@ -176,7 +181,7 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         && ctx.method == "GET"
         && let Some(kind) = Kind::from_type(&format!("{}/{tail}", path.rtype()))
     {
-        return Ok(list(cloud, ctx, path, kind, &group_key));
+        return list(cloud, ctx, path, kind, &group_key);
     }
     let kind = Kind::from_type(&path.rtype()).ok_or_else(|| {
         ArmError::new(
@@ -278,7 +283,13 @@ fn get(cloud: &Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmEr
     }
 }
 
-fn list(cloud: &Cloud, ctx: &Ctx<'_>, path: &ResourcePath, kind: Kind, group_key: &str) -> Reply {
+fn list(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    path: &ResourcePath,
+    kind: Kind,
+    group_key: &str,
+) -> Result<Reply, ArmError> {
     let items: Vec<Value> = if path.segments.is_empty() {
         let prefix = format!("{group_key}/");
         cloud
@@ -298,7 +309,38 @@ fn list(cloud: &Cloud, ctx: &Ctx<'_>, path: &ResourcePath, kind: Kind, group_key
             .map(|r| render(cloud, ctx, r))
             .collect()
     };
-    Reply::json(200, json!({ "value": items }))
+    paging::page(ctx, items)
+}
+
+/// The kind a subscription-wide list such as `/providers/Microsoft.Compute/virtualMachines`
+/// names: a top-level kind (ARM has no subscription-wide list of subnets or containers).
+fn subscription_kind(namespace: &str, rtype: &str) -> Option<Kind> {
+    Kind::from_type(&format!("{namespace}/{rtype}")).filter(|k| generic::top_level(*k))
+}
+
+/// `GET /subscriptions/{s}/providers/{namespace}/{type}`: every resource of the kind in every
+/// group of the subscription, in creation order, as a GET of each shows it, paged.
+fn list_in_subscription(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    sub: &str,
+    namespace: &str,
+    rtype: &str,
+) -> Result<Reply, ArmError> {
+    if ctx.method != "GET" {
+        return Err(ArmError::method_not_allowed(&ctx.method));
+    }
+    let Some(kind) = subscription_kind(namespace, rtype) else {
+        return Err(unknown_path());
+    };
+    let prefix = key(&format!("/subscriptions/{sub}/resourceGroups/")) + "/";
+    let items: Vec<Value> = cloud
+        .of_kind(kind)
+        .into_iter()
+        .filter(|r| key(&r.id).starts_with(&prefix))
+        .map(|r| render(cloud, ctx, r))
+        .collect();
+    paging::page(ctx, items)
 }
 
 fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {

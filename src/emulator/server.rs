@@ -178,6 +178,11 @@ impl From<ArmError> for Reply {
 pub(crate) struct Ctx<'a> {
     pub config: &'a EmulatorConfig,
     pub endpoint: &'a str,
+    /// `http://` and the `Host` the request was sent to (the endpoint when it has none): where
+    /// links handed back to this client point.
+    pub origin: String,
+    /// The URL as sent (path and query still percent-encoded).
+    pub uri: &'a Uri,
     pub now: DateTime<Utc>,
     pub method: String,
     /// Query parameters, keys lower-cased.
@@ -413,6 +418,8 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
 fn subscription(route: &Route) -> Option<&str> {
     match route {
         Route::Groups { sub }
+        | Route::Resources { sub }
+        | Route::GroupResources { sub, .. }
         | Route::Group { sub, .. }
         | Route::Location { sub, .. }
         | Route::Provider { sub, .. }
@@ -445,6 +452,16 @@ fn parse_query(uri: &Uri) -> BTreeMap<String, String> {
             )
         })
         .collect()
+}
+
+/// `http://` and the request's `Host`, so links in answers lead back the way the client came;
+/// the emulator's own endpoint when there is no usable `Host`.
+fn origin(shared: &Shared, headers: &HeaderMap) -> String {
+    headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .map_or_else(|| shared.endpoint.clone(), |host| format!("http://{host}"))
 }
 
 type RateHeader = Option<(&'static str, u32)>;
@@ -555,6 +572,8 @@ async fn arm(
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,
+        origin: origin(shared, headers),
+        uri,
         now,
         method: method_name.clone(),
         query,

@@ -18,4 +18,5 @@ mod fields;
 mod harness;
 mod hooks;
 mod lifecycle;
+mod paging;
 mod retries;

@@ -15,6 +15,7 @@ mod compute;
 mod fabric;
 mod groups;
 mod network;
+mod paging;
 mod service;
 mod storage;
 

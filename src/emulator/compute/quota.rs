@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::emulator::config::{EmulatorConfig, normalize_location};
 use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
+use crate::emulator::paging;
 use crate::emulator::providers::key;
 use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::{Cloud, Kind, Resource};
@@ -151,7 +152,12 @@ fn family_label(family: &str) -> String {
 }
 
 /// `GET .../locations/{loc}/usages`: per-family and regional vCPU usage with their limits.
-pub(crate) fn usages(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, location: &str) -> Reply {
+pub(crate) fn usages(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    sub: &str,
+    location: &str,
+) -> Result<Reply, ArmError> {
     let location = normalize_location(location);
     let mut families: Vec<&str> = ctx
         .config
@@ -185,11 +191,11 @@ pub(crate) fn usages(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, location: &str) ->
             "name": {"value": family, "localizedValue": family_label(family)},
         }));
     }
-    Reply::json(200, json!({ "value": value }))
+    paging::page(ctx, value)
 }
 
 /// `GET /subscriptions/{s}/providers/Microsoft.Compute/skus`, with `$filter=location eq '...'`.
-pub(crate) fn skus(ctx: &Ctx<'_>) -> Reply {
+pub(crate) fn skus(ctx: &Ctx<'_>) -> Result<Reply, ArmError> {
     let filter = ctx.query("$filter").and_then(|f| {
         let (_, rest) = f.split_once("eq")?;
         Some(normalize_location(rest.trim().trim_matches('\'')))
@@ -231,7 +237,7 @@ pub(crate) fn skus(ctx: &Ctx<'_>) -> Reply {
             }));
         }
     }
-    Reply::json(200, json!({ "value": value }))
+    paging::page(ctx, value)
 }
 
 #[cfg(test)]
