@@ -24,7 +24,6 @@ use dsinfra::steps::library::{
     self, ClusterNode, Credential, CredentialKind, NodeContext, StepRequest, StorageTarget,
 };
 use dsinfra::steps::{FileContent, RunPolicy, Scope};
-use dsinfra::storage::BlobItem;
 
 fn row(out: &mut String, set: &str, items: &[Item], ranks: usize) -> f64 {
     let started = Instant::now();
@@ -50,22 +49,6 @@ fn row(out: &mut String, set: &str, items: &[Item], ranks: usize) -> f64 {
     lpt_balance
 }
 
-/// `n` synthetic gzip content-encoded blobs named like CosmoFlow's, with varied sizes.
-fn cosmoflow_listing(n: usize) -> Vec<BlobItem> {
-    (0..n)
-        .map(|i| BlobItem {
-            name: format!(
-                "cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz",
-                i / 8,
-                i % 8
-            ),
-            size: 1_000_000 + (i as u64 * 7_919) % 3_000_000,
-            content_encoding: Some("gzip".to_owned()),
-            snapshot: None,
-        })
-        .collect()
-}
-
 /// The median of `runs` timings of `f`.
 fn median(runs: usize, mut f: impl FnMut()) -> Duration {
     let mut times: Vec<Duration> = (0..runs)
@@ -83,7 +66,7 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 fn scale(out: &mut String) {
     const BLOBS: usize = 300_000;
     const NODES: usize = 64;
-    let listing = cosmoflow_listing(BLOBS);
+    let listing = dataset::cosmoflow_listing(BLOBS);
     let plan_time = median(5, || {
         let plan = library::stage_shards(&listing, "cosmoUniverse/", None, NODES, true)
             .expect("the synthetic listing is valid");

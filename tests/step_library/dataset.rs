@@ -58,3 +58,21 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     assert!(output.status.success(), "gzip failed");
     output.stdout
 }
+
+/// `n` synthetic blob names and sizes at CosmoFlow's scale (its training set is ~300,000 gzip
+/// content-encoded files): the stage-at-scale test checks what the benchmark times, on the same
+/// listing.
+pub fn cosmoflow_listing(n: usize) -> Vec<dsinfra::storage::BlobItem> {
+    (0..n)
+        .map(|i| dsinfra::storage::BlobItem {
+            name: format!(
+                "cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz",
+                i / 8,
+                i % 8
+            ),
+            size: 1_000_000 + (i as u64 * 7_919) % 3_000_000,
+            content_encoding: Some("gzip".to_owned()),
+            snapshot: None,
+        })
+        .collect()
+}

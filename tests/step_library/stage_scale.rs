@@ -10,24 +10,9 @@ use super::*;
 const BLOBS: usize = 300_000;
 const NODES: usize = 64;
 
-fn listing() -> Vec<BlobItem> {
-    (0..BLOBS)
-        .map(|i| BlobItem {
-            name: format!(
-                "cosmoUniverse/train/univ_ics_2019-03_a{:07}_{:03}.tfrecord.gz",
-                i / 8,
-                i % 8
-            ),
-            size: 1_000_000 + (i as u64 * 7_919) % 3_000_000,
-            content_encoding: Some("gzip".to_owned()),
-            snapshot: None,
-        })
-        .collect()
-}
-
 #[test]
 fn stage_sends_each_node_only_its_own_list_and_every_script_stays_under_64_kib() {
-    let listing = listing();
+    let listing = dataset::cosmoflow_listing(BLOBS);
     let mut ctx = NodeContext::new(
         "scale",
         "cluster.train",
