@@ -4,7 +4,8 @@
 //! This module imports nothing from the rest of dsinfra (it could become its own crate), so it
 //! defines its own types. The layers, bottom up:
 //! - [`secret`]: the redacting string for tokens, keys and customData.
-//! - [`credential`], [`identity`], [`subscription`]: who we are and where we work.
+//! - [`credential`], [`identity`], [`certificate`], [`subscription`]: who we are and where we
+//!   work.
 //! - [`retry`], [`ratelimit`]: pure decisions about waiting.
 //! - [`client`], [`lro`]: the transport and ARM's async protocol.
 //! - [`api_version`], [`resource_id`]: the one api-version table and the path builders.
@@ -15,6 +16,7 @@
 //! See docs/azure-client.md for the design.
 
 pub mod api_version;
+pub mod certificate;
 pub mod client;
 pub mod credential;
 pub mod error;
