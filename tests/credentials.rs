@@ -254,8 +254,8 @@ impl FakeClis {
 /// The chain for `vars`, its HTTP going to the stand-ins (IMDS through the proxy, the token
 /// endpoint over TLS trusted through the test CA) and its CLIs to `clis`.
 fn chain(vars: &[(&str, &str)], imds: SocketAddr, clis: &FakeClis) -> DefaultCredentialChain {
-    let ca = reqwest::Certificate::from_pem(&std::fs::read(fixture("ca.pem")).expect("ca"))
-        .expect("ca");
+    let ca =
+        reqwest::Certificate::from_pem(&std::fs::read(fixture("ca.pem")).expect("ca")).expect("ca");
     let http = reqwest::Client::builder()
         .tls_certs_only([ca])
         .proxy(reqwest::Proxy::http(format!("http://{imds}")).expect("proxy"))
@@ -312,17 +312,16 @@ fn check_assertion(assertion: &str, audience: &str) -> Result<(), String> {
     let [header, claims, signature] = parts[..] else {
         return Err(format!("not a JWT: {assertion}"));
     };
-    let public = std::fs::read(fixture("service-principal-public.der")).map_err(|e| e.to_string())?;
+    let public =
+        std::fs::read(fixture("service-principal-public.der")).map_err(|e| e.to_string())?;
     aws_lc_rs::signature::UnparsedPublicKey::new(
         &aws_lc_rs::signature::RSA_PSS_2048_8192_SHA256,
         public,
     )
-    .verify(
-        format!("{header}.{claims}").as_bytes(),
-        &decode(signature)?,
-    )
+    .verify(format!("{header}.{claims}").as_bytes(), &decode(signature)?)
     .map_err(|_| "the signature does not verify with the certificate's key".to_owned())?;
-    let pem = std::fs::read_to_string(fixture("service-principal.pem")).map_err(|e| e.to_string())?;
+    let pem =
+        std::fs::read_to_string(fixture("service-principal.pem")).map_err(|e| e.to_string())?;
     let der = CertificateDer::from_pem_slice(pem.as_bytes()).map_err(|e| e.to_string())?;
     let header: serde_json::Value =
         serde_json::from_slice(&decode(header)?).map_err(|e| e.to_string())?;
@@ -364,9 +363,12 @@ async fn a_certificate_from_the_environment_signs_an_assertion_entra_accepts() {
             return Err((700_025, "client assertion type missing".to_owned()));
         }
         let audience = expected.get().map(String::as_str).unwrap_or_default();
-        check_assertion(form.get("client_assertion").map_or("", String::as_str), audience)
-            .map(|()| "token-for-the-certificate")
-            .map_err(|why| (700_027, why))
+        check_assertion(
+            form.get("client_assertion").map_or("", String::as_str),
+            audience,
+        )
+        .map(|()| "token-for-the-certificate")
+        .map_err(|why| (700_027, why))
     })
     .await;
     audience
@@ -405,7 +407,10 @@ async fn a_federated_token_file_is_exchanged_by_workload_identity() {
         {
             Ok("token-for-the-workload")
         } else {
-            Err((700_211, format!("No matching federated identity record for {assertion:?}")))
+            Err((
+                700_211,
+                format!("No matching federated identity record for {assertion:?}"),
+            ))
         }
     })
     .await;
@@ -481,10 +486,8 @@ echo '{"token":"azd-token","expiresOn":"2099-01-01T00:00:00Z"}'"#,
 
 #[tokio::test]
 async fn when_every_source_fails_one_message_says_why_for_each() {
-    let authority = token_endpoint(|_| {
-        Err((7_000_215, "Invalid client secret provided.".to_owned()))
-    })
-    .await;
+    let authority =
+        token_endpoint(|_| Err((7_000_215, "Invalid client secret provided.".to_owned()))).await;
     let imds = imds_with_two_identities().await;
     let clis = FakeClis::new();
     clis.add(

@@ -108,7 +108,11 @@ impl CertificateAssertion {
         let certificate = blocks
             .iter()
             .find(|b| b.label == "CERTIFICATE")
-            .ok_or_else(|| invalid("no CERTIFICATE block; the file must hold the certificate and its private key"))?;
+            .ok_or_else(|| {
+                invalid(
+                    "no CERTIFICATE block; the file must hold the certificate and its private key",
+                )
+            })?;
         let key = blocks
             .iter()
             .find_map(|b| read_key(b, password).transpose())
@@ -159,9 +163,10 @@ impl CertificateAssertion {
 #[async_trait::async_trait]
 impl azure_identity::ClientAssertion for CertificateAssertion {
     async fn secret(&self, _: Option<ClientMethodOptions<'_>>) -> azure_core::Result<String> {
-        self.sign(chrono::Utc::now().timestamp()).map_err(|message| {
-            azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, message)
-        })
+        self.sign(chrono::Utc::now().timestamp())
+            .map_err(|message| {
+                azure_core::Error::with_message(azure_core::error::ErrorKind::Credential, message)
+            })
     }
 }
 
@@ -221,7 +226,8 @@ fn read_key(block: &PemBlock, password: Option<&Secret>) -> Result<Option<RsaKey
         "ENCRYPTED PRIVATE KEY" => {
             let Some(password) = password else {
                 return Err(
-                    "the private key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD".to_owned(),
+                    "the private key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD"
+                        .to_owned(),
                 );
             };
             let encrypted = pkcs8::EncryptedPrivateKeyInfoRef::try_from(block.der.as_slice())
@@ -242,7 +248,9 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/credentials").join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/credentials")
+            .join(name)
     }
 
     #[test]
@@ -258,15 +266,20 @@ mod tests {
         let parts: Vec<_> = signed.split('.').collect();
         assert_eq!(parts.len(), 3, "{signed}");
         let decode = |part: &str| -> serde_json::Value {
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).expect("base64url"))
-                .expect("json")
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).expect("base64url")).expect("json")
         };
         let header = decode(parts[0]);
-        assert_eq!((header["alg"].as_str(), header["typ"].as_str()), (Some("PS256"), Some("JWT")));
+        assert_eq!(
+            (header["alg"].as_str(), header["typ"].as_str()),
+            (Some("PS256"), Some("JWT"))
+        );
         assert_eq!(header["x5t#S256"].as_str().map(str::len), Some(43));
         let claims = decode(parts[1]);
         assert_eq!(claims["aud"], "https://login.example/t/oauth2/v2.0/token");
-        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("app"), Some("app")));
+        assert_eq!(
+            (claims["iss"].as_str(), claims["sub"].as_str()),
+            (Some("app"), Some("app"))
+        );
         assert_eq!(claims["exp"], 1_700_000_600);
         assert!(!format!("{assertion:?}").contains("PRIVATE"));
     }
@@ -281,16 +294,27 @@ mod tests {
         };
         assert!(open(Some("test-only-password")).is_ok());
         let missing = open(None).expect_err("no password");
-        assert!(missing.ends_with("the private key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD"), "{missing}");
+        assert!(
+            missing
+                .ends_with("the private key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD"),
+            "{missing}"
+        );
         let wrong = open(Some("wrong")).expect_err("wrong password");
         assert!(wrong.contains("could not be decrypted"), "{wrong}");
-        assert!(!wrong.contains("wrong"), "the password must not print: {wrong}");
+        assert!(
+            !wrong.contains("wrong"),
+            "the password must not print: {wrong}"
+        );
     }
 
     #[test]
     fn pkcs12_is_refused_with_the_conversion() {
         let path = fixture("service-principal.pfx");
         let err = CertificateAssertion::from_file(&path, None, "a", "b").expect_err("pfx");
-        assert!(err.to_string().contains("is not a PEM file; PKCS#12 (.pfx) is not supported"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("is not a PEM file; PKCS#12 (.pfx) is not supported"),
+            "{err}"
+        );
     }
 }

@@ -252,8 +252,12 @@ impl DefaultCredentialChain {
 
     /// The chain for `env`.
     pub fn new(env: &CredentialEnv, options: ChainOptions) -> Self {
+        let ChainOptions {
+            transport,
+            executor,
+        } = options;
         let mut client_options = ClientOptions {
-            transport: options.transport.clone(),
+            transport,
             ..ClientOptions::default()
         };
         if let Some(host) = &env.authority_host {
@@ -265,7 +269,7 @@ impl DefaultCredentialChain {
             .into_iter()
             .map(|step| match step {
                 ChainStep::Try(source) => {
-                    match build(source, env, &options, client_options.clone()) {
+                    match build(source, env, executor.as_ref(), client_options.clone()) {
                         Ok(credential) => Entry::Ready(source, credential),
                         Err(e) => Entry::Unavailable(source.to_string(), one_line(&e)),
                     }
@@ -332,8 +336,7 @@ impl DefaultCredentialChain {
             .selected
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(Entry::Ready(source, credential)) = selected.and_then(|i| self.entries.get(i))
-        {
+        if let Some(Entry::Ready(source, credential)) = selected.and_then(|i| self.entries.get(i)) {
             return self
                 .try_source(*source, credential.as_ref(), scope, false)
                 .await
@@ -391,7 +394,7 @@ fn all_failed_message(failures: &[String]) -> String {
 fn build(
     source: CredentialSource,
     env: &CredentialEnv,
-    options: &ChainOptions,
+    executor: Option<&Arc<dyn Executor>>,
     client_options: ClientOptions,
 ) -> Result<Arc<dyn AzureTokenCredential>, String> {
     // chain_sources only asks for a source whose variables are set; these are never hit.
@@ -436,49 +439,41 @@ fn build(
             )
             .map_err(|e| e.to_string())?
         }
-        CredentialSource::WorkloadIdentity => {
-            azure_identity::WorkloadIdentityCredential::new(Some(
-                azure_identity::WorkloadIdentityCredentialOptions {
-                    credential_options: azure_identity::ClientAssertionCredentialOptions {
-                        client_options,
-                    },
-                    client_id: Some(client?),
-                    tenant_id: Some(tenant?),
-                    token_file_path: env.federated_token_file.clone(),
-                    ..Default::default()
-                },
-            ))
-            .map_err(|e| e.to_string())?
-        }
-        CredentialSource::ManagedIdentity => {
-            azure_identity::ManagedIdentityCredential::new(Some(
-                azure_identity::ManagedIdentityCredentialOptions {
-                    user_assigned_id: env
-                        .client_id
-                        .clone()
-                        .map(azure_identity::UserAssignedId::ClientId),
+        CredentialSource::WorkloadIdentity => azure_identity::WorkloadIdentityCredential::new(
+            Some(azure_identity::WorkloadIdentityCredentialOptions {
+                credential_options: azure_identity::ClientAssertionCredentialOptions {
                     client_options,
-                    ..Default::default()
                 },
-            ))
-            .map_err(|e| e.to_string())?
-        }
+                client_id: Some(client?),
+                tenant_id: Some(tenant?),
+                token_file_path: env.federated_token_file.clone(),
+            }),
+        )
+        .map_err(|e| e.to_string())?,
+        CredentialSource::ManagedIdentity => azure_identity::ManagedIdentityCredential::new(Some(
+            azure_identity::ManagedIdentityCredentialOptions {
+                user_assigned_id: env
+                    .client_id
+                    .clone()
+                    .map(azure_identity::UserAssignedId::ClientId),
+                client_options,
+            },
+        ))
+        .map_err(|e| e.to_string())?,
         CredentialSource::AzureCli => azure_identity::AzureCliCredential::new(Some(
             azure_identity::AzureCliCredentialOptions {
-                executor: options.executor.clone(),
+                executor: executor.cloned(),
                 ..Default::default()
             },
         ))
         .map_err(|e| e.to_string())?,
-        CredentialSource::AzureDeveloperCli => {
-            azure_identity::AzureDeveloperCliCredential::new(Some(
-                azure_identity::AzureDeveloperCliCredentialOptions {
-                    executor: options.executor.clone(),
-                    ..Default::default()
-                },
-            ))
-            .map_err(|e| e.to_string())?
-        }
+        CredentialSource::AzureDeveloperCli => azure_identity::AzureDeveloperCliCredential::new(
+            Some(azure_identity::AzureDeveloperCliCredentialOptions {
+                executor: executor.cloned(),
+                ..Default::default()
+            }),
+        )
+        .map_err(|e| e.to_string())?,
     };
     Ok(credential)
 }
@@ -491,19 +486,24 @@ const SEVERAL_IDENTITIES: &str = "Multiple user assigned identities exist";
 /// with that client id), so it is read from the response kept in the error.
 fn managed_identity_failure(err: &azure_core::Error, client_id: Option<&str>) -> String {
     let answer = imds_answer(err);
-    if answer.as_deref().is_some_and(|a| a.contains(SEVERAL_IDENTITIES)) && client_id.is_none() {
+    if answer
+        .as_deref()
+        .is_some_and(|a| a.contains(SEVERAL_IDENTITIES))
+        && client_id.is_none()
+    {
         return "this machine has several user-assigned identities and nothing says which to \
                 use: set AZURE_CLIENT_ID to the client id of one of them"
             .to_owned();
     }
     let mut message = one_line(err);
     if let Some(answer) = answer {
-        message.push_str(&format!(" (IMDS: {answer})"));
+        message = format!("{message} (IMDS: {answer})");
     }
     if let Some(id) = client_id {
-        message.push_str(&format!(
-            "; AZURE_CLIENT_ID={id} chose a user-assigned identity: is it assigned to this machine?"
-        ));
+        message = format!(
+            "{message}; AZURE_CLIENT_ID={id} chose a user-assigned identity: is it assigned to \
+             this machine?"
+        );
     }
     message
 }
@@ -647,7 +647,10 @@ mod tests {
             ("AZURE_CLIENT_CERTIFICATE_PASSWORD", "p4ssword"),
         ];
         let shown = format!("{:?}", env(&vars));
-        assert!(!shown.contains("s3cret") && !shown.contains("p4ssword"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("p4ssword"),
+            "{shown}"
+        );
         let chain = DefaultCredentialChain::new(&env(&vars), ChainOptions::default());
         let shown = format!("{chain:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
