@@ -539,3 +539,25 @@ Sign in with `az login` (or `azd auth login`), or set the variables of one of th
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn an_unusable_certificate_is_reported_in_the_chains_message() {
+    let imds = imds_with_two_identities().await;
+    let certificate = fixture("service-principal-encrypted.pem");
+    let path = certificate.to_str().expect("utf-8");
+    let vars = [
+        ("AZURE_TENANT_ID", TENANT),
+        ("AZURE_CLIENT_ID", "uai-9"),
+        ("AZURE_CLIENT_CERTIFICATE_PATH", path),
+    ];
+    let err = chain(&vars, imds, &FakeClis::new())
+        .get_token(SCOPE)
+        .await
+        .expect_err("no password, no other source");
+    let message = err.to_string();
+    let expected = format!(
+        "\n  - environment (client certificate): AZURE_CLIENT_CERTIFICATE_PATH: {path}: the private \
+         key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD\n"
+    );
+    assert!(message.contains(&expected), "{message}");
+}
