@@ -22,7 +22,7 @@ use super::ops;
 use super::path::{self, Route};
 use super::providers;
 use super::store::{Cloud, Persist};
-use super::throttle::{Category, Throttle, Verdict};
+use super::throttle::{Category, ComputeVerdict, Throttle, Verdict, VmPolicy};
 
 /// A clock that follows tokio's time (so tests may pause it) but reads as UTC, so operation
 /// deadlines survive a restart in `state.json`.
@@ -498,6 +498,30 @@ fn take_token(shared: &Shared, route: &Route, category: Category) -> (RateHeader
     }
 }
 
+/// The header in which Compute reports its policies.
+const RESOURCE_HEADER: &str = "x-ms-ratelimit-remaining-resource";
+
+/// Draws from Compute's VM write policies when the request is one: `None` for everything else.
+fn compute_token(shared: &Shared, route: &Route, method: &str) -> Option<ComputeVerdict> {
+    let Route::Resource(path) = route else {
+        return None;
+    };
+    let policy = VmPolicy::of(method, path)?;
+    let (vm_type, vm_name) = path.segments.first()?;
+    let vm = format!(
+        "/subscriptions/{}/resourceGroups/{}/providers/{}/{vm_type}/{vm_name}",
+        path.sub, path.group, path.namespace
+    );
+    Some(lock(&shared.throttle).take_compute(
+        &path.sub,
+        &vm,
+        policy,
+        &shared.config.compute_limits,
+        tokio::time::Instant::now(),
+        shared.config.latency_scale,
+    ))
+}
+
 async fn arm(
     shared: &Shared,
     method: &Method,
@@ -569,6 +593,14 @@ async fn arm(
         }
         body = request.body;
     }
+    // Compute's own limits come after ARM's front door, where the provider takes the request.
+    let compute = compute_token(shared, &route, &method_name);
+    if shared.config.throttle
+        && let Some(verdict) = &compute
+        && let Some(reply) = verdict.refusal_reply(now)
+    {
+        return (reply.header(RESOURCE_HEADER, verdict.header_value()), rate);
+    }
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,
@@ -595,10 +627,13 @@ async fn arm(
         Some((persist, version)) => shared.persist(&persist, version).await,
         None => Ok(()),
     };
-    let reply = match (reply, saved) {
+    let mut reply = match (reply, saved) {
         (_, Err(err)) | (Err(err), _) => Reply::from(err),
         (Ok(reply), Ok(())) => reply,
     };
+    if let Some(verdict) = &compute {
+        reply = reply.header(RESOURCE_HEADER, verdict.header_value());
+    }
     if ctx.took_failure
         && let Some((id, _)) = decision.fail_operation
     {
