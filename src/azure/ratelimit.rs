@@ -423,6 +423,14 @@ impl Pacer {
         let Some(resource) = &target.resource else {
             return;
         };
+        if !policies.is_empty() {
+            // The latest answer names the policies this kind of request falls under now; one
+            // it no longer names (a VM's create policy, once its updates follow) would only
+            // keep losing reserved tokens that no answer corrects.
+            observed.policies.retain(|(r, class, name), _| {
+                r != resource || *class != target.class || policies.iter().any(|p| p.name == *name)
+            });
+        }
         for policy in policies {
             let key = (resource.clone(), target.class, policy.name.clone());
             // The request that produced this count spent one token: the capacity is at least
@@ -686,6 +694,10 @@ mod tests {
         );
         // A minute later (4 tokens back) the VM is clear again.
         assert!(!pacer.is_slowing_down(t0 + Duration::from_mins(1)));
+        // An answer naming other policies for the VM's writes replaces the old ones.
+        let put = parse_resource_policies(["Microsoft.Compute/PutVMResource;11"]);
+        pacer.observe(&Target::of("PUT", SUB_A), &[], &put, t0);
+        assert_eq!(pacer.acquire(&vm1, t0), Duration::ZERO);
     }
 
     #[test]

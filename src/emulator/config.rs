@@ -115,12 +115,13 @@ pub struct SkuRestriction {
 }
 
 /// A token bucket: how many requests it holds, and how many come back a minute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BucketShape {
     /// Requests the full bucket allows at once.
     pub capacity: u32,
-    /// Tokens added back a minute (counted on the emulator's compressed clock).
-    pub refill_per_minute: u32,
+    /// Tokens added back a minute (counted on the emulator's compressed clock); a fraction
+    /// lets tests refill slower than one a minute.
+    pub refill_per_minute: f64,
 }
 
 /// Compute's own limits on writes to a virtual machine, applied after ARM's buckets: one bucket
@@ -129,7 +130,7 @@ pub struct BucketShape {
 /// refilled 4 a minute, 1,500 per subscription refilled 500 a minute ("Compute throttling
 /// limits", <https://learn.microsoft.com/azure/virtual-machines/compute-throttling-limits>).
 /// Tests set small VM buckets to meet the limit in a few requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ComputeLimits {
     /// Each VM's bucket, per policy.
     pub per_vm: BucketShape,
@@ -142,11 +143,11 @@ impl Default for ComputeLimits {
         Self {
             per_vm: BucketShape {
                 capacity: 12,
-                refill_per_minute: 4,
+                refill_per_minute: 4.0,
             },
             per_subscription: BucketShape {
                 capacity: 1500,
-                refill_per_minute: 500,
+                refill_per_minute: 500.0,
             },
         }
     }

@@ -186,10 +186,7 @@ impl Level {
 
 /// Per bucket: `(capacity, refill per second)`.
 fn shape(bucket: BucketShape) -> (f64, f64) {
-    (
-        f64::from(bucket.capacity),
-        f64::from(bucket.refill_per_minute) / 60.0,
-    )
+    (f64::from(bucket.capacity), bucket.refill_per_minute / 60.0)
 }
 
 /// Compute's refusal of a request.
@@ -602,11 +599,11 @@ mod tests {
         let limits = ComputeLimits {
             per_vm: BucketShape {
                 capacity: 12,
-                refill_per_minute: 4,
+                refill_per_minute: 4.0,
             },
             per_subscription: BucketShape {
                 capacity: 2,
-                refill_per_minute: 1,
+                refill_per_minute: 1.0,
             },
         };
         let mut throttle = Throttle::default();

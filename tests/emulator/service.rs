@@ -591,7 +591,7 @@ async fn computes_retry_after_counts_the_emulators_compressed_seconds() {
         compute_limits: ComputeLimits {
             per_vm: BucketShape {
                 capacity: 1,
-                refill_per_minute: 1,
+                refill_per_minute: 1.0,
             },
             ..ComputeLimits::default()
         },
