@@ -525,18 +525,7 @@ impl ArmClient {
         info.request_id = text("x-ms-request-id").map(str::to_string);
         info.correlation_id = text("x-ms-correlation-request-id").map(str::to_string);
         let now = Instant::now();
-        let policies = parse_resource_policies(
-            headers
-                .get_all(RESOURCE_HEADER)
-                .iter()
-                .filter_map(|v| v.to_str().ok()),
-        );
-        self.inner.pacer.observe(
-            &Target::of(method.as_str(), url.path()),
-            &parse_remaining(text),
-            &policies,
-            now,
-        );
+        self.observe_limits(method, url, &headers, now);
         if let Some(gate) = &self.gate {
             gate.observe(if status == 429 || self.inner.pacer.is_slowing_down(now) {
                 Load::Throttled
@@ -570,6 +559,29 @@ impl ArmClient {
             retry_after: raw.retry_after(self.inner.time_scale),
             error: ArmError::api(status, ErrorDetail::from_body(&raw.body), raw.info),
         })
+    }
+
+    /// Tells the pacer what an answer said about ARM's buckets and the provider's policies.
+    fn observe_limits(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: &reqwest::header::HeaderMap,
+        now: Instant,
+    ) {
+        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let policies = parse_resource_policies(
+            headers
+                .get_all(RESOURCE_HEADER)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        );
+        self.inner.pacer.observe(
+            &Target::of(method.as_str(), url.path()),
+            &parse_remaining(text),
+            &policies,
+            now,
+        );
     }
 
     /// A GET for polling URLs and nextLinks (absolute, already carrying their api-version).

@@ -156,9 +156,9 @@ impl Bucket {
         }
     }
 
-    /// `(capacity, refill per second)` from ARM's documented buckets (module docs): reads 250
-    /// + 25/s, writes and deletes 200 + 10/s, for a subscription and for a tenant alike; the
-    /// global buckets are 15 times the subscription's.
+    /// `(capacity, refill per second)` from ARM's documented buckets (module docs): reads hold
+    /// 250 refilled 25/s, writes and deletes 200 refilled 10/s, for a subscription and for a
+    /// tenant alike; the global buckets are 15 times the subscription's.
     pub fn shape(self) -> (f64, f64) {
         let (capacity, refill) = match self.class {
             RequestClass::Read => (250.0, 25.0),
@@ -502,6 +502,8 @@ mod tests {
 
     #[test]
     fn every_scope_and_operation_type_is_read_deletes_included() {
+        use RequestClass::{Delete, Read, Write};
+        use Scope::{Subscription, SubscriptionGlobal, Tenant};
         let headers = [
             ("x-ms-ratelimit-remaining-subscription-reads", "249"),
             ("x-ms-ratelimit-remaining-subscription-writes", "199"),
@@ -515,8 +517,6 @@ mod tests {
             ("x-ms-ratelimit-remaining-tenant-deletes", "197"),
             ("x-ms-ratelimit-remaining-tenant-writes", "junk"),
         ];
-        use RequestClass::{Delete, Read, Write};
-        use Scope::{Subscription, SubscriptionGlobal, Tenant};
         assert_eq!(
             parse_remaining(lookup(&headers)),
             vec![
