@@ -24,7 +24,9 @@ use super::lro::{
     Disposition, LroProgress, PollPolicy, ProgressCallback, initial_disposition, poll_url,
     provisioning_state,
 };
-use super::ratelimit::{Load, Pacer, RequestClass, RequestGate, parse_remaining};
+use super::ratelimit::{
+    Load, Pacer, RESOURCE_HEADER, RequestGate, Target, parse_remaining, parse_resource_policies,
+};
 use super::resource_id::ResourceId;
 use super::retry::{
     AttemptOutcome, RetryPolicy, classify, parse_retry_after, parse_retry_after_ms,
@@ -248,7 +250,7 @@ impl ArmClientBuilder {
                 retry: self.retry,
                 polling: self.polling,
                 time_scale: self.time_scale,
-                pacer: Pacer::new(self.pacing_threshold),
+                pacer: Pacer::new(self.pacing_threshold).with_time_scale(self.time_scale),
                 progress: self.progress,
                 jitter: self.jitter,
             }),
@@ -414,12 +416,12 @@ impl ArmClient {
         // One id per logical request, shared by its retries, so ARM's logs tie them together.
         let client_request_id = uuid::Uuid::new_v4().to_string();
         let path = url.path().to_string();
-        let class = RequestClass::for_method(method.as_str());
+        let target = Target::of(method.as_str(), &path);
         let mut attempt = 0u32;
         let mut refreshed = false;
         loop {
             attempt += 1;
-            let pause = self.inner.pacer.acquire(class, Instant::now());
+            let pause = self.inner.pacer.acquire(&target, Instant::now());
             if !pause.is_zero() {
                 tracing::info!(%method, %path, wait_ms = millis(pause), "ARM rate limit low: slowing down");
                 self.sleep(pause).await;
@@ -523,7 +525,7 @@ impl ArmClient {
         info.request_id = text("x-ms-request-id").map(str::to_string);
         info.correlation_id = text("x-ms-correlation-request-id").map(str::to_string);
         let now = Instant::now();
-        self.inner.pacer.observe(&parse_remaining(text), now);
+        self.observe_limits(method, url, &headers, now);
         if let Some(gate) = &self.gate {
             gate.observe(if status == 429 || self.inner.pacer.is_slowing_down(now) {
                 Load::Throttled
@@ -557,6 +559,29 @@ impl ArmClient {
             retry_after: raw.retry_after(self.inner.time_scale),
             error: ArmError::api(status, ErrorDetail::from_body(&raw.body), raw.info),
         })
+    }
+
+    /// Tells the pacer what an answer said about ARM's buckets and the provider's policies.
+    fn observe_limits(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: &reqwest::header::HeaderMap,
+        now: Instant,
+    ) {
+        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let policies = parse_resource_policies(
+            headers
+                .get_all(RESOURCE_HEADER)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        );
+        self.inner.pacer.observe(
+            &Target::of(method.as_str(), url.path()),
+            &parse_remaining(text),
+            &policies,
+            now,
+        );
     }
 
     /// A GET for polling URLs and nextLinks (absolute, already carrying their api-version).

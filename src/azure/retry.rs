@@ -5,8 +5,13 @@
 //! jitter and "now" are arguments, so the tests below pin every decision exactly.
 //!
 //! What is safe to retry:
-//! - 429: ARM rejected the request before doing anything, so any method may retry, after
-//!   `Retry-After`.
+//! - 429: the request was refused before anything was done, so any method may retry, after
+//!   `Retry-After`. That holds for both throttling layers: ARM's token buckets (reads, writes and
+//!   deletes per subscription or tenant) and a resource provider's policies, such as Compute's
+//!   per-VM update limit, whose 429 `OperationNotAllowed` / `TooManyRequests` is a refusal
+//!   ("Troubleshooting API throttling errors",
+//!   <https://learn.microsoft.com/troubleshoot/azure/virtual-machines/troubleshooting-throttling-errors>).
+//!   So even a non-idempotent action (`restart`) is retried on a 429, never on a 5xx.
 //! - A failed connect: the request never left, so any method may retry.
 //! - 500/502/503/504, timeouts and broken connections: the request may have been applied, so
 //!   only idempotent requests retry (GET, PUT, DELETE, operation polls; POST actions only when

@@ -114,6 +114,45 @@ pub struct SkuRestriction {
     pub zones: Vec<String>,
 }
 
+/// A token bucket: how many requests it holds, and how many come back a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BucketShape {
+    /// Requests the full bucket allows at once.
+    pub capacity: u32,
+    /// Tokens added back a minute (counted on the emulator's compressed clock); a fraction
+    /// lets tests refill slower than one a minute.
+    pub refill_per_minute: f64,
+}
+
+/// Compute's own limits on writes to a virtual machine, applied after ARM's buckets: one bucket
+/// per VM and one per subscription for each of Compute's VM write policies (create, update and
+/// actions, delete and deallocate). The defaults are Compute's documented ones: 12 per VM
+/// refilled 4 a minute, 1,500 per subscription refilled 500 a minute ("Compute throttling
+/// limits", <https://learn.microsoft.com/azure/virtual-machines/compute-throttling-limits>).
+/// Tests set small VM buckets to meet the limit in a few requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ComputeLimits {
+    /// Each VM's bucket, per policy.
+    pub per_vm: BucketShape,
+    /// The subscription's bucket, per policy, shared by all its VMs.
+    pub per_subscription: BucketShape,
+}
+
+impl Default for ComputeLimits {
+    fn default() -> Self {
+        Self {
+            per_vm: BucketShape {
+                capacity: 12,
+                refill_per_minute: 4.0,
+            },
+            per_subscription: BucketShape {
+                capacity: 1500,
+                refill_per_minute: 500.0,
+            },
+        }
+    }
+}
+
 /// Items per list page unless configured: the largest page ARM's resource lists are seen to
 /// send (Azure documents no single size), so a list dsinfra makes fits one page here as it does
 /// there (see docs/emulator.md, "Paging").
@@ -136,9 +175,11 @@ pub struct EmulatorConfig {
     pub quotas: QuotaConfig,
     /// SKU restrictions reported by the SKUs API and enforced on VM PUT.
     pub sku_restrictions: Vec<SkuRestriction>,
-    /// Whether ARM's per-subscription token buckets answer 429 when empty. The remaining-count
-    /// headers are sent either way.
+    /// Whether ARM's per-subscription token buckets and Compute's VM limits answer 429 when
+    /// empty. The remaining-count headers are sent either way.
     pub throttle: bool,
+    /// Compute's per-VM and per-subscription limits on VM writes.
+    pub compute_limits: ComputeLimits,
     /// The most items one answer of a list carries; longer lists continue at `nextLink`.
     /// Defaults to [`DEFAULT_PAGE_SIZE`]; tests set 1 so every list of two items pages.
     pub page_size: usize,
@@ -233,6 +274,7 @@ impl Default for EmulatorConfig {
             quotas: QuotaConfig::default(),
             sku_restrictions: Vec::new(),
             throttle: true,
+            compute_limits: ComputeLimits::default(),
             page_size: DEFAULT_PAGE_SIZE,
             vm_sizes: default_vm_sizes(),
             locations: [
@@ -269,6 +311,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("quotas", &self.quotas)
             .field("sku_restrictions", &self.sku_restrictions)
             .field("throttle", &self.throttle)
+            .field("compute_limits", &self.compute_limits)
             .field("page_size", &self.page_size)
             .field("vm_sizes", &self.vm_sizes.len())
             .field("locations", &self.locations)

@@ -40,9 +40,9 @@ use tokio::task::JoinHandle;
 
 pub use boot::{VmBoot, VmBootHook};
 pub use config::{
-    DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit, RecordedViolation, RequestInfo,
-    RequestValidator, ResponseInfo, ResponseValidator, SkuRestriction, VmSizeSpec,
-    default_vm_sizes, normalize_location,
+    BucketShape, ComputeLimits, DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit,
+    RecordedViolation, RequestInfo, RequestValidator, ResponseInfo, ResponseValidator,
+    SkuRestriction, VmSizeSpec, default_vm_sizes, normalize_location,
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};

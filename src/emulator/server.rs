@@ -22,7 +22,7 @@ use super::ops;
 use super::path::{self, Route};
 use super::providers;
 use super::store::{Cloud, Persist};
-use super::throttle::{Category, Throttle, Verdict};
+use super::throttle::{Category, ComputeVerdict, Throttle, Verdict, VmPolicy};
 
 /// A clock that follows tokio's time (so tests may pause it) but reads as UTC, so operation
 /// deadlines survive a restart in `state.json`.
@@ -498,6 +498,67 @@ fn take_token(shared: &Shared, route: &Route, category: Category) -> (RateHeader
     }
 }
 
+/// The header in which Compute reports its policies.
+const RESOURCE_HEADER: &str = "x-ms-ratelimit-remaining-resource";
+
+/// Draws from Compute's VM write policies when the request is one (`None` for everything
+/// else), or Compute's 429 when the request is refused and throttling is on.
+fn compute_token(
+    shared: &Shared,
+    route: &Route,
+    method: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<ComputeVerdict>, Reply> {
+    let Route::Resource(path) = route else {
+        return Ok(None);
+    };
+    let (Some(policy), Some((vm_type, vm_name))) =
+        (VmPolicy::of(method, path), path.segments.first())
+    else {
+        return Ok(None);
+    };
+    let vm = format!(
+        "/subscriptions/{}/resourceGroups/{}/providers/{}/{vm_type}/{vm_name}",
+        path.sub, path.group, path.namespace
+    );
+    let verdict = lock(&shared.throttle).take_compute(
+        &path.sub,
+        &vm,
+        policy,
+        &shared.config.compute_limits,
+        tokio::time::Instant::now(),
+        shared.config.latency_scale,
+    );
+    match verdict.refusal_reply(now) {
+        Some(refused) if shared.config.throttle => {
+            Err(with_compute_header(refused, Some(&verdict)))
+        }
+        _ => Ok(Some(verdict)),
+    }
+}
+
+/// Adds Compute's remaining-requests header to an answer to a VM write.
+fn with_compute_header(reply: Reply, verdict: Option<&ComputeVerdict>) -> Reply {
+    match verdict {
+        Some(verdict) => reply.header(RESOURCE_HEADER, verdict.header_value()),
+        None => reply,
+    }
+}
+
+/// The request body as JSON; `None` when it is empty or only whitespace.
+fn parse_body(body: &Bytes) -> Result<Option<Value>, ArmError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice::<Value>(body)
+        .map(Some)
+        .map_err(|err| {
+            ArmError::invalid_request(format!(
+                "The request content was invalid and could not be deserialized: '{err}'."
+            ))
+        })
+}
+
 async fn arm(
     shared: &Shared,
     method: &Method,
@@ -544,18 +605,9 @@ async fn arm(
         );
         return (err.into(), rate);
     };
-    let mut body = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(value) => Some(value),
-            Err(err) => {
-                let err = ArmError::invalid_request(format!(
-                    "The request content was invalid and could not be deserialized: '{err}'."
-                ));
-                return (err.into(), rate);
-            }
-        }
+    let mut body = match parse_body(body) {
+        Ok(body) => body,
+        Err(err) => return (err.into(), rate),
     };
     if shared.config.request_validator.is_some() {
         let request = RequestInfo {
@@ -569,6 +621,11 @@ async fn arm(
         }
         body = request.body;
     }
+    // Compute's own limits come after ARM's front door, where the provider takes the request.
+    let compute = match compute_token(shared, &route, &method_name, now) {
+        Ok(compute) => compute,
+        Err(refused) => return (refused, rate),
+    };
     let mut ctx = Ctx {
         config: &shared.config,
         endpoint: &shared.endpoint,
@@ -599,6 +656,7 @@ async fn arm(
         (_, Err(err)) | (Err(err), _) => Reply::from(err),
         (Ok(reply), Ok(())) => reply,
     };
+    let reply = with_compute_header(reply, compute.as_ref());
     if ctx.took_failure
         && let Some((id, _)) = decision.fail_operation
     {

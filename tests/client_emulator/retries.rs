@@ -10,7 +10,7 @@ use dsinfra::azure::types::resources::ResourceGroup;
 use dsinfra::azure::{
     AccessToken, ArmClient, ResourceId, Secret, StaticTokenCredential, TokenCredential,
 };
-use dsinfra::emulator::{EmulatorConfig, FaultAction, FaultRule};
+use dsinfra::emulator::{BucketShape, ComputeLimits, EmulatorConfig, FaultAction, FaultRule};
 
 use crate::harness::{
     Exchange, LOCATION, SUB, env, env_with, group, is_operation_status, network, power_state,
@@ -367,5 +367,97 @@ async fn a_failed_power_action_is_retried_only_when_repeating_it_is_harmless() {
         power_state(&env.client, &vm).await,
         Some(PowerState::Deallocated)
     );
+    env.assert_conformant();
+}
+
+/// An emulator whose VMs take 2 updates refilled `refill_per_minute`, and a running VM in it.
+/// A restart takes 30 s of Azure's time, so a bucket refilled slower than one token per 30 s
+/// runs dry when restarts follow each other.
+async fn small_vm_update_limit(
+    rg: &str,
+    refill_per_minute: f64,
+) -> Option<(crate::harness::Env, ResourceId)> {
+    let env = env(EmulatorConfig {
+        compute_limits: ComputeLimits {
+            per_vm: BucketShape {
+                capacity: 2,
+                refill_per_minute,
+            },
+            ..ComputeLimits::default()
+        },
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let nic = network(&env.client, rg).await;
+    let vm = ResourceId::virtual_machine(SUB, rg, "trainer");
+    env.client
+        .put_virtual_machine(&vm, &vm_body("Standard_D2s_v5", &nic, None, None))
+        .await
+        .expect("VM created");
+    Some((env, vm))
+}
+
+fn restarts(env: &crate::harness::Env, vm: &ResourceId) -> Vec<u16> {
+    let path = format!("{}/restart", vm.as_str());
+    env.exchanges()
+        .into_iter()
+        .filter(|e| e.method == "POST" && e.path == path)
+        .map(|e| e.status)
+        .collect()
+}
+
+#[tokio::test]
+async fn computes_per_vm_429_is_waited_out_and_a_restart_is_retried_because_nothing_ran() {
+    // One token every 150 s: the fourth restart finds the bucket empty.
+    let Some((env, vm)) = small_vm_update_limit("rg-vm-limit", 0.4).await else {
+        return;
+    };
+    // Pacing off: the client meets the limit and must honour Compute's 429.
+    let client = ArmClient::builder(Arc::new(StaticTokenCredential::new("no-pacing")))
+        .endpoint(env.handle.endpoint())
+        .time_scale(crate::harness::CLIENT_TIME_SCALE)
+        .pacing_threshold(0.0)
+        .jitter(Arc::new(|| 0.5))
+        .build()
+        .expect("client");
+    for _ in 0..4 {
+        // A restart is not idempotent, yet a 429 is retried: Compute refused it before acting.
+        client
+            .vm_action(&vm, VmAction::Restart)
+            .await
+            .expect("the restart completes");
+    }
+    let statuses = restarts(&env, &vm);
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 202).count(),
+        4,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&429),
+        "the fourth restart should have met the VM's limit: {statuses:?}"
+    );
+    assert_eq!(
+        power_state(&env.client, &vm).await,
+        Some(PowerState::Running)
+    );
+    env.assert_conformant();
+}
+
+#[tokio::test]
+async fn the_client_slows_down_before_computes_per_vm_limit() {
+    // Compute's shape (a third of the capacity a minute: one token every 90 s), which the pacer
+    // assumes: restarts every 30 s would empty it by the third or fourth.
+    let Some((env, vm)) = small_vm_update_limit("rg-vm-pacing", 2.0 / 3.0).await else {
+        return;
+    };
+    for _ in 0..5 {
+        env.client
+            .vm_action(&vm, VmAction::Restart)
+            .await
+            .expect("the restart completes");
+    }
+    let statuses = restarts(&env, &vm);
+    assert_eq!(statuses, [202; 5], "the client ran into Compute's VM limit");
     env.assert_conformant();
 }

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use dsinfra::emulator::{
-    self, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule, QuotaConfig, QuotaLimit,
-    SkuRestriction,
+    self, BucketShape, ComputeLimits, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule,
+    QuotaConfig, QuotaLimit, SkuRestriction,
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};

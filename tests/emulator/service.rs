@@ -490,3 +490,136 @@ async fn the_admin_api_lists_the_operations_it_ran() {
         "{put}"
     );
 }
+
+/// Restarts `vm` in `rg` and waits for the restart to finish; returns the first answer.
+async fn restart(env: &Env, rg: &str, vm: &str) -> Resp {
+    let path = res(
+        rg,
+        &format!("Microsoft.Compute/virtualMachines/{vm}/restart"),
+    );
+    let accepted = env.post(&path, COMPUTE).await;
+    if let Some(location) = accepted.header("location") {
+        env.poll_location(location).await;
+    }
+    accepted
+}
+
+#[tokio::test]
+async fn computes_per_vm_update_limit_refuses_the_thirteenth_update_with_its_own_429() {
+    // Compute lets 12 updates (actions, PATCH) through per VM, refilled 4 a minute; at latency
+    // scale 0 the buckets run in real time, so nothing comes back during the burst.
+    let env = env(fast()).await;
+    env.network("rg").await;
+    let vm = res("rg", "Microsoft.Compute/virtualMachines/vm1");
+    let created = env
+        .create(&vm, COMPUTE, &vm_body("rg", "Standard_D2s_v5"))
+        .await;
+    assert_eq!(
+        created.header("x-ms-ratelimit-remaining-resource"),
+        Some("Microsoft.Compute/PutVMResource;11,Microsoft.Compute/PutVMSubscription;1499")
+    );
+    for i in 0..12u32 {
+        let accepted = restart(&env, "rg", "vm1").await;
+        assert_eq!(accepted.status, 202, "update {i}: {:?}", accepted.body);
+        assert_eq!(
+            accepted.header("x-ms-ratelimit-remaining-resource"),
+            Some(
+                format!(
+                    "Microsoft.Compute/UpdateVMResource;{},Microsoft.Compute/UpdateVMSubscription;{}",
+                    11 - i,
+                    1499 - i
+                )
+                .as_str()
+            )
+        );
+    }
+    let refused = restart(&env, "rg", "vm1").await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert_eq!(refused.code(), "OperationNotAllowed");
+    assert_eq!(
+        refused.message(),
+        "The server rejected the request because too many requests have been received for this \
+         subscription."
+    );
+    let detail = &refused.body["error"]["details"][0];
+    assert_eq!(detail["code"], "TooManyRequests");
+    assert_eq!(detail["target"], "UpdateVMResource");
+    let violation: Value =
+        serde_json::from_str(detail["message"].as_str().unwrap_or_default()).expect("JSON");
+    assert_eq!(violation["operationGroup"], "UpdateVMResource");
+    assert_eq!(violation["allowedRequestCount"], 12);
+    assert_eq!(violation["measuredRequestCount"], 13);
+    // One token comes back in 15 s.
+    assert_eq!(refused.header("retry-after"), Some("15"));
+    assert!(
+        refused
+            .header("retry-after-ms")
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .is_some_and(|ms| (14_000..=15_000).contains(&ms)),
+        "{:?}",
+        refused.header("retry-after-ms")
+    );
+    assert_eq!(
+        refused.header("x-ms-ratelimit-remaining-resource"),
+        Some("Microsoft.Compute/UpdateVMResource;0,Microsoft.Compute/UpdateVMSubscription;1488")
+    );
+    // ARM let it through: its own bucket still had room, and says so.
+    assert!(
+        refused
+            .header("x-ms-ratelimit-remaining-subscription-writes")
+            .is_some()
+    );
+    // A PATCH of the VM is an update too and is refused the same way.
+    let patch = env
+        .call("PATCH", &vm, COMPUTE, Some(&json!({"tags": {"a": "b"}})))
+        .await;
+    assert_eq!((patch.status, patch.code()), (429, "OperationNotAllowed"));
+    // Reads are not updates, and deleting is another policy.
+    assert_eq!(env.get(&vm, COMPUTE).await.status, 200);
+    let deleted = env.delete(&vm, COMPUTE).await;
+    assert_eq!(deleted.status, 202, "{:?}", deleted.body);
+    assert_eq!(
+        deleted.header("x-ms-ratelimit-remaining-resource"),
+        Some("Microsoft.Compute/DeleteVMResource;11,Microsoft.Compute/DeleteVMSubscription;1499")
+    );
+}
+
+#[tokio::test]
+async fn computes_retry_after_counts_the_emulators_compressed_seconds() {
+    let env = env(EmulatorConfig {
+        latency_scale: 0.01,
+        compute_limits: ComputeLimits {
+            per_vm: BucketShape {
+                capacity: 1,
+                refill_per_minute: 1.0,
+            },
+            ..ComputeLimits::default()
+        },
+        ..EmulatorConfig::default()
+    })
+    .await;
+    env.network("rg").await;
+    env.create(
+        &res("rg", "Microsoft.Compute/virtualMachines/vm1"),
+        COMPUTE,
+        &vm_body("rg", "Standard_D2s_v5"),
+    )
+    .await;
+    // Two restarts back to back: the second finds the VM's bucket empty.
+    let action = res("rg", "Microsoft.Compute/virtualMachines/vm1/restart");
+    let first = env.post(&action, COMPUTE).await;
+    assert_eq!(first.status, 202, "{:?}", first.body);
+    let refused = env.post(&action, COMPUTE).await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    // 60 s of Azure's time is 0.6 s here: Retry-After rounds up to 1, the exact wait is in ms.
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    let wait = refused
+        .header("retry-after-ms")
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .expect("retry-after-ms");
+    assert!((1..=600).contains(&wait), "{wait}");
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+    env.poll_location(first.header("location").expect("Location"))
+        .await;
+    assert_eq!(restart(&env, "rg", "vm1").await.status, 202);
+}
