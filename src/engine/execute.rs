@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::advice::{ResourceError, describe};
-use super::bodies::request_for;
+use super::bodies::{request_for, update_request};
 use super::events::{Event, EventSink, LroBridge, Operation};
 use super::limiter::Limiter;
 use super::walk::walk;
@@ -527,6 +527,13 @@ async fn apply(
     })?;
     let request = request_for(resource, &shared.desired, &shared.subscription)
         .map_err(|e| local_error(address, operation, e.to_string()))?;
+    // An update that touches only what a PATCH carries goes as a PATCH (decision 40).
+    let request = match (&change.before, &change.action) {
+        (Some(before), Action::Update) => {
+            request.map(|r| update_request(r, before, &resource.attrs))
+        }
+        _ => request,
+    };
     let id = resource.arm_id(&shared.subscription);
     // A new resource's intent may already be saved, with its VM's host key (see intents.rs).
     let early_key = match shared.early.take(address).await {
