@@ -113,21 +113,33 @@ disk "blank" {{
     )
 }
 
-/// What is mounted at `target` each time the emulator receives a PUT of VM `vm`, as the
-/// request arrives.
-fn watch_updates(w: &World, vm: &str, target: &Path) -> Arc<Mutex<Vec<Option<String>>>> {
-    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+/// Each update of VM `vm` the emulator receives (a PUT or a PATCH): its method, and what is
+/// mounted at `target` as the request arrives.
+fn watch_updates(w: &World, vm: &str, target: &Path) -> Arc<Mutex<Vec<(String, Option<String>)>>> {
+    let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
     let record = Arc::clone(&seen);
     let (suffix, target) = (format!("/virtualMachines/{vm}"), target.to_owned());
     *w.on_request.lock().expect("not poisoned") = Some(Arc::new(move |request: &RequestInfo| {
-        if request.method == "PUT" && request.path.ends_with(&suffix) {
+        if matches!(request.method.as_str(), "PUT" | "PATCH") && request.path.ends_with(&suffix) {
             record
                 .lock()
                 .expect("not poisoned")
-                .push(mounted_at(&target));
+                .push((request.method.clone(), mounted_at(&target)));
         }
     }));
     seen
+}
+
+/// The method and path of every VM write (PUT or PATCH) the emulator received from the
+/// `from`th request on.
+fn vm_writes(w: &World, from: usize) -> Vec<(String, String)> {
+    w.requests.lock().expect("not poisoned")[from..]
+        .iter()
+        .filter(|(_, method, path)| {
+            matches!(method.as_str(), "PUT" | "PATCH") && path.contains("/virtualMachines/")
+        })
+        .map(|(_, method, path)| (method.clone(), path.clone()))
+        .collect()
 }
 
 /// Puts a file system with a file on `data` (returning its UUID) and leaves `blank` blank, then
@@ -211,15 +223,28 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
 
     // Move the data disk to vm.train: at the moment prep's update (the detach) reaches the
     // emulator, nothing is mounted from the disk any more.
+    // Both VM updates are PATCHes of their data disks only (decision 40): a detach from prep,
+    // then an attach to train, never a PUT re-sending either VM's whole model.
     let at_detach = watch_updates(&w, "stepsdemo-prep", &data_mnt);
+    let requests_before = w.requests.lock().expect("not poisoned").len();
     w.write_hcl("stepsdemo", &manifest(&w, "train"));
     let moved = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
     assert_eq!(
         *at_detach.lock().expect("not poisoned"),
-        [None],
-        "prep's update reached Azure once, with the disk unmounted:\n{moved}"
+        [("PATCH".to_owned(), None)],
+        "prep's update reached Azure once, as a PATCH, with the disk unmounted:\n{moved}"
+    );
+    let writes = vm_writes(&w, requests_before);
+    assert_eq!(
+        writes.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
+        ["PATCH", "PATCH"],
+        "{writes:?}"
+    );
+    assert!(
+        writes[0].1.ends_with("/stepsdemo-prep") && writes[1].1.ends_with("/stepsdemo-train"),
+        "the detach comes first: {writes:?}"
     );
     assert!(
         moved.contains("disk.data is unmounted on vm.prep (lun 0) before Azure detaches it"),
@@ -287,11 +312,7 @@ async fn busy_disk_stops_the_move(w: &World, env: &[(&str, &Path)], data_mnt: &P
             && refused.contains("nothing was changed in Azure"),
         "{refused}"
     );
-    let vm_puts: Vec<String> = w.requests.lock().expect("not poisoned")[puts_before..]
-        .iter()
-        .filter(|(_, method, path)| method == "PUT" && path.contains("/virtualMachines/"))
-        .map(|(_, _, path)| path.clone())
-        .collect();
-    assert!(vm_puts.is_empty(), "{vm_puts:?}\n{refused}");
+    let vm_writes = vm_writes(w, puts_before);
+    assert!(vm_writes.is_empty(), "{vm_writes:?}\n{refused}");
     assert_eq!(mounted_at(data_mnt).as_deref(), Some(data));
 }
