@@ -527,7 +527,7 @@ async fn apply(
     })?;
     let request = request_for(resource, &shared.desired, &shared.subscription)
         .map_err(|e| local_error(address, operation, e.to_string()))?;
-    // An update that touches only what a PATCH carries goes as a PATCH (decision 40).
+    // An update that touches only what a PATCH carries goes as a PATCH (decision 27).
     let request = match (&change.before, &change.action) {
         (Some(before), Action::Update) => {
             request.map(|r| update_request(r, before, &resource.attrs))

@@ -223,7 +223,7 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
 
     // Move the data disk to vm.train: at the moment prep's update (the detach) reaches the
     // emulator, nothing is mounted from the disk any more.
-    // Both VM updates are PATCHes of their data disks only (decision 40): a detach from prep,
+    // Both VM updates are PATCHes of their data disks only (decision 27): a detach from prep,
     // then an attach to train, never a PUT re-sending either VM's whole model.
     let at_detach = watch_updates(&w, "stepsdemo-prep", &data_mnt);
     let requests_before = w.requests.lock().expect("not poisoned").len();

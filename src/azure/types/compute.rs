@@ -103,7 +103,7 @@ pub struct HardwareProfile {
 
 /// `VirtualMachineUpdate`: the body of a VM PATCH. Only what is set is sent, and ARM changes
 /// only that (objects merge, arrays such as `dataDisks` replace), so an update that attaches or
-/// detaches disks or retags never re-sends the OS profile (see decision 40).
+/// detaches disks or retags never re-sends the OS profile (see decision 27).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineUpdate {

@@ -1,4 +1,4 @@
-//! Which updates go to ARM as a PATCH (decision 40): a VM update that changes only its data
+//! Which updates go to ARM as a PATCH (decision 27): a VM update that changes only its data
 //! disks and/or tags, and a managed-disk update that changes only its size, SKU and/or tags.
 //! The PATCH carries just what changed; every other update stays a full PUT of the model.
 //!
