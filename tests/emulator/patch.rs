@@ -358,6 +358,11 @@ async fn disk_patch_of_an_attached_disk_follows_the_running_vm_rules() {
         .patch(&disk, DISKS, &json!({"properties": {"diskSizeGB": 256}}))
         .await;
     assert_eq!(grown.status, 200, "{grown:?}");
+    assert_eq!(
+        env.get(&vm, COMPUTE).await.body["properties"]["storageProfile"]["dataDisks"][0]["diskSizeGB"],
+        256,
+        "the VM shows its disk's new size"
+    );
     let past_limit = env
         .patch(&disk, DISKS, &json!({"properties": {"diskSizeGB": 8192}}))
         .await;
