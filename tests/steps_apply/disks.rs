@@ -113,10 +113,14 @@ disk "blank" {{
     )
 }
 
+/// The updates of a VM as they reached the emulator: the method, and the device mounted at the
+/// watched target at that moment.
+type Updates = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// Each update of VM `vm` the emulator receives (a PUT or a PATCH): its method, and what is
 /// mounted at `target` as the request arrives.
-fn watch_updates(w: &World, vm: &str, target: &Path) -> Arc<Mutex<Vec<(String, Option<String>)>>> {
-    let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+fn watch_updates(w: &World, vm: &str, target: &Path) -> Updates {
+    let seen: Updates = Arc::default();
     let record = Arc::clone(&seen);
     let (suffix, target) = (format!("/virtualMachines/{vm}"), target.to_owned());
     *w.on_request.lock().expect("not poisoned") = Some(Arc::new(move |request: &RequestInfo| {
@@ -236,16 +240,7 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
         [("PATCH".to_owned(), None)],
         "prep's update reached Azure once, as a PATCH, with the disk unmounted:\n{moved}"
     );
-    let writes = vm_writes(&w, requests_before);
-    assert_eq!(
-        writes.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
-        ["PATCH", "PATCH"],
-        "{writes:?}"
-    );
-    assert!(
-        writes[0].1.ends_with("/stepsdemo-prep") && writes[1].1.ends_with("/stepsdemo-train"),
-        "the detach comes first: {writes:?}"
-    );
+    assert_moved_by_patches(&w, requests_before);
     assert!(
         moved.contains("disk.data is unmounted on vm.prep (lun 0) before Azure detaches it"),
         "the plan names the unmount:\n{moved}"
@@ -287,6 +282,20 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
     );
     assert_eq!(probe(&data, "UUID"), uuid);
     drop(disks);
+}
+
+/// The VM writes since the `from`th request are two PATCHes: prep's detach, then train's attach.
+fn assert_moved_by_patches(w: &World, from: usize) {
+    let writes = vm_writes(w, from);
+    assert_eq!(
+        writes.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
+        ["PATCH", "PATCH"],
+        "{writes:?}"
+    );
+    assert!(
+        writes[0].1.ends_with("/stepsdemo-prep") && writes[1].1.ends_with("/stepsdemo-train"),
+        "the detach comes first: {writes:?}"
+    );
 }
 
 /// Moving the disk back while a process works in it: the release fails, and the apply stops
