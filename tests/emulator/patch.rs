@@ -537,3 +537,25 @@ async fn network_patch_is_tags_only_and_synchronous() {
     );
     assert_ne!(after["etag"], before["etag"], "a change gives a new etag");
 }
+
+#[tokio::test]
+async fn vm_patch_during_its_delete_is_refused_naming_the_patch() {
+    let env = env(EmulatorConfig {
+        latency_scale: 0.01,
+        ..EmulatorConfig::default()
+    })
+    .await;
+    env.network("rg").await;
+    let vm = env.running_vm("rg", "vm", "Standard_D2s_v5").await;
+    let deleting = env.delete(&vm, COMPUTE).await;
+    assert_eq!(deleting.status, 202);
+    let refused = env.patch(&vm, COMPUTE, &json!({"tags": {"k": "v"}})).await;
+    assert_eq!(
+        (refused.status, refused.code(), refused.message()),
+        (
+            409,
+            "OperationNotAllowed",
+            "Operation 'PATCH' is not allowed on VM 'vm' since the VM is marked for deletion."
+        )
+    );
+}

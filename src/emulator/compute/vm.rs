@@ -32,7 +32,8 @@ fn check_vm_request(
             409,
             "OperationNotAllowed",
             format!(
-                "Operation 'PUT' is not allowed on VM '{}' since the VM is marked for deletion.",
+                "Operation '{}' is not allowed on VM '{}' since the VM is marked for deletion.",
+                ctx.method,
                 vm.name()
             ),
         ));
