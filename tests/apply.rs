@@ -6,7 +6,8 @@
 //! destroy leaving nothing); `destroy --keep-data` leaves exactly the data; 429 storms, 500s,
 //! AllocationFailed inside an operation, quota refusals and token expiry either recover or fail
 //! with ARM's message and the right advice, with a valid state and no panic; and SIGKILL at
-//! random moments never leaves a duplicate or an orphan once apply is run again.
+//! random moments never leaves a duplicate or an orphan once apply is run again; a data disk
+//! moved and grown reaches ARM as PATCHes only (decision 28).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -728,5 +729,75 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
     assert_eq!(
         w.inventory(&group_of("cosmoflow")).await,
         w.expected_cloud("nd40-beeond")
+    );
+}
+
+/// Decision 28, end to end: moving a data disk to another VM and growing it reaches ARM as three
+/// PATCHes (the disk's size, the losing VM's data disks, the gaining VM's), never as a PUT that
+/// re-sends a VM's whole model; afterwards the disk is on the new VM at its new size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_and_growing_a_data_disk_is_sent_as_patches() {
+    use std::sync::{Arc, Mutex};
+    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = Arc::clone(&writes);
+    let w = world_with(move |c| EmulatorConfig {
+        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
+            if matches!(request.method.as_str(), "PUT" | "PATCH") {
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((request.method.clone(), request.path.clone()));
+            }
+            Vec::new()
+        })),
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm-files.hcl";
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    writes.lock().expect("not poisoned").clear();
+    edit(&w.path(file), "attach_to = vm.prep", "attach_to = vm.train");
+    edit(&w.path(file), "size_gb   = 1024", "size_gb   = 2048");
+    w.ok(&["apply", file, "--auto-approve"]).await;
+
+    let state = w.state("dual-dsvm-files");
+    let id_of = |address: &str| {
+        state["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["address"] == address)
+            .and_then(|r| r["id"].as_str())
+            .unwrap_or_else(|| panic!("{address} is in the state"))
+            .to_owned()
+    };
+    let (disk, prep, train) = (
+        id_of("disk.datasets"),
+        id_of("vm.prep.vm"),
+        id_of("vm.train.vm"),
+    );
+    let mut sent = writes.lock().expect("not poisoned").clone();
+    sent.sort();
+    let mut expected = vec![
+        ("PATCH".to_owned(), disk.clone()),
+        ("PATCH".to_owned(), prep),
+        ("PATCH".to_owned(), train.clone()),
+    ];
+    expected.sort();
+    assert_eq!(sent, expected, "only PATCHes, one per changed resource");
+
+    let read = reqwest::Client::new()
+        .get(format!("{}{disk}", w.handle.endpoint()))
+        .query(&[("api-version", "2025-01-02")])
+        .bearer_auth("test")
+        .send()
+        .await
+        .expect("the emulator answers");
+    let read: Value = read.json().await.expect("JSON");
+    assert_eq!(read["properties"]["diskSizeGB"], 2048);
+    assert!(
+        read["managedBy"]
+            .as_str()
+            .is_some_and(|owner| owner.eq_ignore_ascii_case(&train)),
+        "{read:#}"
     );
 }

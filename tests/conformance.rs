@@ -1119,6 +1119,72 @@ async fn a_typical_lifecycle_validates_end_to_end() {
     )
     .await;
 
+    // Updates by PATCH, each type's update model, validated both ways: the VM's data disks
+    // (long-running, like its PUT), a disk grow while detached, tags on everything else.
+    let detach = c
+        .call(
+            "PATCH",
+            &vm,
+            compute,
+            Some(&json!({"tags": {"stage": "detached"},
+                "properties": {"storageProfile": {"dataDisks": []}}})),
+        )
+        .await;
+    assert_eq!(detach.status, 200);
+    c.settle(&vm, compute).await;
+    let grown = c
+        .call(
+            "PATCH",
+            &disk,
+            disks,
+            Some(&json!({"properties": {"diskSizeGB": 1024}, "tags": {"grown": "yes"}})),
+        )
+        .await;
+    assert_eq!(grown.status, 200);
+    let grown = c.settle(&disk, disks).await;
+    assert_eq!(
+        grown
+            .body
+            .as_ref()
+            .map(|b| b["properties"]["diskSizeGB"].clone()),
+        Some(json!(1024))
+    );
+    let attach = c
+        .call(
+            "PATCH",
+            &vm,
+            compute,
+            Some(&json!({"properties": {"storageProfile": {"dataDisks": [
+                {"lun": 0, "createOption": "Attach", "managedDisk": {"id": disk}}]}}})),
+        )
+        .await;
+    assert_eq!(attach.status, 200);
+    let attached = c.settle(&vm, compute).await;
+    assert_eq!(
+        attached.body.as_ref().map(|b| {
+            b["properties"]["storageProfile"]["dataDisks"][0]["managedDisk"]["id"].clone()
+        }),
+        Some(json!(disk))
+    );
+    for (path, version) in [
+        (&nsg, net),
+        (&vnet, net),
+        (&pip, net),
+        (&nic, net),
+        (&ppg, compute),
+        (&fabric, compute),
+    ] {
+        let tagged = c
+            .call(
+                "PATCH",
+                path,
+                version,
+                Some(&json!({"tags": {"owner": "ds"}})),
+            )
+            .await;
+        assert_eq!(tagged.status, 200, "{path}");
+    }
+
     let account = p("Microsoft.Storage/storageAccounts/expdata0001");
     assert_eq!(
         c.call(
@@ -1142,6 +1208,18 @@ async fn a_typical_lifecycle_validates_end_to_end() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    let settings = c
+        .call(
+            "PATCH",
+            &account,
+            storage,
+            Some(
+                &json!({"tags": {"owner": "ds"}, "properties": {"accessTier": "Cool",
+                "minimumTlsVersion": "TLS1_2", "networkAcls": {"defaultAction": "Deny"}}}),
+            ),
+        )
+        .await;
+    assert_eq!(settings.status, 200);
     c.call("POST", &format!("{account}/listKeys"), storage, None)
         .await;
     c.call("POST", &format!("{account}/ListAccountSas"), storage, Some(&json!({"signedServices": "b", "signedResourceTypes": "sco",

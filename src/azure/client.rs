@@ -630,14 +630,36 @@ impl ArmClient {
         id: &ResourceId,
         body: &B,
     ) -> Result<T, ArmError> {
+        self.write(Method::Put, id, body).await
+    }
+
+    /// Updates an existing resource with an update model (`VirtualMachineUpdate`, `DiskUpdate`:
+    /// only what changes) and waits until ARM has finished, then reads it back. A PATCH that
+    /// ARM runs as a long-running operation (a VM's, a disk's) is polled exactly like a PUT.
+    /// Retried like a PUT: the body sets values, so sending it twice changes nothing more.
+    pub async fn patch<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        id: &ResourceId,
+        body: &B,
+    ) -> Result<T, ArmError> {
+        self.write(Method::Patch, id, body).await
+    }
+
+    /// A PUT or a PATCH, waited for.
+    async fn write<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        id: &ResourceId,
+        body: &B,
+    ) -> Result<T, ArmError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| ArmError::usage(format!("cannot serialise the body for {id}: {e}")))?;
         let url = self.url_for(id.as_str(), &[])?;
         let first = self
-            .execute(Method::Put, url, Some(&bytes), Idempotency::Idempotent)
+            .execute(method, url, Some(&bytes), Idempotency::Idempotent)
             .await?;
         let state = provisioning_state(&first.body);
-        match Self::disposition(Method::Put, &first, state.as_deref())? {
+        match Self::disposition(method, &first, state.as_deref())? {
             Disposition::Done => {
                 if state
                     .as_deref()
@@ -656,11 +678,11 @@ impl ArmClient {
                 first.json()
             }
             Disposition::Poll(target) => {
-                self.wait_for(Method::Put, id, target, &first).await?;
+                self.wait_for(method, id, target, &first).await?;
                 // The final GET: the operation status does not carry the resource.
                 self.get(id).await?.ok_or_else(|| {
                     ArmError::invalid_response(
-                        "the resource was not found after its create succeeded",
+                        "the resource was not found after its write succeeded",
                         first.info.clone(),
                     )
                 })

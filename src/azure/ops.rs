@@ -5,9 +5,11 @@ use super::client::{ArmClient, DeleteOutcome, Idempotency};
 use super::error::ArmError;
 use super::resource_id::ResourceId;
 use super::types::availability::AvailabilitySet;
-use super::types::compute::{VirtualMachine, VirtualMachineInstanceView, VmAction};
+use super::types::compute::{
+    VirtualMachine, VirtualMachineInstanceView, VirtualMachineUpdate, VmAction,
+};
 use super::types::devtestlab::Schedule;
-use super::types::disk::Disk;
+use super::types::disk::{Disk, DiskUpdate};
 use super::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, Subnet, VirtualNetwork,
 };
@@ -96,6 +98,16 @@ impl ArmClient {
         self.put(id, body).await
     }
 
+    /// PATCH a virtual machine (a long-running operation, polled): how dsinfra attaches and
+    /// detaches data disks and retags a VM without re-sending its whole model.
+    pub async fn patch_virtual_machine(
+        &self,
+        id: &ResourceId,
+        body: &VirtualMachineUpdate,
+    ) -> Result<VirtualMachine, ArmError> {
+        self.patch(id, body).await
+    }
+
     /// GET a VM's instance view.
     pub async fn get_instance_view(
         &self,
@@ -119,6 +131,11 @@ impl ArmClient {
     /// PUT a managed disk.
     pub async fn put_disk(&self, id: &ResourceId, body: &Disk) -> Result<Disk, ArmError> {
         self.put(id, body).await
+    }
+
+    /// PATCH a managed disk (grow, SKU, tags; long-running, polled).
+    pub async fn patch_disk(&self, id: &ResourceId, body: &DiskUpdate) -> Result<Disk, ArmError> {
+        self.patch(id, body).await
     }
 
     /// PUT a storage account (202 + Location, polled).

@@ -24,6 +24,7 @@ mod json;
 mod network;
 mod ops;
 mod paging;
+mod patch;
 mod path;
 mod providers;
 mod schedules;

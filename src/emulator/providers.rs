@@ -247,7 +247,7 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         })),
         "PUT" => put(cloud, ctx, &target),
         "DELETE" => delete(cloud, ctx, &target),
-        "PATCH" => patch(cloud, ctx, &target),
+        "PATCH" => super::patch::patch(cloud, ctx, &target),
         other => Err(ArmError::method_not_allowed(other)),
     }
 }
@@ -433,22 +433,6 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
             Ok(Reply::empty(202).headers(ops::accepted_headers(ctx, &op)))
         }
     }
-}
-
-/// PATCH updates tags (the common denominator of every type's update model), synchronously.
-fn patch(cloud: &mut Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
-    let body = ctx.body();
-    let Some(resource) = cloud.resources.get_mut(&target.key).filter(|r| !r.hidden) else {
-        return Err(target.not_found());
-    };
-    if let Some(tags) = body.get("tags") {
-        resource.body["tags"] = tags.clone();
-    }
-    if target.kind.has_etag() {
-        resource.body["etag"] = json!(network::new_etag());
-    }
-    let resource = resource.clone();
-    Ok(Reply::json(200, render(cloud, ctx, &resource)))
 }
 
 fn action(

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::advice::{ResourceError, describe};
-use super::bodies::request_for;
+use super::bodies::{Request, request_for, update_request};
 use super::events::{Event, EventSink, LroBridge, Operation};
 use super::limiter::Limiter;
 use super::walk::walk;
@@ -526,7 +526,8 @@ async fn apply(
         )
     })?;
     let request = request_for(resource, &shared.desired, &shared.subscription)
-        .map_err(|e| local_error(address, operation, e.to_string()))?;
+        .map_err(|e| local_error(address, operation, e.to_string()))?
+        .map(|request| to_send(change, resource, request));
     let id = resource.arm_id(&shared.subscription);
     // A new resource's intent may already be saved, with its VM's host key (see intents.rs).
     let early_key = match shared.early.take(address).await {
@@ -619,6 +620,15 @@ async fn apply(
             })
             .await
             .map_err(|e| save_error(address, operation, &e))
+    }
+}
+
+/// The request an apply node sends: the PUT `request_for` built, or, for an update that changes
+/// only what the type's update model carries, the PATCH of just that (decision 28).
+fn to_send(change: &Change, resource: &Resource, request: Request) -> Request {
+    match (&change.before, &change.action) {
+        (Some(before), Action::Update) => update_request(request, before, &resource.attrs),
+        _ => request,
     }
 }
 

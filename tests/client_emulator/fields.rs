@@ -350,3 +350,55 @@ fn every_field_the_client_can_send_is_declared_by_the_spec() {
         violations.join("\n  ")
     );
 }
+
+/// The update bodies (`VirtualMachineUpdate`, `DiskUpdate`) with every field set, held to the
+/// spec's PATCH operations.
+#[test]
+fn every_field_of_the_update_bodies_is_declared_by_the_spec() {
+    use dsinfra::azure::types::compute::{
+        StorageProfile, VirtualMachineUpdate, VirtualMachineUpdateProperties,
+    };
+    use dsinfra::azure::types::disk::{DiskSku, DiskUpdate, DiskUpdateProperties};
+
+    let Some(specs) = specs() else { return };
+    let rg = "rg-max";
+    let disk = ResourceId::disk(SUB, rg, "data");
+    let vm = ResourceId::virtual_machine(SUB, rg, "vm");
+    let patch_violations = |id: &ResourceId, body: serde_json::Value| -> Vec<String> {
+        let version = dsinfra::azure::api_version::api_version_for_path(id.as_str())
+            .expect("the client knows an api-version for every path it builds");
+        let op = specs
+            .operation("PATCH", id.as_str(), Some(version))
+            .unwrap_or_else(|| panic!("no PATCH in the specs for {id} at {version}"));
+        significant(&op.validate_request(Some(&body)), true)
+            .iter()
+            .map(|v| format!("{id}: {v}"))
+            .collect()
+    };
+    let vm_update = VirtualMachineUpdate {
+        tags: tags(),
+        properties: Some(VirtualMachineUpdateProperties {
+            storage_profile: Some(StorageProfile {
+                data_disks: Some(vec![DataDisk::attach(0, disk.as_str())]),
+                ..StorageProfile::default()
+            }),
+        }),
+    };
+    let disk_update = DiskUpdate {
+        tags: tags(),
+        sku: Some(DiskSku {
+            name: Some(DiskStorageAccountType::PremiumLrs),
+            tier: None,
+        }),
+        properties: Some(DiskUpdateProperties {
+            disk_size_gb: Some(1024),
+        }),
+    };
+    let mut violations =
+        patch_violations(&vm, serde_json::to_value(&vm_update).expect("serialises"));
+    violations.extend(patch_violations(
+        &disk,
+        serde_json::to_value(&disk_update).expect("serialises"),
+    ));
+    assert!(violations.is_empty(), "{violations:#?}");
+}

@@ -1,8 +1,11 @@
 //! One whole lifecycle through the typed operations, every exchange held to the specs.
 
-use dsinfra::azure::types::compute::{DiskStorageAccountType, PowerState, VmAction};
+use dsinfra::azure::types::compute::{
+    DataDisk, DiskStorageAccountType, PowerState, StorageProfile, VirtualMachineUpdate,
+    VirtualMachineUpdateProperties, VmAction,
+};
 use dsinfra::azure::types::devtestlab::Schedule;
-use dsinfra::azure::types::disk::Disk;
+use dsinfra::azure::types::disk::{Disk, DiskUpdate, DiskUpdateProperties};
 use dsinfra::azure::types::network::{
     NetworkSecurityGroup, NetworkSecurityGroupProperties, PublicIpAddress, SecurityRule, Subnet,
     SubnetProperties,
@@ -282,6 +285,58 @@ async fn a_full_lifecycle_through_the_typed_operations_conforms_to_the_specs() {
             .is_some_and(|owner| owner.eq_ignore_ascii_case(vm.as_str())),
         "the VM owns the disk again"
     );
+
+    // The same detach and attach by PATCH, as the engine sends them (only the data disks), and
+    // a disk grow: each PATCH goes out once and its operation is polled like a PUT's.
+    let data_disks = |disks: Vec<DataDisk>| VirtualMachineUpdate {
+        tags: None,
+        properties: Some(VirtualMachineUpdateProperties {
+            storage_profile: Some(StorageProfile {
+                data_disks: Some(disks),
+                ..StorageProfile::default()
+            }),
+        }),
+    };
+    let detached = client
+        .patch_virtual_machine(&vm, &data_disks(Vec::new()))
+        .await
+        .expect("disk detached by PATCH");
+    let props = detached.properties.expect("vm properties");
+    assert_eq!(props.provisioning_state.as_deref(), Some("Succeeded"));
+    assert_eq!(
+        props
+            .storage_profile
+            .and_then(|s| s.data_disks)
+            .map(|d| d.len()),
+        Some(0)
+    );
+    assert_eq!(env.statuses("PATCH", &vm), [200], "sent once, then polled");
+    let grown = client
+        .patch_disk(
+            &disk,
+            &DiskUpdate {
+                properties: Some(DiskUpdateProperties {
+                    disk_size_gb: Some(512),
+                }),
+                ..DiskUpdate::default()
+            },
+        )
+        .await
+        .expect("disk grown by PATCH");
+    assert_eq!(grown.properties.and_then(|p| p.disk_size_gb), Some(512));
+    let reattached = client
+        .patch_virtual_machine(&vm, &data_disks(vec![DataDisk::attach(0, disk.as_str())]))
+        .await
+        .expect("disk attached by PATCH");
+    assert_eq!(
+        reattached
+            .properties
+            .and_then(|p| p.storage_profile)
+            .and_then(|s| s.data_disks)
+            .map(|d| d.len()),
+        Some(1)
+    );
+    assert_eq!(env.statuses("PATCH", &vm), [200, 200]);
 
     // Usages count the running VM's cores against its family; the SKU list offers its size.
     let usages = client.compute_usages(SUB, LOCATION).await.expect("usages");

@@ -113,21 +113,37 @@ disk "blank" {{
     )
 }
 
-/// What is mounted at `target` each time the emulator receives a PUT of VM `vm`, as the
-/// request arrives.
-fn watch_updates(w: &World, vm: &str, target: &Path) -> Arc<Mutex<Vec<Option<String>>>> {
-    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+/// The updates of a VM as they reached the emulator: the method, and the device mounted at the
+/// watched target at that moment.
+type Updates = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+/// Each update of VM `vm` the emulator receives (a PUT or a PATCH): its method, and what is
+/// mounted at `target` as the request arrives.
+fn watch_updates(w: &World, vm: &str, target: &Path) -> Updates {
+    let seen: Updates = Arc::default();
     let record = Arc::clone(&seen);
     let (suffix, target) = (format!("/virtualMachines/{vm}"), target.to_owned());
     *w.on_request.lock().expect("not poisoned") = Some(Arc::new(move |request: &RequestInfo| {
-        if request.method == "PUT" && request.path.ends_with(&suffix) {
+        if matches!(request.method.as_str(), "PUT" | "PATCH") && request.path.ends_with(&suffix) {
             record
                 .lock()
                 .expect("not poisoned")
-                .push(mounted_at(&target));
+                .push((request.method.clone(), mounted_at(&target)));
         }
     }));
     seen
+}
+
+/// The method and path of every VM write (PUT or PATCH) the emulator received from the
+/// `from`th request on.
+fn vm_writes(w: &World, from: usize) -> Vec<(String, String)> {
+    w.requests.lock().expect("not poisoned")[from..]
+        .iter()
+        .filter(|(_, method, path)| {
+            matches!(method.as_str(), "PUT" | "PATCH") && path.contains("/virtualMachines/")
+        })
+        .map(|(_, method, path)| (method.clone(), path.clone()))
+        .collect()
 }
 
 /// Puts a file system with a file on `data` (returning its UUID) and leaves `blank` blank, then
@@ -211,16 +227,20 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
 
     // Move the data disk to vm.train: at the moment prep's update (the detach) reaches the
     // emulator, nothing is mounted from the disk any more.
+    // Both VM updates are PATCHes of their data disks only (decision 28): a detach from prep,
+    // then an attach to train, never a PUT re-sending either VM's whole model.
     let at_detach = watch_updates(&w, "stepsdemo-prep", &data_mnt);
+    let requests_before = w.requests.lock().expect("not poisoned").len();
     w.write_hcl("stepsdemo", &manifest(&w, "train"));
     let moved = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
     assert_eq!(
         *at_detach.lock().expect("not poisoned"),
-        [None],
-        "prep's update reached Azure once, with the disk unmounted:\n{moved}"
+        [("PATCH".to_owned(), None)],
+        "prep's update reached Azure once, as a PATCH, with the disk unmounted:\n{moved}"
     );
+    assert_moved_by_patches(&w, requests_before);
     assert!(
         moved.contains("disk.data is unmounted on vm.prep (lun 0) before Azure detaches it"),
         "the plan names the unmount:\n{moved}"
@@ -264,6 +284,20 @@ async fn data_disks_are_formatted_only_when_blank_and_unmounted_before_they_move
     drop(disks);
 }
 
+/// The VM writes since the `from`th request are two PATCHes: prep's detach, then train's attach.
+fn assert_moved_by_patches(w: &World, from: usize) {
+    let writes = vm_writes(w, from);
+    assert_eq!(
+        writes.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>(),
+        ["PATCH", "PATCH"],
+        "{writes:?}"
+    );
+    assert!(
+        writes[0].1.ends_with("/stepsdemo-prep") && writes[1].1.ends_with("/stepsdemo-train"),
+        "the detach comes first: {writes:?}"
+    );
+}
+
 /// Moving the disk back while a process works in it: the release fails, and the apply stops
 /// before any VM is changed; the disk stays mounted where it was.
 async fn busy_disk_stops_the_move(w: &World, env: &[(&str, &Path)], data_mnt: &Path, data: &str) {
@@ -287,11 +321,7 @@ async fn busy_disk_stops_the_move(w: &World, env: &[(&str, &Path)], data_mnt: &P
             && refused.contains("nothing was changed in Azure"),
         "{refused}"
     );
-    let vm_puts: Vec<String> = w.requests.lock().expect("not poisoned")[puts_before..]
-        .iter()
-        .filter(|(_, method, path)| method == "PUT" && path.contains("/virtualMachines/"))
-        .map(|(_, _, path)| path.clone())
-        .collect();
-    assert!(vm_puts.is_empty(), "{vm_puts:?}\n{refused}");
+    let vm_writes = vm_writes(w, puts_before);
+    assert!(vm_writes.is_empty(), "{vm_writes:?}\n{refused}");
     assert_eq!(mounted_at(data_mnt).as_deref(), Some(data));
 }

@@ -101,6 +101,29 @@ pub struct HardwareProfile {
     pub vm_size: String,
 }
 
+/// `VirtualMachineUpdate`: the body of a VM PATCH. Only what is set is sent, and ARM changes
+/// only that (objects merge, arrays such as `dataDisks` replace), so an update that attaches or
+/// detaches disks or retags never re-sends the OS profile (see decision 28).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineUpdate {
+    /// The VM's tags, all of them: a PATCH replaces the tag set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+    /// The properties to change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<VirtualMachineUpdateProperties>,
+}
+
+/// The properties of a [`VirtualMachineUpdate`] dsinfra changes by PATCH.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineUpdateProperties {
+    /// The storage profile; dsinfra sends only `dataDisks`, the whole new list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_profile: Option<StorageProfile>,
+}
+
 /// `StorageProfile`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -38,6 +38,34 @@ pub struct Disk {
     pub properties: Option<DiskProperties>,
 }
 
+/// `DiskUpdate`: the body of a disk PATCH (a resize, a SKU change, new tags). Only what is set
+/// is sent; ARM refuses a smaller `diskSizeGB`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiskUpdate {
+    /// The disk's tags, all of them: a PATCH replaces the tag set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+    /// A new storage type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sku: Option<DiskSku>,
+    /// The properties to change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<DiskUpdateProperties>,
+}
+
+/// The properties of a [`DiskUpdate`] dsinfra changes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DiskUpdateProperties {
+    /// The new size in GiB (only ever larger).
+    #[serde(
+        default,
+        rename = "diskSizeGB",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub disk_size_gb: Option<i32>,
+}
+
 /// `DiskSku`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct DiskSku {

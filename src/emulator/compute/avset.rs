@@ -109,8 +109,9 @@ fn check_domain(
     }
 }
 
-/// ARM's refusal to change a property that is fixed at creation.
-fn changed(property: &str) -> ArmError {
+/// ARM's refusal to change a property that is fixed at creation (or, for a VM, fixed while it
+/// is allocated).
+pub(super) fn changed(property: &str) -> ArmError {
     ArmError::new(
         409,
         "PropertyChangeNotAllowed",

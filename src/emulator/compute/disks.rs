@@ -245,6 +245,8 @@ pub(super) fn build_storage_profile(
     profile["osDisk"] = os;
     let mut disks: Vec<Resource> = os_resource.into_iter().collect();
     let mut data = Vec::new();
+    // Two disks on one LUN: ARM refuses the whole request.
+    let mut luns = std::collections::BTreeSet::new();
     let requested = request.get("dataDisks").and_then(Value::as_array);
     for (i, disk) in requested.into_iter().flatten().enumerate() {
         // `toBeDetached: true` is how ARM clients detach a data disk: it leaves the profile,
@@ -253,6 +255,15 @@ pub(super) fn build_storage_profile(
             continue;
         }
         let (out, resource) = data_disk(cloud, site, i, disk, previous)?;
+        let lun = out.get("lun").and_then(Value::as_i64).unwrap_or_default();
+        if !luns.insert(lun) {
+            return Err(ArmError::new(
+                400,
+                "InvalidParameter",
+                format!("A disk at LUN {lun} already exists."),
+            )
+            .with_target("dataDisks"));
+        }
         disks.extend(resource);
         data.push(out);
     }
@@ -417,4 +428,75 @@ pub(crate) fn put_disk(
             .filter(|(n, _)| n == "Location"),
     );
     Ok(Reply::json(status, render(cloud, ctx, &disk)).headers(headers))
+}
+
+/// Azure's limit for growing a data disk while its VM runs: a disk of at most 4 TiB cannot grow
+/// past it without the VM deallocated.
+const ONLINE_GROW_LIMIT_GB: i64 = 4096;
+
+/// The rules of a disk update (a PATCH's `DiskUpdate`), checked against the stored disk: the
+/// size only grows; while the disk is attached to an allocated VM, an OS disk keeps its size, a
+/// data disk grows only within the online-expansion limit, and the SKU stays.
+pub(crate) fn check_disk_update(
+    cloud: &Cloud,
+    disk: &Resource,
+    update: &Value,
+) -> Result<(), ArmError> {
+    let current = disk
+        .body
+        .at("/properties/diskSizeGB")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let asked = update.at("/properties/diskSizeGB").and_then(Value::as_i64);
+    if let Some(asked) = asked
+        && asked < current
+    {
+        return Err(ArmError::new(
+            400,
+            "BadRequest",
+            format!(
+                "The disk/snapshot resource with id {} cannot be resized down from {current} GB to \
+                 {asked} GB. Reducing disk/snapshot size is not supported in Azure to prevent data \
+                 loss. If you do need to reduce the size of the disk, please create new \
+                 snapshot/disks with the appropriate size. More information is available at \
+                 https://aka.ms/AzureDisksFAQ",
+                disk.id
+            ),
+        ));
+    }
+    let owner = disk
+        .body
+        .get("managedBy")
+        .and_then(Value::as_str)
+        .and_then(|vm| cloud.resources.get(&key(vm)));
+    let Some(vm) = owner.filter(|vm| super::quota::holds_cores(vm)) else {
+        return Ok(());
+    };
+    let grows = asked.is_some_and(|a| a > current);
+    let is_os_disk = vm
+        .body
+        .at("/properties/storageProfile/osDisk/managedDisk/id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| key(id) == key(&disk.id));
+    let crosses_limit =
+        asked.is_some_and(|a| current <= ONLINE_GROW_LIMIT_GB && a > ONLINE_GROW_LIMIT_GB);
+    let sku_changes = update
+        .at("/sku/name")
+        .and_then(Value::as_str)
+        .is_some_and(|s| Some(s) != disk.body.at("/sku/name").and_then(Value::as_str));
+    if (grows && (is_os_disk || crosses_limit)) || sku_changes {
+        let what = if sku_changes { "sku" } else { "size" };
+        return Err(ArmError::new(
+            409,
+            "OperationNotAllowed",
+            format!(
+                "Changes to the disk {what} of '{}' can be made only when the disk is unattached \
+                 or the managing virtual machine(s) are deallocated. The disk is attached to VM \
+                 '{}'.",
+                disk.name(),
+                vm.id
+            ),
+        ));
+    }
+    Ok(())
 }

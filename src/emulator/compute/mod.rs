@@ -18,7 +18,7 @@ mod security;
 mod vm;
 
 pub(crate) use avset::{put_avset, vm_fabric};
-pub(crate) use disks::{put_disk, release_disks};
+pub(crate) use disks::{check_disk_update, put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
 pub(crate) use quota::{skus, usages};
@@ -57,6 +57,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
             if expand {
                 body["properties"]["instanceView"] = instance_view(resource, &now);
             }
+            disk_sizes_now(cloud, &mut body["properties"]["storageProfile"]);
         }
         Kind::Disk => {
             let attached = body.get("managedBy").is_some();
@@ -92,6 +93,34 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
         _ => {}
     }
     body
+}
+
+/// A VM's disks as ARM shows them: each managed disk's `diskSizeGB` is the disk's own, so a
+/// disk grown by its PATCH shows its new size in the VM too.
+fn disk_sizes_now(cloud: &Cloud, profile: &mut Value) {
+    let Some(profile) = profile.as_object_mut() else {
+        return;
+    };
+    let disks = profile
+        .iter_mut()
+        .flat_map(|(name, value)| match name.as_str() {
+            "osDisk" => vec![value],
+            "dataDisks" => value
+                .as_array_mut()
+                .map(|d| d.iter_mut().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        });
+    for disk in disks {
+        let size = disk
+            .at("/managedDisk/id")
+            .and_then(Value::as_str)
+            .and_then(|id| cloud.resources.get(&key(id)))
+            .and_then(|d| d.body.at("/properties/diskSizeGB").cloned());
+        if let Some(size) = size {
+            disk["diskSizeGB"] = size;
+        }
+    }
 }
 
 pub(crate) fn put_ppg(

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::avset::changed;
 use super::disks::{DiskSite, build_storage_profile, detach, disk_ids};
 use super::quota::{check_quota, check_sku, holds_cores, vm_size};
 use super::{merge, render};
@@ -31,7 +32,8 @@ fn check_vm_request(
             409,
             "OperationNotAllowed",
             format!(
-                "Operation 'PUT' is not allowed on VM '{}' since the VM is marked for deletion.",
+                "Operation '{}' is not allowed on VM '{}' since the VM is marked for deletion.",
+                ctx.method,
                 vm.name()
             ),
         ));
@@ -92,6 +94,71 @@ fn check_vm_request(
         require_reference(cloud, ppg, id)?;
     }
     super::avset::check_vm_set(cloud, body, id, existing)?;
+    if let Some(vm) = existing {
+        check_update(ctx, body, vm, size)?;
+    }
+    Ok(())
+}
+
+/// The rules of an update (a PUT of an existing VM, or a PATCH merged over it): what ARM lets
+/// change only while the VM is deallocated, and what it never lets change.
+fn check_update(ctx: &Ctx<'_>, body: &Value, vm: &Resource, size: &str) -> Result<(), ArmError> {
+    let allocated = holds_cores(vm);
+    // A running VM can only move to a size its hardware cluster offers; the emulator's cluster
+    // is the size's quota family. Deallocated, any size is accepted (re-allocation picks a new
+    // cluster), as on Azure.
+    if allocated
+        && let Some(current) = vm_size(vm)
+        && !current.eq_ignore_ascii_case(size)
+    {
+        let family_of = |name: &str| ctx.config.vm_size(name).map(|s| s.family.clone());
+        let family = family_of(current);
+        if family.is_none() || family != family_of(size) {
+            let available: Vec<&str> = ctx
+                .config
+                .vm_sizes
+                .iter()
+                .filter(|s| Some(&s.family) == family.as_ref())
+                .map(|s| s.name.as_str())
+                .collect();
+            return Err(ArmError::new(
+                409,
+                "OperationNotAllowed",
+                format!(
+                    "Unable to resize the VM '{}' because the requested size {size} is not \
+                     available in the current hardware cluster. The available sizes in this \
+                     cluster are: {}. Read more on VM resizing strategy at \
+                     https://aka.ms/azure-resizevm.",
+                    vm.name(),
+                    available.join(",")
+                ),
+            ));
+        }
+    }
+    // Moving a VM into or out of a placement group needs it deallocated (the group pins where
+    // it is allocated).
+    let ppg_of = |v: &Value| {
+        v.at("/properties/proximityPlacementGroup/id")
+            .and_then(Value::as_str)
+            .map(key)
+    };
+    if allocated
+        && body.at("/properties/proximityPlacementGroup").is_some()
+        && ppg_of(body) != ppg_of(&vm.body)
+    {
+        return Err(changed("proximityPlacementGroup.id"));
+    }
+    // The OS disk is the VM's own: its name is fixed at creation.
+    let os_name = |v: &Value| {
+        v.at("/properties/storageProfile/osDisk/name")
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase)
+    };
+    if let Some(asked) = os_name(body)
+        && os_name(&vm.body).is_some_and(|before| before != asked)
+    {
+        return Err(changed("osDisk.name"));
+    }
     Ok(())
 }
 

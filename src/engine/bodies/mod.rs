@@ -19,9 +19,9 @@ use serde_json::Value;
 use crate::addr::Address;
 use crate::azure::types::Tags;
 use crate::azure::types::availability::AvailabilitySet;
-use crate::azure::types::compute::VirtualMachine;
+use crate::azure::types::compute::{VirtualMachine, VirtualMachineUpdate};
 use crate::azure::types::devtestlab::Schedule;
-use crate::azure::types::disk::Disk;
+use crate::azure::types::disk::{Disk, DiskUpdate};
 use crate::azure::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, VirtualNetwork,
 };
@@ -36,6 +36,9 @@ mod network;
 mod storage;
 #[cfg(test)]
 mod tests;
+mod update;
+
+pub use update::update_request;
 
 /// Why a resource's attributes could not become a request body. These are bugs in the
 /// manifest layer or a hand-edited state, not user errors, so the messages name the attribute.
@@ -71,7 +74,7 @@ pub enum BodyError {
     },
 }
 
-/// The typed body of one PUT.
+/// The typed body of one PUT, or of one PATCH for the updates `update` sends that way.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     /// A resource group.
@@ -90,8 +93,12 @@ pub enum Body {
     AvailabilitySet(AvailabilitySet),
     /// A virtual machine.
     VirtualMachine(Box<VirtualMachine>),
+    /// A VM PATCH: only its data disks and/or tags (see `update`).
+    VirtualMachineUpdate(VirtualMachineUpdate),
     /// A managed disk.
     ManagedDisk(Disk),
+    /// A managed-disk PATCH: only its size, SKU and/or tags (see `update`).
+    DiskUpdate(DiskUpdate),
     /// A storage account.
     StorageAccount(StorageAccountCreate),
     /// A blob container.
@@ -102,7 +109,7 @@ pub enum Body {
     AutoShutdownSchedule(Schedule),
 }
 
-/// One PUT: where, and what.
+/// One PUT or PATCH: where, and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     /// The resource's ARM id.
@@ -128,6 +135,8 @@ impl Request {
             Body::AvailabilitySet(b) => serde_json::to_value(b),
             Body::VirtualMachine(b) => serde_json::to_value(b),
             Body::ManagedDisk(b) => serde_json::to_value(b),
+            Body::VirtualMachineUpdate(b) => serde_json::to_value(b),
+            Body::DiskUpdate(b) => serde_json::to_value(b),
             Body::StorageAccount(b) => serde_json::to_value(b),
             Body::BlobContainer(b) => serde_json::to_value(b),
             Body::FileShare(b) => serde_json::to_value(b),
@@ -153,7 +162,15 @@ impl Request {
         self
     }
 
-    /// Send the PUT and wait until ARM has finished it (the client polls long-running
+    /// The HTTP method the request goes with.
+    pub fn method(&self) -> &'static str {
+        match self.body {
+            Body::VirtualMachineUpdate(_) | Body::DiskUpdate(_) => "PATCH",
+            _ => "PUT",
+        }
+    }
+
+    /// Send the PUT (or PATCH) and wait until ARM has finished it (the client polls long-running
     /// operations). The response body is not needed: the state records what was asked for.
     pub async fn send(&self, client: &ArmClient) -> Result<(), ArmError> {
         let id = &self.id;
@@ -171,6 +188,8 @@ impl Request {
             Body::AvailabilitySet(b) => client.put_availability_set(id, b).await.map(drop),
             Body::VirtualMachine(b) => client.put_virtual_machine(id, b).await.map(drop),
             Body::ManagedDisk(b) => client.put_disk(id, b).await.map(drop),
+            Body::VirtualMachineUpdate(b) => client.patch_virtual_machine(id, b).await.map(drop),
+            Body::DiskUpdate(b) => client.patch_disk(id, b).await.map(drop),
             Body::StorageAccount(b) => client.put_storage_account(id, b).await.map(drop),
             Body::BlobContainer(b) => client.put_blob_container(id, b).await.map(drop),
             Body::FileShare(b) => client.put_file_share(id, b).await.map(drop),
