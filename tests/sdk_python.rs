@@ -27,7 +27,7 @@ const LATENCY_SCALE: f64 = 0.01;
 /// The lifecycle takes about 15 s. A client that waits real ARM durations (a `Retry-After` that
 /// leaks them, issue 14 item 4) takes minutes; this bound catches that with room for a loaded
 /// CI machine.
-const TIME_LIMIT: Duration = Duration::from_secs(60);
+const TIME_LIMIT: Duration = Duration::from_mins(1);
 
 fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -39,9 +39,8 @@ fn python() -> Option<PathBuf> {
     let path = std::env::var_os("DSINFRA_PYTHON_SDK")
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                PathBuf::from(home).join(".cache/dsinfra/tools/python-sdk/bin/python")
-            })
+            std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".cache/dsinfra/tools/python-sdk/bin/python"))
         })?;
     if path.is_file() {
         return Some(path);
@@ -59,7 +58,10 @@ fn specs() -> Option<Arc<Specs>> {
     match Specs::load_default() {
         Ok(specs) => Some(Arc::new(specs)),
         Err(missing) => {
-            assert!(!under_ci(), "conformance specs are required under CI: {missing}");
+            assert!(
+                !under_ci(),
+                "conformance specs are required under CI: {missing}"
+            );
             eprintln!("SKIPPING the Azure SDK for Python lifecycle: {missing}");
             None
         }
