@@ -162,7 +162,11 @@ class Lifecycle:
         for name in (GROUP, OTHER_GROUP, EMPTY_GROUP):
             rg = self.resources.resource_groups.create_or_update(name, {"location": LOCATION})
             expect(f"group {name} provisioningState", "Succeeded", rg.properties.provisioning_state)
-        expect("check_existence of the group", True, self.resources.resource_groups.check_existence(GROUP))
+        expect(
+            "check_existence of the group",
+            True,
+            self.resources.resource_groups.check_existence(GROUP),
+        )
         expect("group location", LOCATION, self.resources.resource_groups.get(GROUP).location)
 
     def network_resources(self):
@@ -188,7 +192,10 @@ class Lifecycle:
         # Started together: each poller polls in its own thread, as a user's script would.
         pollers = {
             "nsg": net.network_security_groups.begin_create_or_update(
-                GROUP, "nsg", {"location": LOCATION, "properties": {"securityRules": [rule]}}, **NETWORK
+                GROUP,
+                "nsg",
+                {"location": LOCATION, "properties": {"securityRules": [rule]}},
+                **NETWORK,
             ),
             "vnet": net.virtual_networks.begin_create_or_update(
                 GROUP,
@@ -197,12 +204,16 @@ class Lifecycle:
                     "location": LOCATION,
                     "properties": {
                         "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
-                        "subnets": [{"name": "default", "properties": {"addressPrefix": "10.0.0.0/24"}}],
+                        "subnets": [
+                            {"name": "default", "properties": {"addressPrefix": "10.0.0.0/24"}}
+                        ],
                     },
                 },
                 **NETWORK,
             ),
-            "pip": net.public_ip_addresses.begin_create_or_update(GROUP, "pip", static_ip, **NETWORK),
+            "pip": net.public_ip_addresses.begin_create_or_update(
+                GROUP, "pip", static_ip, **NETWORK
+            ),
             # One resource in another group, so the subscription-wide list spans groups.
             "pip-other": net.public_ip_addresses.begin_create_or_update(
                 OTHER_GROUP, "pip-other", static_ip, **NETWORK
@@ -213,7 +224,11 @@ class Lifecycle:
             expect(f"{name} provisioningState", "Succeeded", resource.provisioning_state)
         expect("NSG rules", ["ssh"], [r.name for r in made["nsg"].security_rules])
         pip = made["pip"]
-        expect_true("a Standard static public IP has its address at creation", pip.ip_address, pip.ip_address)
+        expect_true(
+            "a Standard static public IP has its address at creation",
+            pip.ip_address,
+            pip.ip_address,
+        )
         subnet = net.subnets.get(GROUP, "vnet", "default", **NETWORK)
         expect("subnet addressPrefix", "10.0.0.0/24", subnet.address_prefix)
         self.ids.update(subnet=subnet.id, nsg=made["nsg"].id, pip=pip.id)
@@ -222,7 +237,11 @@ class Lifecycle:
             nic = poller.result()
             expect(f"NIC {nic.name} provisioningState", "Succeeded", nic.provisioning_state)
             address = nic.ip_configurations[0].private_ip_address or ""
-            expect_true(f"NIC {nic.name} has a private address from the subnet", address.startswith("10.0.0."), address)
+            expect_true(
+                f"NIC {nic.name} has a private address from the subnet",
+                address.startswith("10.0.0."),
+                address,
+            )
             self.ids[nic.name] = nic.id
 
     def begin_nic(self, name, public_ip=False):
@@ -295,7 +314,11 @@ class Lifecycle:
             expect(f"{vm.name} create poller status", "Succeeded", poller.status())
             expect(f"{vm.name} provisioningState", "Succeeded", vm.provisioning_state)
             expect_true(f"{vm.name} has a vmId", vm.vm_id, vm.vm_id)
-            expect(f"{vm.name} state after create", "PowerState/running", power_state(self.compute, GROUP, vm.name))
+            expect(
+                f"{vm.name} state after create",
+                "PowerState/running",
+                power_state(self.compute, GROUP, vm.name),
+            )
             self.ids[vm.name] = vm.id
 
     def disk_create(self):
@@ -316,15 +339,27 @@ class Lifecycle:
 
     def disk_resize(self):
         disks = self.compute.disks
-        grown = disks.begin_update(GROUP, DATA_DISK, {"properties": {"diskSizeGB": 64}}, **DISKS).result()
+        grown = disks.begin_update(
+            GROUP, DATA_DISK, {"properties": {"diskSizeGB": 64}}, **DISKS
+        ).result()
         expect("disk PATCH diskSizeGB 32 -> 64 answer", 64, grown.disk_size_gb)
-        expect("disk GET after the PATCH, diskSizeGB", 64, disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb)
+        expect(
+            "disk GET after the PATCH, diskSizeGB",
+            64,
+            disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb,
+        )
         expect_error(
             "disk PATCH shrinking 64 -> 16",
-            lambda: disks.begin_update(GROUP, DATA_DISK, {"properties": {"diskSizeGB": 16}}, **DISKS).result(),
+            lambda: disks.begin_update(
+                GROUP, DATA_DISK, {"properties": {"diskSizeGB": 16}}, **DISKS
+            ).result(),
             (400, 409),
         )
-        expect("disk GET after the refused shrink, diskSizeGB", 64, disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb)
+        expect(
+            "disk GET after the refused shrink, diskSizeGB",
+            64,
+            disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb,
+        )
 
     def vm_attach_disk(self):
         seen = []
@@ -332,7 +367,11 @@ class Lifecycle:
             "properties": {
                 "storageProfile": {
                     "dataDisks": [
-                        {"lun": 0, "createOption": "Attach", "managedDisk": {"id": self.ids[DATA_DISK]}}
+                        {
+                            "lun": 0,
+                            "createOption": "Attach",
+                            "managedDisk": {"id": self.ids[DATA_DISK]},
+                        }
                     ]
                 }
             }
@@ -349,12 +388,16 @@ class Lifecycle:
         attached = [(d.lun, d.managed_disk.id) for d in vm.storage_profile.data_disks or []]
         expect_true(
             f"VM GET after the PATCH shows {DATA_DISK} at lun 0",
-            len(attached) == 1 and attached[0][0] == 0 and same_id(attached[0][1], self.ids[DATA_DISK]),
+            len(attached) == 1
+            and attached[0][0] == 0
+            and same_id(attached[0][1], self.ids[DATA_DISK]),
             attached,
         )
         disk = self.compute.disks.get(GROUP, DATA_DISK, **DISKS)
         expect("disk state after the attach", "Attached", disk.disk_state)
-        expect_true("disk managedBy is the VM", same_id(disk.managed_by, self.ids[VMS[0]]), disk.managed_by)
+        expect_true(
+            "disk managedBy is the VM", same_id(disk.managed_by, self.ids[VMS[0]]), disk.managed_by
+        )
         first = seen[0] if seen else None
         expect_true(
             "VM PATCH is a long-running operation (Azure-AsyncOperation on its first answer)",
@@ -373,13 +416,19 @@ class Lifecycle:
         ]:
             # VMS[1]: VMS[0] is being patched meanwhile, and ARM refuses a second operation on a VM.
             action(GROUP, VMS[1], **COMPUTE).result()
-            expect(f"instance view after {action.__name__}", state, power_state(self.compute, GROUP, VMS[1]))
+            expect(
+                f"instance view after {action.__name__}",
+                state,
+                power_state(self.compute, GROUP, VMS[1]),
+            )
 
     # --- storage ------------------------------------------------------------------------------
 
     def storage_account(self):
         accounts = self.storage.storage_accounts
-        available = accounts.check_name_availability({"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"})
+        available = accounts.check_name_availability(
+            {"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"}
+        )
         expect("checkNameAvailability of a free name", True, available.name_available)
         account = accounts.begin_create(
             GROUP,
@@ -390,7 +439,9 @@ class Lifecycle:
         expect("storage account kind", "StorageV2", account.kind)
         keys = accounts.list_keys(GROUP, ACCOUNT).keys_property
         expect("listKeys key names", ["key1", "key2"], [k.key_name for k in keys])
-        expect("listKeys permissions", ["FULL", "FULL"], [(k.permissions or "").upper() for k in keys])
+        expect(
+            "listKeys permissions", ["FULL", "FULL"], [(k.permissions or "").upper() for k in keys]
+        )
 
     def storage_regenerate_key(self):
         accounts = self.storage.storage_accounts
@@ -398,7 +449,11 @@ class Lifecycle:
         regenerated = accounts.regenerate_key(GROUP, ACCOUNT, {"keyName": "key1"}).keys_property
         after = {k.key_name: k.value for k in regenerated}
         before = {k.key_name: k.value for k in keys}
-        expect_true("regenerateKey key1 changes key1", after.get("key1") not in (None, before["key1"]), after.get("key1"))
+        expect_true(
+            "regenerateKey key1 changes key1",
+            after.get("key1") not in (None, before["key1"]),
+            after.get("key1"),
+        )
         expect("regenerateKey key1 keeps key2", before["key2"], after.get("key2"))
         relisted = {k.key_name: k.value for k in accounts.list_keys(GROUP, ACCOUNT).keys_property}
         expect("listKeys after regenerateKey", after, relisted)
@@ -438,7 +493,9 @@ class Lifecycle:
             size,
         )
         types = {item.name: item.type for item in items}
-        expect("generic list type of the VM", "Microsoft.Compute/virtualMachines", types.get(VMS[0]))
+        expect(
+            "generic list type of the VM", "Microsoft.Compute/virtualMachines", types.get(VMS[0])
+        )
         expect_paged(
             "resources.list_by_resource_group(group, $filter resourceType)",
             self.resources.resources.list_by_resource_group(
@@ -472,7 +529,11 @@ class Lifecycle:
         expect("provider namespace", "Microsoft.Compute", provider.namespace)
         expect("provider registrationState", "Registered", provider.registration_state)
         types = {t.resource_type: t for t in provider.resource_types or []}
-        expect_true("provider resourceTypes include virtualMachines", "virtualMachines" in types, sorted(types))
+        expect_true(
+            "provider resourceTypes include virtualMachines",
+            "virtualMachines" in types,
+            sorted(types),
+        )
         vm_type = types["virtualMachines"]
         expect_true(
             "virtualMachines api-versions include 2024-11-01",
@@ -483,7 +544,12 @@ class Lifecycle:
 
     def errors(self):
         vms = self.compute.virtual_machines
-        expect_error("GET a missing VM", lambda: vms.get(GROUP, "missing-vm", **COMPUTE), (404,), "ResourceNotFound")
+        expect_error(
+            "GET a missing VM",
+            lambda: vms.get(GROUP, "missing-vm", **COMPUTE),
+            (404,),
+            "ResourceNotFound",
+        )
         expect_error(
             "GET a VM in a missing group",
             lambda: vms.get("missing-rg", "vm", **COMPUTE),
@@ -501,18 +567,35 @@ class Lifecycle:
         expect_error(
             "create a storage account with an invalid name",
             lambda: accounts.begin_create(
-                GROUP, bad, {"location": LOCATION, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"}
+                GROUP,
+                bad,
+                {"location": LOCATION, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"},
             ).result(),
             (400,),
             "AccountNameInvalid",
         )
-        answer = accounts.check_name_availability({"name": bad, "type": "Microsoft.Storage/storageAccounts"})
-        expect("checkNameAvailability of an invalid name", (False, "AccountNameInvalid"), (answer.name_available, answer.reason))
-        taken = accounts.check_name_availability({"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"})
-        expect("checkNameAvailability of a taken name", (False, "AlreadyExists"), (taken.name_available, taken.reason))
+        answer = accounts.check_name_availability(
+            {"name": bad, "type": "Microsoft.Storage/storageAccounts"}
+        )
+        expect(
+            "checkNameAvailability of an invalid name",
+            (False, "AccountNameInvalid"),
+            (answer.name_available, answer.reason),
+        )
+        taken = accounts.check_name_availability(
+            {"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"}
+        )
+        expect(
+            "checkNameAvailability of a taken name",
+            (False, "AlreadyExists"),
+            (taken.name_available, taken.reason),
+        )
         expect_error(
             "DELETE a NIC its VM still uses",
-            lambda: self.network.network_interfaces.begin_delete(GROUP, "nic-0", **NETWORK).result(),
+            # nic-2: its VM is idle, while the other steps of this stage act on vm-0 and vm-1.
+            lambda: self.network.network_interfaces.begin_delete(
+                GROUP, "nic-2", **NETWORK
+            ).result(),
             (400,),
             "NicInUse",
         )
@@ -524,9 +607,18 @@ class Lifecycle:
         for poller in [vms.begin_delete(GROUP, vm, **COMPUTE) for vm in VMS]:
             poller.result()
         for vm in VMS:
-            expect_error(f"GET {vm} after its delete", lambda vm=vm: vms.get(GROUP, vm, **COMPUTE), (404,), "ResourceNotFound")
+            expect_error(
+                f"GET {vm} after its delete",
+                lambda vm=vm: vms.get(GROUP, vm, **COMPUTE),
+                (404,),
+                "ResourceNotFound",
+            )
         disk = self.compute.disks.get(GROUP, DATA_DISK, **DISKS)
-        expect("data disk state once its VM is deleted (deleteOption Detach)", "Unattached", disk.disk_state)
+        expect(
+            "data disk state once its VM is deleted (deleteOption Detach)",
+            "Unattached",
+            disk.disk_state,
+        )
         self.compute.disks.begin_delete(GROUP, DATA_DISK, **DISKS).result()
         expect_error(
             "GET the data disk after its delete",
@@ -549,8 +641,12 @@ class Lifecycle:
         for poller in [groups.begin_delete(group) for group in all_groups]:
             poller.result()
         for group in all_groups:
-            expect(f"check_existence of {group} after its delete", False, groups.check_existence(group))
-        expect_error("GET a deleted group", lambda: groups.get(GROUP), (404,), "ResourceGroupNotFound")
+            expect(
+                f"check_existence of {group} after its delete", False, groups.check_existence(group)
+            )
+        expect_error(
+            "GET a deleted group", lambda: groups.get(GROUP), (404,), "ResourceGroupNotFound"
+        )
         left = [r.id for r in self.resources.resources.list()]
         expect("resources left in the subscription", [], left)
 
@@ -621,7 +717,9 @@ def run(lifecycle):
                 print(line, flush=True)
     failed = [n for n, o in outcome.items() if o != "PASS"]
     total = time.monotonic() - started
-    print(f"{len(outcome) - len(failed)} of {len(outcome)} steps passed in {total:.1f} s", flush=True)
+    print(
+        f"{len(outcome) - len(failed)} of {len(outcome)} steps passed in {total:.1f} s", flush=True
+    )
     if failed:
         print(f"not passed: {', '.join(failed)}", flush=True)
     return 1 if failed else 0
