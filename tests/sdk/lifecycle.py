@@ -475,6 +475,14 @@ class Lifecycle:
         vms = self.compute.virtual_machines
         expect_paged("virtual_machines.list(group)", vms.list(GROUP, **COMPUTE), VMS, size)
         expect_paged("virtual_machines.list_all()", vms.list_all(**COMPUTE), VMS, size)
+        usages, pages = paged(self.compute.usage.list(LOCATION, **COMPUTE))
+        used = {u.name.value: u.current_value for u in usages}
+        expect(
+            "usages: standardDSv5Family vCPUs of three running D2s_v5",
+            6,
+            used.get("standardDSv5Family"),
+        )
+        expect(f"usages: pages of {size}", math.ceil(len(usages) / size), pages)
         expect_paged(
             "resource_groups.list()",
             self.resources.resource_groups.list(),
@@ -541,6 +549,26 @@ class Lifecycle:
             vm_type.api_versions,
         )
         expect_true("virtualMachines has locations", bool(vm_type.locations), vm_type.locations)
+
+    def provider_register(self):
+        provider = self.resources.providers.register("Microsoft.Compute")
+        expect("registered provider namespace", "Microsoft.Compute", provider.namespace)
+        # ARM answers Registering while a registration runs, Registered once done (or already).
+        expect_true(
+            "registrationState after register is Registering or Registered",
+            provider.registration_state in ("Registering", "Registered"),
+            provider.registration_state,
+        )
+
+    def vm_sizes(self):
+        """VM sizes in a location: one answer (the spec's list has no nextLink, so the SDK
+        follows none and a paged answer would lose sizes)."""
+        sizes = {
+            size.name: size.number_of_cores
+            for size in self.compute.virtual_machine_sizes.list(LOCATION, **COMPUTE)
+        }
+        for name, cores in [("Standard_D2s_v5", 2), ("Standard_ND96asr_v4", 96)]:
+            expect(f"vmSizes in {LOCATION}: numberOfCores of {name}", cores, sizes.get(name))
 
     def errors(self):
         vms = self.compute.virtual_machines
@@ -664,12 +692,14 @@ class Lifecycle:
                 ("disk_create", self.disk_create, ["group"]),
                 ("storage_account_keys", self.storage_account, ["group"]),
                 ("provider_get", self.provider, []),
+                ("vm_sizes", self.vm_sizes, []),
             ],
             [
                 ("vm_create", self.vm_create, ["network"]),
                 ("disk_resize", self.disk_resize, ["disk_create"]),
                 ("storage_regenerate_key", self.storage_regenerate_key, ["storage_account_keys"]),
                 ("storage_patch", self.storage_patch, ["storage_account_keys"]),
+                ("provider_register", self.provider_register, []),
             ],
             [
                 ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
