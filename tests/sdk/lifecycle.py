@@ -138,10 +138,9 @@ def expect_paged(what, pager, expected_names, page_size, exact=True):
 
 
 class Lifecycle:
-    """The steps, in order, and what each needs from the earlier ones."""
+    """The SDK's clients, the ids the steps share, and the steps in stages (see `stages`)."""
 
     def __init__(self, endpoint, subscription, page_size):
-        self.sub = subscription
         self.page_size = page_size
         options = {"base_url": endpoint, "per_call_policies": [AllowPlainHttp()]}
         credential = StaticToken()
@@ -152,9 +151,6 @@ class Lifecycle:
             credential, subscription, api_version=STORAGE_API_VERSION, **options
         )
         self.ids = {}
-
-    def id(self, group, rest):
-        return f"/subscriptions/{self.sub}/resourceGroups/{group}/providers/{rest}"
 
     # --- resource groups and network -------------------------------------------------------
 
