@@ -1,0 +1,764 @@
+"""One whole lifecycle driven by the official Azure SDK for Python against dsinfra's emulator.
+
+A client nobody in this project wrote is the honest check of "Azure without Azure": every step
+below uses the SDK exactly as it is meant to be used against ARM (long-running pollers, pagers,
+typed errors) and asserts what ARM would answer. A wrong answer from the emulator fails its step.
+
+Run by tests/sdk_python.rs with the venv that scripts/test installs:
+
+    python tests/sdk/lifecycle.py --endpoint http://127.0.0.1:PORT --subscription SUB --page-size 2
+
+Each step prints one line, `PASS`, `FAIL` (naming what was expected and what was answered) or
+`SKIP` (a step it needs failed), then a summary; the exit code is 1 if any step failed.
+"""
+
+import argparse
+import concurrent.futures
+import math
+import sys
+import time
+import traceback
+
+from azure.core.credentials import AccessToken
+from azure.core.exceptions import HttpResponseError
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.network import NetworkManagementClient
+from azure.mgmt.resource.resources import ResourceManagementClient
+from azure.mgmt.storage import StorageManagementClient
+
+# The api-versions dsinfra's emulator is held to (src/azure/api_version.rs, the spec files in
+# shared/azure-specs). These SDK releases default to newer versions; the emulator accepts any,
+# but the test validates every request and answer against the specs of these versions, so each
+# call names its version. Resources (2025-04-01) is already the SDK's default.
+COMPUTE = {"api_version": "2024-11-01"}
+DISKS = {"api_version": "2025-01-02"}
+NETWORK = {"api_version": "2024-07-01"}
+STORAGE_API_VERSION = "2025-01-01"
+
+LOCATION = "eastus"
+GROUP = "rg-sdk"
+OTHER_GROUP = "rg-sdk-other"
+EMPTY_GROUP = "rg-sdk-empty"
+VMS = ["vm-0", "vm-1", "vm-2"]
+DATA_DISK = "data-0"
+ACCOUNT = "sdklifecycle0001"
+
+
+class StaticToken:
+    """A TokenCredential that always returns the same token: the emulator accepts any."""
+
+    def get_token(self, *scopes, **kwargs):
+        return AccessToken("sdk-lifecycle-token", int(time.time()) + 3600)
+
+
+class AllowPlainHttp(SansIOHTTPPolicy):
+    """Lets the bearer policy send the token to the emulator's http:// endpoint.
+
+    azure-core's BearerTokenCredentialPolicy refuses non-TLS URLs unless the operation is called
+    with the documented keyword `enforce_https=False`. This per-call policy runs before the
+    authentication policy and passes that keyword for every request, including the pollers' and
+    pagers' follow-up requests, instead of repeating it at every call.
+    """
+
+    def on_request(self, request):
+        request.context.options["enforce_https"] = False
+
+
+class StepFailed(Exception):
+    """A step's check failed; the message says what was expected and what was answered."""
+
+
+def expect(what, expected, answered):
+    if expected != answered:
+        raise StepFailed(f"{what}: expected {expected!r}, answered {answered!r}")
+
+
+def expect_true(what, condition, answered):
+    if not condition:
+        raise StepFailed(f"{what}; answered {answered!r}")
+
+
+def describe(error):
+    code = error.error.code if error.error else None
+    message = error.error.message if error.error else error.message
+    return f"HTTP {error.status_code} {code}: {message}"
+
+
+def expect_error(what, call, statuses, code=None):
+    """Runs `call`, which must fail with one of `statuses` and (if given) ARM error `code`."""
+    try:
+        answer = call()
+    except HttpResponseError as error:
+        answered_code = error.error.code if error.error else None
+        if error.status_code not in statuses or (code is not None and answered_code != code):
+            wanted = " or ".join(str(s) for s in statuses)
+            raise StepFailed(
+                f"{what}: expected HTTP {wanted} {code or 'error'}, answered {describe(error)}"
+            ) from None
+        return error
+    raise StepFailed(f"{what}: expected an error {code or statuses}, answered success: {answer!r}")
+
+
+def same_id(a, b):
+    """ARM ids compare case-insensitively (ARM itself changes their case)."""
+    return (a or "").lower() == (b or "").lower()
+
+
+def power_state(compute, group, vm):
+    view = compute.virtual_machines.instance_view(group, vm, **COMPUTE)
+    codes = [s.code for s in view.statuses or [] if s.code.startswith("PowerState/")]
+    return codes[0] if codes else None
+
+
+def paged(pager):
+    """Every item of a pager and the number of pages (answers) it took."""
+    items, pages = [], 0
+    for page in pager.by_page():
+        pages += 1
+        items.extend(page)
+    return items, pages
+
+
+def expect_paged(what, pager, expected_names, page_size, exact=True):
+    """The pager yields `expected_names` (exactly, or at least them) in pages of `page_size`."""
+    items, pages = paged(pager)
+    names = sorted(item.name for item in items)
+    if exact:
+        expect(f"{what}: names", sorted(expected_names), names)
+    else:
+        missing = sorted(set(expected_names) - set(names))
+        expect(f"{what}: names missing from the list", [], missing)
+    expect(
+        f"{what}: pages of {page_size} for {len(items)} items",
+        max(1, math.ceil(len(items) / page_size)),
+        pages,
+    )
+    return items
+
+
+class Lifecycle:
+    """The SDK's clients, the ids the steps share, and the steps in stages (see `stages`)."""
+
+    def __init__(self, endpoint, subscription, page_size):
+        self.page_size = page_size
+        options = {"base_url": endpoint, "per_call_policies": [AllowPlainHttp()]}
+        credential = StaticToken()
+        self.resources = ResourceManagementClient(credential, subscription, **options)
+        self.compute = ComputeManagementClient(credential, subscription, **options)
+        self.network = NetworkManagementClient(credential, subscription, **options)
+        self.storage = StorageManagementClient(
+            credential, subscription, api_version=STORAGE_API_VERSION, **options
+        )
+        self.ids = {}
+
+    # --- resource groups and network -------------------------------------------------------
+
+    def group(self):
+        for name in (GROUP, OTHER_GROUP, EMPTY_GROUP):
+            rg = self.resources.resource_groups.create_or_update(name, {"location": LOCATION})
+            expect(f"group {name} provisioningState", "Succeeded", rg.properties.provisioning_state)
+        expect(
+            "check_existence of the group",
+            True,
+            self.resources.resource_groups.check_existence(GROUP),
+        )
+        expect("group location", LOCATION, self.resources.resource_groups.get(GROUP).location)
+
+    def network_resources(self):
+        net = self.network
+        rule = {
+            "name": "ssh",
+            "properties": {
+                "priority": 100,
+                "direction": "Inbound",
+                "access": "Allow",
+                "protocol": "Tcp",
+                "sourceAddressPrefix": "*",
+                "sourcePortRange": "*",
+                "destinationAddressPrefix": "*",
+                "destinationPortRange": "22",
+            },
+        }
+        static_ip = {
+            "location": LOCATION,
+            "sku": {"name": "Standard"},
+            "properties": {"publicIPAllocationMethod": "Static"},
+        }
+        # Started together: each poller polls in its own thread, as a user's script would.
+        pollers = {
+            "nsg": net.network_security_groups.begin_create_or_update(
+                GROUP,
+                "nsg",
+                {"location": LOCATION, "properties": {"securityRules": [rule]}},
+                **NETWORK,
+            ),
+            "vnet": net.virtual_networks.begin_create_or_update(
+                GROUP,
+                "vnet",
+                {
+                    "location": LOCATION,
+                    "properties": {
+                        "addressSpace": {"addressPrefixes": ["10.0.0.0/16"]},
+                        "subnets": [
+                            {"name": "default", "properties": {"addressPrefix": "10.0.0.0/24"}}
+                        ],
+                    },
+                },
+                **NETWORK,
+            ),
+            "pip": net.public_ip_addresses.begin_create_or_update(
+                GROUP, "pip", static_ip, **NETWORK
+            ),
+            # One resource in another group, so the subscription-wide list spans groups.
+            "pip-other": net.public_ip_addresses.begin_create_or_update(
+                OTHER_GROUP, "pip-other", static_ip, **NETWORK
+            ),
+        }
+        made = {name: poller.result() for name, poller in pollers.items()}
+        for name, resource in made.items():
+            expect(f"{name} provisioningState", "Succeeded", resource.provisioning_state)
+        expect("NSG rules", ["ssh"], [r.name for r in made["nsg"].security_rules])
+        pip = made["pip"]
+        expect_true(
+            "a Standard static public IP has its address at creation",
+            pip.ip_address,
+            pip.ip_address,
+        )
+        subnet = net.subnets.get(GROUP, "vnet", "default", **NETWORK)
+        expect("subnet addressPrefix", "10.0.0.0/24", subnet.address_prefix)
+        self.ids.update(subnet=subnet.id, nsg=made["nsg"].id, pip=pip.id)
+        nics = [self.begin_nic(f"nic-{i}", public_ip=i == 0) for i in range(len(VMS))]
+        for poller in nics:
+            nic = poller.result()
+            expect(f"NIC {nic.name} provisioningState", "Succeeded", nic.provisioning_state)
+            address = nic.ip_configurations[0].private_ip_address or ""
+            expect_true(
+                f"NIC {nic.name} has a private address from the subnet",
+                address.startswith("10.0.0."),
+                address,
+            )
+            self.ids[nic.name] = nic.id
+
+    def begin_nic(self, name, public_ip=False):
+        config = {"subnet": {"id": self.ids["subnet"]}}
+        if public_ip:
+            config["publicIPAddress"] = {"id": self.ids["pip"]}
+        return self.network.network_interfaces.begin_create_or_update(
+            GROUP,
+            name,
+            {
+                "location": LOCATION,
+                "properties": {
+                    "networkSecurityGroup": {"id": self.ids["nsg"]},
+                    "ipConfigurations": [{"name": "ipconfig1", "properties": config}],
+                },
+            },
+            **NETWORK,
+        )
+
+    # --- compute ------------------------------------------------------------------------------
+
+    def vm_body(self, vm, nic):
+        return {
+            "location": LOCATION,
+            "properties": {
+                "hardwareProfile": {"vmSize": "Standard_D2s_v5"},
+                "storageProfile": {
+                    "imageReference": {
+                        "publisher": "Canonical",
+                        "offer": "ubuntu-24_04-lts",
+                        "sku": "server",
+                        "version": "latest",
+                    },
+                    "osDisk": {
+                        "createOption": "FromImage",
+                        "managedDisk": {"storageAccountType": "Premium_LRS"},
+                        "deleteOption": "Delete",
+                    },
+                },
+                "osProfile": {
+                    "computerName": vm,
+                    "adminUsername": "azureuser",
+                    "linuxConfiguration": {
+                        "disablePasswordAuthentication": True,
+                        "ssh": {
+                            "publicKeys": [
+                                {
+                                    "path": "/home/azureuser/.ssh/authorized_keys",
+                                    "keyData": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx7 sdk@test",
+                                }
+                            ]
+                        },
+                    },
+                },
+                "networkProfile": {
+                    "networkInterfaces": [{"id": self.ids[nic], "properties": {"primary": True}}]
+                },
+            },
+        }
+
+    def vm_create(self):
+        """Three VMs at once (three, so that lists of them span pages of two)."""
+        vms = self.compute.virtual_machines
+        pollers = [
+            vms.begin_create_or_update(GROUP, vm, self.vm_body(vm, f"nic-{i}"), **COMPUTE)
+            for i, vm in enumerate(VMS)
+        ]
+        for poller in pollers:
+            vm = poller.result()
+            expect(f"{vm.name} create poller status", "Succeeded", poller.status())
+            expect(f"{vm.name} provisioningState", "Succeeded", vm.provisioning_state)
+            expect_true(f"{vm.name} has a vmId", vm.vm_id, vm.vm_id)
+            expect(
+                f"{vm.name} state after create",
+                "PowerState/running",
+                power_state(self.compute, GROUP, vm.name),
+            )
+            self.ids[vm.name] = vm.id
+
+    def disk_create(self):
+        disk = self.compute.disks.begin_create_or_update(
+            GROUP,
+            DATA_DISK,
+            {
+                "location": LOCATION,
+                "sku": {"name": "Premium_LRS"},
+                "properties": {"creationData": {"createOption": "Empty"}, "diskSizeGB": 32},
+            },
+            **DISKS,
+        ).result()
+        expect("disk provisioningState", "Succeeded", disk.provisioning_state)
+        expect("disk size", 32, disk.disk_size_gb)
+        expect("disk state", "Unattached", disk.disk_state)
+        self.ids[DATA_DISK] = disk.id
+
+    def disk_resize(self):
+        disks = self.compute.disks
+        grown = disks.begin_update(
+            GROUP, DATA_DISK, {"properties": {"diskSizeGB": 64}}, **DISKS
+        ).result()
+        expect("disk PATCH diskSizeGB 32 -> 64 answer", 64, grown.disk_size_gb)
+        expect(
+            "disk GET after the PATCH, diskSizeGB",
+            64,
+            disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb,
+        )
+        expect_error(
+            "disk PATCH shrinking 64 -> 16",
+            lambda: disks.begin_update(
+                GROUP, DATA_DISK, {"properties": {"diskSizeGB": 16}}, **DISKS
+            ).result(),
+            (400, 409),
+        )
+        expect(
+            "disk GET after the refused shrink, diskSizeGB",
+            64,
+            disks.get(GROUP, DATA_DISK, **DISKS).disk_size_gb,
+        )
+
+    def vm_attach_disk(self):
+        seen = []
+        patch = {
+            "properties": {
+                "storageProfile": {
+                    "dataDisks": [
+                        {
+                            "lun": 0,
+                            "createOption": "Attach",
+                            "managedDisk": {"id": self.ids[DATA_DISK]},
+                        }
+                    ]
+                }
+            }
+        }
+        poller = self.compute.virtual_machines.begin_update(
+            GROUP,
+            VMS[0],
+            patch,
+            raw_response_hook=lambda response: seen.append(response.http_response),
+            **COMPUTE,
+        )
+        poller.result()
+        vm = self.compute.virtual_machines.get(GROUP, VMS[0], **COMPUTE)
+        attached = [(d.lun, d.managed_disk.id) for d in vm.storage_profile.data_disks or []]
+        expect_true(
+            f"VM GET after the PATCH shows {DATA_DISK} at lun 0",
+            len(attached) == 1
+            and attached[0][0] == 0
+            and same_id(attached[0][1], self.ids[DATA_DISK]),
+            attached,
+        )
+        disk = self.compute.disks.get(GROUP, DATA_DISK, **DISKS)
+        expect("disk state after the attach", "Attached", disk.disk_state)
+        expect_true(
+            "disk managedBy is the VM", same_id(disk.managed_by, self.ids[VMS[0]]), disk.managed_by
+        )
+        first = seen[0] if seen else None
+        expect_true(
+            "VM PATCH is a long-running operation (Azure-AsyncOperation on its first answer)",
+            first is not None and "Azure-AsyncOperation" in first.headers,
+            first and f"HTTP {first.status_code} with headers {sorted(first.headers)}",
+        )
+
+    def power(self):
+        vms = self.compute.virtual_machines
+        for action, state in [
+            (vms.begin_deallocate, "PowerState/deallocated"),
+            (vms.begin_start, "PowerState/running"),
+            (vms.begin_restart, "PowerState/running"),
+            (vms.begin_power_off, "PowerState/stopped"),
+            (vms.begin_start, "PowerState/running"),
+        ]:
+            # VMS[1]: VMS[0] is being patched meanwhile, and ARM refuses a second operation on a VM.
+            action(GROUP, VMS[1], **COMPUTE).result()
+            expect(
+                f"instance view after {action.__name__}",
+                state,
+                power_state(self.compute, GROUP, VMS[1]),
+            )
+
+    # --- storage ------------------------------------------------------------------------------
+
+    def storage_account(self):
+        accounts = self.storage.storage_accounts
+        available = accounts.check_name_availability(
+            {"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"}
+        )
+        expect("checkNameAvailability of a free name", True, available.name_available)
+        account = accounts.begin_create(
+            GROUP,
+            ACCOUNT,
+            {"location": LOCATION, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"},
+        ).result()
+        expect("storage account provisioningState", "Succeeded", account.provisioning_state)
+        expect("storage account kind", "StorageV2", account.kind)
+        keys = accounts.list_keys(GROUP, ACCOUNT).keys_property
+        expect("listKeys key names", ["key1", "key2"], [k.key_name for k in keys])
+        expect(
+            "listKeys permissions", ["FULL", "FULL"], [(k.permissions or "").upper() for k in keys]
+        )
+
+    def storage_regenerate_key(self):
+        accounts = self.storage.storage_accounts
+        keys = accounts.list_keys(GROUP, ACCOUNT).keys_property
+        regenerated = accounts.regenerate_key(GROUP, ACCOUNT, {"keyName": "key1"}).keys_property
+        after = {k.key_name: k.value for k in regenerated}
+        before = {k.key_name: k.value for k in keys}
+        expect_true(
+            "regenerateKey key1 changes key1",
+            after.get("key1") not in (None, before["key1"]),
+            after.get("key1"),
+        )
+        expect("regenerateKey key1 keeps key2", before["key2"], after.get("key2"))
+        relisted = {k.key_name: k.value for k in accounts.list_keys(GROUP, ACCOUNT).keys_property}
+        expect("listKeys after regenerateKey", after, relisted)
+
+    def storage_patch(self):
+        accounts = self.storage.storage_accounts
+        updated = accounts.update(GROUP, ACCOUNT, {"properties": {"minimumTlsVersion": "TLS1_2"}})
+        expect("storage PATCH minimumTlsVersion answer", "TLS1_2", updated.minimum_tls_version)
+        expect(
+            "storage GET after the PATCH, minimumTlsVersion",
+            "TLS1_2",
+            accounts.get_properties(GROUP, ACCOUNT).minimum_tls_version,
+        )
+
+    # --- lists, providers, errors ---------------------------------------------------------------
+
+    def lists(self):
+        size = self.page_size
+        vms = self.compute.virtual_machines
+        expect_paged("virtual_machines.list(group)", vms.list(GROUP, **COMPUTE), VMS, size)
+        expect_paged("virtual_machines.list_all()", vms.list_all(**COMPUTE), VMS, size)
+        usages, pages = paged(self.compute.usage.list(LOCATION, **COMPUTE))
+        used = {u.name.value: u.current_value for u in usages}
+        expect(
+            "usages: standardDSv5Family vCPUs of three running D2s_v5",
+            6,
+            used.get("standardDSv5Family"),
+        )
+        expect(f"usages: pages of {size}", math.ceil(len(usages) / size), pages)
+        expect_paged(
+            "resource_groups.list()",
+            self.resources.resource_groups.list(),
+            [GROUP, OTHER_GROUP, EMPTY_GROUP],
+            size,
+            exact=False,
+        )
+        os_disks = [vms.get(GROUP, vm, **COMPUTE).storage_profile.os_disk.name for vm in VMS]
+        expected = (
+            ["nsg", "vnet", "pip", "nic-0", "nic-1", "nic-2", DATA_DISK, ACCOUNT] + VMS + os_disks
+        )
+        items = expect_paged(
+            "resources.list_by_resource_group(group)",
+            self.resources.resources.list_by_resource_group(GROUP),
+            expected,
+            size,
+        )
+        types = {item.name: item.type for item in items}
+        expect(
+            "generic list type of the VM", "Microsoft.Compute/virtualMachines", types.get(VMS[0])
+        )
+        expect_paged(
+            "resources.list_by_resource_group(group, $filter resourceType)",
+            self.resources.resources.list_by_resource_group(
+                GROUP, filter="resourceType eq 'Microsoft.Compute/virtualMachines'"
+            ),
+            VMS,
+            size,
+        )
+        expect_paged(
+            "resources.list() (the subscription)",
+            self.resources.resources.list(),
+            expected + ["pip-other"],
+            size,
+            exact=False,
+        )
+        expect_paged(
+            "disks.list_by_resource_group(group)",
+            self.compute.disks.list_by_resource_group(GROUP, **DISKS),
+            [DATA_DISK] + os_disks,
+            size,
+        )
+        expect_paged(
+            "network_interfaces.list_all()",
+            self.network.network_interfaces.list_all(**NETWORK),
+            ["nic-0", "nic-1", "nic-2"],
+            size,
+        )
+
+    def provider(self):
+        provider = self.resources.providers.get("Microsoft.Compute")
+        expect("provider namespace", "Microsoft.Compute", provider.namespace)
+        expect("provider registrationState", "Registered", provider.registration_state)
+        types = {t.resource_type: t for t in provider.resource_types or []}
+        expect_true(
+            "provider resourceTypes include virtualMachines",
+            "virtualMachines" in types,
+            sorted(types),
+        )
+        vm_type = types["virtualMachines"]
+        expect_true(
+            "virtualMachines api-versions include 2024-11-01",
+            "2024-11-01" in (vm_type.api_versions or []),
+            vm_type.api_versions,
+        )
+        expect_true("virtualMachines has locations", bool(vm_type.locations), vm_type.locations)
+
+    def provider_register(self):
+        provider = self.resources.providers.register("Microsoft.Compute")
+        expect("registered provider namespace", "Microsoft.Compute", provider.namespace)
+        # ARM answers Registering while a registration runs, Registered once done (or already).
+        expect_true(
+            "registrationState after register is Registering or Registered",
+            provider.registration_state in ("Registering", "Registered"),
+            provider.registration_state,
+        )
+
+    def vm_sizes(self):
+        """VM sizes in a location: one answer (the spec's list has no nextLink, so the SDK
+        follows none and a paged answer would lose sizes)."""
+        sizes = {
+            size.name: size.number_of_cores
+            for size in self.compute.virtual_machine_sizes.list(LOCATION, **COMPUTE)
+        }
+        for name, cores in [("Standard_D2s_v5", 2), ("Standard_ND96asr_v4", 96)]:
+            expect(f"vmSizes in {LOCATION}: numberOfCores of {name}", cores, sizes.get(name))
+
+    def errors(self):
+        vms = self.compute.virtual_machines
+        expect_error(
+            "GET a missing VM",
+            lambda: vms.get(GROUP, "missing-vm", **COMPUTE),
+            (404,),
+            "ResourceNotFound",
+        )
+        expect_error(
+            "GET a VM in a missing group",
+            lambda: vms.get("missing-rg", "vm", **COMPUTE),
+            (404,),
+            "ResourceGroupNotFound",
+        )
+        expect_error(
+            "GET a missing group",
+            lambda: self.resources.resource_groups.get("missing-rg"),
+            (404,),
+            "ResourceGroupNotFound",
+        )
+        accounts = self.storage.storage_accounts
+        bad = "Bad_Name!"
+        expect_error(
+            "create a storage account with an invalid name",
+            lambda: accounts.begin_create(
+                GROUP,
+                bad,
+                {"location": LOCATION, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"},
+            ).result(),
+            (400,),
+            "AccountNameInvalid",
+        )
+        answer = accounts.check_name_availability(
+            {"name": bad, "type": "Microsoft.Storage/storageAccounts"}
+        )
+        expect(
+            "checkNameAvailability of an invalid name",
+            (False, "AccountNameInvalid"),
+            (answer.name_available, answer.reason),
+        )
+        taken = accounts.check_name_availability(
+            {"name": ACCOUNT, "type": "Microsoft.Storage/storageAccounts"}
+        )
+        expect(
+            "checkNameAvailability of a taken name",
+            (False, "AlreadyExists"),
+            (taken.name_available, taken.reason),
+        )
+        expect_error(
+            "DELETE a NIC its VM still uses",
+            # nic-2: its VM is idle, while the other steps of this stage act on vm-0 and vm-1.
+            lambda: self.network.network_interfaces.begin_delete(
+                GROUP, "nic-2", **NETWORK
+            ).result(),
+            (400,),
+            "NicInUse",
+        )
+
+    # --- deletes ---------------------------------------------------------------------------------
+
+    def deletes(self):
+        vms = self.compute.virtual_machines
+        for poller in [vms.begin_delete(GROUP, vm, **COMPUTE) for vm in VMS]:
+            poller.result()
+        for vm in VMS:
+            expect_error(
+                f"GET {vm} after its delete",
+                lambda vm=vm: vms.get(GROUP, vm, **COMPUTE),
+                (404,),
+                "ResourceNotFound",
+            )
+        disk = self.compute.disks.get(GROUP, DATA_DISK, **DISKS)
+        expect(
+            "data disk state once its VM is deleted (deleteOption Detach)",
+            "Unattached",
+            disk.disk_state,
+        )
+        self.compute.disks.begin_delete(GROUP, DATA_DISK, **DISKS).result()
+        expect_error(
+            "GET the data disk after its delete",
+            lambda: self.compute.disks.get(GROUP, DATA_DISK, **DISKS),
+            (404,),
+            "ResourceNotFound",
+        )
+        nics = self.network.network_interfaces
+        for poller in [nics.begin_delete(GROUP, f"nic-{i}", **NETWORK) for i in range(len(VMS))]:
+            poller.result()
+        self.storage.storage_accounts.delete(GROUP, ACCOUNT)
+        expect_error(
+            "GET the storage account after its delete",
+            lambda: self.storage.storage_accounts.get_properties(GROUP, ACCOUNT),
+            (404,),
+            "ResourceNotFound",
+        )
+        groups = self.resources.resource_groups
+        all_groups = (GROUP, OTHER_GROUP, EMPTY_GROUP)
+        for poller in [groups.begin_delete(group) for group in all_groups]:
+            poller.result()
+        for group in all_groups:
+            expect(
+                f"check_existence of {group} after its delete", False, groups.check_existence(group)
+            )
+        expect_error(
+            "GET a deleted group", lambda: groups.get(GROUP), (404,), "ResourceGroupNotFound"
+        )
+        left = [r.id for r in self.resources.resources.list()]
+        expect("resources left in the subscription", [], left)
+
+    def stages(self):
+        """The steps in stages: a stage's steps run at once, each after the steps it needs.
+
+        Every long-running operation costs at least one second with this SDK (azure-core reads
+        `Retry-After` before `retry-after-ms`, and HTTP's Retry-After counts whole seconds), so
+        the lifecycle runs what a user could run in parallel in parallel, to stay fast.
+        """
+        return [
+            [("group", self.group, [])],
+            [
+                ("network", self.network_resources, ["group"]),
+                ("disk_create", self.disk_create, ["group"]),
+                ("storage_account_keys", self.storage_account, ["group"]),
+                ("provider_get", self.provider, []),
+                ("vm_sizes", self.vm_sizes, []),
+            ],
+            [
+                ("vm_create", self.vm_create, ["network"]),
+                ("disk_resize", self.disk_resize, ["disk_create"]),
+                ("storage_regenerate_key", self.storage_regenerate_key, ["storage_account_keys"]),
+                ("storage_patch", self.storage_patch, ["storage_account_keys"]),
+                ("provider_register", self.provider_register, []),
+            ],
+            [
+                ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
+                ("power_actions", self.power, ["vm_create"]),
+                ("error_codes", self.errors, ["vm_create", "storage_account_keys"]),
+            ],
+            [("lists_paged", self.lists, ["vm_create", "disk_create", "storage_account_keys"])],
+            [("deletes", self.deletes, ["vm_create", "disk_create", "storage_account_keys"])],
+        ]
+
+
+def run_step(name, step):
+    """Runs one step: PASS, or FAIL with what was expected and what was answered."""
+    began = time.monotonic()
+    try:
+        step()
+        return "PASS", f"PASS  {name} ({time.monotonic() - began:.2f} s)"
+    except StepFailed as failure:
+        return "FAIL", f"FAIL  {name}: {failure}"
+    except HttpResponseError as error:
+        request = error.response.request if error.response is not None else None
+        where = f" to {request.method} {request.url}" if request is not None else ""
+        return "FAIL", f"FAIL  {name}: expected success, answered {describe(error)}{where}"
+    except Exception:  # noqa: BLE001 - any other failure is reported with its traceback
+        return "FAIL", f"FAIL  {name}: unexpected exception\n{traceback.format_exc()}"
+
+
+def run(lifecycle):
+    outcome = {}
+    started = time.monotonic()
+    for stage in lifecycle.stages():
+        runnable = []
+        for name, step, needs in stage:
+            blocked = [n for n in needs if outcome.get(n) != "PASS"]
+            if blocked:
+                outcome[name] = "SKIP"
+                print(f"SKIP  {name} (needs {', '.join(blocked)})", flush=True)
+            else:
+                runnable.append((name, step))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(runnable))) as pool:
+            futures = {pool.submit(run_step, name, step): name for name, step in runnable}
+            for future in concurrent.futures.as_completed(futures):
+                result, line = future.result()
+                outcome[futures[future]] = result
+                print(line, flush=True)
+    failed = [n for n, o in outcome.items() if o != "PASS"]
+    total = time.monotonic() - started
+    print(
+        f"{len(outcome) - len(failed)} of {len(outcome)} steps passed in {total:.1f} s", flush=True
+    )
+    if failed:
+        print(f"not passed: {', '.join(failed)}", flush=True)
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--subscription", required=True)
+    parser.add_argument("--page-size", type=int, required=True, help="the emulator's page size")
+    args = parser.parse_args()
+    return run(Lifecycle(args.endpoint, args.subscription, args.page_size))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
