@@ -8,6 +8,10 @@
 //! signature and thumbprint, the Metadata header) and answer in the real services' shapes, which
 //! azure_identity then parses. Nothing here sets a process environment variable: the chain reads
 //! an env map, and the CLIs run with their own PATH.
+//!
+//! The last tests run the real binary's `state pull` with a remote backend, which signs in to Blob
+//! storage with the same chain: its environment is given to the child process only, and its TLS
+//! trusts the test CA through `SSL_CERT_FILE`.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

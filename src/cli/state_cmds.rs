@@ -84,10 +84,9 @@ fn remote_state(config: &BackendConfig) -> anyhow::Result<RemoteState> {
 pub fn pull(args: &PullArgs, out: &Output) -> anyhow::Result<Outcome> {
     let bytes = if let Some(config) = backend_of(&args.manifest, out)? {
         let remote = remote_state(&config)?;
-        let read =
-            runtime()?
-                .block_on(remote.read())
-                .map_err(|source| state::StateError::remote("read", remote.url(), source))?;
+        let read = runtime()?
+            .block_on(remote.read())
+            .map_err(|source| state::StateError::remote("read", remote.url(), source))?;
         let Some(bytes) = read.and_then(|version| version.content) else {
             bail!("there is no state at {} yet: nothing to pull", remote.url());
         };

@@ -166,10 +166,9 @@ impl StateError {
     /// failing on `url`.
     pub fn remote(action: &'static str, url: String, source: crate::storage::Error) -> Self {
         match source {
-            crate::storage::Error::Credential { message, .. } => Self::RemoteAuth {
-                url,
-                why: message,
-            },
+            crate::storage::Error::Credential { message, .. } => {
+                Self::RemoteAuth { url, why: message }
+            }
             source => Self::Remote {
                 action,
                 url,
