@@ -621,11 +621,13 @@ async fn blob_endpoint() -> (String, BlobRequests) {
     (format!("https://localhost:{}", address.port()), requests)
 }
 
-/// `dsinfra state pull` on a manifest whose `backend "azureblob"` (no `sas_env`, so Azure AD) is
+/// `dsinfra state SUBCOMMAND` (`pull` reads the blob; `push` of a new state takes the lock
+/// first) on a manifest whose `backend "azureblob"` (no `sas_env`, so Azure AD) is
 /// `tfstate/exp.json` behind `blob`. The binary gets only `vars` and what it needs besides: its
 /// PATH is the fake CLIs' directory, plain http (IMDS) goes through the IMDS stand-in as a proxy,
 /// and TLS trusts the test CA (`SSL_CERT_FILE`, read by the platform verifier on Linux).
-fn state_pull(
+fn dsinfra_state(
+    subcommand: &str,
     blob: &str,
     vars: &[(&str, &str)],
     imds: SocketAddr,
@@ -642,7 +644,10 @@ fn state_pull(
         ),
     )
     .expect("write");
-    std::process::Command::new(env!("CARGO_BIN_EXE_dsinfra"))
+    let state_file = dir.path().join("pushed.json");
+    std::fs::write(&state_file, dsinfra::state::State::new("exp").to_json()).expect("write");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dsinfra"));
+    command
         .env_clear()
         .envs(vars.iter().copied())
         .env("PATH", clis.0.path())
@@ -650,10 +655,12 @@ fn state_pull(
         .env("NO_COLOR", "1")
         .env("http_proxy", format!("http://{imds}"))
         .env("SSL_CERT_FILE", fixture("ca.pem"))
-        .args(["state", "pull"])
-        .arg(&manifest)
-        .output()
-        .expect("dsinfra runs")
+        .args(["state", subcommand])
+        .arg(&manifest);
+    if subcommand == "push" {
+        command.arg(&state_file);
+    }
+    command.output().expect("dsinfra runs")
 }
 
 /// Guards the remote state's credential: it used to be its own (environment secret, else `az`),
@@ -673,7 +680,7 @@ async fn the_remote_state_signs_in_with_workload_identity_for_the_storage_scope(
     ];
     let clis = FakeClis::new();
     // The stand-ins run on this runtime's other workers while the binary runs.
-    let output = tokio::task::block_in_place(|| state_pull(&blob, &vars, imds, &clis));
+    let output = tokio::task::block_in_place(|| dsinfra_state("pull", &blob, &vars, imds, &clis));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("there is no state at https://localhost:")
@@ -711,17 +718,21 @@ async fn the_remote_state_says_why_each_source_failed_in_the_chains_message() {
         ("AZURE_AUTHORITY_HOST", &authority),
     ];
     let url = format!("{blob}/devstoreaccount1/tfstate/exp.json");
-    // The stand-ins run on this runtime's other workers while the binary runs.
-    let output = tokio::task::block_in_place(|| state_pull(&blob, &vars, imds, &clis));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "cannot authenticate to the state {url}: could not get an Azure access token: \
-             {EVERY_SOURCE_FAILED}"
-        )),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("wrong-s3cret"), "{stderr}");
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // Reading (pull) and locking (push) report it the same way.
+    for subcommand in ["pull", "push"] {
+        // The stand-ins run on this runtime's other workers while the binary runs.
+        let output =
+            tokio::task::block_in_place(|| dsinfra_state(subcommand, &blob, &vars, imds, &clis));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "cannot authenticate to the state {url}: could not get an Azure access token: \
+                 {EVERY_SOURCE_FAILED}"
+            )),
+            "{subcommand}: {stderr}"
+        );
+        assert!(!stderr.contains("wrong-s3cret"), "{stderr}");
+        assert_eq!(output.status.code(), Some(1), "{subcommand}: {stderr}");
+    }
     assert!(requests.lock().expect("not poisoned").is_empty());
 }
