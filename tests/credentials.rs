@@ -8,6 +8,10 @@
 //! signature and thumbprint, the Metadata header) and answer in the real services' shapes, which
 //! azure_identity then parses. Nothing here sets a process environment variable: the chain reads
 //! an env map, and the CLIs run with their own PATH.
+//!
+//! The last tests run the real binary's `state pull` with a remote backend, which signs in to Blob
+//! storage with the same chain: its environment is given to the child process only, and its TLS
+//! trusts the test CA through `SSL_CERT_FILE`.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -143,9 +147,20 @@ fn entra_error(code: u32, description: &str) -> (u16, String) {
     (401, body.to_string())
 }
 
-/// The token endpoint: checks the path and the fields every client-credentials request carries,
-/// then hands the form to `check`, which returns the token or Entra's error.
+/// A token endpoint for ARM's scope (see [`token_endpoint_for`]).
 async fn token_endpoint(
+    check: impl Fn(&HashMap<String, String>) -> Result<&'static str, (u32, String)>
+    + Send
+    + Sync
+    + 'static,
+) -> String {
+    token_endpoint_for(SCOPE, check).await
+}
+
+/// The token endpoint: checks the path and the fields every client-credentials request carries,
+/// `scope` among them, then hands the form to `check`, which returns the token or Entra's error.
+async fn token_endpoint_for(
+    scope: &'static str,
     check: impl Fn(&HashMap<String, String>) -> Result<&'static str, (u32, String)>
     + Send
     + Sync
@@ -160,7 +175,7 @@ async fn token_endpoint(
             }
             if form.get("grant_type").map(String::as_str) != Some("client_credentials")
                 || form.get("client_id").map(String::as_str) != Some(CLIENT)
-                || form.get("scope").map(String::as_str) != Some(SCOPE)
+                || form.get("scope").map(String::as_str) != Some(scope)
             {
                 return entra_error(900_144, &format!("bad request {form:?}"));
             }
@@ -395,29 +410,38 @@ async fn a_certificate_from_the_environment_signs_an_assertion_entra_accepts() {
     );
 }
 
-#[tokio::test]
-async fn a_federated_token_file_is_exchanged_by_workload_identity() {
-    // What GitHub Actions' OIDC provider or AKS writes: a JWT the application trusts.
-    const FEDERATED: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOmRzaW5mcmEifQ.c2lnbmF0dXJl";
-    let authority = token_endpoint(|form| {
-        let assertion = form.get("client_assertion").map(String::as_str);
-        let kind = form.get("client_assertion_type").map(String::as_str);
-        if assertion == Some(FEDERATED)
-            && kind == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
-        {
-            Ok("token-for-the-workload")
-        } else {
-            Err((
-                700_211,
-                format!("No matching federated identity record for {assertion:?}"),
-            ))
-        }
-    })
-    .await;
-    let imds = imds_with_two_identities().await;
+/// What GitHub Actions' OIDC provider or AKS writes: a JWT the application trusts.
+const FEDERATED: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOmRzaW5mcmEifQ.c2lnbmF0dXJl";
+
+/// Entra's check of a workload identity's request: the federated token as a client assertion.
+fn exchange_federated(form: &HashMap<String, String>) -> Result<&'static str, (u32, String)> {
+    let assertion = form.get("client_assertion").map(String::as_str);
+    let kind = form.get("client_assertion_type").map(String::as_str);
+    if assertion == Some(FEDERATED)
+        && kind == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    {
+        Ok("token-for-the-workload")
+    } else {
+        Err((
+            700_211,
+            format!("No matching federated identity record for {assertion:?}"),
+        ))
+    }
+}
+
+/// A federated token file in a temporary directory (kept while the directory lives).
+fn federated_token_file() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("azure-identity-token");
     std::fs::write(&file, FEDERATED).expect("write");
+    (dir, file)
+}
+
+#[tokio::test]
+async fn a_federated_token_file_is_exchanged_by_workload_identity() {
+    let authority = token_endpoint(exchange_federated).await;
+    let imds = imds_with_two_identities().await;
+    let (_dir, file) = federated_token_file();
     let vars = [
         ("AZURE_TENANT_ID", TENANT),
         ("AZURE_CLIENT_ID", CLIENT),
@@ -484,6 +508,23 @@ echo '{"token":"azd-token","expiresOn":"2099-01-01T00:00:00Z"}'"#,
     );
 }
 
+/// The chain's message when the secret is refused, workload identity is not configured, IMDS
+/// does not know `AZURE_CLIENT_ID`, `az` is not logged in and `azd` is missing.
+const EVERY_SOURCE_FAILED: &str = "no credential worked. Tried, in the order of the other Azure \
+SDKs' DefaultAzureCredential:
+  - environment (client secret): ClientSecretCredential authentication failed. AADSTS7000215: \
+Invalid client secret provided.
+  - workload identity: not configured (AZURE_FEDERATED_TOKEN_FILE not set)
+  - managed identity: ManagedIdentityCredential authentication failed. The requested identity \
+has not been assigned to this resource (IMDS: Identity not found); \
+AZURE_CLIENT_ID=00000000-0000-0000-0000-0000000000c1 chose a user-assigned identity: is it \
+assigned to this machine?
+  - Azure CLI: AzureCliCredential authentication failed. ERROR: Please run 'az login' to setup \
+account.
+  - Azure Developer CLI: AzureDeveloperCliCredential authentication failed. azd not found on PATH
+Sign in with `az login` (or `azd auth login`), or set the variables of one of the sources above \
+(see docs/azure-client.md)";
+
 #[tokio::test]
 async fn when_every_source_fails_one_message_says_why_for_each() {
     let authority =
@@ -508,21 +549,7 @@ async fn when_every_source_fails_one_message_says_why_for_each() {
     assert!(!message.contains("wrong-s3cret"), "{message}");
     assert_eq!(
         message,
-        "could not get an Azure access token: no credential worked. Tried, in the order of the \
-         other Azure SDKs' DefaultAzureCredential:
-  - environment (client secret): ClientSecretCredential authentication failed. AADSTS7000215: \
-         Invalid client secret provided.
-  - workload identity: not configured (AZURE_FEDERATED_TOKEN_FILE not set)
-  - managed identity: ManagedIdentityCredential authentication failed. The requested identity \
-         has not been assigned to this resource (IMDS: Identity not found); \
-         AZURE_CLIENT_ID=00000000-0000-0000-0000-0000000000c1 chose a user-assigned identity: is \
-         it assigned to this machine?
-  - Azure CLI: AzureCliCredential authentication failed. ERROR: Please run 'az login' to setup \
-         account.
-  - Azure Developer CLI: AzureDeveloperCliCredential authentication failed. azd not found on \
-         PATH
-Sign in with `az login` (or `azd auth login`), or set the variables of one of the sources \
-         above (see docs/azure-client.md)"
+        format!("could not get an Azure access token: {EVERY_SOURCE_FAILED}")
     );
 
     // Without AZURE_CLIENT_ID, the several identities are named with what to do.
@@ -560,4 +587,152 @@ async fn an_unusable_certificate_is_reported_in_the_chains_message() {
          key is encrypted: set AZURE_CLIENT_CERTIFICATE_PASSWORD\n"
     );
     assert!(message.contains(&expected), "{message}");
+}
+
+// ---- The remote state's Blob client, through the real binary --------------------------------
+
+/// The scope azure_storage_blob asks tokens for.
+const STORAGE_SCOPE: &str = "https://storage.azure.com/.default";
+
+/// What the Blob stand-in saw: each request's target and `Authorization` header.
+type BlobRequests = Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// A Blob endpoint over TLS that records every request and answers that the blob does not exist
+/// (as Azure does: 404 `BlobNotFound`), so `state pull` ends with "no state yet". Azurite cannot
+/// stand in here: the Blob client (and dsinfra) send a bearer token only over https.
+async fn blob_endpoint() -> (String, BlobRequests) {
+    let requests = BlobRequests::default();
+    let seen = requests.clone();
+    let address = stand_in(
+        true,
+        Arc::new(move |request: &Received| {
+            seen.lock().expect("not poisoned").push((
+                request.target.clone(),
+                request.headers.get("authorization").cloned(),
+            ));
+            (
+                404,
+                r#"{"error":{"code":"BlobNotFound","message":"The specified blob does not exist."}}"#
+                    .to_owned(),
+            )
+        }),
+    )
+    .await;
+    (format!("https://localhost:{}", address.port()), requests)
+}
+
+/// `dsinfra state SUBCOMMAND` (`pull` reads the blob; `push` of a new state takes the lock
+/// first) on a manifest whose `backend "azureblob"` (no `sas_env`, so Azure AD) is
+/// `tfstate/exp.json` behind `blob`. The binary gets only `vars` and what it needs besides: its
+/// PATH is the fake CLIs' directory, plain http (IMDS) goes through the IMDS stand-in as a proxy,
+/// and TLS trusts the test CA (`SSL_CERT_FILE`, read by the platform verifier on Linux).
+fn dsinfra_state(
+    subcommand: &str,
+    blob: &str,
+    vars: &[(&str, &str)],
+    imds: SocketAddr,
+    clis: &FakeClis,
+) -> std::process::Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = dir.path().join("exp.hcl");
+    std::fs::write(
+        &manifest,
+        format!(
+            "azure {{ location = \"eastus\" }}\n\nbackend \"azureblob\" {{\n  account   = \
+             \"devstoreaccount1\"\n  container = \"tfstate\"\n  key       = \"exp.json\"\n  \
+             endpoint  = \"{blob}/devstoreaccount1\"\n}}\n"
+        ),
+    )
+    .expect("write");
+    let state_file = dir.path().join("pushed.json");
+    std::fs::write(&state_file, dsinfra::state::State::new("exp").to_json()).expect("write");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dsinfra"));
+    command
+        .env_clear()
+        .envs(vars.iter().copied())
+        .env("PATH", clis.0.path())
+        .env("HOME", dir.path())
+        .env("NO_COLOR", "1")
+        .env("http_proxy", format!("http://{imds}"))
+        .env("SSL_CERT_FILE", fixture("ca.pem"))
+        .args(["state", subcommand])
+        .arg(&manifest);
+    if subcommand == "push" {
+        command.arg(&state_file);
+    }
+    command.output().expect("dsinfra runs")
+}
+
+/// Guards the remote state's credential: it used to be its own (environment secret, else `az`),
+/// so a CI job on workload identity (GitHub Actions OIDC) could apply but not read its state.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_remote_state_signs_in_with_workload_identity_for_the_storage_scope() {
+    // The token endpoint refuses any scope but storage's.
+    let authority = token_endpoint_for(STORAGE_SCOPE, exchange_federated).await;
+    let (blob, requests) = blob_endpoint().await;
+    let imds = imds_with_two_identities().await;
+    let (_token_dir, file) = federated_token_file();
+    let vars = [
+        ("AZURE_TENANT_ID", TENANT),
+        ("AZURE_CLIENT_ID", CLIENT),
+        ("AZURE_FEDERATED_TOKEN_FILE", file.to_str().expect("utf-8")),
+        ("AZURE_AUTHORITY_HOST", &authority),
+    ];
+    let clis = FakeClis::new();
+    // The stand-ins run on this runtime's other workers while the binary runs.
+    let output = tokio::task::block_in_place(|| dsinfra_state("pull", &blob, &vars, imds, &clis));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("there is no state at https://localhost:")
+            && stderr.contains("/devstoreaccount1/tfstate/exp.json yet: nothing to pull"),
+        "{stderr}"
+    );
+    let requests = requests.lock().expect("not poisoned");
+    assert_eq!(
+        *requests,
+        [(
+            "/devstoreaccount1/tfstate/exp.json".to_owned(),
+            Some("Bearer token-for-the-workload".to_owned())
+        )]
+    );
+}
+
+/// When nothing works for the state, the message is the chain's, as for ARM.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_remote_state_says_why_each_source_failed_in_the_chains_message() {
+    let authority = token_endpoint_for(STORAGE_SCOPE, |_| {
+        Err((7_000_215, "Invalid client secret provided.".to_owned()))
+    })
+    .await;
+    let (blob, requests) = blob_endpoint().await;
+    let imds = imds_with_two_identities().await;
+    let clis = FakeClis::new();
+    clis.add(
+        "az",
+        r#"echo "ERROR: Please run 'az login' to setup account." >&2; exit 1"#,
+    );
+    let vars = [
+        ("AZURE_TENANT_ID", TENANT),
+        ("AZURE_CLIENT_ID", CLIENT),
+        ("AZURE_CLIENT_SECRET", "wrong-s3cret"),
+        ("AZURE_AUTHORITY_HOST", &authority),
+    ];
+    let url = format!("{blob}/devstoreaccount1/tfstate/exp.json");
+    // Reading (pull) and locking (push) report it the same way.
+    for subcommand in ["pull", "push"] {
+        // The stand-ins run on this runtime's other workers while the binary runs.
+        let output =
+            tokio::task::block_in_place(|| dsinfra_state(subcommand, &blob, &vars, imds, &clis));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "cannot authenticate to the state {url}: could not get an Azure access token: \
+                 {EVERY_SOURCE_FAILED}"
+            )),
+            "{subcommand}: {stderr}"
+        );
+        assert!(!stderr.contains("wrong-s3cret"), "{stderr}");
+        assert_eq!(output.status.code(), Some(1), "{subcommand}: {stderr}");
+    }
+    assert!(requests.lock().expect("not poisoned").is_empty());
 }

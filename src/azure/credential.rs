@@ -82,7 +82,7 @@ pub(crate) struct TokenCache {
 }
 
 /// How long before its expiry a cached token is replaced.
-const REFRESH_MARGIN_MINUTES: i64 = 5;
+pub(crate) const REFRESH_MARGIN_MINUTES: i64 = 5;
 
 impl TokenCache {
     /// The cached token if fresh, else a new one from `credential`.

@@ -5,7 +5,7 @@
 //! defines its own types. The layers, bottom up:
 //! - [`secret`]: the redacting string for tokens, keys and customData.
 //! - [`credential`], [`identity`], [`certificate`], [`subscription`]: who we are and where we
-//!   work.
+//!   work; [`sdk_credential`] lends the same credentials to the Azure SDK clients (Blob storage).
 //! - [`retry`], [`ratelimit`]: pure decisions about waiting.
 //! - [`client`], [`lro`]: the transport and ARM's async protocol.
 //! - [`api_version`], [`resource_id`]: the one api-version table and the path builders.
@@ -27,6 +27,7 @@ pub mod quota_message;
 pub mod ratelimit;
 pub mod resource_id;
 pub mod retry;
+pub mod sdk_credential;
 pub mod secret;
 pub mod subscription;
 pub mod types;
@@ -38,4 +39,5 @@ pub use identity::DefaultCredentialChain;
 pub use lro::{LroProgress, PollPolicy, ProgressCallback, ProgressState};
 pub use resource_id::ResourceId;
 pub use retry::RetryPolicy;
+pub use sdk_credential::SdkCredential;
 pub use secret::Secret;

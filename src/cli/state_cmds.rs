@@ -84,14 +84,9 @@ fn remote_state(config: &BackendConfig) -> anyhow::Result<RemoteState> {
 pub fn pull(args: &PullArgs, out: &Output) -> anyhow::Result<Outcome> {
     let bytes = if let Some(config) = backend_of(&args.manifest, out)? {
         let remote = remote_state(&config)?;
-        let read =
-            runtime()?
-                .block_on(remote.read())
-                .map_err(|source| state::StateError::Remote {
-                    action: "read",
-                    url: remote.url(),
-                    source: Box::new(source),
-                })?;
+        let read = runtime()?
+            .block_on(remote.read())
+            .map_err(|source| state::StateError::remote("read", remote.url(), source))?;
         let Some(bytes) = read.and_then(|version| version.content) else {
             bail!("there is no state at {} yet: nothing to pull", remote.url());
         };
@@ -176,11 +171,7 @@ pub fn force_unlock(args: &ForceUnlockArgs, out: &Output) -> anyhow::Result<Outc
     let remote = remote_state(&config)?;
     let runtime = runtime()?;
     let url = remote.url();
-    let storage_error = |action, source| state::StateError::Remote {
-        action,
-        url: url.clone(),
-        source: Box::new(source),
-    };
+    let storage_error = |action, source| state::StateError::remote(action, url.clone(), source);
     let Some(holder) = runtime
         .block_on(remote.holder())
         .map_err(|e| storage_error("read", e))?

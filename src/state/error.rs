@@ -149,7 +149,7 @@ pub enum StateError {
         source: Box<crate::storage::Error>,
     },
 
-    /// The backend's credential could not be found or built.
+    /// The backend's credential could not be found, or gave no token.
     #[error("cannot authenticate to the state {url}: {why}")]
     RemoteAuth {
         /// The state blob, without any credential.
@@ -157,4 +157,23 @@ pub enum StateError {
         /// What is missing and how to provide it.
         why: String,
     },
+}
+
+impl StateError {
+    /// A remote state operation that failed with `source`, as it is reported. A credential
+    /// failure is an authentication failure whose reason is the credential's own message (the
+    /// credential chain's lists every source it tried and what to do); anything else is `action`
+    /// failing on `url`.
+    pub fn remote(action: &'static str, url: String, source: crate::storage::Error) -> Self {
+        match source {
+            crate::storage::Error::Credential { message, .. } => {
+                Self::RemoteAuth { url, why: message }
+            }
+            source => Self::Remote {
+                action,
+                url,
+                source: Box::new(source),
+            },
+        }
+    }
 }

@@ -35,6 +35,8 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
 use super::backend::save_checked;
 use super::{Backend, LockHolder, State, StateError};
+use crate::azure::SdkCredential;
+use crate::azure::identity::{ChainOptions, CredentialEnv, DefaultCredentialChain};
 use crate::model::BackendConfig;
 use crate::secret;
 use crate::storage::{self, Auth, BlobStore, LockInfo, RemoteState, StateLock};
@@ -127,10 +129,11 @@ impl std::fmt::Debug for RemoteBackend {
 /// The blob client for a backend block: its endpoint and credential.
 ///
 /// The credential is a SAS from the environment variable `sas_env` names (for tests and CI), or
-/// else Azure AD: a service principal from `AZURE_TENANT_ID`/`AZURE_CLIENT_ID`/
-/// `AZURE_CLIENT_SECRET` when all three are set, the Azure CLI's login otherwise. Both go
-/// through `storage::Auth` (`Auth::sas` registers the SAS for redaction; `Auth::Token` takes an
-/// `azure_core` credential, which is what `azure_identity` builds).
+/// else Azure AD through the same [`DefaultCredentialChain`] the ARM client uses (environment
+/// secret or certificate, workload identity, managed identity, Azure CLI, Azure Developer CLI),
+/// lent to the Blob client as an `azure_core` credential by [`SdkCredential`]: a CI job or a VM
+/// that can apply can also lock and read its state, and when no source works the message is the
+/// chain's. Both go through `storage::Auth` (`Auth::sas` registers the SAS for redaction).
 pub fn store_for(config: &BackendConfig) -> Result<BlobStore, StateError> {
     let endpoint = config.blob_endpoint();
     let url = format!("{endpoint}/{}/{}", config.container, config.key);
@@ -147,10 +150,7 @@ pub fn store_for(config: &BackendConfig) -> Result<BlobStore, StateError> {
                 });
             }
         },
-        None => Auth::Token(azure_ad_credential().map_err(|why| StateError::RemoteAuth {
-            url: url.clone(),
-            why,
-        })?),
+        None => Auth::Token(azure_ad_credential()),
     };
     BlobStore::new(&endpoint, auth).map_err(|source| StateError::Remote {
         action: "reach",
@@ -159,32 +159,16 @@ pub fn store_for(config: &BackendConfig) -> Result<BlobStore, StateError> {
     })
 }
 
-fn azure_ad_credential() -> Result<Arc<dyn azure_core::credentials::TokenCredential>, String> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let built = match (
-        var("AZURE_TENANT_ID"),
-        var("AZURE_CLIENT_ID"),
-        var("AZURE_CLIENT_SECRET"),
-    ) {
-        (Some(tenant), Some(client), Some(client_secret)) => {
-            secret::register(&client_secret);
-            azure_identity::ClientSecretCredential::new(
-                &tenant,
-                client,
-                azure_core::credentials::Secret::new(client_secret),
-                None,
-            )
-            .map(|c| c as Arc<dyn azure_core::credentials::TokenCredential>)
-        }
-        _ => azure_identity::AzureCliCredential::new(None)
-            .map(|c| c as Arc<dyn azure_core::credentials::TokenCredential>),
-    };
-    built.map_err(|e| {
-        format!(
-            "no Azure AD credential: {} (run `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET)",
-            storage::scrub(&e.to_string())
-        )
-    })
+/// The credential chain of this process's environment, for the Blob client.
+fn azure_ad_credential() -> Arc<dyn azure_core::credentials::TokenCredential> {
+    let env = CredentialEnv::from_process();
+    // The chain's messages never quote the secret (tests/credentials.rs checks); registering it
+    // also keeps it out of anything storage or Azure might echo back.
+    if let Some(client_secret) = &env.client_secret {
+        secret::register(client_secret.expose());
+    }
+    let chain = DefaultCredentialChain::new(&env, ChainOptions::default());
+    Arc::new(SdkCredential::new(Arc::new(chain)))
 }
 
 /// What the storage layer says about a holder, as the state layer describes holders.
@@ -243,11 +227,7 @@ impl RemoteBackend {
                 holder: (holder.pid != 0).then(|| holder_of(&holder)),
                 lease_secs: lease.as_secs(),
             },
-            source => StateError::Remote {
-                action: "lock",
-                url: url.clone(),
-                source: Box::new(source),
-            },
+            source => StateError::remote("lock", url.clone(), source),
         })?;
         Ok(Self {
             remote,
@@ -286,11 +266,7 @@ impl RemoteBackend {
     fn storage_error(&self, action: &'static str, error: storage::Error) -> StateError {
         match error {
             storage::Error::LeaseLost { source, .. } => self.lost(&source.to_string()),
-            source => StateError::Remote {
-                action,
-                url: self.url(),
-                source: Box::new(source),
-            },
+            source => StateError::remote(action, self.url(), source),
         }
     }
 

@@ -623,6 +623,13 @@ fn to_hash_map(metadata: &BTreeMap<String, String>) -> HashMap<String, String> {
 /// Converts an SDK error into ours, keeping the status and error code and dropping anything
 /// that could hold a secret.
 fn from_sdk(operation: &'static str, url: String, error: azure_core::Error) -> Error {
+    if error.kind() == &azure_core::error::ErrorKind::Credential {
+        return Error::Credential {
+            operation,
+            url,
+            message: scrub(&innermost(&error)),
+        };
+    }
     let Some(status) = error.http_status() else {
         return Error::Transport {
             operation,
@@ -646,6 +653,17 @@ fn from_sdk(operation: &'static str, url: String, error: azure_core::Error) -> E
         code,
         message,
     }
+}
+
+/// The text of the deepest source of `error`: the SDK wraps a credential's error in its own
+/// context ("non-transport error occurred which will not be retried"), and the credential's
+/// message is the one that says what to do.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut deepest = error;
+    while let Some(inner) = deepest.source() {
+        deepest = inner;
+    }
+    deepest.to_string()
 }
 
 /// An error and its sources in one line: the SDK wraps the transport error, and the useful

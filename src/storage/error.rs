@@ -37,6 +37,15 @@ pub enum Error {
         /// What went wrong, redacted.
         message: String,
     },
+    /// No Azure AD token could be had for the request (only with `Auth::Token`).
+    Credential {
+        /// What dsinfra was doing.
+        operation: &'static str,
+        /// The resource, without its query string.
+        url: String,
+        /// The credential's own message, whole (the chain lists every source and why), redacted.
+        message: String,
+    },
     /// The request could not be made: a bad name, URL, key or SAS specification.
     Invalid(String),
     /// The state lock is held by someone else.
@@ -124,9 +133,13 @@ impl Error {
     }
 
     /// Whether the request may succeed if simply tried again (no answer, throttled, server error).
+    ///
+    /// A credential failure counts: it only happens here once a source was chosen (a lease is
+    /// renewed only after a token was had), so it is an unanswered token endpoint or IMDS, and
+    /// the renewal should try again as it does when storage does not answer.
     pub fn is_transient(&self) -> bool {
         match self {
-            Self::Transport { .. } => true,
+            Self::Transport { .. } | Self::Credential { .. } => true,
             Self::Service { status, .. } => *status == 408 || *status == 429 || *status >= 500,
             _ => false,
         }
@@ -153,6 +166,11 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Self::Transport {
+                operation,
+                url,
+                message,
+            }
+            | Self::Credential {
                 operation,
                 url,
                 message,
