@@ -26,6 +26,7 @@ mod ops;
 mod paging;
 mod path;
 mod providers;
+mod registry;
 mod schedules;
 mod server;
 mod storage;

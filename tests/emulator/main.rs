@@ -16,6 +16,7 @@ mod fabric;
 mod groups;
 mod network;
 mod paging;
+mod providers;
 mod service;
 mod storage;
 
