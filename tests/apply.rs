@@ -731,19 +731,37 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
     );
 }
 
-/// POSTs `register` for `namespace` as `az provider register` does.
+/// POSTs `register` for `namespace` as `az provider register` does, then waits until the
+/// provider says `Registered` (what `az provider show` is asked for).
 async fn register(w: &World, namespace: &str) {
-    let url = format!(
-        "{}/subscriptions/{SUB}/providers/{namespace}/register?api-version=2025-04-01",
+    let provider = format!(
+        "{}/subscriptions/{SUB}/providers/{namespace}",
         w.handle.endpoint()
     );
-    let resp = reqwest::Client::new()
-        .post(url)
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{provider}/register?api-version=2025-04-01"))
         .bearer_auth("test")
         .send()
         .await
         .expect("the emulator answers");
     assert_eq!(resp.status(), 200);
+    for _ in 0..100 {
+        let body: Value = http
+            .get(format!("{provider}?api-version=2025-04-01"))
+            .bearer_auth("test")
+            .send()
+            .await
+            .expect("the emulator answers")
+            .json()
+            .await
+            .expect("JSON");
+        if body["registrationState"] == "Registered" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{namespace} never registered");
 }
 
 const REGISTER_HELP: &str = "register the subscription for Microsoft.DevTestLab once: `az provider register --namespace Microsoft.DevTestLab`; registering takes a minute or two";
@@ -796,5 +814,9 @@ async fn a_saved_plan_meeting_missing_registration_advises_registering_once() {
         2,
         "both schedules fail: {text}"
     );
-    assert_eq!(text.matches(REGISTER_HELP).count(), 1, "advised once: {text}");
+    assert_eq!(
+        text.matches(REGISTER_HELP).count(),
+        1,
+        "advised once: {text}"
+    );
 }

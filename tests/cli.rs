@@ -406,7 +406,16 @@ fn emulator_unregistered_namespaces_start_not_registered() {
     );
     child.kill().expect("the emulator stops");
     let _ = child.wait();
-    assert!(dtl.contains("\"registrationState\":\"NotRegistered\""), "{dtl}");
-    assert!(storage.contains("\"registrationState\":\"NotRegistered\""), "{storage}");
-    assert!(compute.contains("\"registrationState\":\"Registered\""), "{compute}");
+    assert!(
+        dtl.contains("\"registrationState\":\"NotRegistered\""),
+        "{dtl}"
+    );
+    assert!(
+        storage.contains("\"registrationState\":\"NotRegistered\""),
+        "{storage}"
+    );
+    assert!(
+        compute.contains("\"registrationState\":\"Registered\""),
+        "{compute}"
+    );
 }

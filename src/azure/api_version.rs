@@ -39,7 +39,7 @@ pub fn api_version_for_path(path: &str) -> Option<&'static str> {
     let (namespace, kind) = match provider_at {
         // `/subscriptions/{s}/providers/{namespace}` is the provider itself, which ARM's
         // Providers API (Microsoft.Resources) serves, not the namespace's own provider.
-        Some(3) if segments.len() == 4 => ("Microsoft.Resources", ""),
+        Some(2) if segments.len() == 4 => ("Microsoft.Resources", ""),
         Some(i) => (
             segments.get(i + 1).copied()?,
             segments.get(i + 2).copied().unwrap_or_default(),

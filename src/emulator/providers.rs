@@ -57,7 +57,13 @@ pub(crate) fn dispatch(
                         .iter()
                         .any(|a| rest[0].eq_ignore_ascii_case(a)))
             {
-                return registry::handle(cloud, ctx, sub, namespace, rest.first().map(String::as_str));
+                return registry::handle(
+                    cloud,
+                    ctx,
+                    sub,
+                    namespace,
+                    rest.first().map(String::as_str),
+                );
             }
             served(cloud, ctx, sub, namespace)?;
             let storage_ns = namespace.eq_ignore_ascii_case("Microsoft.Storage");

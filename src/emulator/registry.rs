@@ -23,7 +23,7 @@ use super::store::{Cloud, Kind};
 
 /// How long ARM takes to (un)register a namespace, before the latency scale: "a minute or two"
 /// in Azure's documentation; the short end keeps the emulator's default run brisk.
-const REGISTRATION_TIME: Duration = Duration::from_secs(60);
+const REGISTRATION_TIME: Duration = Duration::from_mins(1);
 
 /// ARM's own namespace: always registered, whatever is asked.
 const RESOURCES: &str = "Microsoft.Resources";
@@ -236,12 +236,7 @@ fn provider(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, namespace: &Namespace) -> V
     provider_in(ctx, sub, namespace, state(cloud, ctx, sub, namespace.name))
 }
 
-fn provider_in(
-    ctx: &Ctx<'_>,
-    sub: &str,
-    namespace: &Namespace,
-    state: RegistrationState,
-) -> Value {
+fn provider_in(ctx: &Ctx<'_>, sub: &str, namespace: &Namespace, state: RegistrationState) -> Value {
     json!({
         "id": format!("/subscriptions/{sub}/providers/{}", namespace.name),
         "namespace": namespace.name,

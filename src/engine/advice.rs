@@ -130,7 +130,9 @@ pub fn describe(
             .message()
             .and_then(registration::namespace_in)
             .map(str::to_owned)
-            .or_else(|| resource.and_then(|r| registration::namespace_of(r.kind).map(str::to_owned)));
+            .or_else(|| {
+                resource.and_then(|r| registration::namespace_of(r.kind).map(str::to_owned))
+            });
         if let Some(namespace) = namespace {
             advice.push(registration::help(&namespace));
         }

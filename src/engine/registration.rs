@@ -83,10 +83,18 @@ fn problem(namespace: &str, state: &str, need: &Need) -> Diagnostic {
             need.block
         )
     };
+    let help = if state.eq_ignore_ascii_case("Registering") {
+        format!(
+            "registering takes a minute or two: wait until `az provider show --namespace \
+             {namespace} --query registrationState` says Registered, then run this command again"
+        )
+    } else {
+        help(namespace)
+    };
     Diagnostic::error(summary)
         .with_span_opt(need.span.clone())
         .with_label(format!("{} creates {}", need.block, need.kind.arm_type()))
-        .with_help(help(namespace))
+        .with_help(help)
 }
 
 /// Reads the registration of every namespace the plan writes to and reports the unregistered
@@ -156,6 +164,30 @@ mod tests {
         );
         assert_eq!(namespace_of(ResourceKind::ResourceGroup), None);
         assert_eq!(namespace_of(ResourceKind::Sas), None);
+    }
+
+    #[test]
+    fn a_namespace_still_registering_is_told_to_wait_not_to_register_again() {
+        let need = Need {
+            block: "vm.gpu".parse().expect("valid"),
+            kind: ResourceKind::AutoShutdownSchedule,
+            span: None,
+        };
+        let waiting = problem("Microsoft.DevTestLab", "Registering", &need);
+        assert_eq!(
+            waiting.summary,
+            "the subscription is still registering for Microsoft.DevTestLab, which vm.gpu needs"
+        );
+        assert_eq!(
+            waiting.help,
+            [
+                "registering takes a minute or two: wait until `az provider show --namespace \
+              Microsoft.DevTestLab --query registrationState` says Registered, then run this \
+              command again"
+            ]
+        );
+        let missing = problem("Microsoft.DevTestLab", "NotRegistered", &need);
+        assert_eq!(missing.help, [help("Microsoft.DevTestLab")]);
     }
 
     #[test]

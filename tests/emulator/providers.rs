@@ -69,7 +69,12 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
         conforms("GET", &list, RESOURCES, &resp);
         pages += 1;
         for provider in resp.body["value"].as_array().expect("value") {
-            namespaces.push(provider["namespace"].as_str().expect("namespace").to_owned());
+            namespaces.push(
+                provider["namespace"]
+                    .as_str()
+                    .expect("namespace")
+                    .to_owned(),
+            );
         }
         let Some(next) = resp.body["nextLink"].as_str().map(str::to_owned) else {
             break;
@@ -107,29 +112,39 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
             .is_some_and(|l| l.contains(&json!("eastus"))),
         "{vms}"
     );
-    assert_eq!(type_of(&compute.body, "disks")["apiVersions"], json!(["2025-01-02"]));
+    assert_eq!(
+        type_of(&compute.body, "disks")["apiVersions"],
+        json!(["2025-01-02"])
+    );
     type_of(&compute.body, "locations/vmSizes");
     assert!(vms.get("aliases").is_none(), "aliases only when expanded");
     let expanded = env
         .get(&format!("{path}?$expand=resourceTypes/aliases"), RESOURCES)
         .await;
     conforms("GET", &path, RESOURCES, &expanded);
-    assert_eq!(type_of(&expanded.body, "virtualMachines")["aliases"], json!([]));
+    assert_eq!(
+        type_of(&expanded.body, "virtualMachines")["aliases"],
+        json!([])
+    );
 
-    let dtl = env.get(&provider_path("Microsoft.DevTestLab"), RESOURCES).await;
+    let dtl = env
+        .get(&provider_path("Microsoft.DevTestLab"), RESOURCES)
+        .await;
     assert_eq!(
         type_of(&dtl.body, "schedules")["apiVersions"],
         json!(["2018-09-15"])
     );
-    let storage = env.get(&provider_path("Microsoft.Storage"), RESOURCES).await;
+    let storage = env
+        .get(&provider_path("Microsoft.Storage"), RESOURCES)
+        .await;
     type_of(&storage.body, "storageAccounts/blobServices/containers");
     let types_path = format!("{}/resourceTypes", provider_path("Microsoft.Network"));
     let types = env.get(&types_path, RESOURCES).await;
     conforms("GET", &types_path, RESOURCES, &types);
     assert!(
-        types.body["value"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["resourceType"] == "virtualNetworks/subnets")),
+        types.body["value"].as_array().is_some_and(|t| t
+            .iter()
+            .any(|t| t["resourceType"] == "virtualNetworks/subnets")),
         "{:?}",
         types.body
     );
@@ -169,7 +184,10 @@ async fn an_unregistered_namespace_answers_missing_subscription_registration_unt
     let read = env.get(&schedule, "2018-09-15").await;
     assert_eq!(read.code(), "MissingSubscriptionRegistration");
     let listed = env
-        .get(&provider_path("Microsoft.DevTestLab/schedules"), "2018-09-15")
+        .get(
+            &provider_path("Microsoft.DevTestLab/schedules"),
+            "2018-09-15",
+        )
         .await;
     assert_eq!(listed.code(), "MissingSubscriptionRegistration");
     let path = provider_path("Microsoft.DevTestLab");
@@ -299,7 +317,12 @@ async fn regenerate_key_replaces_one_key_which_list_keys_and_sas_then_use() {
 
     let regenerate = format!("{account}/regenerateKey");
     let answer = env
-        .call("POST", &regenerate, STORAGE, Some(&json!({"keyName": "key1"})))
+        .call(
+            "POST",
+            &regenerate,
+            STORAGE,
+            Some(&json!({"keyName": "key1"})),
+        )
         .await;
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     conforms("POST", &regenerate, STORAGE, &answer);
@@ -317,13 +340,21 @@ async fn regenerate_key_replaces_one_key_which_list_keys_and_sas_then_use() {
     );
 
     let bad = env
-        .call("POST", &regenerate, STORAGE, Some(&json!({"keyName": "key3"})))
+        .call(
+            "POST",
+            &regenerate,
+            STORAGE,
+            Some(&json!({"keyName": "key3"})),
+        )
         .await;
     assert_eq!(
         (bad.status, bad.code()),
         (400, "InvalidValuesForRequestParameters")
     );
-    assert_eq!(keys_of(&env.post(&format!("{account}/listKeys"), STORAGE).await), after);
+    assert_eq!(
+        keys_of(&env.post(&format!("{account}/listKeys"), STORAGE).await),
+        after
+    );
 }
 
 #[tokio::test]
@@ -348,7 +379,12 @@ async fn requests_the_emulator_does_not_serve_answer_not_implemented_naming_them
     for (method, path) in &cases {
         let body = json!({"location": "eastus"});
         let resp = env
-            .call(method, path, "2024-01-01", (*method == "PUT").then_some(&body))
+            .call(
+                method,
+                path,
+                "2024-01-01",
+                (*method == "PUT").then_some(&body),
+            )
             .await;
         assert_eq!(
             (resp.status, resp.code()),
@@ -373,7 +409,10 @@ async fn requests_the_emulator_does_not_serve_answer_not_implemented_naming_them
     )
     .await;
     let capture = env
-        .post(&res("rg", "Microsoft.Compute/virtualMachines/vm/capture"), COMPUTE)
+        .post(
+            &res("rg", "Microsoft.Compute/virtualMachines/vm/capture"),
+            COMPUTE,
+        )
         .await;
     assert_eq!((capture.status, capture.code()), (501, "NotImplemented"));
 
