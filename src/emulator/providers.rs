@@ -87,7 +87,7 @@ pub(crate) fn dispatch(
                 }
                 // One type name in a namespace the emulator serves: ARM's own answer for a type
                 // it does not know (or that has no subscription-wide list).
-                [_] => Err(unknown_type()),
+                [rtype] => Err(unknown_type(namespace, rtype, &ctx.api_version)),
                 _ => Err(not_implemented(ctx)),
             }
         }
@@ -114,11 +114,15 @@ pub(crate) fn not_implemented(ctx: &Ctx<'_>) -> ArmError {
     ArmError::not_implemented(&ctx.method, &super::path::percent_decode(ctx.uri.path()))
 }
 
-fn unknown_type() -> ArmError {
+/// ARM's 404 for a type name its namespace does not have.
+fn unknown_type(namespace: &str, rtype: &str, api_version: &str) -> ArmError {
     ArmError::new(
         404,
         "InvalidResourceType",
-        "The resource type could not be found in the namespace for the requested api version.",
+        format!(
+            "The resource type '{rtype}' could not be found in the namespace '{namespace}' for \
+             api version '{api_version}'."
+        ),
     )
 }
 
@@ -225,15 +229,10 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         return list(cloud, ctx, path, kind, &group_key);
     }
     let kind = Kind::from_type(&path.rtype()).ok_or_else(|| {
-        ArmError::new(
-            404,
-            "InvalidResourceType",
-            format!(
-                "The resource type '{}' could not be found in the namespace '{}' for api version '{}'.",
-                path.rtype().split_once('/').map_or("", |(_, t)| t),
-                path.namespace,
-                ctx.api_version
-            ),
+        unknown_type(
+            &path.namespace,
+            path.rtype().split_once('/').map_or("", |(_, t)| t),
+            &ctx.api_version,
         )
     })?;
     let id = canonical_id(path, kind, &group_name);
@@ -372,7 +371,7 @@ fn list_in_subscription(
         return Err(ArmError::method_not_allowed(&ctx.method));
     }
     let Some(kind) = subscription_kind(namespace, rtype) else {
-        return Err(unknown_type());
+        return Err(unknown_type(namespace, rtype, &ctx.api_version));
     };
     let prefix = key(&format!("/subscriptions/{sub}/resourceGroups/")) + "/";
     let items: Vec<Value> = cloud

@@ -432,4 +432,11 @@ async fn requests_the_emulator_does_not_serve_answer_not_implemented_naming_them
         .get(&provider_path("Microsoft.Compute/notAType"), COMPUTE)
         .await;
     assert_eq!((listed.status, listed.code()), (404, "InvalidResourceType"));
+    assert_eq!(
+        listed.message(),
+        format!(
+            "The resource type 'notAType' could not be found in the namespace 'Microsoft.Compute' \
+             for api version '{COMPUTE}'."
+        )
+    );
 }
