@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::paging;
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind};
+use super::{generic, paging};
 
 /// How long ARM takes to (un)register a namespace, before the latency scale: "a minute or two"
 /// in Azure's documentation; the short end keeps the emulator's default run brisk.
@@ -190,21 +190,27 @@ fn resource_types(ctx: &Ctx<'_>, namespace: &Namespace) -> Vec<Value> {
         .filter(|k| namespace_of(*k) == namespace.name)
         .map(|k| {
             let rtype = k.type_name().split_once('/').map_or("", |(_, t)| t);
-            (canonical_type(k, rtype), api_version(k), true)
+            // Top-level resources carry tags and a location of their own; children do not.
+            let capabilities = if generic::top_level(k) || k == Kind::ResourceGroup {
+                "SupportsTags, SupportsLocation"
+            } else {
+                "None"
+            };
+            (canonical_type(k, rtype), api_version(k), true, capabilities)
         });
     let endpoints = namespace
         .endpoints
         .iter()
-        .map(|(t, v, per_location)| ((*t).to_owned(), *v, *per_location));
+        .map(|(t, v, per_location)| ((*t).to_owned(), *v, *per_location, "None"));
     kinds
         .chain(endpoints)
-        .map(|(rtype, version, per_location)| {
+        .map(|(rtype, version, per_location, capabilities)| {
             let mut item = json!({
                 "resourceType": rtype,
                 "locations": if per_location { json!(locations) } else { json!([]) },
                 "apiVersions": [version],
                 "defaultApiVersion": version,
-                "capabilities": "None",
+                "capabilities": capabilities,
             });
             if aliases {
                 // The emulator knows no Azure Policy aliases; asked for them, it says so by an

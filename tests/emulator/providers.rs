@@ -106,6 +106,7 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
     assert_eq!(compute.body["registrationState"], "Registered");
     let vms = type_of(&compute.body, "virtualMachines");
     assert_eq!(vms["apiVersions"], json!([COMPUTE]));
+    assert_eq!(vms["capabilities"], "SupportsTags, SupportsLocation");
     assert!(
         vms["locations"]
             .as_array()
