@@ -801,3 +801,93 @@ async fn moving_and_growing_a_data_disk_is_sent_as_patches() {
         "{read:#}"
     );
 }
+
+/// POSTs `register` for `namespace` as `az provider register` does, then waits until the
+/// provider says `Registered` (what `az provider show` is asked for).
+async fn register(w: &World, namespace: &str) {
+    let provider = format!(
+        "{}/subscriptions/{SUB}/providers/{namespace}",
+        w.handle.endpoint()
+    );
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{provider}/register?api-version=2025-04-01"))
+        .bearer_auth("test")
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert_eq!(resp.status(), 200);
+    for _ in 0..100 {
+        let body: Value = http
+            .get(format!("{provider}?api-version=2025-04-01"))
+            .bearer_auth("test")
+            .send()
+            .await
+            .expect("the emulator answers")
+            .json()
+            .await
+            .expect("JSON");
+        if body["registrationState"] == "Registered" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{namespace} never registered");
+}
+
+const REGISTER_HELP: &str = "register the subscription for Microsoft.DevTestLab once: `az provider register --namespace Microsoft.DevTestLab`; registering takes a minute or two";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unregistered_devtestlab_is_explained_before_anything_is_written() {
+    let w = world_with(|c| EmulatorConfig {
+        unregistered: vec!["Microsoft.DevTestLab".into()],
+        ..c
+    })
+    .await;
+    let out = w.run(&["apply", "dual-dsvm.hcl", "--auto-approve"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: the subscription is not registered for Microsoft.DevTestLab (NotRegistered), which vm.gpu needs: ARM would refuse it with MissingSubscriptionRegistration"),
+        "{text}"
+    );
+    assert_eq!(text.matches(REGISTER_HELP).count(), 1, "said once: {text}");
+    assert!(
+        w.inventory(&group_of("dual-dsvm")).await.is_empty(),
+        "nothing written"
+    );
+    register(&w, "Microsoft.DevTestLab").await;
+    let applied = w.ok(&["apply", "dual-dsvm.hcl", "--auto-approve"]).await;
+    assert!(applied.contains("Apply complete: 12 created"), "{applied}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_meeting_missing_registration_advises_registering_once() {
+    let w = world().await;
+    w.ok(&["plan", "dual-dsvm.hcl", "-out", "dual.plan"]).await;
+    // Registration undone after the plan was made: only the writes can tell.
+    let url = format!(
+        "{}/subscriptions/{SUB}/providers/Microsoft.DevTestLab/unregister?api-version=2025-04-01",
+        w.handle.endpoint()
+    );
+    let resp = reqwest::Client::new()
+        .post(url)
+        .bearer_auth("test")
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert_eq!(resp.status(), 200);
+    let out = w.run(&["apply", "dual.plan"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        text.matches("MissingSubscriptionRegistration: The subscription is not registered to use namespace 'Microsoft.DevTestLab'.").count(),
+        2,
+        "both schedules fail: {text}"
+    );
+    assert_eq!(
+        text.matches(REGISTER_HELP).count(),
+        1,
+        "advised once: {text}"
+    );
+}

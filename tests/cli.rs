@@ -368,3 +368,54 @@ fn emulator_page_size_is_a_flag_and_zero_is_refused() {
         "{answer}"
     );
 }
+
+#[test]
+fn emulator_unregistered_namespaces_start_not_registered() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsinfra"))
+        .args([
+            "emulator",
+            "--in-memory",
+            "--unregistered",
+            "Microsoft.DevTestLab,Microsoft.Storage",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the emulator starts");
+    let mut endpoint = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut endpoint)
+        .expect("the endpoint is printed");
+    let address = endpoint.trim().trim_start_matches("http://").to_owned();
+    let state = |namespace: &str| {
+        let path = format!("/subscriptions/s/providers/{namespace}?api-version=2025-04-01");
+        let mut stream = std::net::TcpStream::connect(&address).expect("connects");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer t\r\nConnection: close\r\n\r\n"
+        )
+        .expect("sends");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("reads");
+        answer
+    };
+    let (dtl, storage, compute) = (
+        state("Microsoft.DevTestLab"),
+        state("Microsoft.Storage"),
+        state("Microsoft.Compute"),
+    );
+    child.kill().expect("the emulator stops");
+    let _ = child.wait();
+    assert!(
+        dtl.contains("\"registrationState\":\"NotRegistered\""),
+        "{dtl}"
+    );
+    assert!(
+        storage.contains("\"registrationState\":\"NotRegistered\""),
+        "{storage}"
+    );
+    assert!(
+        compute.contains("\"registrationState\":\"Registered\""),
+        "{compute}"
+    );
+}

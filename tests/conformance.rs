@@ -787,26 +787,38 @@ async fn every_example_present_replays_against_the_emulator() {
         "replayed only {} examples",
         replayed.len()
     );
-    // Every provider left out must still be one the emulator refuses: once it is emulated, its
-    // examples are replayed like the rest.
+    // Every provider left out must still be one the emulator says it does not implement (501
+    // naming the request, never an ARM-looking 404): once it is emulated, its examples are
+    // replayed like the rest.
     let handle = emulator().await;
     let group = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
     ensure(&http, &handle.endpoint(), group).await;
     for (ns, issue) in NOT_YET_EMULATED {
-        let path = format!("{group}/providers/{ns}/things/x?api-version=2024-01-01");
+        let resource = format!("{group}/providers/{ns}/things/x");
+        let path = format!("{resource}?api-version=2024-01-01");
         let answer = send(&http, &handle.endpoint(), "GET", &path, None).await;
-        let code = answer
-            .body
-            .as_ref()
-            .and_then(|b| b.pointer("/error/code"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let error = |field: &str| {
+            answer
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer(&format!("/error/{field}")))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let code = error("code");
         assert!(
-            answer.status == 404 && code == "InvalidResourceType",
+            answer.status == 501 && code == "NotImplemented",
             "{ns} is listed as not yet emulated ({issue}) but the emulator answered {} {code}: \
              remove it from NOT_YET_EMULATED so its examples are replayed",
             answer.status
+        );
+        assert_eq!(
+            error("message"),
+            format!(
+                "The dsinfra emulator does not implement GET {resource}; see docs/emulator.md \
+                 for what it covers."
+            )
         );
     }
     handle.shutdown().await;

@@ -37,6 +37,9 @@ pub fn api_version_for_path(path: &str) -> Option<&'static str> {
         .iter()
         .rposition(|s| s.eq_ignore_ascii_case("providers"));
     let (namespace, kind) = match provider_at {
+        // `/subscriptions/{s}/providers/{namespace}` is the provider itself, which ARM's
+        // Providers API (Microsoft.Resources) serves, not the namespace's own provider.
+        Some(2) if segments.len() == 4 => ("Microsoft.Resources", ""),
         Some(i) => (
             segments.get(i + 1).copied()?,
             segments.get(i + 2).copied().unwrap_or_default(),
@@ -115,6 +118,18 @@ mod tests {
                 "/subscriptions/s/resourcegroups/rg/PROVIDERS/microsoft.compute/DISKS/d"
             ),
             Some("2025-01-02")
+        );
+    }
+
+    #[test]
+    fn a_provider_itself_is_read_through_microsoft_resources() {
+        assert_eq!(
+            api_version_for_path("/subscriptions/s/providers/Microsoft.DevTestLab"),
+            Some("2025-04-01")
+        );
+        assert_eq!(
+            api_version_for_path("/subscriptions/s/providers/Microsoft.Sql"),
+            Some("2025-04-01")
         );
     }
 

@@ -15,7 +15,7 @@ use super::types::network::{
 };
 use super::types::placement::ProximityPlacementGroup;
 use super::types::quota::{ResourceSku, Usage};
-use super::types::resources::ResourceGroup;
+use super::types::resources::{Provider, ResourceGroup};
 use super::types::storage::{
     BlobContainer, FileShare, StorageAccount, StorageAccountCreate, StorageAccountKeys,
 };
@@ -182,6 +182,17 @@ impl ArmClient {
         body: &Schedule,
     ) -> Result<Schedule, ArmError> {
         self.put(id, body).await
+    }
+
+    /// The subscription's view of the resource provider `namespace` (its registration state);
+    /// `None` when ARM does not know the namespace.
+    pub async fn provider(
+        &self,
+        subscription_id: &str,
+        namespace: &str,
+    ) -> Result<Option<Provider>, ArmError> {
+        self.get(&ResourceId::resource_provider(subscription_id, namespace))
+            .await
     }
 
     /// Compute usages (vCPU quota per family) in `location`.

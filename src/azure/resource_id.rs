@@ -211,6 +211,11 @@ impl ResourceId {
             .join("usages")
     }
 
+    /// A resource provider of a subscription: `/subscriptions/{s}/providers/{namespace}`.
+    pub fn resource_provider(subscription_id: &str, namespace: &str) -> Self {
+        Self::subscription(subscription_id).join(&format!("providers/{namespace}"))
+    }
+
     /// The compute resource SKU list of a subscription.
     pub fn compute_skus(subscription_id: &str) -> Self {
         Self::subscription(subscription_id).join("providers/Microsoft.Compute/skus")

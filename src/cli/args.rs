@@ -232,6 +232,12 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "N", default_value_t = crate::emulator::DEFAULT_PAGE_SIZE,
           value_parser = page_size)]
     pub page_size: usize,
+    /// Provider namespaces the subscription starts out not registered for, comma-separated
+    /// (e.g. `Microsoft.DevTestLab`): requests to them answer ARM's 409
+    /// MissingSubscriptionRegistration until the namespace is registered
+    /// (`POST .../providers/{namespace}/register`, as `az provider register` sends).
+    #[arg(long, value_name = "NAMESPACES", value_delimiter = ',')]
+    pub unregistered: Vec<String>,
 }
 
 /// `--page-size`: a whole number of at least 1 (a page of 0 items would never progress).

@@ -167,7 +167,10 @@ pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> 
         latency_scale,
         vm_sizes: catalog::vm_size_names()
             .filter_map(catalog::vm_size)
-            .map(|s| VmSizeSpec::new(s.name, s.vcpus, s.quota_family))
+            .map(|s| {
+                VmSizeSpec::new(s.name, s.vcpus, s.quota_family)
+                    .with_memory(s.memory_gib * 1024, s.temp_disk_gib * 1024)
+            })
             .collect(),
         locations: catalog::LOCATIONS.iter().map(|l| (*l).to_owned()).collect(),
         ..EmulatorConfig::default()

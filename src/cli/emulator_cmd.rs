@@ -31,6 +31,7 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
     config.faults_file.clone_from(&args.faults);
     config.throttle = !args.no_throttle;
     config.page_size = args.page_size;
+    config.unregistered.clone_from(&args.unregistered);
     runtime()?.block_on(async {
         let handle = emulator::start(config)
             .await

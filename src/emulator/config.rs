@@ -20,6 +20,13 @@ pub struct VmSizeSpec {
     pub vcpus: u32,
     /// Quota family as the usages API names it, e.g. `standardNDSv2Family`.
     pub family: String,
+    /// Memory in MB, when known: the VM sizes list shows it (and leaves it out otherwise rather
+    /// than inventing a number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u32>,
+    /// The local temporary disk in MB (0: none), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_disk_mb: Option<u32>,
 }
 
 impl VmSizeSpec {
@@ -29,7 +36,17 @@ impl VmSizeSpec {
             name: name.to_owned(),
             vcpus,
             family: family.to_owned(),
+            memory_mb: None,
+            resource_disk_mb: None,
         }
+    }
+
+    /// The same size with its memory and temporary disk, in MB.
+    #[must_use]
+    pub fn with_memory(mut self, memory_mb: u32, resource_disk_mb: u32) -> Self {
+        self.memory_mb = Some(memory_mb);
+        self.resource_disk_mb = Some(resource_disk_mb);
+        self
     }
 }
 
@@ -187,6 +204,11 @@ pub struct EmulatorConfig {
     pub vm_sizes: Vec<VmSizeSpec>,
     /// Locations the SKUs API lists.
     pub locations: Vec<String>,
+    /// Provider namespaces the subscription starts out not registered for (e.g.
+    /// `Microsoft.DevTestLab`): their requests answer ARM's 409 `MissingSubscriptionRegistration`
+    /// until a `POST .../providers/{namespace}/register` (see registry.rs). Empty by default:
+    /// every namespace the emulator serves starts registered.
+    pub unregistered: Vec<String>,
     /// Faults active from the start.
     pub faults: Vec<FaultRule>,
     /// A JSON file with a list of [`FaultRule`]s, loaded at start.
@@ -288,6 +310,7 @@ impl Default for EmulatorConfig {
             .into_iter()
             .map(str::to_owned)
             .collect(),
+            unregistered: Vec::new(),
             faults: Vec::new(),
             faults_file: None,
             request_validator: None,
@@ -315,6 +338,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("page_size", &self.page_size)
             .field("vm_sizes", &self.vm_sizes.len())
             .field("locations", &self.locations)
+            .field("unregistered", &self.unregistered)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
             .field("request_validator", &self.request_validator.is_some())

@@ -123,6 +123,32 @@ impl ArmError {
         )
     }
 
+    /// 501 for a request the emulator does not serve, naming its method and path, so that it
+    /// never reads like one of ARM's own "not found" answers (see docs/emulator.md, "What is not
+    /// implemented").
+    pub fn not_implemented(method: &str, path: &str) -> Self {
+        Self::new(
+            501,
+            "NotImplemented",
+            format!(
+                "The dsinfra emulator does not implement {method} {path}; see docs/emulator.md \
+                 for what it covers."
+            ),
+        )
+    }
+
+    /// 409 for a request to a namespace the subscription is not registered for, in ARM's words.
+    pub fn missing_registration(namespace: &str) -> Self {
+        Self::new(
+            409,
+            "MissingSubscriptionRegistration",
+            format!(
+                "The subscription is not registered to use namespace '{namespace}'. See \
+                 https://aka.ms/rps-not-found for how to register subscriptions."
+            ),
+        )
+    }
+
     /// 400 for a body that is not JSON or misses a required property.
     pub fn invalid_request(message: impl Into<String>) -> Self {
         Self::new(400, "InvalidRequestContent", message)

@@ -27,6 +27,7 @@ mod paging;
 mod patch;
 mod path;
 mod providers;
+mod registry;
 mod schedules;
 mod server;
 mod storage;

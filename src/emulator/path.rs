@@ -14,6 +14,8 @@ pub(crate) enum Route {
     Group { sub: String, group: String },
     /// `/subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{type}/{name}]*[/{tail}]`
     Resource(ResourcePath),
+    /// `/subscriptions/{s}/providers`: the resource providers.
+    Providers { sub: String },
     /// `/subscriptions/{s}/providers/{ns}/locations/{loc}/{rest...}`
     Location {
         sub: String,
@@ -155,6 +157,7 @@ pub(crate) fn parse(path: &str) -> Route {
                 }
             }
         }
+        "providers" => Route::Providers { sub },
         "resources" if rest.is_empty() => Route::Resources { sub },
         "operationresults" if rest.len() == 1 => Route::GroupOperation {
             sub,
@@ -219,6 +222,10 @@ mod tests {
             parse("/subscriptions/s/operationresults/abc"),
             Route::GroupOperation { .. }
         ));
+        assert_eq!(
+            parse("/subscriptions/s/providers"),
+            Route::Providers { sub: "s".into() }
+        );
         assert_eq!(parse("/nope"), Route::Unknown);
     }
 

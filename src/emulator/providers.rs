@@ -8,7 +8,7 @@ use super::error::ArmError;
 use super::path::{ResourcePath, Route};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, generic, groups, network, ops, paging, schedules, storage};
+use super::{compute, generic, groups, network, ops, paging, registry, schedules, storage};
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -17,6 +17,7 @@ pub(crate) fn dispatch(
 ) -> Result<Reply, ArmError> {
     match route {
         Route::Groups { sub } => groups::list(cloud, ctx, sub),
+        Route::Providers { sub } => registry::list(cloud, ctx, sub),
         Route::Resources { sub } => generic::list(cloud, ctx, sub, None),
         Route::GroupResources { sub, group } => generic::list(cloud, ctx, sub, Some(group)),
         Route::Group { sub, group } => groups::handle(cloud, ctx, sub, group),
@@ -26,26 +27,45 @@ pub(crate) fn dispatch(
             namespace,
             location,
             rest,
-        } => match rest.as_slice() {
-            [kind, id] if kind.eq_ignore_ascii_case("operations") => {
-                ops::status(ctx, cloud, sub, id)
+        } => {
+            served(cloud, ctx, sub, namespace)?;
+            let compute = namespace.eq_ignore_ascii_case("Microsoft.Compute");
+            match rest.as_slice() {
+                [kind, id] if kind.eq_ignore_ascii_case("operations") => {
+                    ops::status(ctx, cloud, sub, id)
+                }
+                [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
+                    ops::result(ctx, cloud, sub, id)
+                }
+                [usages] if compute && usages.eq_ignore_ascii_case("usages") => {
+                    compute::usages(cloud, ctx, sub, location)
+                }
+                [sizes] if compute && sizes.eq_ignore_ascii_case("vmSizes") => {
+                    compute::vm_sizes(ctx, location)
+                }
+                _ => Err(not_implemented(ctx)),
             }
-            [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
-                ops::result(ctx, cloud, sub, id)
-            }
-            [usages]
-                if usages.eq_ignore_ascii_case("usages")
-                    && namespace.eq_ignore_ascii_case("Microsoft.Compute") =>
-            {
-                compute::usages(cloud, ctx, sub, location)
-            }
-            _ => Err(unknown_path()),
-        },
+        }
         Route::Provider {
             sub,
             namespace,
             rest,
         } => {
+            if let [] | [_] = rest.as_slice()
+                && (rest.is_empty()
+                    || ["register", "unregister", "resourceTypes"]
+                        .iter()
+                        .any(|a| rest[0].eq_ignore_ascii_case(a)))
+            {
+                return registry::handle(
+                    cloud,
+                    ctx,
+                    sub,
+                    namespace,
+                    rest.first().map(String::as_str),
+                );
+            }
+            served(cloud, ctx, sub, namespace)?;
             let storage_ns = namespace.eq_ignore_ascii_case("Microsoft.Storage");
             match rest.as_slice() {
                 [skus]
@@ -65,19 +85,44 @@ pub(crate) fn dispatch(
                 [rtype] if subscription_kind(namespace, rtype).is_some() => {
                     list_in_subscription(cloud, ctx, sub, namespace, rtype)
                 }
-                _ => Err(unknown_path()),
+                // One type name in a namespace the emulator serves: ARM's own answer for a type
+                // it does not know (or that has no subscription-wide list).
+                [rtype] => Err(unknown_type(namespace, rtype, &ctx.api_version)),
+                _ => Err(not_implemented(ctx)),
             }
         }
-        Route::Resource(path) => resource(cloud, ctx, path),
-        Route::Unknown => Err(unknown_path()),
+        Route::Resource(path) => {
+            served(cloud, ctx, &path.sub, &path.namespace)?;
+            resource(cloud, ctx, path)
+        }
+        Route::Unknown => Err(not_implemented(ctx)),
     }
 }
 
-fn unknown_path() -> ArmError {
+/// Checks a namespace before its provider sees the request: one the emulator does not serve is
+/// not implemented (never an ARM-looking "not found"), and one the subscription is not
+/// registered for answers ARM's `MissingSubscriptionRegistration`.
+fn served(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, namespace: &str) -> Result<(), ArmError> {
+    if registry::implemented(namespace).is_none() {
+        return Err(not_implemented(ctx));
+    }
+    registry::require_registered(cloud, ctx, sub, namespace)
+}
+
+/// 501 naming the request's method and path (see docs/emulator.md, "What is not implemented").
+pub(crate) fn not_implemented(ctx: &Ctx<'_>) -> ArmError {
+    ArmError::not_implemented(&ctx.method, &super::path::percent_decode(ctx.uri.path()))
+}
+
+/// ARM's 404 for a type name its namespace does not have.
+fn unknown_type(namespace: &str, rtype: &str, api_version: &str) -> ArmError {
     ArmError::new(
         404,
         "InvalidResourceType",
-        "The resource type could not be found in the namespace for the requested api version.",
+        format!(
+            "The resource type '{rtype}' could not be found in the namespace '{namespace}' for \
+             api version '{api_version}'."
+        ),
     )
 }
 
@@ -184,15 +229,10 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
         return list(cloud, ctx, path, kind, &group_key);
     }
     let kind = Kind::from_type(&path.rtype()).ok_or_else(|| {
-        ArmError::new(
-            404,
-            "InvalidResourceType",
-            format!(
-                "The resource type '{}' could not be found in the namespace '{}' for api version '{}'.",
-                path.rtype().split_once('/').map_or("", |(_, t)| t),
-                path.namespace,
-                ctx.api_version
-            ),
+        unknown_type(
+            &path.namespace,
+            path.rtype().split_once('/').map_or("", |(_, t)| t),
+            &ctx.api_version,
         )
     })?;
     let id = canonical_id(path, kind, &group_name);
@@ -331,7 +371,7 @@ fn list_in_subscription(
         return Err(ArmError::method_not_allowed(&ctx.method));
     }
     let Some(kind) = subscription_kind(namespace, rtype) else {
-        return Err(unknown_path());
+        return Err(unknown_type(namespace, rtype, &ctx.api_version));
     };
     let prefix = key(&format!("/subscriptions/{sub}/resourceGroups/")) + "/";
     let items: Vec<Value> = cloud
@@ -444,14 +484,7 @@ fn action(
     match target.kind {
         Kind::VirtualMachine => compute::vm_action(cloud, ctx, target, tail),
         Kind::StorageAccount => storage::account_action(cloud, ctx, target, tail),
-        _ => Err(ArmError::new(
-            404,
-            "NotFound",
-            format!(
-                "The action '{tail}' is not supported on {}.",
-                target.kind.type_name()
-            ),
-        )),
+        _ => Err(not_implemented(ctx)),
     }
 }
 

@@ -332,16 +332,69 @@ pub(crate) fn put_child(cloud: &mut Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -
     Reply::json(if existing.is_some() { 200 } else { 201 }, stored)
 }
 
+/// `listKeys` and `regenerateKey` answer alike: every key with its name, value and the time it
+/// was made (the account's `keyCreationTime`, which a regeneration moves).
 fn keys_body(account: &Resource, created: &str) -> Value {
     let keys: Vec<Value> = account
         .keys
         .iter()
         .enumerate()
         .map(|(i, value)| {
-            json!({"keyName": format!("key{}", i + 1), "value": value, "permissions": "FULL", "creationTime": created})
+            let name = format!("key{}", i + 1);
+            let made = account
+                .body
+                .at(&format!("/properties/keyCreationTime/{name}"))
+                .and_then(Value::as_str)
+                .unwrap_or(created);
+            json!({"keyName": name, "value": value, "permissions": "FULL", "creationTime": made})
         })
         .collect();
     json!({ "keys": keys })
+}
+
+/// `POST .../regenerateKey` with `{"keyName": "key1"|"key2"}`: a new value for that key, the
+/// other kept, answered as `listKeys` answers. SAS tokens listed afterwards are signed with the
+/// new value, so those signed with the old one no longer match the account's keys. Kerberos
+/// keys (`kerb1`, `kerb2`) need Active Directory, which the emulator does not have.
+fn regenerate_key(
+    cloud: &mut Cloud,
+    ctx: &Ctx<'_>,
+    target: &Target<'_>,
+    created: &str,
+) -> Result<Reply, ArmError> {
+    let body = ctx.body();
+    let name = body
+        .get("keyName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let index = match name.as_str() {
+        "key1" => 0,
+        "key2" => 1,
+        "kerb1" | "kerb2" => return Err(super::providers::not_implemented(ctx)),
+        _ => {
+            return Err(ArmError::new(
+                400,
+                "InvalidValuesForRequestParameters",
+                "Values for request parameters are invalid: keyName.",
+            ));
+        }
+    };
+    let now = ctx.now.to_rfc3339();
+    let Some(account) = cloud.resources.get_mut(&target.key) else {
+        return Err(target.not_found());
+    };
+    if let Some(slot) = account.keys.get_mut(index) {
+        *slot = random_key();
+    }
+    if let Some(times) = account
+        .body
+        .pointer_mut("/properties/keyCreationTime")
+        .and_then(Value::as_object_mut)
+    {
+        times.insert(name, json!(now));
+    }
+    Ok(Reply::json(200, keys_body(account, created)))
 }
 
 /// Drops fractional seconds, as ARM does in the SAS tokens it lists.
@@ -507,11 +560,8 @@ pub(crate) fn account_action(
         "listkeys" => Ok(Reply::json(200, keys_body(&account, &created))),
         "listaccountsas" => Ok(Reply::json(200, account_sas(&account, &ctx.body())?)),
         "listservicesas" => Ok(Reply::json(200, service_sas(&account, &ctx.body())?)),
-        _ => Err(ArmError::new(
-            404,
-            "NotFound",
-            format!("The action '{tail}' is not supported by the emulator on storage accounts."),
-        )),
+        "regeneratekey" => regenerate_key(cloud, ctx, target, &created),
+        _ => Err(super::providers::not_implemented(ctx)),
     }
 }
 

@@ -46,6 +46,25 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order the providers API lists their types.
+    pub const ALL: [Kind; 15] = [
+        Self::ResourceGroup,
+        Self::VirtualNetwork,
+        Self::Subnet,
+        Self::NetworkSecurityGroup,
+        Self::SecurityRule,
+        Self::PublicIpAddress,
+        Self::NetworkInterface,
+        Self::ProximityPlacementGroup,
+        Self::AvailabilitySet,
+        Self::VirtualMachine,
+        Self::Disk,
+        Self::StorageAccount,
+        Self::BlobContainer,
+        Self::FileShare,
+        Self::Schedule,
+    ];
+
     /// Maps a URL resource type (any casing) to a kind.
     pub fn from_type(rtype: &str) -> Option<Self> {
         let kind = match rtype.to_ascii_lowercase().as_str() {
@@ -289,6 +308,10 @@ pub(crate) struct Cloud {
     pub seq: u64,
     #[serde(default)]
     pub ip_counter: u32,
+    /// Provider registrations that differ from the configured start, keyed by
+    /// `{subscription}/{namespace}` in lower case (see registry.rs).
+    #[serde(default)]
+    pub registrations: BTreeMap<String, super::registry::Registration>,
 }
 
 impl Cloud {

@@ -5,7 +5,8 @@
 //! Quota errors name the VM family, the region, the vCPUs needed against the limit and usage,
 //! and where to ask for more (Azure portal > Quotas). Capacity errors (SkuNotAvailable,
 //! AllocationFailed and its zonal and over-constrained variants) suggest another zone, region or
-//! size and name the manifest line of the block that asked for it.
+//! size and name the manifest line of the block that asked for it. A namespace the subscription
+//! is not registered for (MissingSubscriptionRegistration) gets the command that registers it.
 
 use std::fmt;
 
@@ -16,6 +17,7 @@ use crate::diag::{SourceMap, Span};
 use crate::model::Resource;
 
 use super::events::Operation;
+use super::registration;
 
 /// One resource's failure, ready to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +125,17 @@ pub fn describe(
         advice.push(format!(
             "Azure has no capacity for {size}in {region}{zone} right now: try another zone, region or size (`zone`, `location` or `size` of {at}), or apply again later"
         ));
+    } else if code.as_deref() == Some("MissingSubscriptionRegistration") {
+        let namespace = error
+            .message()
+            .and_then(registration::namespace_in)
+            .map(str::to_owned)
+            .or_else(|| {
+                resource.and_then(|r| registration::namespace_of(r.kind).map(str::to_owned))
+            });
+        if let Some(namespace) = namespace {
+            advice.push(registration::help(&namespace));
+        }
     } else if error.is_throttled() {
         advice.push(
             "ARM kept throttling after every retry: apply again in a few minutes, or with a lower --parallelism"
@@ -251,6 +264,25 @@ mod tests {
         assert_eq!(
             described.to_string(),
             "create vm.gpu.vm: AllocationFailed: Allocation failed. We do not have sufficient capacity for the requested VM size in this region. (request id req-1)\n  = help: Azure has no capacity for Standard_NC6s_v3 in eastus zone 2 right now: try another zone, region or size (`zone`, `location` or `size` of vm.gpu at exp.hcl:3), or apply again later"
+        );
+    }
+
+    #[test]
+    fn an_unregistered_namespace_gets_the_command_that_registers_it() {
+        let error = ArmError::api(
+            409,
+            ErrorDetail {
+                code: "MissingSubscriptionRegistration".into(),
+                message: "The subscription is not registered to use namespace 'Microsoft.DevTestLab'. See https://aka.ms/rps-not-found for how to register subscriptions.".into(),
+                ..ErrorDetail::default()
+            },
+            request(),
+        );
+        let address: Address = "vm.gpu.auto_shutdown".parse().expect("valid");
+        let described = describe(&error, &address, Operation::Create, None, None);
+        assert_eq!(
+            described.advice,
+            [registration::help("Microsoft.DevTestLab")]
         );
     }
 

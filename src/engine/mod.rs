@@ -22,6 +22,7 @@ pub mod power;
 pub mod preflight;
 pub mod reach;
 pub mod refresh;
+pub mod registration;
 pub mod walk;
 
 pub mod advice;

@@ -12,6 +12,9 @@
 //! quota for a preferred size appears. Without a connection, [`resolve_sizes_offline`] takes the
 //! first candidate and says so.
 //!
+//! The same preflight reports provider namespaces the subscription is not registered for
+//! (`engine::registration`), before anything is written.
+//!
 //! Fetching ([`Capacity::fetch`]) is separate from deciding ([`check`], [`resolve_sizes`]), which
 //! are pure and unit-tested.
 
@@ -388,8 +391,10 @@ fn quota_diagnostic(
     ))
 }
 
-/// Run the preflight for a plan: fetch usages and SKUs of the plan's regions and check its new
-/// VMs against them. Problems are returned, not raised: the caller shows them and decides.
+/// Run the preflight for a plan: check that the subscription is registered for every provider
+/// namespace the plan writes to (`engine::registration`), and fetch usages and SKUs of the plan's
+/// regions to check its new VMs against them; both reads run together. Problems are returned,
+/// not raised: the caller shows them and decides.
 pub async fn preflight(
     client: &ArmClient,
     subscription: &str,
@@ -400,11 +405,23 @@ pub async fn preflight(
         c.kind == ResourceKind::VirtualMachine
             && matches!(c.action, Action::Create | Action::Replace { .. })
     });
-    if !creates_vms {
-        return Ok(Vec::new());
+    let capacity = async {
+        if creates_vms {
+            Capacity::fetch(client, subscription, &locations_of(desired))
+                .await
+                .map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let (mut problems, capacity) = futures::join!(
+        super::registration::preflight(client, subscription, desired, plan),
+        capacity
+    );
+    if let Some(capacity) = capacity? {
+        problems.extend(check(desired, plan, &capacity));
     }
-    let capacity = Capacity::fetch(client, subscription, &locations_of(desired)).await?;
-    Ok(check(desired, plan, &capacity))
+    Ok(problems)
 }
 
 /// Check that starting the parked VMs at `vms` fits the quota: a deallocated VM holds no vCPUs,

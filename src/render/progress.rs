@@ -230,8 +230,19 @@ pub fn summary(verb: &str, report: &Report, cost: Option<&CostTotals>) -> String
             duration(report.elapsed),
             parts.join(", ")
         );
+        // Advice shared by several failures (eight schedules of one unregistered namespace)
+        // is printed with the first only.
+        let mut advised = std::collections::BTreeSet::new();
         for failure in &report.failed {
-            let _ = writeln!(text, "error: {failure}");
+            let _ = write!(
+                text,
+                "error: {} {}: {}",
+                failure.operation, failure.address, failure.message
+            );
+            for advice in failure.advice.iter().filter(|a| advised.insert(a.as_str())) {
+                let _ = write!(text, "\n  = help: {advice}");
+            }
+            text.push('\n');
         }
         for (address, operation, because) in &report.skipped {
             let _ = writeln!(text, "skipped: {operation} {address} (needs {because})");

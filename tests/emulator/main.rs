@@ -17,6 +17,7 @@ mod groups;
 mod network;
 mod paging;
 mod patch;
+mod providers;
 mod service;
 mod storage;
 

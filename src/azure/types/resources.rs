@@ -51,12 +51,53 @@ impl ResourceGroup {
     }
 }
 
+/// A resource provider as the subscription sees it (`resources.json` `Provider`): read only,
+/// dsinfra reads it to learn whether the subscription is registered for a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provider {
+    /// The namespace in ARM's spelling, e.g. `Microsoft.DevTestLab`.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// `Registered`, `NotRegistered`, `Registering` or `Unregistering` (ARM documents no closed
+    /// set, so it stays a string).
+    #[serde(default)]
+    pub registration_state: Option<String>,
+}
+
+impl Provider {
+    /// Whether resources of the namespace can be used now.
+    pub fn is_registered(&self) -> bool {
+        self.registration_state
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("Registered"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::azure::types::spec_examples::{request_body, response_body};
 
     const EXAMPLE: &str = "resources/resource-manager/Microsoft.Resources/stable/2025-04-01/examples/CreateResourceGroup.json";
+
+    #[test]
+    fn a_provider_reads_its_registration_state() {
+        let provider: Provider = serde_json::from_value(serde_json::json!({
+            "id": "/subscriptions/s/providers/Microsoft.DevTestLab",
+            "namespace": "Microsoft.DevTestLab",
+            "registrationState": "NotRegistered",
+            "resourceTypes": [],
+        }))
+        .expect("reads");
+        assert_eq!(provider.namespace.as_deref(), Some("Microsoft.DevTestLab"));
+        assert!(!provider.is_registered());
+        let registered = Provider {
+            registration_state: Some("Registered".into()),
+            ..Provider::default()
+        };
+        assert!(registered.is_registered());
+    }
 
     #[test]
     fn create_body_matches_the_spec_example() {

@@ -21,7 +21,7 @@ pub(crate) use avset::{put_avset, vm_fabric};
 pub(crate) use disks::{check_disk_update, put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
-pub(crate) use quota::{skus, usages};
+pub(crate) use quota::{skus, usages, vm_sizes};
 use vm::CUSTOM_DATA_DIGEST;
 pub(crate) use vm::put_vm;
 

@@ -118,15 +118,7 @@ pub(crate) fn vm_action(
         "deallocate" => "deallocate",
         "poweroff" => "powerOff",
         "restart" => "restart",
-        _ => {
-            return Err(ArmError::new(
-                404,
-                "NotFound",
-                format!(
-                    "The action '{tail}' is not supported by the emulator on virtual machines."
-                ),
-            ));
-        }
+        _ => return Err(crate::emulator::providers::not_implemented(ctx)),
     };
     if ctx.method != "POST" {
         return Err(ArmError::method_not_allowed(&ctx.method));

@@ -240,6 +240,64 @@ pub(crate) fn skus(ctx: &Ctx<'_>) -> Result<Reply, ArmError> {
     paging::page(ctx, value)
 }
 
+/// The OS disk size limit every VM size reports (1023 GiB): the same for all sizes in ARM.
+const OS_DISK_MB: u32 = 1_047_552;
+
+/// `GET /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/vmSizes`: the sizes offered
+/// to the subscription in the location (the SKUs API's list without the restricted ones), as
+/// `VirtualMachineSizeListResult`. One answer without `nextLink`: the spec declares the list
+/// unpaged. Memory and temp disk appear only for sizes configured with them.
+pub(crate) fn vm_sizes(ctx: &Ctx<'_>, location: &str) -> Result<Reply, ArmError> {
+    if ctx.method != "GET" {
+        return Err(ArmError::method_not_allowed(&ctx.method));
+    }
+    let location = normalize_location(location);
+    let offered = ctx
+        .config
+        .locations
+        .iter()
+        .any(|l| normalize_location(l) == location);
+    if !offered {
+        return Err(ArmError::new(
+            400,
+            "NoRegisteredProviderFound",
+            format!(
+                "No registered resource provider found for location '{location}' and API version \
+                 '{}' for type 'locations/vmSizes'. The supported locations are '{}'.",
+                ctx.api_version,
+                ctx.config.locations.join(", ")
+            ),
+        ));
+    }
+    let value: Vec<Value> = ctx
+        .config
+        .vm_sizes
+        .iter()
+        .filter(|size| {
+            !ctx.config.sku_restrictions.iter().any(|r| {
+                r.zones.is_empty()
+                    && r.size.eq_ignore_ascii_case(&size.name)
+                    && normalize_location(&r.location) == location
+            })
+        })
+        .map(|size| {
+            let mut item = json!({
+                "name": size.name,
+                "numberOfCores": size.vcpus,
+                "osDiskSizeInMB": OS_DISK_MB,
+            });
+            if let Some(memory) = size.memory_mb {
+                item["memoryInMB"] = json!(memory);
+            }
+            if let Some(disk) = size.resource_disk_mb {
+                item["resourceDiskSizeInMB"] = json!(disk);
+            }
+            item
+        })
+        .collect();
+    Ok(Reply::json(200, json!({ "value": value })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
