@@ -189,6 +189,7 @@ mod tests {
             depends_on: std::collections::BTreeSet::new(),
             lifecycle: Lifecycle::default(),
             span: Some(Span::new(file, start, start + 8)),
+            attr_spans: std::collections::BTreeMap::new(),
         }
     }
 
