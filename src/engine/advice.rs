@@ -123,6 +123,12 @@ pub fn describe(
         advice.push(format!(
             "Azure has no capacity for {size}in {region}{zone} right now: try another zone, region or size (`zone`, `location` or `size` of {at}), or apply again later"
         ));
+    } else if let Some(wait) = error.throttle_wait() {
+        advice.push(format!(
+            "Azure throttles {block} for {} s: run apply again after {} (UTC); what was created is adopted",
+            wait.wait.as_secs(),
+            wait.until.format("%H:%M:%S")
+        ));
     } else if error.is_throttled() {
         advice.push(
             "ARM kept throttling after every retry: apply again in a few minutes, or with a lower --parallelism"
