@@ -839,3 +839,38 @@ async fn moving_and_growing_a_data_disk_is_sent_as_patches() {
         "{read:#}"
     );
 }
+
+/// Regression: a smaller `size_gb` used to be planned as an in-place update, so apply moved the
+/// disk between VMs first and only then met Azure's refusal to shrink it. Now the plan stops
+/// before any write, pointing at `size_gb`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
+    use std::sync::{Arc, Mutex};
+    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = Arc::clone(&writes);
+    let w = world_with(move |c| EmulatorConfig {
+        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
+            if matches!(request.method.as_str(), "PUT" | "PATCH" | "POST" | "DELETE") {
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((request.method.clone(), request.path.clone()));
+            }
+            Vec::new()
+        })),
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm-files.hcl";
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    writes.lock().expect("not poisoned").clear();
+    edit(&w.path(file), "attach_to = vm.prep", "attach_to = vm.train");
+    edit(&w.path(file), "size_gb   = 1024", "size_gb   = 512");
+    let out = w.run(&["apply", file, "--auto-approve"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: disk.datasets is 1024 GiB and Azure cannot shrink a managed disk, but the manifest asks for 512 GiB\n  --> dual-dsvm-files.hcl:15:15"),
+        "{text}"
+    );
+    assert_eq!(*writes.lock().expect("not poisoned"), []);
+}
