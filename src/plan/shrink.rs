@@ -128,6 +128,20 @@ mod tests {
     }
 
     #[test]
+    fn a_smaller_os_disk_replaces_the_vm_visibly_instead_of_failing() {
+        // Azure creates the new VM's OS disk at any size, so this is no refusal: the plan shows
+        // the replacement and names the attribute that forces it.
+        let mut before = dual();
+        set(&mut before, "vm.gpu.vm", "os_disk_size_gb", json!(256));
+        let state = State::from_applied(&before, "sub");
+        let mut desired = before.clone();
+        set(&mut desired, "vm.gpu.vm", "os_disk_size_gb", json!(128));
+        let planned = plan(&desired, &state, &normal()).expect("a replacement plans");
+        let vm = planned.change(&addr("vm.gpu.vm")).expect("planned");
+        assert_eq!(vm.forced_by(), ["os_disk_size_gb"]);
+    }
+
+    #[test]
     fn a_disk_outside_the_targets_is_not_refused() {
         let state = State::from_applied(&with_disk(1024, "Premium_LRS"), "sub");
         let mut desired = with_disk(1024, "Premium_LRS");
