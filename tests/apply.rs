@@ -407,6 +407,44 @@ async fn a_429_storm_is_ridden_out() {
     assert!(w.handle.faults().is_empty(), "the storm was not consumed");
 }
 
+/// Regression: a 429 asking for longer than the client waits out (Compute's per-VM policies say
+/// up to 1200 s) used to be retried early, by the client and again by the engine's throttled
+/// rounds. Now that resource fails at once saying when to apply again, and a rerun converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_beyond_the_clients_wait_fails_the_resource_with_a_time_to_apply_again() {
+    let w = world().await;
+    let mut rule = respond(
+        "PUT",
+        "*/networkSecurityGroups/*",
+        1,
+        429,
+        "SubscriptionRequestsThrottled",
+        "Number of 'write' requests for subscription exceeded.",
+    );
+    if let FaultAction::Respond { retry_after, .. } = &mut rule.action {
+        *retry_after = Some(1200);
+    }
+    w.handle.add_fault(rule);
+    let out = w.run(&["apply", "dual-dsvm.hcl", "--auto-approve"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "SubscriptionRequestsThrottled: Number of 'write' requests for subscription exceeded."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("; Azure asks to wait 1200 s (policy SubscriptionRequestsThrottled), longer than dsinfra waits between retries (120 s), so it stopped without retrying"),
+        "{text}"
+    );
+    assert!(
+        text.contains("= help: Azure throttles network.main for 1200 s: run apply again after "),
+        "{text}"
+    );
+    recovers(&w).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn internal_server_errors_are_retried() {
     let w = world().await;
@@ -890,4 +928,39 @@ async fn a_saved_plan_meeting_missing_registration_advises_registering_once() {
         1,
         "advised once: {text}"
     );
+}
+
+/// Regression: a smaller `size_gb` used to be planned as an in-place update, so apply moved the
+/// disk between VMs first and only then met Azure's refusal to shrink it. Now the plan stops
+/// before any write, pointing at `size_gb`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
+    use std::sync::{Arc, Mutex};
+    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = Arc::clone(&writes);
+    let w = world_with(move |c| EmulatorConfig {
+        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
+            if matches!(request.method.as_str(), "PUT" | "PATCH" | "POST" | "DELETE") {
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((request.method.clone(), request.path.clone()));
+            }
+            Vec::new()
+        })),
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm-files.hcl";
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    writes.lock().expect("not poisoned").clear();
+    edit(&w.path(file), "attach_to = vm.prep", "attach_to = vm.train");
+    edit(&w.path(file), "size_gb   = 1024", "size_gb   = 512");
+    let out = w.run(&["apply", file, "--auto-approve"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: disk.datasets is 1024 GiB and Azure cannot shrink a managed disk, but the manifest asks for 512 GiB\n  --> dual-dsvm-files.hcl:15:15"),
+        "{text}"
+    );
+    assert_eq!(*writes.lock().expect("not poisoned"), []);
 }

@@ -336,6 +336,25 @@ fn prevent_destroy_refuses_destroy() {
     insta::assert_snapshot!(render::diagnostics(&diags, &sources, false));
 }
 
+/// `dual` with a data disk of `size_gb` GiB attached to the prep VM.
+fn with_disk(size_gb: u32) -> String {
+    format!(
+        "{}\ndisk \"datasets\" {{\n  size_gb   = {size_gb}\n  sku       = \"Premium_LRS\"\n  attach_to = vm.prep\n}}\n",
+        dual("Standard_NC6s_v3", false)
+    )
+}
+
+/// Regression: a smaller `size_gb` used to plan as an in-place update that Azure refuses at apply
+/// ("cannot be resized down"), after other resources had already changed.
+#[test]
+fn shrinking_a_data_disk_is_refused_at_its_size_gb() {
+    let state = State::from_applied(&load("before.hcl", &with_disk(1024)).0, "00000000-sub");
+    let (desired, sources) = load("exp.hcl", &with_disk(512));
+    let diags =
+        plan::plan(&desired, &state, &options(Mode::Normal)).expect_err("a shrink is refused");
+    insta::assert_snapshot!(render::diagnostics(&diags, &sources, false));
+}
+
 #[test]
 fn json_plan_is_shaped_like_terraform_show_json() {
     let plan = plan_of(

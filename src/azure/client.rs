@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::api_version::api_version_for_path;
 use super::credential::{TokenCache, TokenCredential};
-use super::error::{ArmError, ErrorDetail, RequestInfo};
+use super::error::{ArmError, ErrorDetail, RequestInfo, ThrottleWait};
 use super::lro::{
     Disposition, LroProgress, PollPolicy, ProgressCallback, initial_disposition, poll_url,
     provisioning_state,
@@ -29,7 +29,7 @@ use super::ratelimit::{
 };
 use super::resource_id::ResourceId;
 use super::retry::{
-    AttemptOutcome, RetryPolicy, classify, parse_retry_after, parse_retry_after_ms,
+    AttemptOutcome, RetryDecision, RetryPolicy, classify, parse_retry_after, parse_retry_after_ms,
 };
 
 /// Azure's public-cloud ARM endpoint.
@@ -448,12 +448,21 @@ impl ArmClient {
             }
             let class = classify(outcome, idempotent);
             let jitter = (self.inner.jitter)();
-            match self.inner.retry.delay(class, attempt, retry_after, jitter) {
-                Some(wait) => {
+            match self.inner.retry.decide(class, attempt, retry_after, jitter) {
+                RetryDecision::Retry(wait) => {
                     tracing::warn!(%method, %path, attempt, ?outcome, wait_ms = millis(wait), "retrying ARM request");
                     self.sleep(wait).await;
                 }
-                None => return Err(error),
+                RetryDecision::Stop => return Err(error),
+                RetryDecision::WaitTooLong(wait) => {
+                    // Stop rather than sit silent for up to 20 minutes (Compute's per-VM
+                    // policies) holding the state lock: nothing was done, so the error says
+                    // when the request can be sent again (docs/azure-client.md).
+                    tracing::warn!(%method, %path, attempt, wait_s = wait.as_secs(), "ARM asks for a longer wait than the client waits out: stopping");
+                    let limit = self.inner.retry.max_retry_after;
+                    let until = ThrottleWait::until(Utc::now(), wait, self.inner.time_scale);
+                    return Err(error.with_throttle_wait(ThrottleWait { wait, limit, until }));
+                }
             }
         }
     }

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -137,10 +138,34 @@ enum Kind {
     Usage { message: String },
 }
 
+/// Why the client gave up on a throttled request without retrying it: the server asked for a
+/// longer wait than the client waits out (`RetryPolicy::max_retry_after`). Nothing was done by
+/// the request (a 429 is a refusal), so it can simply be sent again once the wait is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrottleWait {
+    /// The wait the server asked for (`Retry-After`), in Azure's seconds.
+    pub wait: Duration,
+    /// The longest wait the client waits out.
+    pub limit: Duration,
+    /// When the wait is over, on the wall clock.
+    pub until: DateTime<Utc>,
+}
+
+impl ThrottleWait {
+    /// The wall-clock end of `wait` asked for at `now` by a client whose waits are multiplied
+    /// by `time_scale` (1 against Azure; an emulator's compressed clock in tests).
+    pub fn until(now: DateTime<Utc>, wait: Duration, time_scale: f64) -> DateTime<Utc> {
+        let wall = wait.mul_f64(time_scale.max(0.0));
+        now + chrono::Duration::from_std(wall).unwrap_or(chrono::Duration::MAX)
+    }
+}
+
 /// An error from the ARM client. Ask it questions with the predicates.
 pub struct ArmError {
     kind: Box<Kind>,
     request: Option<RequestInfo>,
+    /// Boxed, like `kind`, so every `Result<_, ArmError>` stays small.
+    throttle_wait: Option<Box<ThrottleWait>>,
 }
 
 impl ArmError {
@@ -148,7 +173,35 @@ impl ArmError {
         Self {
             kind: Box::new(kind),
             request,
+            throttle_wait: None,
         }
+    }
+
+    /// This (throttling) error ended the request at once because the server asked for `wait`.
+    #[must_use]
+    pub fn with_throttle_wait(mut self, wait: ThrottleWait) -> Self {
+        self.throttle_wait = Some(Box::new(wait));
+        self
+    }
+
+    /// Set when the client stopped without retrying because the server asked for a wait longer
+    /// than it waits out; the request can be sent again after [`ThrottleWait::until`].
+    pub fn throttle_wait(&self) -> Option<&ThrottleWait> {
+        self.throttle_wait.as_deref()
+    }
+
+    /// The throttling policy that refused the request: Compute names it in a `TooManyRequests`
+    /// detail's `target` (`UpdateVMResource`); ARM's own buckets only in the code
+    /// (`SubscriptionRequestsThrottled`). `None` unless this is a 429.
+    pub fn throttle_policy(&self) -> Option<&str> {
+        if !self.is_throttled() {
+            return None;
+        }
+        self.details()
+            .iter()
+            .filter(|d| d.code == "TooManyRequests")
+            .find_map(|d| d.target.as_deref())
+            .or_else(|| self.code())
     }
 
     /// ARM answered `status` with this error body.
@@ -388,6 +441,19 @@ impl fmt::Display for ArmError {
         if let Some(id) = self.request_id() {
             write!(f, " (request id {id})")?;
         }
+        if let Some(wait) = &self.throttle_wait {
+            let policy = self
+                .throttle_policy()
+                .map(|p| format!(" (policy {p})"))
+                .unwrap_or_default();
+            write!(
+                f,
+                "; Azure asks to wait {} s{policy}, longer than dsinfra waits between retries ({} s), so it stopped without retrying: nothing was done by this request, which can be sent again after {}",
+                wait.wait.as_secs(),
+                wait.limit.as_secs(),
+                wait.until.to_rfc3339_opts(SecondsFormat::Secs, true)
+            )?;
+        }
         Ok(())
     }
 }
@@ -397,6 +463,7 @@ impl fmt::Debug for ArmError {
         f.debug_struct("ArmError")
             .field("kind", &self.kind)
             .field("request", &self.request)
+            .field("throttle_wait", &self.throttle_wait)
             .finish()
     }
 }

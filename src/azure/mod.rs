@@ -34,10 +34,10 @@ pub mod types;
 
 pub use client::{ArmClient, ArmClientBuilder, DeleteOutcome, Idempotency, Method};
 pub use credential::{AccessToken, StaticTokenCredential, TokenCredential};
-pub use error::{ArmError, ErrorDetail};
+pub use error::{ArmError, ErrorDetail, ThrottleWait};
 pub use identity::DefaultCredentialChain;
 pub use lro::{LroProgress, PollPolicy, ProgressCallback, ProgressState};
 pub use resource_id::ResourceId;
-pub use retry::RetryPolicy;
+pub use retry::{RetryDecision, RetryPolicy};
 pub use sdk_credential::SdkCredential;
 pub use secret::Secret;

@@ -71,8 +71,22 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// The longest backoff (before jitter).
     pub max_delay: Duration,
-    /// The longest `Retry-After` the client honours; longer values are cut to this.
+    /// The longest `Retry-After` the client waits out. A longer one stops the request at once
+    /// ([`RetryDecision::WaitTooLong`]): retrying before the server's time is refused again and,
+    /// at Compute, counts against the same policy.
     pub max_retry_after: Duration,
+}
+
+/// What to do after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryDecision {
+    /// Wait this long, then send the request again.
+    Retry(Duration),
+    /// Give up: the failure is not retryable, or the attempts are spent.
+    Stop,
+    /// Give up now: the server asked for this wait, longer than
+    /// [`RetryPolicy::max_retry_after`]. A retry any sooner would be refused again.
+    WaitTooLong(Duration),
 }
 
 impl Default for RetryPolicy {
@@ -95,12 +109,38 @@ impl RetryPolicy {
         }
     }
 
-    /// How long to wait before the next attempt, or `None` to stop.
+    /// Whether and when to send the request again.
     ///
     /// `attempt` is the 1-based number of the attempt that just failed. `retry_after` is what
-    /// the response asked for, honoured as given (up to `max_retry_after`). Without it the wait
-    /// is exponential backoff with full jitter: `jitter * min(max_delay, base * 2^(attempt-1))`,
-    /// where `jitter` is a uniform draw from [0, 1) supplied by the caller.
+    /// the response asked for, honoured exactly as given up to `max_retry_after`; a longer one
+    /// ends the request at once with [`RetryDecision::WaitTooLong`], whatever attempts are left,
+    /// since cutting the wait short only earns another refusal (and Compute counts refused
+    /// requests against the policy). Without it the wait is exponential backoff with full
+    /// jitter: `jitter * min(max_delay, base * 2^(attempt-1))`, where `jitter` is a uniform draw
+    /// from [0, 1) supplied by the caller.
+    pub fn decide(
+        &self,
+        class: RetryClass,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        jitter: f64,
+    ) -> RetryDecision {
+        if class == RetryClass::DoNotRetry {
+            return RetryDecision::Stop;
+        }
+        if let Some(wait) = retry_after.filter(|w| *w > self.max_retry_after) {
+            return RetryDecision::WaitTooLong(wait);
+        }
+        if attempt >= self.max_attempts {
+            return RetryDecision::Stop;
+        }
+        RetryDecision::Retry(retry_after.unwrap_or_else(|| {
+            self.backoff_ceiling(attempt)
+                .mul_f64(jitter.clamp(0.0, 1.0))
+        }))
+    }
+
+    /// The wait before the next attempt, or `None` to stop for any reason (see [`Self::decide`]).
     pub fn delay(
         &self,
         class: RetryClass,
@@ -108,16 +148,10 @@ impl RetryPolicy {
         retry_after: Option<Duration>,
         jitter: f64,
     ) -> Option<Duration> {
-        if class == RetryClass::DoNotRetry || attempt >= self.max_attempts {
-            return None;
+        match self.decide(class, attempt, retry_after, jitter) {
+            RetryDecision::Retry(wait) => Some(wait),
+            RetryDecision::Stop | RetryDecision::WaitTooLong(_) => None,
         }
-        if let Some(wait) = retry_after {
-            return Some(wait.min(self.max_retry_after));
-        }
-        Some(
-            self.backoff_ceiling(attempt)
-                .mul_f64(jitter.clamp(0.0, 1.0)),
-        )
     }
 
     /// The un-jittered backoff after attempt `attempt` (1-based).
@@ -257,12 +291,33 @@ mod tests {
     fn retry_after_is_honoured_up_to_the_cap() {
         let policy = RetryPolicy::default();
         assert_eq!(
-            policy.delay(RetryClass::Throttled, 1, Some(Duration::from_secs(6)), 0.1),
-            Some(Duration::from_secs(6))
+            policy.decide(RetryClass::Throttled, 1, Some(Duration::from_secs(6)), 0.1),
+            RetryDecision::Retry(Duration::from_secs(6))
         );
         assert_eq!(
-            policy.delay(RetryClass::Throttled, 1, Some(Duration::from_hours(1)), 0.1),
-            Some(policy.max_retry_after)
+            policy.decide(RetryClass::Throttled, 1, Some(policy.max_retry_after), 0.1),
+            RetryDecision::Retry(policy.max_retry_after)
+        );
+    }
+
+    /// Regression: a Retry-After above the cap (Compute's per-VM policies can ask for 1200 s)
+    /// used to be cut to the cap and retried early, which Compute refuses again.
+    #[test]
+    fn a_retry_after_above_the_cap_stops_at_once_instead_of_retrying_early() {
+        let policy = RetryPolicy::default();
+        let long = Duration::from_mins(20);
+        assert_eq!(
+            policy.decide(RetryClass::Throttled, 1, Some(long), 0.1),
+            RetryDecision::WaitTooLong(long)
+        );
+        // Even on the last attempt the caller learns why it stops.
+        assert_eq!(
+            policy.decide(RetryClass::Throttled, policy.max_attempts, Some(long), 0.1),
+            RetryDecision::WaitTooLong(long)
+        );
+        assert_eq!(
+            policy.delay(RetryClass::Throttled, 1, Some(long), 0.1),
+            None
         );
     }
 

@@ -136,6 +136,12 @@ pub fn describe(
         if let Some(namespace) = namespace {
             advice.push(registration::help(&namespace));
         }
+    } else if let Some(wait) = error.throttle_wait() {
+        advice.push(format!(
+            "Azure throttles {block} for {} s: run apply again after {} (UTC); what was created is adopted",
+            wait.wait.as_secs(),
+            wait.until.format("%H:%M:%S")
+        ));
     } else if error.is_throttled() {
         advice.push(
             "ARM kept throttling after every retry: apply again in a few minutes, or with a lower --parallelism"
@@ -202,6 +208,7 @@ mod tests {
             depends_on: std::collections::BTreeSet::new(),
             lifecycle: Lifecycle::default(),
             span: Some(Span::new(file, start, start + 8)),
+            attr_spans: std::collections::BTreeMap::new(),
         }
     }
 

@@ -450,7 +450,12 @@ where
         if let Some(bridge) = &shared.bridge {
             bridge.unregister(id.as_str());
         }
-        let throttled_error = result.as_ref().err().is_some_and(ArmError::is_throttled);
+        // A 429 whose wait is longer than the client waits out is not sent again early either:
+        // it would be refused again (and counted against Compute's policy).
+        let throttled_error = result
+            .as_ref()
+            .err()
+            .is_some_and(|e| e.is_throttled() && e.throttle_wait().is_none());
         if !throttled_error || round >= THROTTLED_ROUNDS {
             return result;
         }

@@ -152,6 +152,7 @@ mod tests {
             depends_on: std::collections::BTreeSet::new(),
             lifecycle: Lifecycle::default(),
             span: None,
+            attr_spans: std::collections::BTreeMap::new(),
         }
     }
 

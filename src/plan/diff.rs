@@ -23,7 +23,8 @@ pub const SAS_RENEW_MARGIN_MINUTES: i64 = 60;
 
 /// Plan the changes that take `state` to `desired` (or tear it down, per `opts.mode`).
 ///
-/// Errors are located diagnostics: `prevent_destroy` refusals at the protected block, targets that
+/// Errors are located diagnostics: `prevent_destroy` refusals at the protected block, managed
+/// disks the manifest shrinks at their `size_gb` (Azure cannot; see `shrink`), targets that
 /// select nothing, and dependency cycles.
 pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan, Vec<Diagnostic>> {
     let desired_graph = graph_of(
@@ -76,7 +77,8 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         notes.extend(block_notes(desired, &changes));
     }
 
-    let refusals = prevent_destroy(desired, &changes);
+    let mut refusals = super::shrink::disk_shrinks(desired, &changes);
+    refusals.extend(prevent_destroy(desired, &changes));
     if !refusals.is_empty() {
         return Err(refusals);
     }

@@ -1,7 +1,7 @@
 //! Hand-built desired worlds for unit tests of the planner and the renderers (the manifest layer
 //! builds the same shapes from HCL; the snapshot tests in tests/plan_snapshots.rs use that).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -44,6 +44,7 @@ pub(crate) fn resource(
         depends_on: deps.iter().map(|d| addr(d)).collect::<BTreeSet<_>>(),
         lifecycle: Lifecycle::default(),
         span: None,
+        attr_spans: BTreeMap::new(),
     }
 }
 

@@ -16,6 +16,7 @@ mod cost;
 mod detach;
 mod diff;
 mod saved;
+mod shrink;
 mod steps;
 
 pub use change::{Action, Change, Counts, Reason};

@@ -372,6 +372,7 @@ mod tests {
             depends_on: BTreeSet::new(),
             lifecycle: Lifecycle::default(),
             span: None,
+            attr_spans: std::collections::BTreeMap::new(),
         };
         let vm = Resource {
             address: "vm.gpu.vm".parse().expect("valid"),

@@ -461,3 +461,63 @@ async fn the_client_slows_down_before_computes_per_vm_limit() {
     assert_eq!(statuses, [202; 5], "the client ran into Compute's VM limit");
     env.assert_conformant();
 }
+
+/// Regression: a Retry-After longer than the client waits out (2 minutes) used to be cut to
+/// 2 minutes and retried early, which Compute refuses again, five times over. Now the client
+/// stops at the first such 429 and says how long Azure asked to wait, why, and until when.
+#[tokio::test]
+async fn a_wait_longer_than_the_client_waits_out_stops_at_once_and_says_until_when() {
+    // One token every 1200 s, as Compute's slowest per-VM policies: the third restart is
+    // refused with a Retry-After far above the client's 120 s.
+    let Some((env, vm)) = small_vm_update_limit("rg-vm-long-wait", 0.05).await else {
+        return;
+    };
+    let client = ArmClient::builder(Arc::new(StaticTokenCredential::new("no-pacing")))
+        .endpoint(env.handle.endpoint())
+        .time_scale(crate::harness::CLIENT_TIME_SCALE)
+        .pacing_threshold(0.0)
+        .jitter(Arc::new(|| 0.5))
+        .build()
+        .expect("client");
+    for _ in 0..2 {
+        client
+            .vm_action(&vm, VmAction::Restart)
+            .await
+            .expect("the bucket still has a token");
+    }
+    let before = chrono::Utc::now();
+    let err = client
+        .vm_action(&vm, VmAction::Restart)
+        .await
+        .expect_err("the VM's update bucket is empty for far longer than 2 minutes");
+    // One refusal on the wire, no early retry.
+    assert_eq!(restarts(&env, &vm), [202, 202, 429]);
+    assert!(err.is_throttled(), "{err}");
+    assert_eq!(err.throttle_policy(), Some("UpdateVMResource"));
+    let wait = err.throttle_wait().expect("the client says why it stopped");
+    assert!(
+        wait.wait > std::time::Duration::from_mins(2),
+        "{:?}",
+        wait.wait
+    );
+    assert_eq!(wait.limit, std::time::Duration::from_mins(2));
+    // The wall-clock end of the wait is the emulator's (compressed) time ahead.
+    assert!(wait.until > before, "{:?} <= {before:?}", wait.until);
+    let text = err.to_string();
+    assert!(
+        text.starts_with("OperationNotAllowed: The server rejected the request because too many requests have been received for this subscription."),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "; Azure asks to wait {} s (policy UpdateVMResource), longer than dsinfra waits between retries (120 s), so it stopped without retrying: nothing was done by this request, which can be sent again after ",
+            wait.wait.as_secs()
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        power_state(&env.client, &vm).await,
+        Some(PowerState::Running)
+    );
+    env.assert_conformant();
+}

@@ -240,6 +240,7 @@ mod tests {
             depends_on: BTreeSet::new(),
             lifecycle: Lifecycle::default(),
             span: None,
+            attr_spans: BTreeMap::new(),
         }
     }
 

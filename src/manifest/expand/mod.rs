@@ -204,7 +204,21 @@ impl Expander<'_> {
             depends_on: deps,
             lifecycle: lifecycle.clone(),
             span: span.cloned(),
+            attr_spans: BTreeMap::new(),
         });
+    }
+
+    /// Record where the manifest writes `attribute` of the resource at `address` (already
+    /// pushed), for diagnostics about that one value.
+    fn locate(&mut self, address: &Address, attribute: &str, span: Span) {
+        if let Some(resource) = self
+            .resources
+            .iter_mut()
+            .rev()
+            .find(|r| &r.address == address)
+        {
+            resource.attr_spans.insert(attribute.to_owned(), span);
+        }
     }
 
     fn location(&self) -> Json {

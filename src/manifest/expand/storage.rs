@@ -244,7 +244,7 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
     }
     let mut attrs = Attrs::new();
     attrs.insert("location".into(), ex.location());
-    attrs.insert("size_gb".into(), json!(size.map(|s| s.value)));
+    attrs.insert("size_gb".into(), json!(size.as_ref().map(|s| s.value)));
     attrs.insert("sku".into(), json!(sku));
     attrs.insert("zone".into(), json!(zone));
     ex.push(
@@ -257,6 +257,10 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
         &lifecycle,
         Some(&block.header),
     );
+    if let Some(size) = size {
+        // The plan refuses a shrink there (plan::shrink), so it must know where `size_gb` is.
+        ex.locate(&address, "size_gb", size.span);
+    }
     ex.set_primaries(block, vec![address]);
 }
 
