@@ -12,11 +12,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsinfra::emulator::{
-    self, EmulatorConfig, RecordedViolation, RequestInfo, RequestValidator, ResponseInfo,
-    ResponseValidator,
-};
-use dsinfra::openapi::{Specs, significant};
+use dsinfra::emulator::{self, EmulatorConfig};
+use dsinfra::openapi::Specs;
+
+#[path = "common/spec_hooks.rs"]
+mod spec_hooks;
+use spec_hooks::{describe, request_validator, response_violations};
 
 /// The subscription the script works in (any id works; the emulator creates it on first use).
 const SUBSCRIPTION: &str = "00000000-0000-0000-0000-0000000000a1";
@@ -68,67 +69,6 @@ fn specs() -> Option<Arc<Specs>> {
     }
 }
 
-/// Operation-status and operation-result URLs are not described by the shipped spec files
-/// (docs/emulator.md, deviation 19); `tests/emulator/` checks their bodies instead.
-fn is_operation_status(path: &str) -> bool {
-    path.split('/').any(|segment| {
-        ["operations", "operationresults", "asyncoperations"]
-            .iter()
-            .any(|name| segment.eq_ignore_ascii_case(name))
-    })
-}
-
-/// Every request the SDK sends must be an operation of the specs at its api-version, with a
-/// body that validates strictly.
-fn request_validator(specs: Arc<Specs>) -> RequestValidator {
-    Arc::new(move |request: &RequestInfo| {
-        match specs.operation(
-            &request.method,
-            &request.path,
-            request.api_version.as_deref(),
-        ) {
-            Some(op) => significant(&op.validate_request(request.body.as_ref()), true)
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            None if request.method == "GET" && is_operation_status(&request.path) => Vec::new(),
-            None => vec![format!(
-                "no operation in the specs serves {} {} at api-version {:?}",
-                request.method, request.path, request.api_version
-            )],
-        }
-    })
-}
-
-/// Every answer of a specified operation validates strictly against the status it was sent with.
-fn response_validator(specs: Arc<Specs>) -> ResponseValidator {
-    Arc::new(move |request: &RequestInfo, response: &ResponseInfo| {
-        let Some(op) = specs.operation(
-            &request.method,
-            &request.path,
-            request.api_version.as_deref(),
-        ) else {
-            // The request validator already reported an unknown operation.
-            return Vec::new();
-        };
-        significant(
-            &op.validate_response(response.status, response.body.as_ref()),
-            true,
-        )
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-    })
-}
-
-fn describe(violations: &[RecordedViolation]) -> String {
-    violations.iter().fold(String::new(), |mut out, v| {
-        out.push_str("\n  ");
-        out.push_str(&v.to_string());
-        out
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_azure_sdk_for_python_runs_a_whole_lifecycle_against_the_emulator() {
     let Some(python) = python() else { return };
@@ -137,7 +77,9 @@ async fn the_azure_sdk_for_python_runs_a_whole_lifecycle_against_the_emulator() 
         latency_scale: LATENCY_SCALE,
         page_size: PAGE_SIZE,
         request_validator: Some(request_validator(Arc::clone(&specs))),
-        response_validator: Some(response_validator(specs)),
+        response_validator: Some(Arc::new(move |request, response| {
+            response_violations(&specs, request, response)
+        })),
         ..EmulatorConfig::default()
     })
     .await

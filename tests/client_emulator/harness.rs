@@ -19,11 +19,15 @@ use dsinfra::azure::types::resources::ResourceGroup;
 use dsinfra::azure::types::{SubResource, Tags};
 use dsinfra::azure::{ArmClient, ResourceId, Secret, StaticTokenCredential, TokenCredential};
 use dsinfra::emulator::{
-    self, EmulatorConfig, EmulatorHandle, RecordedViolation, RequestInfo, RequestValidator,
-    ResponseInfo, ResponseValidator,
+    self, EmulatorConfig, EmulatorHandle, RequestInfo, ResponseInfo, ResponseValidator,
 };
-use dsinfra::openapi::{Specs, significant};
+use dsinfra::openapi::Specs;
+
+#[path = "../common/spec_hooks.rs"]
+mod spec_hooks;
 use serde_json::json;
+pub(crate) use spec_hooks::is_operation_status;
+use spec_hooks::{describe, request_validator};
 
 pub(crate) const SUB: &str = "5f1c1b7e-0d3a-4c55-9a38-2b8e6f0d9c41";
 pub(crate) const LOCATION: &str = "eastus";
@@ -57,43 +61,6 @@ pub(crate) fn specs() -> Option<Arc<Specs>> {
         .clone()
 }
 
-/// Operation-status and operation-result URLs are not described by the shipped spec files
-/// (docs/emulator.md, deviation 19); `tests/emulator/` checks their bodies instead.
-pub(crate) fn is_operation_status(path: &str) -> bool {
-    path.split('/').any(|segment| {
-        [
-            "operations",
-            "operationresults",
-            "asyncoperations",
-            "operationstatuses",
-        ]
-        .iter()
-        .any(|name| segment.eq_ignore_ascii_case(name))
-    })
-}
-
-/// The request hook: the operation for `(method, path, api-version)` must exist in the specs,
-/// and the body must validate strictly.
-fn request_validator(specs: Arc<Specs>) -> RequestValidator {
-    Arc::new(move |request: &RequestInfo| {
-        match specs.operation(
-            &request.method,
-            &request.path,
-            request.api_version.as_deref(),
-        ) {
-            Some(op) => significant(&op.validate_request(request.body.as_ref()), true)
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            None if request.method == "GET" && is_operation_status(&request.path) => Vec::new(),
-            None => vec![format!(
-                "no operation in the specs serves {} {} at api-version {:?}",
-                request.method, request.path, request.api_version
-            )],
-        }
-    })
-}
-
 /// One exchange as the emulator answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Exchange {
@@ -104,8 +71,7 @@ pub(crate) struct Exchange {
 
 pub(crate) type Log = Arc<Mutex<Vec<Exchange>>>;
 
-/// The response hook: every answer of a specified operation validates strictly against the
-/// status it was sent with. It also logs the exchange.
+/// The response hook: the shared spec check of every answer, and a log of the exchange.
 fn response_validator(specs: Arc<Specs>, log: Log) -> ResponseValidator {
     Arc::new(move |request: &RequestInfo, response: &ResponseInfo| {
         log.lock()
@@ -115,22 +81,7 @@ fn response_validator(specs: Arc<Specs>, log: Log) -> ResponseValidator {
                 path: request.path.clone(),
                 status: response.status,
             });
-        let op = specs.operation(
-            &request.method,
-            &request.path,
-            request.api_version.as_deref(),
-        );
-        match op {
-            Some(op) => significant(
-                &op.validate_response(response.status, response.body.as_ref()),
-                true,
-            )
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-            // The request hook already reported an unknown operation.
-            None => Vec::new(),
-        }
+        spec_hooks::response_violations(&specs, request, response)
     })
 }
 
@@ -191,14 +142,6 @@ pub(crate) async fn env(config: EmulatorConfig) -> Option<Env> {
         Arc::new(StaticTokenCredential::new("emulator-token")),
     )
     .await
-}
-
-fn describe(violations: &[RecordedViolation]) -> String {
-    violations.iter().fold(String::new(), |mut out, v| {
-        out.push_str("\n  ");
-        out.push_str(&v.to_string());
-        out
-    })
 }
 
 impl Env {
