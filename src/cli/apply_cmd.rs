@@ -29,6 +29,7 @@ use crate::addr::Address;
 use crate::azure::{ArmClient, StaticTokenCredential, TokenCredential};
 use crate::engine::events::{Event, EventSink, LroBridge};
 use crate::engine::execute::{Execution, Report, StateStore, execute};
+use crate::engine::limiter::Limiter;
 use crate::engine::{preflight, refresh};
 use crate::model::Desired;
 use crate::plan::{self, Mode, Plan, PlanOptions};
@@ -48,7 +49,6 @@ struct Job<'a> {
     manifest: &'a ManifestArgs,
     connect: &'a ConnectArgs,
     auto_approve: bool,
-    parallelism: usize,
     targets: &'a [String],
     mode: Mode,
     /// `apply`'s post-boot step flags; `None` for destroy.
@@ -76,7 +76,6 @@ pub fn apply(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
             manifest: &args.manifest,
             connect: &args.connect,
             auto_approve: args.auto_approve,
-            parallelism: args.parallelism,
             targets: &args.targets,
             mode: Mode::Normal,
             steps: Some(&args.steps),
@@ -93,7 +92,6 @@ pub fn destroy(args: &DestroyArgs, out: &Output) -> anyhow::Result<Outcome> {
             manifest: &args.manifest,
             connect: &args.connect,
             auto_approve: args.auto_approve,
-            parallelism: args.parallelism,
             targets: &args.targets,
             mode: Mode::Destroy {
                 keep_data: args.keep_data,
@@ -199,7 +197,7 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
         client,
         subscription: conn.subscription.clone(),
         bridge,
-        parallelism: job.parallelism,
+        limiter: Arc::clone(&conn.limiter),
         verb: job.verb(),
         time_scale,
         steps: job
@@ -342,7 +340,7 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
         client,
         subscription: conn.subscription.clone(),
         bridge,
-        parallelism: args.parallelism,
+        limiter: Arc::clone(&conn.limiter),
         verb,
         time_scale,
         steps: matches!(saved.mode, Mode::Normal)
@@ -380,6 +378,7 @@ fn approve(job: &Job<'_>, target: &Target) -> anyhow::Result<bool> {
 /// so that long-running-operation progress reaches the engine's events and its waits follow the
 /// emulator's latency scale (`DSINFRA_EMULATOR_LATENCY_SCALE`; the built-in emulator defaults to
 /// 0.01, a running endpoint to 1). Against Azure the connection's client is used as it is.
+/// Either way the client is gated by the connection's limiter (`--parallelism`).
 pub(super) fn engine_client(
     conn: &Connection,
     bridge: &Arc<LroBridge>,
@@ -406,7 +405,8 @@ pub(super) fn engine_client(
         .endpoint(conn.client.endpoint().to_owned())
         .time_scale(scale)
         .on_progress(bridge.callback())
-        .build()?;
+        .build()?
+        .gated(Arc::clone(&conn.limiter) as _);
     Ok((client, scale))
 }
 
@@ -416,7 +416,9 @@ struct Run<'a> {
     client: ArmClient,
     subscription: String,
     bridge: Arc<LroBridge>,
-    parallelism: usize,
+    /// The connection's limiter: the walk's requests count against the same bound as the
+    /// refresh and preflight before it.
+    limiter: Arc<Limiter>,
     verb: &'static str,
     /// The client's time scale (1 against Azure), applied to the engine's own pauses too.
     time_scale: f64,
@@ -484,7 +486,7 @@ impl Run<'_> {
         let execution = Execution {
             client: self.client,
             subscription: self.subscription,
-            parallelism: self.parallelism.max(1),
+            limiter: self.limiter,
             events: Arc::clone(&sink),
             bridge: Some(self.bridge),
             sources: Some(sources.clone()),

@@ -425,9 +425,6 @@ pub struct ApplyArgs {
     /// Do not ask for approval (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
-    /// At most N ARM calls at once; fewer while ARM throttles.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::limiter::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(usize))]
-    pub parallelism: usize,
     /// Only apply these resources (and what they need); for exceptional cases (repeatable).
     #[arg(long = "target", value_name = "ADDRESS")]
     pub targets: Vec<String>,
@@ -476,9 +473,6 @@ pub struct DestroyArgs {
     /// Do not ask for approval (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
-    /// At most N ARM calls at once; fewer while ARM throttles.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::limiter::DEFAULT_PARALLELISM, value_parser = clap::value_parser!(usize))]
-    pub parallelism: usize,
     /// Keep storage accounts, containers, shares and data disks (and what they need).
     #[arg(long)]
     pub keep_data: bool,

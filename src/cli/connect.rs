@@ -4,7 +4,12 @@
 //! Every command that talks to Azure flattens [`ConnectArgs`] and calls [`connect`]. The in-process
 //! emulator keeps its cloud in `.dsinfra/emulator/` next to the manifest, so `apply` and a later
 //! `destroy` (separate processes) see the same resources.
+//!
+//! `--parallelism` belongs to the connection: the one [`Limiter`] of a command is made here and
+//! gates the connection's client, so every ARM request of every operation (refresh, preflight,
+//! apply's walk, park's power actions, status's reads) counts against the same bound.
 
+use std::num::NonZeroUsize;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,6 +19,7 @@ use clap::Args;
 use crate::azure::{ArmClient, DefaultCredentialChain, StaticTokenCredential, TokenCredential};
 use crate::catalog;
 use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
+use crate::engine::limiter::{DEFAULT_PARALLELISM, Limiter};
 use crate::engine::reach::{self, Endpoints};
 use crate::model::AzureSettings;
 use crate::state::State;
@@ -34,6 +40,10 @@ pub struct ConnectArgs {
     /// Use a running ARM-compatible endpoint, e.g. `dsinfra emulator`'s http://127.0.0.1:PORT.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// At most N ARM requests in flight at once, for every call the command makes; fewer while
+    /// ARM throttles.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PARALLELISM)]
+    pub parallelism: NonZeroUsize,
 }
 
 /// Where a connection goes, for messages.
@@ -50,8 +60,11 @@ pub enum Target {
 /// A ready ARM client and everything it needs to stay alive.
 #[derive(Debug)]
 pub struct Connection {
-    /// The client.
+    /// The client, gated by [`Connection::limiter`].
     pub client: ArmClient,
+    /// The command's bound on ARM requests in flight (`--parallelism`). A client rebuilt for the
+    /// engine (see `apply_cmd::engine_client`) is gated by it too.
+    pub limiter: Arc<Limiter>,
     /// The subscription all ids live in.
     pub subscription: String,
     /// Where it goes.
@@ -70,6 +83,32 @@ pub async fn connect(
     manifest: &Path,
     settings: &AzureSettings,
 ) -> anyhow::Result<Connection> {
+    let limiter = Arc::new(Limiter::new(args.parallelism));
+    let (client, subscription, target, emulator, admin) = open(args, manifest, settings).await?;
+    Ok(Connection {
+        client: client.gated(Arc::clone(&limiter) as _),
+        limiter,
+        subscription,
+        target,
+        emulator,
+        admin,
+    })
+}
+
+/// The parts of a [`Connection`], before its client is gated.
+type Parts = (
+    ArmClient,
+    String,
+    Target,
+    Option<EmulatorHandle>,
+    Option<reqwest::Client>,
+);
+
+async fn open(
+    args: &ConnectArgs,
+    manifest: &Path,
+    settings: &AzureSettings,
+) -> anyhow::Result<Parts> {
     if args.emulator {
         let dir = manifest
             .parent()
@@ -82,22 +121,22 @@ pub async fn connect(
             .await
             .context("could not start the built-in emulator")?;
         let client = emulator_client(&handle.endpoint())?;
-        return Ok(Connection {
+        return Ok((
             client,
-            subscription: emulator_subscription(settings),
-            target: Target::BuiltInEmulator,
-            emulator: Some(handle),
-            admin: None,
-        });
+            emulator_subscription(settings),
+            Target::BuiltInEmulator,
+            Some(handle),
+            None,
+        ));
     }
     if let Some(endpoint) = &args.endpoint {
-        return Ok(Connection {
-            client: emulator_client(endpoint)?,
-            subscription: emulator_subscription(settings),
-            target: Target::Endpoint(endpoint.clone()),
-            emulator: None,
-            admin: Some(reqwest::Client::new()),
-        });
+        return Ok((
+            emulator_client(endpoint)?,
+            emulator_subscription(settings),
+            Target::Endpoint(endpoint.clone()),
+            None,
+            Some(reqwest::Client::new()),
+        ));
     }
     let subscription = crate::azure::subscription::resolve_subscription_from_environment(
         settings.subscription.as_deref(),
@@ -108,13 +147,7 @@ pub async fn connect(
     if let Some(endpoint) = &settings.endpoint {
         builder = builder.endpoint(endpoint.clone());
     }
-    Ok(Connection {
-        client: builder.build()?,
-        subscription: subscription.id,
-        target: Target::Azure,
-        emulator: None,
-        admin: None,
-    })
+    Ok((builder.build()?, subscription.id, Target::Azure, None, None))
 }
 
 /// Where SSH connections to the experiment's VMs go: the in-process emulator's map, a running

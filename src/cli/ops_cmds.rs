@@ -3,7 +3,9 @@
 //!
 //! `park`/`unpark` refresh the VMs' power states first (so a VM parked by its auto-shutdown
 //! schedule is not parked again), ask for approval, run the power actions in parallel and save the
-//! state after each VM. `status` and `output` read live values when a connection is available and
+//! state after each VM. Every ARM request goes through the connection's limiter
+//! (`--parallelism`), and progress is the engine's events drawn by apply's renderer (on stderr:
+//! stdout is the cost the command leaves). `status` and `output` read live values when a connection is available and
 //! fall back to what the state recorded; they never save. `state` commands read the state only.
 
 use std::fmt::Write as _;
@@ -19,7 +21,7 @@ use super::steps_run::StepsJob;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
 use crate::engine::events::{LroBridge, Operation};
-use crate::engine::power::{self, PowerChange, PowerEvent};
+use crate::engine::power::{self, PowerChange, PowerError};
 use crate::engine::refresh::{self, RefreshReport, has_unknown, resolve_known};
 use crate::engine::{advice, preflight};
 use crate::render::status as view;
@@ -102,8 +104,9 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
     // The last moment at which a Ctrl-C means "nothing was changed".
     interrupt::check()?;
     let before = power::hourly_cost(&state);
-    let mut report = |event: PowerEvent<'_>| report_power(&event, change, &loaded, out);
-    // Against an emulator, the client waits at the emulator's latency scale, as apply's does.
+    let progress = crate::render::progress::Progress::on_stderr(console::Term::stderr().is_term());
+    // Against an emulator, the client waits at the emulator's latency scale, as apply's does;
+    // either way it is gated by the connection's limiter.
     let client = super::apply_cmd::engine_client(&conn, &LroBridge::new())?.0;
     let result = interrupt::block_on(
         &rt,
@@ -113,9 +116,13 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
             &mut state,
             &todo,
             change,
-            &mut report,
+            &progress.sink(),
         ),
     );
+    progress.finish();
+    if let Ok(Err(PowerError::Failed { failures, .. })) = &result {
+        report_failures(failures, change, &loaded, out);
+    }
     let after = power::hourly_cost(&state);
     out.result(&view::cost_change(&before, &after));
     let Ok(result) = result else {
@@ -197,38 +204,33 @@ fn check_start(
     .into())
 }
 
-/// One line per VM as its power action starts, ends or fails.
-fn report_power(
-    event: &PowerEvent<'_>,
+/// After the progress lines, each failed VM with ARM's words and the engine's advice, as
+/// apply's summary lists its failures.
+fn report_failures(
+    failures: &[(Address, crate::azure::ArmError)],
     change: PowerChange,
     loaded: &crate::manifest::Loaded,
     out: &Output,
 ) {
-    match event {
-        PowerEvent::Started(a) => {
-            out.message(&format!("{a}: {}...\n", change.doing()));
+    for (a, err) in failures {
+        // The engine's advice (quota numbers, capacity: another zone, region or size) applies
+        // to a start as it does to a create.
+        let described = advice::describe(
+            err,
+            a,
+            Operation::Update,
+            loaded.desired.resource(a),
+            Some(&loaded.sources),
+        );
+        let mut text = format!(
+            "{a}: {} failed: {}\n",
+            change.operation().progressive(),
+            described.message
+        );
+        for help in &described.advice {
+            let _ = writeln!(text, "  = help: {help}");
         }
-        PowerEvent::Done(a, elapsed) => out.message(&format!(
-            "{a}: {} after {}s\n",
-            view::power_word(Some(change.target())),
-            elapsed.as_secs()
-        )),
-        PowerEvent::Failed(a, err) => {
-            // The engine's advice (quota numbers, capacity: another zone, region or size)
-            // applies to a start as it does to a create.
-            let described = advice::describe(
-                err,
-                a,
-                Operation::Update,
-                loaded.desired.resource(a),
-                Some(&loaded.sources),
-            );
-            let mut text = format!("{a}: {} failed: {}\n", change.doing(), described.message);
-            for help in &described.advice {
-                let _ = writeln!(text, "  = help: {help}");
-            }
-            out.message(&text);
-        }
+        out.message(&text);
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the engine reports while it works (terraform's hooks): a resource started, its
-//! long-running operation moved, it finished, failed, or was skipped. The engine never writes to
-//! the terminal; `render::progress` turns these events into lines.
+//! long-running operation moved, it finished, failed, or was skipped. Every operation reports
+//! through this one stream (apply and destroy, park and unpark); the engine never writes to the
+//! terminal, and `render::progress` turns these events into lines.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,6 +20,10 @@ pub enum Operation {
     Update,
     /// It is deleted.
     Delete,
+    /// A VM is deallocated (`park`).
+    Deallocate,
+    /// A VM is started (`unpark`).
+    Start,
 }
 
 impl Operation {
@@ -28,6 +33,8 @@ impl Operation {
             Self::Create => "creating",
             Self::Update => "updating",
             Self::Delete => "deleting",
+            Self::Deallocate => "deallocating",
+            Self::Start => "starting",
         }
     }
 
@@ -37,6 +44,9 @@ impl Operation {
             Self::Create => "created",
             Self::Update => "updated",
             Self::Delete => "deleted",
+            // The power state reached, as `status` names it.
+            Self::Deallocate => "deallocated (parked)",
+            Self::Start => "running",
         }
     }
 }
@@ -47,11 +57,13 @@ impl fmt::Display for Operation {
             Self::Create => "create",
             Self::Update => "update",
             Self::Delete => "delete",
+            Self::Deallocate => "deallocate",
+            Self::Start => "start",
         })
     }
 }
 
-/// One thing that happened during an apply or destroy.
+/// One thing that happened during an apply, destroy, park or unpark.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Work on a resource began (its ARM call is about to be sent).

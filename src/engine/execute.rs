@@ -161,9 +161,10 @@ pub struct Execution {
     pub client: ArmClient,
     /// The subscription every id lives in.
     pub subscription: String,
-    /// At most this many ARM requests in flight at once (`--parallelism`); fewer while ARM
-    /// throttles. An operation waiting between polls holds no slot (see `limiter`).
-    pub parallelism: usize,
+    /// The operation's bound on ARM requests in flight (`--parallelism`), shared with whatever
+    /// else the command sends (its refresh, its preflight); fewer while ARM throttles. An
+    /// operation waiting between polls holds no slot (see `limiter`).
+    pub limiter: Arc<Limiter>,
     /// Where progress goes.
     pub events: EventSink,
     /// The bridge the client reports operation progress to, if it was built with one.
@@ -179,7 +180,7 @@ impl std::fmt::Debug for Execution {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Execution")
             .field("subscription", &self.subscription)
-            .field("parallelism", &self.parallelism)
+            .field("parallelism", &self.limiter.limit())
             .finish_non_exhaustive()
     }
 }
@@ -261,9 +262,7 @@ pub async fn execute(
     let early = Early::write(plan, desired, &execution.subscription, &store).await;
     tracing::debug!(nodes = graph.len(), "walk starts (early intents saved)");
     let shared = Arc::new(Shared {
-        client: execution
-            .client
-            .gated(Arc::new(Limiter::new(execution.parallelism))),
+        client: execution.client.gated(Arc::clone(&execution.limiter) as _),
         subscription: execution.subscription,
         desired: desired.clone(),
         changes: plan

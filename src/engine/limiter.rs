@@ -15,6 +15,7 @@
 //! decrease, as TCP does per acknowledgement. The decision is a pure function, [`next_limit`].
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -26,7 +27,7 @@ use crate::azure::ratelimit::{GatePermit, Load, RequestGate};
 pub const MIN_LIMIT: usize = 4;
 
 /// The default ceiling (`--parallelism`).
-pub const DEFAULT_PARALLELISM: usize = 64;
+pub const DEFAULT_PARALLELISM: NonZeroUsize = NonZeroUsize::new(64).expect("64 is not zero");
 
 /// The next limit after an answer that said `load`, between `min(MIN_LIMIT, ceiling)` and
 /// `ceiling`.
@@ -81,9 +82,10 @@ impl Drop for Slot {
 }
 
 impl Limiter {
-    /// A limiter allowing `ceiling` requests at once (at least 1).
-    pub fn new(ceiling: usize) -> Self {
-        let ceiling = ceiling.max(1);
+    /// A limiter allowing `ceiling` requests at once. The type rules out zero, so `--parallelism`
+    /// is checked once, by clap, and never clamped again.
+    pub fn new(ceiling: NonZeroUsize) -> Self {
+        let ceiling = ceiling.get();
         Self {
             semaphore: Arc::new(Semaphore::new(ceiling)),
             ceiling,
@@ -151,6 +153,10 @@ impl RequestGate for Limiter {
 mod tests {
     use super::*;
 
+    fn ceiling(n: usize) -> NonZeroUsize {
+        NonZeroUsize::new(n).expect("not zero")
+    }
+
     #[test]
     fn throttling_halves_and_clear_calls_climb_back_one_by_one() {
         assert_eq!(next_limit(64, 64, Load::Throttled), 32);
@@ -164,7 +170,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lower_limit_retires_permits_as_they_come_back() {
-        let limiter = Limiter::new(8);
+        let limiter = Limiter::new(ceiling(8));
         let held: Vec<_> = futures::future::join_all((0..8).map(|_| limiter.acquire())).await;
         limiter.observe(Load::Throttled);
         assert_eq!(limiter.limit(), 4);
@@ -279,7 +285,7 @@ mod tests {
     #[tokio::test]
     async fn at_parallelism_one_two_operations_wait_side_by_side_with_one_request_in_flight() {
         let (arm, client) = scripted::start().await;
-        let client = client.gated(Arc::new(Limiter::new(1)));
+        let client = client.gated(Arc::new(Limiter::new(ceiling(1))));
         let body = serde_json::json!({"location": "eastus"});
         let (a, b) = (scripted::nsg("a"), scripted::nsg("b"));
         let (a, b) = tokio::join!(
@@ -306,7 +312,7 @@ mod tests {
     #[tokio::test]
     async fn a_throttled_answer_halves_the_limit_and_each_clear_one_raises_it_by_one() {
         let (arm, client) = scripted::start().await;
-        let limiter = Arc::new(Limiter::new(8));
+        let limiter = Arc::new(Limiter::new(ceiling(8)));
         let client = client.gated(Arc::clone(&limiter) as Arc<dyn RequestGate>);
         arm.throttle_next_put
             .store(true, std::sync::atomic::Ordering::SeqCst);

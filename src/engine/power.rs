@@ -3,8 +3,11 @@
 //! in its current power states, for `park`, `unpark` and `status`.
 //!
 //! Deallocating releases the host, so the temp disk (`/mnt`: BeeOND scratch, blobfuse caches) is
-//! lost; OS and data disks, public IPs and storage stay (and stay billed). The engine reports
-//! each VM's progress through a callback and never writes to the terminal.
+//! lost; OS and data disks, public IPs and storage stay (and stay billed). Every VM's action is
+//! started at once and its requests go through the client's gate, the command's one limiter
+//! (`--parallelism`), as apply's do; each VM's progress is reported as the engine's events
+//! ([`Event`] with [`Operation::Deallocate`] or [`Operation::Start`]), which the same renderer
+//! as apply's draws. The engine never writes to the terminal.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +15,7 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
+use super::events::{Event, EventSink, Operation};
 use crate::addr::Address;
 use crate::azure::types::compute::VmAction;
 use crate::azure::{ArmClient, ArmError, ResourceId};
@@ -53,24 +57,13 @@ impl PowerChange {
         }
     }
 
-    /// What it is doing, for progress lines (`deallocating`).
-    pub fn doing(self) -> &'static str {
+    /// The operation its events name.
+    pub fn operation(self) -> Operation {
         match self {
-            Self::Park => "deallocating",
-            Self::Unpark => "starting",
+            Self::Park => Operation::Deallocate,
+            Self::Unpark => Operation::Start,
         }
     }
-}
-
-/// What happens to one VM, as it happens.
-#[derive(Debug)]
-pub enum PowerEvent<'a> {
-    /// The action was sent.
-    Started(&'a Address),
-    /// The VM reached its target state.
-    Done(&'a Address, std::time::Duration),
-    /// The action failed; ARM's error as it came.
-    Failed(&'a Address, &'a ArmError),
 }
 
 /// Errors of a park or unpark run.
@@ -98,6 +91,8 @@ pub enum PowerError {
         verb: &'static str,
         /// The first failure, with ARM's code and message.
         first: String,
+        /// Every failure, in the order they came, with ARM's error as it came (for advice).
+        failures: Vec<(Address, ArmError)>,
     },
 }
 
@@ -165,23 +160,29 @@ pub fn needing_change(state: &State, selected: &[Address], change: PowerChange) 
         .collect()
 }
 
-/// Run `change` on `vms` in parallel. Each VM's new power state is saved through `backend` the
-/// moment its action finishes, so an interruption loses nothing. Failures do not stop the others;
-/// they are reported together at the end.
+/// Run `change` on `vms` in parallel. `client` should be gated by the command's limiter: every
+/// action is started at once, and the gate keeps the requests in flight (actions, polls) to
+/// `--parallelism`, while an action waiting between polls holds no slot. Each VM's new power
+/// state is saved through `backend` the moment its action finishes, so an interruption loses
+/// nothing. Failures do not stop the others; they are reported together at the end.
 pub async fn set_power(
     client: &ArmClient,
     backend: &mut dyn Backend,
     state: &mut State,
     vms: &[Address],
     change: PowerChange,
-    on_event: &mut dyn FnMut(PowerEvent<'_>),
+    events: &EventSink,
 ) -> Result<(), PowerError> {
+    let operation = change.operation();
     let mut running = FuturesUnordered::new();
     for address in vms {
         let Some(id) = state.resource(address).and_then(|r| r.id.clone()) else {
             continue;
         };
-        on_event(PowerEvent::Started(address));
+        events(&Event::Started {
+            address: address.clone(),
+            operation,
+        });
         running.push(async move {
             let started = std::time::Instant::now();
             let result = client
@@ -203,15 +204,24 @@ pub async fn set_power(
                     }
                 }
                 backend.save(state)?;
-                on_event(PowerEvent::Done(address, elapsed));
+                events(&Event::Done {
+                    address: address.clone(),
+                    operation,
+                    elapsed,
+                });
             }
             Err(err) => {
-                on_event(PowerEvent::Failed(address, &err));
-                failures.push(format!("{address}: {err}"));
+                events(&Event::Failed {
+                    address: address.clone(),
+                    operation,
+                    elapsed,
+                    message: err.to_string(),
+                });
+                failures.push((address.clone(), err));
             }
         }
     }
-    if let Some(first) = failures.first() {
+    if let Some((address, err)) = failures.first() {
         return Err(PowerError::Failed {
             failed: failures.len(),
             total: vms.len(),
@@ -219,7 +229,8 @@ pub async fn set_power(
                 PowerChange::Park => "deallocated",
                 PowerChange::Unpark => "started",
             },
-            first: first.clone(),
+            first: format!("{address}: {err}"),
+            failures,
         });
     }
     Ok(())

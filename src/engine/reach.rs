@@ -21,7 +21,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
-use futures::StreamExt as _;
 use serde_json::Value;
 
 use crate::addr::Address;
@@ -411,8 +410,9 @@ fn route_of(
 /// Read from ARM the IP addresses of every VM in the state: the `ip_address` of each VM's
 /// public IP and the `private_ip` of its NIC, keyed by their addresses, ready for
 /// [`Endpoints::with_addresses`]; and each VM's own view, for its `secure_boot`
-/// ([`Endpoints::secure_boot`]). Reads run concurrently (as many as a refresh runs); a resource ARM no longer has is left
-/// out (the node then shows as unreachable with the reason).
+/// ([`Endpoints::secure_boot`]). Reads are all started at once and bounded, like a refresh's,
+/// by the client's gate (the command's limiter, `--parallelism`); a resource ARM no longer has
+/// is left out (the node then shows as unreachable with the reason).
 pub async fn read_addresses(
     client: &ArmClient,
     state: &State,
@@ -438,11 +438,8 @@ pub async fn read_addresses(
             Ok::<_, ArmError>((address, kind, body))
         })
         .collect();
-    // Bounded like a refresh: a 64-node cluster is 192 reads.
-    let results: Vec<_> = futures::stream::iter(reads)
-        .buffer_unordered(super::refresh::REFRESH_PARALLELISM)
-        .collect()
-        .await;
+    // A 64-node cluster is 192 reads: the client's gate keeps them to `--parallelism` at once.
+    let results = futures::future::join_all(reads).await;
     let mut found = BTreeMap::new();
     for result in results {
         let (address, kind, body) = result?;

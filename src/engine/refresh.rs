@@ -9,25 +9,21 @@
 //! Tags added in Azure (by a policy, say) are not drift; a tag dsinfra set that is missing or
 //! different is.
 //!
-//! The GETs run in parallel, bounded by a semaphore ([`REFRESH_PARALLELISM`]) around the calls,
-//! as style.md asks; the ARM client already retries throttling and transient failures.
+//! The GETs are all started at once and bounded around the calls, as style.md asks, by the
+//! client's gate: the command's one limiter (`--parallelism`, `engine::limiter`), the same that
+//! bounds apply's walk and park's power actions. The ARM client already retries throttling and
+//! transient failures.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use futures::future::join_all;
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 
 use crate::addr::Address;
 use crate::azure::types::compute::{PowerState as ArmPowerState, VirtualMachineInstanceView};
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::model::{Attrs, ResourceKind};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
-
-/// How many GETs a refresh has in flight at once: enough that ARM's read budget (about 250 reads
-/// a minute per principal per region, refilled continuously) is the limit, not dsinfra.
-pub const REFRESH_PARALLELISM: usize = 32;
 
 /// What a refresh found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,29 +66,24 @@ enum Found {
 ///
 /// Resources whose create was interrupted (`Creating`) and the locally signed SAS are skipped:
 /// the apply adopts the former and the latter is not in ARM.
+///
+/// Every read is started at once: give a client gated by the command's limiter
+/// (`ArmClient::gated`) and at most `--parallelism` of them are in flight.
 pub async fn refresh(
     client: &ArmClient,
     subscription: &str,
     state: &mut State,
 ) -> Result<RefreshReport, ArmError> {
     let _ = subscription; // ids in the state are complete; kept in the seam for other backends.
-    let gate = Arc::new(Semaphore::new(REFRESH_PARALLELISM));
     let targets: Vec<(Address, ResourceKind, String)> = state
         .resources
         .iter()
         .filter(|r| r.kind.is_arm() && r.status == ResourceStatus::Created)
         .filter_map(|r| r.id.clone().map(|id| (r.address.clone(), r.kind, id)))
         .collect();
-    let reads = targets.iter().map(|(address, kind, id)| {
-        let gate = Arc::clone(&gate);
-        async move {
-            let _permit = gate
-                .acquire()
-                .await
-                .map_err(|_| ArmError::usage("the refresh semaphore was closed"))?;
-            let found = read(client, *kind, id).await?;
-            Ok::<_, ArmError>((address.clone(), found))
-        }
+    let reads = targets.iter().map(|(address, kind, id)| async move {
+        let found = read(client, *kind, id).await?;
+        Ok::<_, ArmError>((address.clone(), found))
     });
     let mut results = Vec::new();
     for result in join_all(reads).await {

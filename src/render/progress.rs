@@ -1,4 +1,6 @@
-//! Progress of an apply or destroy, drawn from the engine's events, and the run's summary.
+//! Progress of an apply, destroy, park or unpark, drawn from the engine's events, and an apply's
+//! summary. One renderer for every operation: a VM being deallocated reads like one being
+//! created.
 //!
 //! On a terminal every resource gets an indicatif line with a spinner, its elapsed time and its
 //! operation's state (`creating vm.gpu.vm  InProgress  [00:42]`), finished in place with the
@@ -94,9 +96,12 @@ pub fn plain_line(event: &Event, now: DateTime<Utc>) -> String {
     )
 }
 
-/// Draws events: indicatif lines on a terminal, timestamped lines elsewhere (on stdout).
+/// Draws events: indicatif lines on a terminal, timestamped lines elsewhere (on stdout, or on
+/// stderr for commands whose stdout carries their result).
 pub struct Progress {
     bars: Option<(MultiProgress, Mutex<HashMap<Address, ProgressBar>>)>,
+    /// Lines go to stderr rather than stdout.
+    stderr: bool,
     /// Plain mode: the last operation state printed per resource, so a log gets one line per
     /// change of state rather than one per poll.
     last_state: Mutex<HashMap<Address, String>>,
@@ -111,16 +116,32 @@ impl std::fmt::Debug for Progress {
 }
 
 impl Progress {
-    /// A renderer; `tty` chooses live lines over log lines.
+    /// A renderer on stdout (apply, destroy); `tty` chooses live lines over log lines.
     pub fn new(tty: bool) -> Arc<Self> {
+        Self::on(tty, false)
+    }
+
+    /// A renderer on stderr (park, unpark: their stdout is the cost they leave); `tty` chooses
+    /// live lines over log lines.
+    pub fn on_stderr(tty: bool) -> Arc<Self> {
+        Self::on(tty, true)
+    }
+
+    fn on(tty: bool, stderr: bool) -> Arc<Self> {
         let bars = tty.then(|| {
+            let target = if stderr {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::stdout()
+            };
             (
-                MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
+                MultiProgress::with_draw_target(target),
                 Mutex::new(HashMap::new()),
             )
         });
         Arc::new(Self {
             bars,
+            stderr,
             last_state: Mutex::new(HashMap::new()),
         })
     }
@@ -143,9 +164,16 @@ impl Progress {
                 }
                 last.insert(address.clone(), state.clone());
             }
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{}", plain_line(event, Utc::now()));
-            let _ = stdout.flush();
+            let line = plain_line(event, Utc::now());
+            if self.stderr {
+                let mut stderr = std::io::stderr().lock();
+                let _ = writeln!(stderr, "{line}");
+                let _ = stderr.flush();
+            } else {
+                let mut stdout = std::io::stdout().lock();
+                let _ = writeln!(stdout, "{line}");
+                let _ = stdout.flush();
+            }
             return;
         };
         let mut bars = bars
@@ -314,6 +342,53 @@ mod tests {
                     because: addr("vm.gpu.vm"),
                 },
                 "2026-11-22T06:00:05Z vm.gpu.auto_shutdown: create skipped: it needs vm.gpu.vm, which failed",
+            ),
+        ];
+        for (event, line) in cases {
+            assert_eq!(plain_line(&event, now), line);
+        }
+    }
+
+    /// Guards issue 16: park and unpark report through the engine's events and are drawn by
+    /// apply's renderer, timestamped like apply's lines.
+    #[test]
+    fn park_and_unpark_lines_are_drawn_like_apply_lines() {
+        let now = DateTime::parse_from_rfc3339("2026-11-22T06:00:05Z")
+            .expect("valid")
+            .with_timezone(&Utc);
+        let vm = || addr("cluster.train[3].vm");
+        let cases = [
+            (
+                Event::Started {
+                    address: vm(),
+                    operation: Operation::Deallocate,
+                },
+                "2026-11-22T06:00:05Z cluster.train[3].vm: deallocating...",
+            ),
+            (
+                Event::Done {
+                    address: vm(),
+                    operation: Operation::Deallocate,
+                    elapsed: Duration::from_secs(42),
+                },
+                "2026-11-22T06:00:05Z cluster.train[3].vm: deallocated (parked) after 42s",
+            ),
+            (
+                Event::Done {
+                    address: vm(),
+                    operation: Operation::Start,
+                    elapsed: Duration::from_millis(1500),
+                },
+                "2026-11-22T06:00:05Z cluster.train[3].vm: running after 1.50s",
+            ),
+            (
+                Event::Failed {
+                    address: vm(),
+                    operation: Operation::Start,
+                    elapsed: Duration::from_secs(12),
+                    message: "AllocationFailed: no capacity".into(),
+                },
+                "2026-11-22T06:00:05Z cluster.train[3].vm: start failed after 12s: AllocationFailed: no capacity",
             ),
         ];
         for (event, line) in cases {
