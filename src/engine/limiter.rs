@@ -9,6 +9,10 @@
 //! while they boot (docs/decisions.md, entry 15, says why and what it means next to Terraform's
 //! `-parallelism`).
 //!
+//! A command has one limiter, made with its connection, and every operation it runs sends its
+//! requests through it: refresh, preflight, apply's walk, park and unpark, status. None of them
+//! keeps a bound of its own, so `--parallelism` means the same everywhere.
+//!
 //! Every answer adjusts the limit: one that was throttled (429), or that left a rate-limit
 //! bucket low so that the client's pacer slows down, halves it (never below [`MIN_LIMIT`]); every
 //! other answer raises it by one again, up to the ceiling: additive increase, multiplicative
