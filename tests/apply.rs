@@ -966,8 +966,7 @@ async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
 }
 
 /// Regression: a new `sku` on a data disk used to replace the disk (delete, then create: its data
-/// gone; here the disk's `prevent_destroy` stopped the plan instead), for what Azure does in
-/// place. Now, while the disk's VM runs, the plan stops at `sku` and says to park the VM, with
+/// gone; only a `prevent_destroy`, taken off here, stopped it), for what Azure does in place. Now, while the disk's VM runs, the plan stops at `sku` and says to park the VM, with
 /// nothing written; once it is parked, the apply sends one PATCH of the disk and no DELETE, and
 /// the disk keeps its id and Azure's `uniqueId` (the same disk, so the same data) on the same VM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1018,6 +1017,7 @@ async fn a_disks_new_sku_is_patched_in_place_once_its_vm_is_parked() {
         "sku       = \"Premium_LRS\"",
         "sku       = \"StandardSSD_LRS\"",
     );
+    edit(&w.path(file), "lifecycle { prevent_destroy = true }", "");
     writes.lock().expect("not poisoned").clear();
     let out = w.run(&["apply", file, "--auto-approve"]).await;
     let text = describe(&out);
