@@ -7,7 +7,9 @@
 //! AllocationFailed inside an operation, quota refusals and token expiry either recover or fail
 //! with ARM's message and the right advice, with a valid state and no panic; and SIGKILL at
 //! random moments never leaves a duplicate or an orphan once apply is run again; a data disk
-//! moved and grown reaches ARM as PATCHes only (decision 28).
+//! moved and grown reaches ARM as PATCHes only (decision 28); a data disk's new SKU is refused
+//! at `sku` while its VM runs and is one PATCH of the same disk once the VM is parked
+//! (decision 32).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

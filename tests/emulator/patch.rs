@@ -1,6 +1,6 @@
 //! PATCH as ARM does it, per type: a VM's update is a long-running operation that attaches and
 //! detaches disks, resizes within ARM's rules and refuses fixed properties; a disk grows (never
-//! shrinks); a storage account's settings change and its kind and SKU convert only as ARM
+//! shrinks) and changes type only where Azure converts in place; a storage account's settings change and its kind and SKU convert only as ARM
 //! allows; an availability set keeps its domain counts; the network types change only tags.
 //! Every change is checked by a GET afterwards.
 
