@@ -374,6 +374,15 @@ async fn disk_patch_of_an_attached_disk_follows_the_running_vm_rules() {
         .patch(&disk, DISKS, &json!({"sku": {"name": "Standard_LRS"}}))
         .await;
     assert_eq!((sku.status, sku.code()), (409, "OperationNotAllowed"));
+    // A PUT of the existing disk is an update too, held to the same rules.
+    let mut put_back = env.get(&disk, DISKS).await.body;
+    put_back["sku"] = json!({"name": "Standard_LRS"});
+    let put = env.put(&disk, DISKS, &put_back).await;
+    assert_eq!((put.status, put.code()), (409, "OperationNotAllowed"));
+    assert_eq!(
+        env.get(&disk, DISKS).await.body["sku"]["name"],
+        "Premium_LRS"
+    );
     // The OS disk keeps its size while the VM runs.
     let os_disk = env.get(&vm, COMPUTE).await.body["properties"]["storageProfile"]["osDisk"]
         ["managedDisk"]["id"]

@@ -351,6 +351,11 @@ pub(crate) fn put_disk(
     let location = require_location(&body)?;
     let id = target.id_in(cloud);
     let existing = cloud.resources.get(&target.key).cloned();
+    // A PUT of an existing disk is an update: the same rules as a PATCH (which comes through
+    // here with the update merged over the stored disk).
+    if let Some(old) = existing.as_ref().filter(|d| !d.hidden) {
+        check_disk_update(cloud, old, &body)?;
+    }
     let creation = body
         .at("/properties/creationData")
         .cloned()
@@ -440,15 +445,11 @@ fn converts_in_place(sku: &str) -> bool {
     !matches!(sku, "PremiumV2_LRS" | "UltraSSD_LRS")
 }
 
-/// The rules of a disk update (a PATCH's `DiskUpdate`), checked against the stored disk: the
-/// size only grows; the SKU changes only between types Azure converts in place; while the disk
-/// is attached to an allocated VM, an OS disk keeps its size, a data disk grows only within the
-/// online-expansion limit, and the SKU stays.
-pub(crate) fn check_disk_update(
-    cloud: &Cloud,
-    disk: &Resource,
-    update: &Value,
-) -> Result<(), ArmError> {
+/// The rules of a disk update (a PATCH's `DiskUpdate`, or a PUT of an existing disk), checked
+/// against the stored disk: the size only grows; the SKU changes only between types Azure
+/// converts in place; while the disk is attached to an allocated VM, an OS disk keeps its size,
+/// a data disk grows only within the online-expansion limit, and the SKU stays.
+fn check_disk_update(cloud: &Cloud, disk: &Resource, update: &Value) -> Result<(), ArmError> {
     let current = disk
         .body
         .at("/properties/diskSizeGB")
