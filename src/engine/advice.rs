@@ -137,21 +137,8 @@ pub fn describe(
         if let Some(namespace) = namespace {
             advice.push(registration::help(&namespace));
         }
-    } else if code.as_deref() == Some("OperationNotAllowed")
-        && operation == Operation::Update
-        && resource.is_some_and(|r| r.kind == crate::model::ResourceKind::ManagedDisk)
-        && error
-            .message()
-            .is_some_and(|m| m.to_ascii_lowercase().contains("deallocated"))
-    {
-        // The plan refuses this when the state knows the VM runs (plan::disk_sku); this is for
-        // a state that did not (a saved plan, a VM started between the refresh and the PATCH).
-        let manifest = resource
-            .and_then(|r| r.span.as_ref())
-            .map_or_else(|| "FILE".to_owned(), |s| s.file.display().to_string());
-        advice.push(format!(
-            "Azure changes {block} this way only while the VM it is attached to is deallocated: `dsinfra park {manifest} --only vm.NAME` (that VM), apply again, then `dsinfra unpark {manifest} --only vm.NAME`; the disk and its data are kept"
-        ));
+    } else if let Some(park) = park_first(error, operation, resource) {
+        advice.push(park);
     } else if let Some(wait) = error.throttle_wait() {
         advice.push(format!(
             "Azure throttles {block} for {} s: run apply again after {} (UTC); what was created is adopted",
@@ -181,6 +168,33 @@ pub fn describe(
         code,
         advice,
     }
+}
+
+/// The park-first advice for a disk update Azure refuses because the disk's VM is allocated.
+/// The plan refuses this when the state knows the VM runs (plan::disk_sku); this is for a state
+/// that did not (a saved plan, a VM started between the refresh and the PATCH).
+fn park_first(
+    error: &ArmError,
+    operation: Operation,
+    resource: Option<&Resource>,
+) -> Option<String> {
+    let disk = resource.filter(|r| r.kind == crate::model::ResourceKind::ManagedDisk)?;
+    let refused = error.code() == Some("OperationNotAllowed")
+        && operation == Operation::Update
+        && error
+            .message()
+            .is_some_and(|m| m.to_ascii_lowercase().contains("deallocated"));
+    if !refused {
+        return None;
+    }
+    let manifest = disk
+        .span
+        .as_ref()
+        .map_or_else(|| "FILE".to_owned(), |s| s.file.display().to_string());
+    Some(format!(
+        "Azure changes {} this way only while the VM it is attached to is deallocated: `dsinfra park {manifest} --only vm.NAME` (that VM), apply again, then `dsinfra unpark {manifest} --only vm.NAME`; the disk and its data are kept",
+        disk.address.block_address()
+    ))
 }
 
 #[cfg(test)]
