@@ -48,8 +48,8 @@ pub use config::{
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
-pub use store::SshEndpoint;
 
+use crate::engine::reach::SshEndpoint;
 use json::At as _;
 use server::{Clock, Shared, lock};
 use store::Cloud;
