@@ -1,5 +1,5 @@
 //! The engine: turns a plan into ARM calls, in dependency order and in parallel (the generic walk
-//! is [`crate::graph::walk`]), saving state after every change and reporting progress as events
+//! is [`crate::graph::walk()`]), saving state after every change and reporting progress as events
 //! (it never writes to the terminal).
 //!
 //! - [`bodies`]: desired resources -> typed ARM request bodies, references resolved to ids.

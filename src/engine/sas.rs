@@ -1,5 +1,5 @@
 //! Issuing a `sas` resource's token: the account key from `listKeys`, then the pure signing of
-//! [`issue`].
+//! the private `issue` module (sas/issue.rs).
 //!
 //! Apply and `dsinfra output --show-secrets` both come here, so the token shown on request is
 //! the very token apply signed: HMAC-SHA256 is deterministic, and both sign the same fields

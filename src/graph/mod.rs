@@ -1,6 +1,6 @@
 //! A small generic dependency graph (a DAG) over any ordered key, built on petgraph.
 //!
-//! The planner orders changes with it, `dsinfra graph` prints it as DOT, and [`walk`] runs async
+//! The planner orders changes with it, `dsinfra graph` prints it as DOT, and [`walk()`] runs async
 //! work over it in parallel (the engine's apply and destroy), starting each node once its
 //! dependencies succeeded. It knows nothing about Azure or addresses: keys are any
 //! `Ord + Clone + Display` type, so this module could become its own crate.
