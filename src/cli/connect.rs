@@ -14,7 +14,7 @@ use clap::Args;
 use crate::azure::{ArmClient, DefaultCredentialChain, StaticTokenCredential, TokenCredential};
 use crate::catalog;
 use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
-use crate::engine::reach::{self, Endpoints};
+use crate::engine::reach::{self, Endpoints, SshEndpoint};
 use crate::model::AzureSettings;
 use crate::state::State;
 
@@ -124,7 +124,7 @@ pub async fn ssh_endpoints(conn: &Connection) -> anyhow::Result<Endpoints> {
     /// The admin API's answer.
     #[derive(serde::Deserialize)]
     struct Listing {
-        value: Vec<emulator::SshEndpoint>,
+        value: Vec<SshEndpoint>,
     }
     if let Some(handle) = &conn.emulator {
         return Ok(Endpoints::from_emulator(&handle.ssh_endpoints()));
