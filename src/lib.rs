@@ -4,8 +4,9 @@
 //! map (see docs/architecture.md) follows terraform's layering: `cli` parses arguments and drives
 //! the rest; `manifest` turns HCL into a [`model::Desired`]; `plan` diffs it against the `state`
 //! without I/O; `azure` talks to ARM and `emulator` stands in for it; `render` is the only code
-//! that writes to the terminal. `graph`, `azure` and `emulator` import nothing from the rest, so
-//! each could become its own crate.
+//! that writes to the terminal. `graph`, `azure` and `ssh` import nothing from the rest, so each
+//! could become its own crate; `emulator` imports one type, `engine::reach::SshEndpoint`.
+//! tests/layering.rs holds the code to the table of allowed imports in docs/architecture.md.
 
 pub mod addr;
 pub mod atomic_file;

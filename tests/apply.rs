@@ -7,7 +7,9 @@
 //! AllocationFailed inside an operation, quota refusals and token expiry either recover or fail
 //! with ARM's message and the right advice, with a valid state and no panic; and SIGKILL at
 //! random moments never leaves a duplicate or an orphan once apply is run again; a data disk
-//! moved and grown reaches ARM as PATCHes only (decision 28).
+//! moved and grown reaches ARM as PATCHes only (decision 28); a data disk's new SKU is refused
+//! at `sku` while its VM runs and is one PATCH of the same disk once the VM is parked
+//! (decision 32).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -963,4 +965,99 @@ async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
         "{text}"
     );
     assert_eq!(*writes.lock().expect("not poisoned"), []);
+}
+
+/// Regression: a new `sku` on a data disk used to replace the disk (delete, then create: its data
+/// gone; only a `prevent_destroy`, taken off here, stopped it), for what Azure does in place. Now, while the disk's VM runs, the plan stops at `sku` and says to park the VM, with
+/// nothing written; once it is parked, the apply sends one PATCH of the disk and no DELETE, and
+/// the disk keeps its id and Azure's `uniqueId` (the same disk, so the same data) on the same VM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disks_new_sku_is_patched_in_place_once_its_vm_is_parked() {
+    use std::sync::{Arc, Mutex};
+    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = Arc::clone(&writes);
+    let w = world_with(move |c| EmulatorConfig {
+        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
+            if matches!(request.method.as_str(), "PUT" | "PATCH" | "POST" | "DELETE") {
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((request.method.clone(), request.path.clone()));
+            }
+            Vec::new()
+        })),
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm-files.hcl";
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    let id_of = |address: &str| {
+        w.state("dual-dsvm-files")["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["address"] == address)
+            .and_then(|r| r["id"].as_str())
+            .unwrap_or_else(|| panic!("{address} is in the state"))
+            .to_owned()
+    };
+    let (disk, prep) = (id_of("disk.datasets"), id_of("vm.prep.vm"));
+    let read_disk = || async {
+        let resp = reqwest::Client::new()
+            .get(format!("{}{disk}", w.handle.endpoint()))
+            .query(&[("api-version", "2025-01-02")])
+            .bearer_auth("test")
+            .send()
+            .await
+            .expect("the emulator answers");
+        resp.json::<Value>().await.expect("JSON")
+    };
+    let unique_id = read_disk().await["properties"]["uniqueId"].clone();
+    assert!(unique_id.is_string(), "the emulator names the disk");
+
+    edit(
+        &w.path(file),
+        "sku       = \"Premium_LRS\"",
+        "sku       = \"StandardSSD_LRS\"",
+    );
+    edit(&w.path(file), "lifecycle { prevent_destroy = true }", "");
+    writes.lock().expect("not poisoned").clear();
+    let out = w.run(&["apply", file, "--auto-approve"]).await;
+    let text = describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: disk.datasets changes from Premium_LRS to StandardSSD_LRS, which Azure does only while the disk's VM is deallocated, and vm.prep is running\n  --> dual-dsvm-files.hcl:16:15"),
+        "{text}"
+    );
+    assert!(
+        text.contains("help: park it first: `dsinfra park dual-dsvm-files.hcl --only vm.prep` deallocates it and keeps its disks and their data (only the temp disk is lost); apply again, then `dsinfra unpark dual-dsvm-files.hcl --only vm.prep` starts it"),
+        "{text}"
+    );
+    assert_eq!(*writes.lock().expect("not poisoned"), [], "nothing written");
+
+    // What the help says, in order.
+    w.ok(&["park", file, "--only", "vm.prep", "--auto-approve"])
+        .await;
+    writes.lock().expect("not poisoned").clear();
+    let applied = w.ok(&["apply", file, "--auto-approve"]).await;
+    assert!(
+        applied.contains("Apply complete: 0 created, 1 updated, 0 deleted"),
+        "{applied}"
+    );
+    assert_eq!(
+        *writes.lock().expect("not poisoned"),
+        [("PATCH".to_owned(), disk.clone())],
+        "one PATCH of the disk, no DELETE, no PUT"
+    );
+    let after = read_disk().await;
+    assert_eq!(after["sku"]["name"], "StandardSSD_LRS");
+    assert_eq!(after["properties"]["uniqueId"], unique_id, "the same disk");
+    assert!(
+        after["managedBy"]
+            .as_str()
+            .is_some_and(|owner| owner.eq_ignore_ascii_case(&prep)),
+        "{after:#}"
+    );
+    assert_eq!(id_of("disk.datasets"), disk);
+    w.ok(&["unpark", file, "--only", "vm.prep", "--auto-approve"])
+        .await;
 }

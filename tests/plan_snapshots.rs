@@ -13,7 +13,7 @@ use dsinfra::manifest::{self, LoadOptions};
 use dsinfra::model::{Desired, ResourceKind, StepScope};
 use dsinfra::plan::{self, Mode, Plan, PlanOptions};
 use dsinfra::render;
-use dsinfra::state::{State, StepRecord};
+use dsinfra::state::{PowerState, State, StepRecord};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra";
@@ -338,10 +338,61 @@ fn prevent_destroy_refuses_destroy() {
 
 /// `dual` with a data disk of `size_gb` GiB attached to the prep VM.
 fn with_disk(size_gb: u32) -> String {
+    with_disk_of(size_gb, "Premium_LRS")
+}
+
+fn with_disk_of(size_gb: u32, sku: &str) -> String {
     format!(
-        "{}\ndisk \"datasets\" {{\n  size_gb   = {size_gb}\n  sku       = \"Premium_LRS\"\n  attach_to = vm.prep\n}}\n",
+        "{}\ndisk \"datasets\" {{\n  size_gb   = {size_gb}\n  sku       = \"{sku}\"\n  attach_to = vm.prep\n}}\n",
         dual("Standard_NC6s_v3", false)
     )
+}
+
+/// The state an apply of a Premium_LRS `disk.datasets` on `vm.prep` leaves, that VM in `power`
+/// as the refresh before a plan would record it.
+fn disk_applied(power: PowerState) -> State {
+    let mut state = State::from_applied(
+        &load("before.hcl", &with_disk_of(1024, "Premium_LRS")).0,
+        "00000000-sub",
+    );
+    let vm: Address = "vm.prep.vm".parse().expect("an address");
+    state
+        .resources
+        .iter_mut()
+        .find(|r| r.address == vm)
+        .expect("vm.prep is in the state")
+        .power_state = Some(power);
+    state
+}
+
+/// Regression: a new `sku` on a managed disk used to replace it (delete, then create), losing
+/// its data, for what Azure does in place. With the disk's VM parked it is an update in place.
+#[test]
+fn a_disks_new_sku_is_an_update_in_place_while_its_vm_is_parked() {
+    let plan = plan_against(
+        &disk_applied(PowerState::Deallocated),
+        &with_disk_of(1024, "StandardSSD_LRS"),
+        &[],
+    );
+    let disk = plan
+        .change(&"disk.datasets".parse().expect("an address"))
+        .expect("planned");
+    assert_eq!(disk.action, plan::Action::Update);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+/// While the disk's VM runs, Azure refuses the new SKU; the plan says so at `sku`, before any
+/// write, and how to get there (park first) without losing the data.
+#[test]
+fn a_disks_new_sku_while_its_vm_runs_is_refused_at_its_sku() {
+    let (desired, sources) = load("exp.hcl", &with_disk_of(1024, "StandardSSD_LRS"));
+    let diags = plan::plan(
+        &desired,
+        &disk_applied(PowerState::Running),
+        &options(Mode::Normal),
+    )
+    .expect_err("refused while the VM runs");
+    insta::assert_snapshot!(render::diagnostics(&diags, &sources, false));
 }
 
 /// Regression: a smaller `size_gb` used to plan as an in-place update that Azure refuses at apply

@@ -20,7 +20,7 @@ use crate::azure::{ArmClient, DefaultCredentialChain, StaticTokenCredential, Tok
 use crate::catalog;
 use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
 use crate::engine::limiter::{DEFAULT_PARALLELISM, Limiter};
-use crate::engine::reach::{self, Endpoints};
+use crate::engine::reach::{self, Endpoints, SshEndpoint};
 use crate::model::AzureSettings;
 use crate::state::State;
 
@@ -157,7 +157,7 @@ pub async fn ssh_endpoints(conn: &Connection) -> anyhow::Result<Endpoints> {
     /// The admin API's answer.
     #[derive(serde::Deserialize)]
     struct Listing {
-        value: Vec<emulator::SshEndpoint>,
+        value: Vec<SshEndpoint>,
     }
     if let Some(handle) = &conn.emulator {
         return Ok(Endpoints::from_emulator(&handle.ssh_endpoints()));

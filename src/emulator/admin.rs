@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::faults::FaultRule;
 use super::server::{Shared, lock};
-use super::store::SshEndpoint;
+use crate::engine::reach::SshEndpoint;
 
 /// The reserved path prefix.
 pub(crate) const PREFIX: &str = "/_emulator/";

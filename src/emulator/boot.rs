@@ -40,7 +40,8 @@ use super::json::At as _;
 use super::path::{self, Route};
 use super::providers::key;
 use super::server::{self, Shared, lock};
-use super::store::{Cloud, Kind, SshEndpoint};
+use super::store::{Cloud, Kind};
+use crate::engine::reach::SshEndpoint;
 
 /// What a VM was created with, as the boot hook sees it.
 #[derive(Clone, PartialEq, Eq)]

@@ -5,8 +5,9 @@
 //! actions with Azure-AsyncOperation / Location polling, ARM's error codes and messages,
 //! throttling headers and 429s, bearer-token checks, quotas and SKU restrictions. Its responses
 //! are checked against the official OpenAPI specs by `tests/conformance.rs`; the deviations it
-//! chose are listed in `docs/emulator.md`. The module imports nothing from the rest of the
-//! crate, so it could become its own crate.
+//! chose are listed in `docs/emulator.md`. The module imports one thing from the rest of the
+//! crate: [`SshEndpoint`], the entry of its SSH endpoint map, which the engine defines because it
+//! reads the map (the test server depends on production code, not the reverse; decision 33).
 //!
 //! Operations complete by elapsed time (tokio time, so tests may pause it), scaled by
 //! [`EmulatorConfig::latency_scale`]; the cloud is saved to `state_dir/state.json` after every
@@ -48,8 +49,8 @@ pub use config::{
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
-pub use store::SshEndpoint;
 
+use crate::engine::reach::SshEndpoint;
 use json::At as _;
 use server::{Clock, Shared, lock};
 use store::Cloud;

@@ -64,12 +64,10 @@ pub(crate) fn patch(
         Kind::VirtualMachine => through_put(ctx, &stored, &update, |ctx| {
             compute::put_vm(cloud, ctx, target)
         }),
-        Kind::Disk => {
-            compute::check_disk_update(cloud, &stored, &update)?;
-            through_put(ctx, &stored, &update, |ctx| {
-                compute::put_disk(cloud, ctx, target)
-            })
-        }
+        // The disk's PUT checks the update rules (`check_disk_update`) for both.
+        Kind::Disk => through_put(ctx, &stored, &update, |ctx| {
+            compute::put_disk(cloud, ctx, target)
+        }),
         Kind::AvailabilitySet => through_put(ctx, &stored, &update, |ctx| {
             compute::put_avset(cloud, ctx, target)
         }),

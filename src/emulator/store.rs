@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::error::{ArmError, EmulatorError};
 use super::json::At as _;
+use crate::engine::reach::SshEndpoint;
 
 /// Bumped when the file layout changes incompatibly.
 const STATE_VERSION: u32 = 1;
@@ -234,23 +235,6 @@ pub(crate) struct Operation {
     /// What the resource's state was before (for an action that fails).
     #[serde(default)]
     pub previous_power: Option<String>,
-}
-
-/// A mapping from a public IP address to a local SSH endpoint (a test hook).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SshEndpoint {
-    /// The public IP address ARM reports.
-    #[serde(rename = "ipAddress")]
-    pub ip_address: String,
-    /// `127.0.0.1:port` of the sshd standing in for the VM.
-    pub endpoint: String,
-    /// The public IP resource id, when known.
-    #[serde(
-        rename = "publicIpAddressId",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub public_ip_id: Option<String>,
 }
 
 /// How much of a cloud is on disk, and the locks that order writing it.

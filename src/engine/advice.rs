@@ -7,6 +7,7 @@
 //! AllocationFailed and its zonal and over-constrained variants) suggest another zone, region or
 //! size and name the manifest line of the block that asked for it. A namespace the subscription
 //! is not registered for (MissingSubscriptionRegistration) gets the command that registers it.
+//! A disk update Azure refuses because the disk's VM is allocated gets the park-first commands.
 
 use std::fmt;
 
@@ -136,6 +137,8 @@ pub fn describe(
         if let Some(namespace) = namespace {
             advice.push(registration::help(&namespace));
         }
+    } else if let Some(park) = park_first(error, operation, resource) {
+        advice.push(park);
     } else if let Some(wait) = error.throttle_wait() {
         advice.push(format!(
             "Azure throttles {block} for {} s: run apply again after {} (UTC); what was created is adopted",
@@ -165,6 +168,33 @@ pub fn describe(
         code,
         advice,
     }
+}
+
+/// The park-first advice for a disk update Azure refuses because the disk's VM is allocated.
+/// The plan refuses this when the state knows the VM runs (plan::disk_sku); this is for a state
+/// that did not (a saved plan, a VM started between the refresh and the PATCH).
+fn park_first(
+    error: &ArmError,
+    operation: Operation,
+    resource: Option<&Resource>,
+) -> Option<String> {
+    let disk = resource.filter(|r| r.kind == crate::model::ResourceKind::ManagedDisk)?;
+    let refused = error.code() == Some("OperationNotAllowed")
+        && operation == Operation::Update
+        && error
+            .message()
+            .is_some_and(|m| m.to_ascii_lowercase().contains("deallocated"));
+    if !refused {
+        return None;
+    }
+    let manifest = disk
+        .span
+        .as_ref()
+        .map_or_else(|| "FILE".to_owned(), |s| s.file.display().to_string());
+    Some(format!(
+        "Azure changes {} this way only while the VM it is attached to is deallocated: `dsinfra park {manifest} --only vm.NAME` (that VM), apply again, then `dsinfra unpark {manifest} --only vm.NAME`; the disk and its data are kept",
+        disk.address.block_address()
+    ))
 }
 
 #[cfg(test)]
@@ -290,6 +320,36 @@ mod tests {
         assert_eq!(
             described.advice,
             [registration::help("Microsoft.DevTestLab")]
+        );
+    }
+
+    #[test]
+    fn a_disk_update_refused_on_an_allocated_vm_says_to_park_it() {
+        let mut sources = SourceMap::new();
+        let mut disk = vm(&mut sources);
+        disk.address = "disk.datasets".parse().expect("valid");
+        disk.kind = ResourceKind::ManagedDisk;
+        let error = ArmError::api(
+            409,
+            ErrorDetail {
+                code: "OperationNotAllowed".into(),
+                message: "Changes to the disk sku of 'x-datasets' can be made only when the disk is unattached or the managing virtual machine(s) are deallocated. The disk is attached to VM 'x-prep'.".into(),
+                ..ErrorDetail::default()
+            },
+            request(),
+        );
+        let described = describe(
+            &error,
+            &disk.address,
+            Operation::Update,
+            Some(&disk),
+            Some(&sources),
+        );
+        assert_eq!(
+            described.advice,
+            [
+                "Azure changes disk.datasets this way only while the VM it is attached to is deallocated: `dsinfra park exp.hcl --only vm.NAME` (that VM), apply again, then `dsinfra unpark exp.hcl --only vm.NAME`; the disk and its data are kept"
+            ]
         );
     }
 

@@ -1,7 +1,7 @@
-//! The engine: turns a plan into ARM calls, in dependency order and in parallel, saving state
-//! after every change and reporting progress as events (it never writes to the terminal).
+//! The engine: turns a plan into ARM calls, in dependency order and in parallel (the generic walk
+//! is [`crate::graph::walk()`]), saving state after every change and reporting progress as events
+//! (it never writes to the terminal).
 //!
-//! - [`walk`]: the parallel DAG walk (failures skip dependents; cancellation).
 //! - [`bodies`]: desired resources -> typed ARM request bodies, references resolved to ids.
 //! - [`execute`]: apply and destroy a plan: the walk, the ARM calls, intents and state saves.
 //! - [`limiter`]: the adaptive bound on concurrent ARM calls (`--parallelism`).
@@ -23,7 +23,6 @@ pub mod preflight;
 pub mod reach;
 pub mod refresh;
 pub mod registration;
-pub mod walk;
 
 pub mod advice;
 pub mod bodies;

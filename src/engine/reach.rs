@@ -21,11 +21,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::{ArmClient, ArmError, ResourceId};
-use crate::emulator::SshEndpoint;
 use crate::model::{Attrs, ResourceKind};
 use crate::ssh::{BOOT_ID_PATH, HostKey, HostKeyPolicy, RecordHostKey, Target};
 use crate::state::{Drift, PowerState, ResourceStatus, State};
@@ -39,6 +39,26 @@ pub const MARKER_DIR_ENV: &str = "DSINFRA_MARKER_DIR";
 
 /// The login user when the state does not say (the manifest's default `admin_username`).
 const DEFAULT_USER: &str = "azureuser";
+
+/// A mapping from a public IP address to a local SSH endpoint: one entry of an emulator's map
+/// (`GET /_emulator/ssh-endpoints`), which [`Endpoints::from_emulator`] reads. It is defined
+/// here, by the code that consumes it, so the emulator depends on the engine's type and
+/// production code does not depend on the test server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SshEndpoint {
+    /// The public IP address ARM reports.
+    #[serde(rename = "ipAddress")]
+    pub ip_address: String,
+    /// `127.0.0.1:port` of the sshd standing in for the VM.
+    pub endpoint: String,
+    /// The public IP resource id, when known.
+    #[serde(
+        rename = "publicIpAddressId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub public_ip_id: Option<String>,
+}
 
 /// Where SSH connections for an IP address go: the address itself on port 22 (Azure), or the
 /// local sshd an emulator mapped it to. Also carries the IP addresses (and each VM's Secure Boot

@@ -1,5 +1,5 @@
 //! Issuing a `sas` resource's token: the account key from `listKeys`, then the pure signing of
-//! [`crate::storage::issue`].
+//! the private `issue` module (sas/issue.rs).
 //!
 //! Apply and `dsinfra output --show-secrets` both come here, so the token shown on request is
 //! the very token apply signed: HMAC-SHA256 is deterministic, and both sign the same fields
@@ -12,8 +12,11 @@ use serde_json::Value;
 use crate::azure::{ArmClient, ResourceId};
 use crate::model::{Desired, Resource};
 use crate::state::SecretIdentity;
-use crate::storage::issue::sign_for_state;
 use crate::storage::sas::{AccountKey, SasToken};
+
+mod issue;
+
+use issue::sign_for_state;
 
 /// Why a SAS could not be issued. The text names no secret: keys and tokens are redacted
 /// before they could reach it.

@@ -1,8 +1,9 @@
 //! A small generic dependency graph (a DAG) over any ordered key, built on petgraph.
 //!
-//! The planner orders changes with it, `dsinfra graph` prints it as DOT, and the engine's parallel
-//! walk (issue 4) asks it which nodes are ready. It knows nothing about Azure or addresses: keys are
-//! any `Ord + Clone + Display` type, so this module could become its own crate.
+//! The planner orders changes with it, `dsinfra graph` prints it as DOT, and [`walk()`] runs async
+//! work over it in parallel (the engine's apply and destroy), starting each node once its
+//! dependencies succeeded. It knows nothing about Azure or addresses: keys are any
+//! `Ord + Clone + Display` type, so this module could become its own crate.
 //!
 //! Edges point from a dependency to its dependent ("`a` must exist before `b`"), so a topological
 //! order lists dependencies first. Every query that returns several nodes returns them in key
@@ -10,8 +11,10 @@
 //! to run (petgraph's own `toposort` makes no such promise).
 
 mod dot;
+mod walk;
 
 pub use dot::DotNode;
+pub use walk::{WalkReport, walk};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

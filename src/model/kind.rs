@@ -86,7 +86,11 @@ impl ResourceKind {
             | Self::VirtualNetwork
             | Self::NetworkSecurityGroup
             | Self::ProximityPlacementGroup => &["location"],
-            Self::PublicIp | Self::ManagedDisk => &["location", "sku", "zone"],
+            Self::PublicIp => &["location", "sku", "zone"],
+            // A managed disk's SKU changes in place (a PATCH, while the disk is unattached or its
+            // VM deallocated): replacing the disk would delete its data to do what Azure does
+            // without loss. The plan checks Azure's conditions (plan::disk_sku).
+            Self::ManagedDisk => &["location", "zone"],
             // ARM updates only a set's tags; its members must be replaced with it (a VM's
             // `availability_set` refers to it, so the plan cascades the replacement to them).
             Self::AvailabilitySet => &[

@@ -63,8 +63,9 @@ pub struct Resource {
     /// Where in the manifest this resource comes from (the block header), for diagnostics.
     pub span: Option<Span>,
     /// Where the manifest writes single attributes that a plan-time diagnostic can point at (a
-    /// disk's `size_gb`, a VM's `os_disk_size_gb`), by attribute name. Only the manifest layer
-    /// fills it; a resource built any other way has none and its diagnostics fall back to `span`.
+    /// disk's `size_gb` and `sku`, a VM's `os_disk_size_gb`), by attribute name. Only the
+    /// manifest layer fills it; a resource built any other way has none and its diagnostics fall
+    /// back to `span`.
     pub attr_spans: BTreeMap<String, Span>,
 }
 

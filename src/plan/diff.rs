@@ -24,8 +24,9 @@ pub const SAS_RENEW_MARGIN_MINUTES: i64 = 60;
 /// Plan the changes that take `state` to `desired` (or tear it down, per `opts.mode`).
 ///
 /// Errors are located diagnostics: `prevent_destroy` refusals at the protected block, managed
-/// disks the manifest shrinks at their `size_gb` (Azure cannot; see `shrink`), targets that
-/// select nothing, and dependency cycles.
+/// disks the manifest shrinks at their `size_gb` (Azure cannot; see `shrink`), managed disks
+/// given a SKU Azure would refuse at their `sku` (see `disk_sku`), targets that select nothing,
+/// and dependency cycles.
 pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan, Vec<Diagnostic>> {
     let desired_graph = graph_of(
         desired
@@ -78,6 +79,7 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
     }
 
     let mut refusals = super::shrink::disk_shrinks(desired, &changes);
+    refusals.extend(super::disk_sku::disk_sku_changes(desired, state, &changes));
     refusals.extend(prevent_destroy(desired, &changes));
     if !refusals.is_empty() {
         return Err(refusals);

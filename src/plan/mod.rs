@@ -15,6 +15,7 @@ mod change;
 mod cost;
 mod detach;
 mod diff;
+mod disk_sku;
 mod saved;
 mod shrink;
 mod steps;

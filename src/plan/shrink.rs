@@ -112,16 +112,11 @@ mod tests {
 
     #[test]
     fn a_disk_replaced_for_another_reason_may_be_created_smaller() {
-        // A new SKU replaces the disk (the plan shows it); the new disk can have any size.
+        // A new zone replaces the disk (the plan shows it); the new disk can have any size.
         let state = State::from_applied(&with_disk(1024, "Premium_LRS"), "sub");
         let mut desired = with_disk(1024, "Premium_LRS");
         set(&mut desired, "disk.datasets", "size_gb", json!(512));
-        set(
-            &mut desired,
-            "disk.datasets",
-            "sku",
-            json!("StandardSSD_LRS"),
-        );
+        set(&mut desired, "disk.datasets", "zone", json!("2"));
         let planned = plan(&desired, &state, &normal()).expect("a replacement plans");
         let disk = planned.change(&addr("disk.datasets")).expect("planned");
         assert!(matches!(disk.action, Action::Replace { .. }), "{disk:?}");

@@ -8,8 +8,6 @@
 //! - [`sas`]: account and service SAS signed locally from the account key (pure).
 //! - [`blob`]: put/get/list, leases, metadata, conditional writes and snapshots over the official
 //!   `azure_storage_blob` crate.
-//! - [`issue`]: the SAS a `sas` block asks for, signed at apply time, and its identity for the
-//!   state (the one module here that knows the manifest's attribute names and the state's types).
 //! - [`lock`]: the state blob with a finite, renewed lease, holder metadata, conditional writes
 //!   and kept previous versions.
 //!
@@ -18,7 +16,6 @@
 
 pub mod blob;
 mod error;
-pub mod issue;
 pub mod lock;
 pub mod sas;
 

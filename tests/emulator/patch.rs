@@ -1,6 +1,6 @@
 //! PATCH as ARM does it, per type: a VM's update is a long-running operation that attaches and
 //! detaches disks, resizes within ARM's rules and refuses fixed properties; a disk grows (never
-//! shrinks); a storage account's settings change and its kind and SKU convert only as ARM
+//! shrinks) and changes type only where Azure converts in place; a storage account's settings change and its kind and SKU convert only as ARM
 //! allows; an availability set keeps its domain counts; the network types change only tags.
 //! Every change is checked by a GET afterwards.
 
@@ -374,6 +374,15 @@ async fn disk_patch_of_an_attached_disk_follows_the_running_vm_rules() {
         .patch(&disk, DISKS, &json!({"sku": {"name": "Standard_LRS"}}))
         .await;
     assert_eq!((sku.status, sku.code()), (409, "OperationNotAllowed"));
+    // A PUT of the existing disk is an update too, held to the same rules.
+    let mut put_back = env.get(&disk, DISKS).await.body;
+    put_back["sku"] = json!({"name": "Standard_LRS"});
+    let put = env.put(&disk, DISKS, &put_back).await;
+    assert_eq!((put.status, put.code()), (409, "OperationNotAllowed"));
+    assert_eq!(
+        env.get(&disk, DISKS).await.body["sku"]["name"],
+        "Premium_LRS"
+    );
     // The OS disk keeps its size while the VM runs.
     let os_disk = env.get(&vm, COMPUTE).await.body["properties"]["storageProfile"]["osDisk"]
         ["managedDisk"]["id"]
@@ -403,8 +412,63 @@ async fn disk_patch_of_an_attached_disk_follows_the_running_vm_rules() {
         env.get(&os_disk, DISKS).await.body["properties"]["diskSizeGB"],
         64
     );
+    // Once the VM is deallocated, the attached data disk changes type in place: same disk.
+    let unique_id = env.get(&disk, DISKS).await.body["properties"]["uniqueId"].clone();
+    let sku = env
+        .patch(&disk, DISKS, &json!({"sku": {"name": "Standard_LRS"}}))
+        .await;
+    assert_eq!(sku.status, 200, "{sku:?}");
+    env.poll_status(sku.header("azure-asyncoperation").expect("async"))
+        .await;
+    let after = env.get(&disk, DISKS).await.body;
+    assert_eq!(after["sku"]["name"], "Standard_LRS");
+    assert_eq!(after["properties"]["uniqueId"], unique_id);
     // Still attached: the update kept the owner.
-    assert_eq!(env.get(&disk, DISKS).await.body["managedBy"], vm);
+    assert_eq!(after["managedBy"], vm);
+}
+
+/// Azure converts a disk's type in place only among Standard HDD, Standard SSD and Premium SSD:
+/// to or from Premium SSD v2 (or Ultra Disk) a new disk is made from a snapshot.
+#[tokio::test]
+async fn disk_patch_refuses_a_type_azure_cannot_convert_in_place() {
+    let env = env(fast()).await;
+    env.group("rg").await;
+    let premium = env.disk("rg", "data1", 64).await;
+    let to_v2 = env
+        .patch(&premium, DISKS, &json!({"sku": {"name": "PremiumV2_LRS"}}))
+        .await;
+    assert_eq!((to_v2.status, to_v2.code()), (400, "OperationNotAllowed"));
+    assert_eq!(
+        to_v2.message(),
+        "Changing a disk's account type from 'Premium_LRS' to 'PremiumV2_LRS' is not supported."
+    );
+    let v2 = res("rg", "Microsoft.Compute/disks/data2");
+    let created = env
+        .put(
+            &v2,
+            DISKS,
+            &json!({"location": "eastus", "sku": {"name": "PremiumV2_LRS"}, "zones": ["1"],
+                "properties": {"creationData": {"createOption": "Empty"}, "diskSizeGB": 64}}),
+        )
+        .await;
+    assert_eq!(created.status, 202, "{created:?}");
+    env.poll_status(created.header("azure-asyncoperation").expect("async"))
+        .await;
+    let from_v2 = env
+        .patch(&v2, DISKS, &json!({"sku": {"name": "Premium_LRS"}}))
+        .await;
+    assert_eq!(
+        (from_v2.status, from_v2.code()),
+        (400, "OperationNotAllowed")
+    );
+    assert_eq!(
+        env.get(&v2, DISKS).await.body["sku"]["name"],
+        "PremiumV2_LRS"
+    );
+    assert_eq!(
+        env.get(&premium, DISKS).await.body["sku"]["name"],
+        "Premium_LRS"
+    );
 }
 
 #[tokio::test]

@@ -351,6 +351,11 @@ pub(crate) fn put_disk(
     let location = require_location(&body)?;
     let id = target.id_in(cloud);
     let existing = cloud.resources.get(&target.key).cloned();
+    // A PUT of an existing disk is an update: the same rules as a PATCH (which comes through
+    // here with the update merged over the stored disk).
+    if let Some(old) = existing.as_ref().filter(|d| !d.hidden) {
+        check_disk_update(cloud, old, &body)?;
+    }
     let creation = body
         .at("/properties/creationData")
         .cloned()
@@ -434,14 +439,17 @@ pub(crate) fn put_disk(
 /// past it without the VM deallocated.
 const ONLINE_GROW_LIMIT_GB: i64 = 4096;
 
-/// The rules of a disk update (a PATCH's `DiskUpdate`), checked against the stored disk: the
-/// size only grows; while the disk is attached to an allocated VM, an OS disk keeps its size, a
-/// data disk grows only within the online-expansion limit, and the SKU stays.
-pub(crate) fn check_disk_update(
-    cloud: &Cloud,
-    disk: &Resource,
-    update: &Value,
-) -> Result<(), ArmError> {
+/// Whether Azure converts a disk to or from this SKU in place: not Premium SSD v2 or Ultra Disk,
+/// which need a new disk made from a snapshot ("Change the disk type of an Azure managed disk").
+fn converts_in_place(sku: &str) -> bool {
+    !matches!(sku, "PremiumV2_LRS" | "UltraSSD_LRS")
+}
+
+/// The rules of a disk update (a PATCH's `DiskUpdate`, or a PUT of an existing disk), checked
+/// against the stored disk: the size only grows; the SKU changes only between types Azure
+/// converts in place; while the disk is attached to an allocated VM, an OS disk keeps its size,
+/// a data disk grows only within the online-expansion limit, and the SKU stays.
+fn check_disk_update(cloud: &Cloud, disk: &Resource, update: &Value) -> Result<(), ArmError> {
     let current = disk
         .body
         .at("/properties/diskSizeGB")
@@ -462,6 +470,19 @@ pub(crate) fn check_disk_update(
                  https://aka.ms/AzureDisksFAQ",
                 disk.id
             ),
+        ));
+    }
+    let stored_sku = disk.body.at("/sku/name").and_then(Value::as_str);
+    let asked_sku = update.at("/sku/name").and_then(Value::as_str);
+    if let (Some(from), Some(to)) = (stored_sku, asked_sku)
+        && from != to
+        && !(converts_in_place(from) && converts_in_place(to))
+    {
+        // ARM's answer, as clients meet it (e.g. bosh-azure-cpi's handling of it).
+        return Err(ArmError::new(
+            400,
+            "OperationNotAllowed",
+            format!("Changing a disk's account type from '{from}' to '{to}' is not supported."),
         ));
     }
     let owner = disk

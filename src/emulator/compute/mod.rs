@@ -18,7 +18,7 @@ mod security;
 mod vm;
 
 pub(crate) use avset::{put_avset, vm_fabric};
-pub(crate) use disks::{check_disk_update, put_disk, release_disks};
+pub(crate) use disks::{put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
 pub(crate) use quota::{skus, usages, vm_sizes};

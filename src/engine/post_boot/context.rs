@@ -451,7 +451,7 @@ mod tests {
             ctx.storage["storage_account.data.container.raw"].blob_endpoint,
             "https://expdata01.blob.core.windows.net"
         );
-        let emulated = Endpoints::from_emulator(&[crate::emulator::SshEndpoint {
+        let emulated = Endpoints::from_emulator(&[crate::engine::reach::SshEndpoint {
             ip_address: "10.0.0.4".into(),
             endpoint: "127.0.0.1:2201".into(),
             public_ip_id: None,

@@ -209,10 +209,9 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
     if size.is_none() {
         f.missing("size_gb", "512");
     }
-    let sku = f
-        .string("sku")
-        .filter(|s| f.one_of(s, "sku", &DISK_SKUS))
-        .map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
+    let sku_written = f.string("sku").filter(|s| f.one_of(s, "sku", &DISK_SKUS));
+    let sku_span = sku_written.as_ref().map(|s| s.span.clone());
+    let sku = sku_written.map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
     let zone = f
         .string("zone")
         .filter(|z| f.one_of(z, "zone", &["1", "2", "3"]))
@@ -260,6 +259,10 @@ pub(super) fn expand_disk(ex: &mut Expander<'_>, block: &EvalBlock) {
     if let Some(size) = size {
         // The plan refuses a shrink there (plan::shrink), so it must know where `size_gb` is.
         ex.locate(&address, "size_gb", size.span);
+    }
+    if let Some(span) = sku_span {
+        // A new SKU on a disk whose VM runs is refused there (plan::disk_sku).
+        ex.locate(&address, "sku", span);
     }
     ex.set_primaries(block, vec![address]);
 }

@@ -3,8 +3,8 @@
 //! Terraform walks its graph with a fixed parallelism of 10 *around the walk*; style.md asks for
 //! concurrency limited around the work instead, so the walk itself spawns every ready node at once
 //! and the work takes a permit from a semaphore only around each of its cloud requests (the
-//! caller owns that semaphore: `limiter`, the ARM client's gate). The critical path, not a walk
-//! limit, then bounds the makespan.
+//! caller owns that semaphore: the engine's `limiter`, the ARM client's gate). The critical path,
+//! not a walk limit, then bounds the makespan.
 //!
 //! Failure semantics (terraform's): a failed node's dependents are skipped, with the failed node
 //! named as the reason, and independent work goes on. Cancellation (the first Ctrl-C) stops new

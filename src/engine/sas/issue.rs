@@ -4,17 +4,20 @@
 //! The engine calls [`sign_for_state`] after `listKeys` gave it the account key. The token goes
 //! to steps and, on request, to `dsinfra output --show-secrets`; the state keeps only the
 //! [`SecretIdentity`]: kind, scope, permissions, expiry and a keyed fingerprint that changes
-//! whenever the token does. This is the one module of `storage` that knows the manifest's
-//! attribute names and the state's identity type; it is pure (the clock is a parameter), so it is
-//! tested without a service.
+//! whenever the token does. It lives in the engine, not in `storage`, because it knows the
+//! manifest's attribute names and the state's identity type, which the data-plane layer must not
+//! (docs/architecture.md); it is pure (the clock is a parameter), so it is tested without a
+//! service.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 
-use super::Error;
-use super::sas::{AccountKey, Permissions, ResourceTypes, SasSpec, SasToken, Scope, Services};
 use crate::model::Attrs;
 use crate::state::{SecretIdentity, SecretKind};
+use crate::storage::Error;
+use crate::storage::sas::{
+    AccountKey, Permissions, ResourceTypes, SasSpec, SasToken, Scope, Services,
+};
 
 /// How far back the start of a signed SAS is set, to tolerate clock skew with the service.
 const CLOCK_SKEW: TimeDelta = TimeDelta::minutes(5);
@@ -66,7 +69,7 @@ pub fn sign_for_state(
         start: Some(now - CLOCK_SKEW),
         expiry,
         ip_range: None,
-        protocol: super::Protocol::HttpsOnly,
+        protocol: crate::storage::Protocol::HttpsOnly,
     }
     .https_only(https_only);
     let token = spec.sign(key)?;
