@@ -70,11 +70,7 @@ impl Output {
     /// Print an error and its causes to stderr: the one place errors are printed.
     pub fn error(&self, err: &anyhow::Error) {
         let label = self.paint_stderr(Style::new().red().bold(), "error");
-        let mut text = format!("{label}: {err}\n");
-        for cause in err.chain().skip(1) {
-            let _ = writeln!(text, "  caused by: {cause}");
-        }
-        self.message(&text);
+        self.message(&error_text(&label, err));
     }
 
     fn paint_stderr(&self, style: Style, text: &str) -> String {
@@ -83,5 +79,57 @@ impl Output {
         } else {
             text.to_owned()
         }
+    }
+}
+
+/// An error and its causes, a line each. A cause whose words the lines above already show is
+/// left out: many errors spell their source into their own message (`could not read the state
+/// URL: <storage error>`), and printing it again as "caused by" says the same thing twice.
+fn error_text(label: &str, err: &anyhow::Error) -> String {
+    let mut text = format!("{label}: {err}\n");
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            let _ = writeln!(text, "  caused by: {cause}");
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    /// Regression: a remote-state failure printed the storage error twice, once inside its own
+    /// message and again as "caused by".
+    #[test]
+    fn a_cause_the_message_already_shows_is_not_printed_again() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("the lease is held by another writer")]
+        struct Storage;
+        #[derive(Debug, thiserror::Error)]
+        #[error("could not lock the state https://a.blob/s: {source}")]
+        struct Remote {
+            #[source]
+            source: Storage,
+        }
+        let err = anyhow::Error::new(Remote { source: Storage }).context("apply stopped");
+        assert_eq!(
+            error_text("error", &err),
+            "error: apply stopped\n  caused by: could not lock the state https://a.blob/s: the \
+             lease is held by another writer\n"
+        );
+    }
+
+    #[test]
+    fn causes_with_their_own_words_are_each_printed() {
+        let err = anyhow::anyhow!("the service said no")
+            .context("listKeys failed")
+            .context("could not sign sas.read");
+        assert_eq!(
+            error_text("error", &err),
+            "error: could not sign sas.read\n  caused by: listKeys failed\n  caused by: the \
+             service said no\n"
+        );
     }
 }
