@@ -14,6 +14,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsinfra::cli::connect::builtin_emulator_config;
@@ -46,6 +47,29 @@ async fn world_with(config: impl FnOnce(EmulatorConfig) -> EmulatorConfig) -> Wo
 
 async fn world() -> World {
     world_with(|c| c).await
+}
+
+/// The `(method, path)` of each request the emulator received, in order.
+type Requests = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A world whose emulator records every request with one of `methods` (its request hook sees
+/// each request once, before the provider answers).
+async fn world_recording(methods: &'static [&'static str]) -> (World, Requests) {
+    let requests = Requests::default();
+    let seen = Arc::clone(&requests);
+    let w = world_with(move |c| EmulatorConfig {
+        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
+            if methods.contains(&request.method.as_str()) {
+                seen.lock()
+                    .expect("not poisoned")
+                    .push((request.method.clone(), request.path.clone()));
+            }
+            Vec::new()
+        })),
+        ..c
+    })
+    .await;
+    (w, requests)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -97,6 +121,18 @@ impl World {
         let path = self.path(&format!(".dsinfra/{stem}/state.json"));
         let text = std::fs::read_to_string(&path).expect("the state exists");
         serde_json::from_str(&text).expect("the state is valid JSON")
+    }
+
+    /// The ARM id the state records for `address`, as written.
+    fn id_in_state(&self, stem: &str, address: &str) -> String {
+        self.state(stem)["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["address"] == address)
+            .and_then(|r| r["id"].as_str())
+            .unwrap_or_else(|| panic!("{address} is in the state"))
+            .to_owned()
     }
 
     /// Every ARM id the state records (lower case).
@@ -777,21 +813,7 @@ async fn ctrl_c_lets_running_work_finish_saves_and_exits_130() {
 /// re-sends a VM's whole model; afterwards the disk is on the new VM at its new size.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moving_and_growing_a_data_disk_is_sent_as_patches() {
-    use std::sync::{Arc, Mutex};
-    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let seen = Arc::clone(&writes);
-    let w = world_with(move |c| EmulatorConfig {
-        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
-            if matches!(request.method.as_str(), "PUT" | "PATCH") {
-                seen.lock()
-                    .expect("not poisoned")
-                    .push((request.method.clone(), request.path.clone()));
-            }
-            Vec::new()
-        })),
-        ..c
-    })
-    .await;
+    let (w, writes) = world_recording(&["PUT", "PATCH"]).await;
     let file = "dual-dsvm-files.hcl";
     w.ok(&["apply", file, "--auto-approve"]).await;
     writes.lock().expect("not poisoned").clear();
@@ -799,17 +821,7 @@ async fn moving_and_growing_a_data_disk_is_sent_as_patches() {
     edit(&w.path(file), "size_gb   = 1024", "size_gb   = 2048");
     w.ok(&["apply", file, "--auto-approve"]).await;
 
-    let state = w.state("dual-dsvm-files");
-    let id_of = |address: &str| {
-        state["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .find(|r| r["address"] == address)
-            .and_then(|r| r["id"].as_str())
-            .unwrap_or_else(|| panic!("{address} is in the state"))
-            .to_owned()
-    };
+    let id_of = |address: &str| w.id_in_state("dual-dsvm-files", address);
     let (disk, prep, train) = (
         id_of("disk.datasets"),
         id_of("vm.prep.vm"),
@@ -937,21 +949,7 @@ async fn a_saved_plan_meeting_missing_registration_advises_registering_once() {
 /// before any write, pointing at `size_gb`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
-    use std::sync::{Arc, Mutex};
-    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let seen = Arc::clone(&writes);
-    let w = world_with(move |c| EmulatorConfig {
-        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
-            if matches!(request.method.as_str(), "PUT" | "PATCH" | "POST" | "DELETE") {
-                seen.lock()
-                    .expect("not poisoned")
-                    .push((request.method.clone(), request.path.clone()));
-            }
-            Vec::new()
-        })),
-        ..c
-    })
-    .await;
+    let (w, writes) = world_recording(&["PUT", "PATCH", "POST", "DELETE"]).await;
     let file = "dual-dsvm-files.hcl";
     w.ok(&["apply", file, "--auto-approve"]).await;
     writes.lock().expect("not poisoned").clear();
@@ -973,33 +971,10 @@ async fn a_disk_shrink_is_refused_by_the_plan_before_anything_is_changed() {
 /// the disk keeps its id and Azure's `uniqueId` (the same disk, so the same data) on the same VM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disks_new_sku_is_patched_in_place_once_its_vm_is_parked() {
-    use std::sync::{Arc, Mutex};
-    let writes: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let seen = Arc::clone(&writes);
-    let w = world_with(move |c| EmulatorConfig {
-        request_validator: Some(Arc::new(move |request: &emulator::RequestInfo| {
-            if matches!(request.method.as_str(), "PUT" | "PATCH" | "POST" | "DELETE") {
-                seen.lock()
-                    .expect("not poisoned")
-                    .push((request.method.clone(), request.path.clone()));
-            }
-            Vec::new()
-        })),
-        ..c
-    })
-    .await;
+    let (w, writes) = world_recording(&["PUT", "PATCH", "POST", "DELETE"]).await;
     let file = "dual-dsvm-files.hcl";
     w.ok(&["apply", file, "--auto-approve"]).await;
-    let id_of = |address: &str| {
-        w.state("dual-dsvm-files")["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .find(|r| r["address"] == address)
-            .and_then(|r| r["id"].as_str())
-            .unwrap_or_else(|| panic!("{address} is in the state"))
-            .to_owned()
-    };
+    let id_of = |address: &str| w.id_in_state("dual-dsvm-files", address);
     let (disk, prep) = (id_of("disk.datasets"), id_of("vm.prep.vm"));
     let read_disk = || async {
         let resp = reqwest::Client::new()
