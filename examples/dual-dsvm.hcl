@@ -28,7 +28,7 @@ vm "prep" {
 }
 
 vm "gpu" {
-  size    = "Standard_NC6s_v3" # 1 x V100
+  size    = "Standard_NC4as_T4_v3" # 1 x V100
   image   = "dsvm-ubuntu-22.04"
   ssh_key = var.ssh_key
   park { at = "19:00" } # deallocated every evening (UTC)

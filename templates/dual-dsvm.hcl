@@ -22,7 +22,7 @@ vm "prep" {
 }
 
 vm "gpu" {
-  size    = "Standard_NC6s_v3"
+  size    = "Standard_NC4as_T4_v3"
   image   = "dsvm-ubuntu-22.04"
   ssh_key = file("~/.ssh/id_ed25519.pub")
   park { at = "19:00" }

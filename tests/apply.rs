@@ -532,7 +532,7 @@ async fn allocation_failure_in_the_operation_fails_that_vm_only_and_a_rerun_conv
         "{text}"
     );
     assert!(
-        text.contains("= help: Azure has no capacity for Standard_NC6s_v3 in eastus right now: try another zone, region or size (`zone`, `location` or `size` of vm.gpu at dual-dsvm.hcl:30), or apply again later"),
+        text.contains("= help: Azure has no capacity for Standard_NC4as_T4_v3 in eastus right now: try another zone, region or size (`zone`, `location` or `size` of vm.gpu at dual-dsvm.hcl:30), or apply again later"),
         "{text}"
     );
     assert!(

@@ -134,7 +134,7 @@ fn plan_detailed_exitcode_saved_plan_and_staleness() {
     let text = std::fs::read_to_string(&manifest).expect("read manifest");
     std::fs::write(
         &manifest,
-        text.replace("Standard_NC6s_v3", "Standard_NC24ads_A100_v4"),
+        text.replace("Standard_NC4as_T4_v3", "Standard_NC24ads_A100_v4"),
     )
     .expect("edit manifest");
     run(&["show", "p.plan"])

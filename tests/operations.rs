@@ -27,7 +27,7 @@ const MANIFEST: &str = r#"azure { location = "eastus" }
 network "main" { ssh_from = ["203.0.113.7/32"] }
 
 vm "gpu" {
-  size    = "Standard_NC6s_v3"
+  size    = "Standard_NC4as_T4_v3"
   image   = "dsvm-ubuntu-22.04"
   ssh_key = file("demo.pub")
 }
@@ -329,19 +329,19 @@ async fn refresh_finds_a_vm_deleted_and_a_nic_changed_outside_dsinfra_and_the_pl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_preflight_reports_a_family_short_of_quota_on_the_vm_block() {
-    let config = config_with_quota("eastus", "standardNCSv3Family", 4);
+    let config = config_with_quota("eastus", "Standard NCASv3_T4 Family", 2);
     let (_dir, endpoint, plan) = plan_against(MANIFEST, config).await;
     let assert = plan.code(1);
     assert_eq!(
         stderr(&assert),
         format!(
             "note: refreshed 0 resource(s) from {endpoint}: 0 deleted and 0 changed outside dsinfra
-error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Family, 4 available
+error: not enough vCPU quota in eastus: vm.gpu needs 4 vCPUs of Standard NCASv3_T4 Family, 2 available
  --> exp.hcl:5:1
   |
 5 | vm \"gpu\" {{
-  | ^^^^^^^^ 1 x Standard_NC6s_v3 (6 vCPUs each)
-  = help: standardNCSv3Family in eastus: limit 4, in use 0, available 4; this plan adds 6
+  | ^^^^^^^^ 1 x Standard_NC4as_T4_v3 (4 vCPUs each)
+  = help: Standard NCASv3_T4 Family in eastus: limit 2, in use 0, available 2; this plan adds 4
   = help: request more in the Azure portal > Quotas > Compute (\"Standard NCSv3 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
 "
         )
@@ -352,7 +352,7 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
 async fn a_restricted_size_is_reported_as_sku_not_available() {
     let mut config = config();
     config.sku_restrictions.push(SkuRestriction {
-        size: "Standard_NC6s_v3".into(),
+        size: "Standard_NC4as_T4_v3".into(),
         location: "eastus".into(),
         zones: Vec::new(),
     });
@@ -362,12 +362,12 @@ async fn a_restricted_size_is_reported_as_sku_not_available() {
         stderr(&assert),
         format!(
             "note: refreshed 0 resource(s) from {endpoint}: 0 deleted and 0 changed outside dsinfra
-error: Standard_NC6s_v3 is not available to this subscription in eastus (SkuNotAvailable)
+error: Standard_NC4as_T4_v3 is not available to this subscription in eastus (SkuNotAvailable)
  --> exp.hcl:5:1
   |
 5 | vm \"gpu\" {{
   | ^^^^^^^^ ARM would refuse vm.gpu with SkuNotAvailable (NotAvailableForSubscription)
-  = help: try another size or region, or list other sizes in order with `sizes = [...]` on the block; or ask Azure support to enable Standard_NC6s_v3 in eastus (Azure portal > Help + support > Service and subscription limits)
+  = help: try another size or region, or list other sizes in order with `sizes = [...]` on the block; or ask Azure support to enable Standard_NC4as_T4_v3 in eastus (Azure portal > Help + support > Service and subscription limits)
 "
         )
     );
@@ -376,7 +376,7 @@ error: Standard_NC6s_v3 is not available to this subscription in eastus (SkuNotA
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_size_fallback_picks_the_second_size_when_the_first_lacks_quota() {
     let manifest = MANIFEST.replace(
-        "size    = \"Standard_NC6s_v3\"",
+        "size    = \"Standard_NC4as_T4_v3\"",
         "sizes   = [\"Standard_ND40rs_v2\", \"Standard_ND96asr_v4\"]",
     );
     let config = config_with_quota("*", "standardNDSv2Family", 0);
@@ -699,7 +699,7 @@ async fn unpark_checks_the_quota_a_parked_vm_needs_again_before_starting_anythin
         )
         .await
         .expect("PUT NIC");
-    let mut other = vm_body(&world.desired, "Standard_NC6s_v3", &json!({}));
+    let mut other = vm_body(&world.desired, "Standard_NC4as_T4_v3", &json!({}));
     other["properties"]["networkProfile"]["networkInterfaces"][0]["id"] = json!(nic);
     let _: Value = world
         .client
@@ -720,7 +720,7 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
  --> exp.hcl:5:1
   |
 5 | vm \"gpu\" {
-  | ^^^^^^^^ 1 x Standard_NC6s_v3 (6 vCPUs each)
+  | ^^^^^^^^ 1 x Standard_NC4as_T4_v3 (4 vCPUs each)
   = help: standardNCSv3Family in eastus: limit 6, in use 6, available 0; starting them needs 6
   = help: request more in the Azure portal > Quotas > Compute (\"Standard NCSv3 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
 "

@@ -179,14 +179,14 @@ fn plan_of(applied: Option<&str>, text: &str, mode: Mode) -> Plan {
 
 #[test]
 fn from_empty() {
-    let plan = plan_of(None, &dual("Standard_NC6s_v3", true), Mode::Normal);
+    let plan = plan_of(None, &dual("Standard_NC4as_T4_v3", true), Mode::Normal);
     assert!(plan.has_changes());
     insta::assert_snapshot!(render::plan_text(&plan, false));
 }
 
 #[test]
 fn no_op() {
-    let text = dual("Standard_NC6s_v3", true);
+    let text = dual("Standard_NC4as_T4_v3", true);
     let plan = plan_of(Some(&text), &text, Mode::Normal);
     assert!(!plan.has_changes());
     insta::assert_snapshot!(render::plan_text(&plan, false));
@@ -195,7 +195,7 @@ fn no_op() {
 #[test]
 fn vm_size_change_replaces_the_vm() {
     let plan = plan_of(
-        Some(&dual("Standard_NC6s_v3", true)),
+        Some(&dual("Standard_NC4as_T4_v3", true)),
         &dual("Standard_NC24ads_A100_v4", true),
         Mode::Normal,
     );
@@ -205,8 +205,8 @@ fn vm_size_change_replaces_the_vm() {
 #[test]
 fn storage_removed_is_deleted() {
     let plan = plan_of(
-        Some(&dual("Standard_NC6s_v3", true)),
-        &dual("Standard_NC6s_v3", false),
+        Some(&dual("Standard_NC4as_T4_v3", true)),
+        &dual("Standard_NC4as_T4_v3", false),
         Mode::Normal,
     );
     insta::assert_snapshot!(render::plan_text(&plan, false));
@@ -344,7 +344,7 @@ fn with_disk(size_gb: u32) -> String {
 fn with_disk_of(size_gb: u32, sku: &str) -> String {
     format!(
         "{}\ndisk \"datasets\" {{\n  size_gb   = {size_gb}\n  sku       = \"{sku}\"\n  attach_to = vm.prep\n}}\n",
-        dual("Standard_NC6s_v3", false)
+        dual("Standard_NC4as_T4_v3", false)
     )
 }
 
@@ -409,7 +409,7 @@ fn shrinking_a_data_disk_is_refused_at_its_size_gb() {
 #[test]
 fn json_plan_is_shaped_like_terraform_show_json() {
     let plan = plan_of(
-        Some(&dual("Standard_NC6s_v3", true)),
+        Some(&dual("Standard_NC4as_T4_v3", true)),
         &dual("Standard_NC24ads_A100_v4", true),
         Mode::Normal,
     );
@@ -426,7 +426,7 @@ fn json_plan_is_shaped_like_terraform_show_json() {
         serde_json::json!(["delete", "create"])
     );
     assert_eq!(vm["change"]["replace_paths"], serde_json::json!([["size"]]));
-    assert_eq!(vm["change"]["before"]["size"], "Standard_NC6s_v3");
+    assert_eq!(vm["change"]["before"]["size"], "Standard_NC4as_T4_v3");
     assert_eq!(vm["change"]["after"]["size"], "Standard_NC24ads_A100_v4");
     assert_eq!(json["format_version"], "1.2");
     insta::assert_snapshot!(render::plan_json_string(&plan));
@@ -490,6 +490,6 @@ fn rerun_step_forces_a_step_everywhere() {
 
 #[test]
 fn graph_dot() {
-    let (desired, _) = load("exp.hcl", &dual("Standard_NC6s_v3", true));
+    let (desired, _) = load("exp.hcl", &dual("Standard_NC4as_T4_v3", true));
     insta::assert_snapshot!(render::desired_dot(&desired));
 }

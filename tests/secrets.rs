@@ -404,7 +404,7 @@ azure { location = "southcentralus" }
 network "main" { ssh_from = ["203.0.113.7/32"] }
 
 vm "gpu" {
-  size    = "Standard_NC6s_v3"
+  size    = "Standard_NC4as_T4_v3"
   ssh_key = file("demo.pub")
 }
 

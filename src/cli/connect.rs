@@ -198,11 +198,14 @@ pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> 
     EmulatorConfig {
         state_dir: state_dir.map(Path::to_path_buf),
         latency_scale,
-        vm_sizes: catalog::vm_size_names()
-            .filter_map(catalog::vm_size)
+        vm_sizes: catalog::vm_sizes()
+            .iter()
             .map(|s| {
+                // Whole MB: the sizes list's unit; the catalog's GiB can be fractional (0.75).
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let memory_mb = (s.memory_gib * 1024.0).round() as u32;
                 VmSizeSpec::new(s.name, s.vcpus, s.quota_family)
-                    .with_memory(s.memory_gib * 1024, s.temp_disk_gib * 1024)
+                    .with_memory(memory_mb, s.temp_disk_gib.map(|gib| gib * 1024))
             })
             .collect(),
         locations: catalog::LOCATIONS.iter().map(|l| (*l).to_owned()).collect(),

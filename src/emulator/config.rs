@@ -41,11 +41,11 @@ impl VmSizeSpec {
         }
     }
 
-    /// The same size with its memory and temporary disk, in MB.
+    /// The same size with its memory and, when known, its temporary disk, in MB.
     #[must_use]
-    pub fn with_memory(mut self, memory_mb: u32, resource_disk_mb: u32) -> Self {
+    pub fn with_memory(mut self, memory_mb: u32, resource_disk_mb: Option<u32>) -> Self {
         self.memory_mb = Some(memory_mb);
-        self.resource_disk_mb = Some(resource_disk_mb);
+        self.resource_disk_mb = resource_disk_mb;
         self
     }
 }

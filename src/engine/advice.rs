@@ -219,7 +219,7 @@ mod tests {
     }
 
     fn vm(sources: &mut SourceMap) -> Resource {
-        let text = "experiment = \"x\"\n\nvm \"gpu\" {\n  size = \"Standard_NC6s_v3\"\n}\n";
+        let text = "experiment = \"x\"\n\nvm \"gpu\" {\n  size = \"Standard_NC4as_T4_v3\"\n}\n";
         let file: Arc<Path> = sources.add("exp.hcl", text);
         let start = text.find("vm \"gpu\"").expect("present");
         Resource {
@@ -229,7 +229,7 @@ mod tests {
             parent: None,
             resource_group: "rg".into(),
             attrs: [
-                ("size".to_owned(), json!("Standard_NC6s_v3")),
+                ("size".to_owned(), json!("Standard_NC4as_T4_v3")),
                 ("location".to_owned(), json!("eastus")),
                 ("zone".to_owned(), json!("2")),
             ]
@@ -300,7 +300,7 @@ mod tests {
         );
         assert_eq!(
             described.to_string(),
-            "create vm.gpu.vm: AllocationFailed: Allocation failed. We do not have sufficient capacity for the requested VM size in this region. (request id req-1)\n  = help: Azure has no capacity for Standard_NC6s_v3 in eastus zone 2 right now: try another zone, region or size (`zone`, `location` or `size` of vm.gpu at exp.hcl:3), or apply again later"
+            "create vm.gpu.vm: AllocationFailed: Allocation failed. We do not have sufficient capacity for the requested VM size in this region. (request id req-1)\n  = help: Azure has no capacity for Standard_NC4as_T4_v3 in eastus zone 2 right now: try another zone, region or size (`zone`, `location` or `size` of vm.gpu at exp.hcl:3), or apply again later"
         );
     }
 

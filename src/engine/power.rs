@@ -402,15 +402,15 @@ mod tests {
     #[test]
     fn only_selects_by_label_block_node_or_address_and_refuses_unknown_names() {
         let s = state(vec![
-            vm("vm.gpu.vm", "Standard_NC6s_v3", PowerState::Running),
+            vm("vm.gpu.vm", "Standard_NC4as_T4_v3", PowerState::Running),
             vm(
                 "cluster.train[0].vm",
-                "Standard_NC6s_v3",
+                "Standard_NC4as_T4_v3",
                 PowerState::Running,
             ),
             vm(
                 "cluster.train[1].vm",
-                "Standard_NC6s_v3",
+                "Standard_NC4as_T4_v3",
                 PowerState::Running,
             ),
         ]);
@@ -438,15 +438,15 @@ mod tests {
     #[test]
     fn a_parked_vm_costs_only_its_disk_and_is_not_parked_again() {
         let mut s = state(vec![
-            vm("vm.a.vm", "Standard_NC6s_v3", PowerState::Running),
-            vm("vm.b.vm", "Standard_NC6s_v3", PowerState::Deallocated),
+            vm("vm.a.vm", "Standard_NC4as_T4_v3", PowerState::Running),
+            vm("vm.b.vm", "Standard_NC4as_T4_v3", PowerState::Deallocated),
         ]);
         let disk = crate::catalog::disk_price_per_hour("Premium_LRS", 128);
         let cost = hourly_cost(&s);
         assert!((cost.all_parked - 2.0 * disk).abs() < 1e-4, "{cost:?}");
-        assert!((cost.now - (3.06 + 2.0 * disk)).abs() < 1e-4, "{cost:?}");
+        assert!((cost.now - (0.526 + 2.0 * disk)).abs() < 1e-4, "{cost:?}");
         assert!(
-            (cost.all_running - 2.0 * (3.06 + disk)).abs() < 1e-4,
+            (cost.all_running - 2.0 * (0.526 + disk)).abs() < 1e-4,
             "{cost:?}"
         );
         let all = select_vms(&s, &[]).expect("all");
@@ -461,8 +461,8 @@ mod tests {
     #[test]
     fn status_estimates_cost_since_start_for_running_vms_only() {
         let s = state(vec![
-            vm("vm.a.vm", "Standard_NC6s_v3", PowerState::Running),
-            vm("vm.b.vm", "Standard_NC6s_v3", PowerState::Deallocated),
+            vm("vm.a.vm", "Standard_NC4as_T4_v3", PowerState::Running),
+            vm("vm.b.vm", "Standard_NC4as_T4_v3", PowerState::Deallocated),
         ]);
         let now = DateTime::parse_from_rfc3339("2026-11-22T08:00:00Z")
             .expect("valid")

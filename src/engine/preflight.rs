@@ -484,7 +484,8 @@ fn candidates(desired: &Desired) -> BTreeMap<Address, Vec<String>> {
 /// VMs' `size`, their NICs' accelerated networking (the size decides it) and the placement
 /// group's `vm_sizes`.
 pub fn set_block_size(desired: &mut Desired, block: &Address, size: &str) {
-    let accelerated = catalog::vm_size(size).is_some_and(|s| s.accelerated_networking);
+    let accelerated =
+        catalog::vm_size(size).is_some_and(|s| s.accelerated_networking == Some(true));
     for r in desired
         .resources
         .iter_mut()

@@ -398,7 +398,7 @@ mod tests {
     #[test]
     fn a_resized_vm_and_a_removed_tag_are_drift_but_an_added_tag_is_not() {
         let want = attrs(json!({
-            "size": "Standard_NC6s_v3", "image": {"sku": "x"},
+            "size": "Standard_NC4as_T4_v3", "image": {"sku": "x"},
             "tags": {"managed-by": "dsinfra", "dsinfra-address": "vm.gpu.vm"}
         }));
         let same_body = json!({

@@ -10,7 +10,7 @@
 //! Azure/azhpc-images publishes `2204-v100` with the proprietary modules. The alias picks by the
 //! catalog's GPU architecture ([`crate::catalog::GpuArch`]), never by the size's name.
 
-use crate::catalog::VmSize;
+use crate::catalog::{GpuArch, VmSize};
 
 /// A marketplace image reference with its generation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub(super) enum ImageError {
 /// Resolve an alias or a URN (`publisher:offer:sku:version`) for a size (when known).
 pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     if let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(text)) {
-        let want_gen1 = size.is_some_and(|s| s.gen1_only);
+        let want_gen1 = size.is_some_and(VmSize::gen1_only);
         let (sku, generation) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
             (true, Some(sku), _) | (false, Some(sku), None) => (sku, 1),
             (false, _, Some(sku)) => (sku, 2),
@@ -144,7 +144,7 @@ pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, Ima
         };
         let needs_proprietary = size
             .and_then(|s| s.gpu_arch)
-            .is_some_and(|arch| !arch.open_kernel_modules());
+            .is_some_and(GpuArch::needs_proprietary_nvidia_driver);
         // The driver variant is published for the Generation 2 SKU only (so far, always the
         // generation these GPUs' sizes take).
         let sku = match alias.proprietary_driver_sku {
@@ -186,11 +186,11 @@ pub(super) fn generation_from_sku(sku: &str) -> u8 {
 /// Check an explicit image against a size's generation rule.
 pub(super) fn check(image: ImageRef, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     match size {
-        Some(s) if s.gen2_only && image.generation != 2 => Err(ImageError::Generation {
+        Some(s) if s.gen2_only() && image.generation != 2 => Err(ImageError::Generation {
             needs: 2,
             image: image.generation,
         }),
-        Some(s) if s.gen1_only && image.generation != 1 => Err(ImageError::Generation {
+        Some(s) if s.gen1_only() && image.generation != 1 => Err(ImageError::Generation {
             needs: 1,
             image: image.generation,
         }),

@@ -331,7 +331,7 @@ fn examples_are_short_and_formatted() {
 fn minimal(extra: &str) -> String {
     format!(
         "azure {{ location = \"eastus\" }}\nnetwork \"main\" {{ ssh_from = [\"198.51.100.0/24\"] }}\n\
-         vm \"gpu\" {{\n  size    = \"Standard_NC6s_v3\"\n  ssh_key = \"{KEY}\"\n}}\n{extra}"
+         vm \"gpu\" {{\n  size    = \"Standard_NC4as_T4_v3\"\n  ssh_key = \"{KEY}\"\n}}\n{extra}"
     )
 }
 
@@ -429,7 +429,7 @@ fn references_between_blocks_become_dependencies_and_values() {
         json!(format!("data{}", account.name))
     );
     assert!(cpu.depends_on.contains(&account.address));
-    assert_eq!(loaded.desired.outputs[0].value, "Standard_NC6s_v3");
+    assert_eq!(loaded.desired.outputs[0].value, "Standard_NC4as_T4_v3");
 }
 
 #[test]

@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn vms_expose_names_and_known_after_apply_ips() {
         let v = block_value(
-            &block("vm", "gpu", &[("size", json!("Standard_NC6s_v3"))]),
+            &block("vm", "gpu", &[("size", json!("Standard_NC4as_T4_v3"))]),
             "exp",
         );
         assert_eq!(v["name"], "exp-gpu");

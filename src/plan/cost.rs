@@ -1,5 +1,9 @@
 //! What an experiment costs per hour, running and parked, from the offline price catalog.
 //!
+//! VM compute is priced in each VM's own region (its `location` attribute): prices differ by
+//! region by tens of percent, and a size with no price there is said to be unpriced rather than
+//! priced from another region.
+//!
 //! Only what dominates an experiment's bill is priced: VM compute (billed only while running),
 //! managed disks including OS disks, and public IPs (both billed whether the VM runs or is
 //! parked). Storage accounts, shares and containers are billed by usage and shown as unpriced.
@@ -36,7 +40,7 @@ impl Rate {
 pub struct ResourceCost {
     /// The resource.
     pub address: Address,
-    /// What is priced (`Standard_NC6s_v3 + 128 GiB Premium_LRS OS disk`).
+    /// What is priced (`Standard_NC4as_T4_v3 + 128 GiB Premium_LRS OS disk`).
     pub what: String,
     /// Its rate now, if it exists now.
     pub before: Option<Rate>,
@@ -75,12 +79,9 @@ fn micro(amount: f64) -> f64 {
 /// The cost section of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostSummary {
-    /// Region the prices are for.
-    pub region: String,
-    /// Region the experiment runs in (prices there differ when it is not `region`).
-    #[serde(default)]
+    /// Region the experiment runs in: the VMs are priced there.
     pub location: String,
-    /// When they were recorded.
+    /// When the shipped prices were read from Azure's price list.
     pub price_date: String,
     /// Hours in the monthly projection.
     pub hours_per_month: f64,
@@ -105,9 +106,8 @@ impl CostSummary {
         >,
     ) -> Self {
         let mut summary = Self {
-            region: catalog::PRICE_REGION.to_owned(),
             location: String::new(),
-            price_date: catalog::PRICE_DATE.to_owned(),
+            price_date: catalog::prices_date().map(|d| d.to_string()).unwrap_or_default(),
             hours_per_month: catalog::HOURS_PER_MONTH,
             resources: Vec::new(),
             before: CostTotals::default(),
@@ -159,11 +159,13 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
     match kind {
         ResourceKind::VirtualMachine => {
             let size = text(attrs, "size").unwrap_or("unknown size");
-            let compute = catalog::vm_size(size).map_or(0.0, |s| s.price_per_hour);
-            let mut what = if catalog::vm_size(size).is_some() {
-                size.to_owned()
-            } else {
-                format!("{size} (not in the price catalog)")
+            let region = text(attrs, "location").unwrap_or_default();
+            let (compute, mut what) = match catalog::price(size, region) {
+                Some(price) => (price.linux_payg, size.to_owned()),
+                None if catalog::vm_size(size).is_none() => {
+                    (0.0, format!("{size} (not in the catalog: unpriced)"))
+                }
+                None => (0.0, format!("{size} (no {region} price: unpriced)")),
             };
             let disk = match (gib(attrs, "os_disk_size_gb"), text(attrs, "os_disk_sku")) {
                 (Some(gib), Some(sku)) => {
@@ -213,7 +215,8 @@ mod tests {
     #[test]
     fn vm_compute_is_billed_only_while_running_but_its_os_disk_always() {
         let vm = attrs(&[
-            ("size", Value::from("Standard_NC6s_v3")),
+            ("size", Value::from("Standard_NC4as_T4_v3")),
+            ("location", Value::from("eastus")),
             ("os_disk_size_gb", Value::from(128)),
             ("os_disk_sku", Value::from("Premium_LRS")),
         ]);
@@ -222,10 +225,10 @@ mod tests {
         assert!(disk > 0.0);
         assert!((rate.parked_per_hour - disk).abs() < 1e-6);
         assert!(
-            (rate.running_per_hour - (3.06 + disk)).abs() < 1e-6,
+            (rate.running_per_hour - (0.526 + disk)).abs() < 1e-6,
             "{rate:?}"
         );
-        assert_eq!(what, "Standard_NC6s_v3 + 128 GiB Premium_LRS OS disk");
+        assert_eq!(what, "Standard_NC4as_T4_v3 + 128 GiB Premium_LRS OS disk");
     }
 
     #[test]
@@ -254,16 +257,37 @@ mod tests {
     fn totals_sum_before_and_after_with_a_monthly_projection() {
         let a: Address = "cluster.t[0].vm".parse().expect("valid");
         let b: Address = "cluster.t[1].vm".parse().expect("valid");
-        let vm = attrs(&[("size", Value::from("Standard_NC6s_v3"))]);
+        let vm = attrs(&[
+            ("size", Value::from("Standard_NC4as_T4_v3")),
+            ("location", Value::from("eastus")),
+        ]);
         let summary = CostSummary::from_rows([
             (&a, ResourceKind::VirtualMachine, Some(&vm), Some(&vm)),
             (&b, ResourceKind::VirtualMachine, None, Some(&vm)),
         ]);
-        assert!((summary.before.running_per_hour - 3.06).abs() < 1e-9);
-        assert!((summary.after.running_per_hour - 6.12).abs() < 1e-9);
-        assert!((summary.after.running_per_month - 6.12 * 720.0).abs() < 1e-6);
+        assert!((summary.before.running_per_hour - 0.526).abs() < 1e-9);
+        assert!((summary.after.running_per_hour - 1.052).abs() < 1e-9);
+        assert!((summary.after.running_per_month - 1.052 * 720.0).abs() < 1e-6);
         assert!(summary.after.parked_per_hour.abs() < f64::EPSILON);
         assert_eq!(summary.resources.len(), 2);
         assert_eq!(summary.resources[1].before, None);
+    }
+
+    #[test]
+    fn a_vm_is_priced_in_its_own_region_and_unpriced_where_the_size_is_not_offered() {
+        let vm = |size: &str, region: &str| {
+            rate_of(
+                ResourceKind::VirtualMachine,
+                &attrs(&[("size", Value::from(size)), ("location", Value::from(region))]),
+            )
+        };
+        // The shipped catalog's prices for Standard_D8s_v5 (docs/catalog.md).
+        let (east, _) = vm("Standard_D8s_v5", "eastus");
+        let (west, _) = vm("Standard_D8s_v5", "westeurope");
+        assert!((east.running_per_hour - 0.384).abs() < 1e-9, "{east:?}");
+        assert!((west.running_per_hour - 0.46).abs() < 1e-9, "{west:?}");
+        let (none, what) = vm("Standard_ND96isr_H200_v5", "eastus");
+        assert!(none.is_zero());
+        assert_eq!(what, "Standard_ND96isr_H200_v5 (no eastus price: unpriced)");
     }
 }

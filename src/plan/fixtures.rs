@@ -86,7 +86,7 @@ pub(crate) fn dual() -> Desired {
             &["vm.gpu.nic"],
             &json!({
                 "location": "eastus",
-                "size": "Standard_NC6s_v3",
+                "size": "Standard_NC4as_T4_v3",
                 "image": "microsoft-dsvm:ubuntu-hpc:2204:latest",
                 "os_disk_size_gb": 128,
                 "os_disk_sku": "Premium_LRS",

@@ -421,7 +421,7 @@ fn nodes_and_parked_vms_are_priced_individually() {
     let disk = crate::catalog::disk_price_per_hour("Premium_LRS", 128);
     let parked = crate::catalog::PUBLIC_IP_PER_HOUR + disk;
     assert!((plan.cost.after.parked_per_hour - parked).abs() < 1e-6);
-    assert!((plan.cost.after.running_per_hour - (parked + 3.06)).abs() < 1e-6);
+    assert!((plan.cost.after.running_per_hour - (parked + 0.526)).abs() < 1e-6);
     assert_eq!(
         plan.change(&addr("vm.gpu.vm")).and_then(|c| c.power_state),
         Some(PowerState::Deallocated)

@@ -506,17 +506,10 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
         paint(
             colour,
             &bold(),
-            &if cost.location.is_empty() || cost.location == cost.region {
-                format!(
-                    "Cost (indicative pay-as-you-go prices for {} as of {}):",
-                    cost.region, cost.price_date
-                )
-            } else {
-                format!(
-                    "Cost (indicative pay-as-you-go prices for {} as of {}; {} prices differ, typically within 20%):",
-                    cost.region, cost.price_date, cost.location
-                )
-            }
+            &format!(
+                "Cost (pay-as-you-go Linux prices in {}, Azure's price list of {}):",
+                cost.location, cost.price_date
+            )
         )
     );
     if cost.resources.is_empty() {

@@ -338,7 +338,7 @@ mod tests {
             VmStatus {
                 address: "vm.gpu.vm".parse().expect("valid"),
                 name: "exp-gpu".into(),
-                size: "Standard_NC6s_v3".into(),
+                size: "Standard_NC4as_T4_v3".into(),
                 power: Some(PowerState::Running),
                 public_ip: Some("20.100.0.4".into()),
                 private_ip: Some("10.0.0.4".into()),
@@ -387,7 +387,7 @@ mod tests {
 Experiment `exp`
 
 VM               SIZE                POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
-vm.gpu.vm        Standard_NC6s_v3    running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
+vm.gpu.vm        Standard_NC4as_T4_v3    running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
 cluster.t[0].vm  Standard_ND40rs_v2  deallocated (parked)  -           -           -       $0.0200  -
 
 RESOURCE              TYPE                               STATE

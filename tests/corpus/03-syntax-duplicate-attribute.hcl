@@ -1,6 +1,6 @@
 azure { location = "eastus" }
 network "main" { ssh_from = ["198.51.100.0/24"] }
 vm "gpu" {
-  size = "Standard_NC6s_v3"
+  size = "Standard_NC4as_T4_v3"
   size = "Standard_D3_v2"
 }

@@ -6,7 +6,7 @@ cluster "train" {
   ssh_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra"
 }
 vm "gpu" {
-  sizes   = ["Standard_NC6s_v3", "Standard_NC6s_v9"]
+  sizes   = ["Standard_NC4as_T4_v3", "Standard_NC6s_v9"]
   ssh_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra"
 }
 vm "cpu" {

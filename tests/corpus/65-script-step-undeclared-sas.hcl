@@ -5,7 +5,7 @@ storage_account "data" {
 }
 sas "read" { container = storage_account.data.container.raw }
 vm "gpu" {
-  size    = "Standard_NC6s_v3"
+  size    = "Standard_NC4as_T4_v3"
   ssh_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra"
   step "script" {
     script      = "true"

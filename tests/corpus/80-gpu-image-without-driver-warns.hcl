@@ -16,7 +16,7 @@ vm "urn" {
 }
 
 vm "dsvm" {
-  size    = "Standard_NC6s_v3"
+  size    = "Standard_NC4as_T4_v3"
   image   = "dsvm-ubuntu-22.04"
   ssh_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKPlF6fsDFohwlkTo8t/J8O5d+c06R9CvcPGqScyggx1 demo@dsinfra"
 }

@@ -243,7 +243,7 @@ async fn vm_sizes_in_a_location_are_the_sizes_offered_there() {
     let env = env(EmulatorConfig {
         vm_sizes: vec![
             emulator::VmSizeSpec::new("Standard_NC6s_v3", 6, "standardNCSv3Family")
-                .with_memory(114_688, 344_064),
+                .with_memory(114_688, Some(344_064)),
             emulator::VmSizeSpec::new("Standard_D4s_v5", 4, "standardDSv5Family"),
             emulator::VmSizeSpec::new("Standard_ND40rs_v2", 40, "standardNDSv2Family"),
         ],

@@ -6,7 +6,7 @@
 use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
-use crate::catalog::{self, VmSize};
+use crate::catalog::{self, GpuArch, Retirement, VmSize};
 use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::model::{Attrs, Lifecycle, ResourceKind};
 
@@ -86,9 +86,10 @@ impl Machine {
         let title = block.title();
         let networks: Vec<String> = ex.networks.keys().cloned().collect();
         let network_subnets = ex.networks.clone();
+        let location = ex.azure.location.clone();
         let mut f = Fields::new(block, ex.diags);
-        let (size, fallbacks) = read_sizes(&mut f);
-        let info = size.as_ref().and_then(|s| check_size(&mut f, s));
+        let (size, fallbacks) = read_sizes(&mut f, &location);
+        let info = size.as_ref().and_then(|s| check_size(&mut f, s, &location));
         let image = read_image(&mut f, info);
         let security = security::choose(&mut f, image.as_ref(), info);
         let ssh_keys = read_keys(&mut f);
@@ -183,7 +184,7 @@ impl Machine {
 
 /// `size = "..."`, or an ordered fallback `sizes = ["...", "..."]` whose first entry stands for the
 /// size until the plan resolves it. Every candidate must be a known size.
-fn read_sizes(f: &mut Fields<'_>) -> (Option<Located<String>>, Vec<String>) {
+fn read_sizes(f: &mut Fields<'_>, location: &str) -> (Option<Located<String>>, Vec<String>) {
     if !f.has("sizes") {
         return (
             f.required_string("size", "\"Standard_NC6s_v3\""),
@@ -218,7 +219,7 @@ fn read_sizes(f: &mut Fields<'_>) -> (Option<Located<String>>, Vec<String>) {
             value: later.clone(),
             span: sizes.span.clone(),
         };
-        check_size(f, &candidate);
+        check_size(f, &candidate, location);
     }
     let first = Located {
         value: sizes.value[0].clone(),
@@ -227,27 +228,74 @@ fn read_sizes(f: &mut Fields<'_>) -> (Option<Located<String>>, Vec<String>) {
     (Some(first), sizes.value)
 }
 
-fn check_size(f: &mut Fields<'_>, size: &Located<String>) -> Option<&'static VmSize> {
+/// A size must be one Azure has (the catalog's full list), offered in the manifest's region;
+/// a retired or retiring size is a warning with its date.
+fn check_size(
+    f: &mut Fields<'_>,
+    size: &Located<String>,
+    location: &str,
+) -> Option<&'static VmSize> {
     let title = f.block().title();
     let Some(info) = catalog::vm_size(&size.value) else {
         let d = Diagnostic::error(format!("unknown VM size `{}` in {title}", size.value))
             .with_span(size.span.clone())
-            .with_label("not a size dsinfra knows");
+            .with_label("not a size Azure offers (as of the shipped catalog)");
         f.report(match did_you_mean(&size.value, catalog::vm_size_names()) {
-            Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help("see the sizes in docs/manifest.md (e.g. Standard_D4s_v5, Standard_NC6s_v3, Standard_ND40rs_v2)"),
+            Some(s) => d.with_help(format!(
+                "did you mean `{s}`? (`dsinfra sizes` lists every size)"
+            )),
+            None => d.with_help(
+                "`dsinfra sizes` lists every size with its facts and price; `--gpu` the GPU ones",
+            ),
         });
         return None;
     };
-    if info.retired {
-        f.report(
-            Diagnostic::warning(format!("VM size `{}` is retired", info.name))
+    match info.retirement(catalog::today()) {
+        Some(Retirement::Retired(date)) => f.report(
+            Diagnostic::warning(format!("VM size `{}` was retired on {date}", info.name))
                 .with_span(size.span.clone())
                 .with_label("Azure no longer creates VMs of this size")
-                .with_help("pick a current size, e.g. Standard_NC4as_T4_v3 or Standard_NC24ads_A100_v4 for GPUs"),
+                .with_help(replacement_help(info, location)),
+        ),
+        Some(Retirement::Retiring(date)) => f.report(
+            Diagnostic::warning(format!("VM size `{}` retires on {date}", info.name))
+                .with_span(size.span.clone())
+                .with_label("Azure stops running VMs of this size on that date")
+                .with_help(replacement_help(info, location)),
+        ),
+        None => {}
+    }
+    if catalog::is_known_location(location) && catalog::price(info.name, location).is_none() {
+        let regions = catalog::regions_offering(info.name);
+        f.report(
+            Diagnostic::error(format!("VM size `{}` is not offered in {location}", info.name))
+                .with_span(size.span.clone())
+                .with_label(format!("no {location} offer in the shipped catalog"))
+                .with_help(format!(
+                    "regions that offer it: {}; or pick a size offered here: `dsinfra sizes --region {location}`",
+                    list_some(&regions, 12)
+                )),
         );
     }
     Some(info)
+}
+
+/// What to say instead of a retiring size: where to find current ones.
+fn replacement_help(info: &VmSize, location: &str) -> String {
+    let filter = if info.gpus > 0.0 { " --gpu" } else { "" };
+    format!("pick a current size: `dsinfra sizes{filter} --region {location}` lists them")
+}
+
+/// `a, b, c and 9 more`: a long list cut to what a diagnostic can show.
+fn list_some(items: &[&str], at_most: usize) -> String {
+    if items.len() <= at_most {
+        return items.join(", ");
+    }
+    format!(
+        "{} and {} more",
+        items[..at_most].join(", "),
+        items.len() - at_most
+    )
 }
 
 fn read_image(f: &mut Fields<'_>, info: Option<&VmSize>) -> Option<ImageRef> {
@@ -299,7 +347,9 @@ fn read_image(f: &mut Fields<'_>, info: Option<&VmSize>) -> Option<ImageRef> {
     };
     match result {
         Ok(image) => {
-            if let Some(size) = info.filter(|s| s.gpus > 0 && images::lacks_gpu_driver(&image)) {
+            if let Some(size) = info.filter(|s| {
+                s.gpu_arch.is_some_and(GpuArch::is_nvidia) && images::lacks_gpu_driver(&image)
+            }) {
                 f.report(gpu_driver_warning(&title, size, &shown, span));
             }
             Some(image)
@@ -338,10 +388,11 @@ fn read_image(f: &mut Fields<'_>, info: Option<&VmSize>) -> Option<ImageRef> {
 /// nothing said so until `nvidia-smi` failed on the node. See docs/decisions.md for why this is
 /// a warning and not a driver step or the NVIDIA GPU driver VM extension.
 fn gpu_driver_warning(title: &str, size: &VmSize, image: &str, span: Span) -> Diagnostic {
-    let plural = if size.gpus == 1 { "" } else { "s" };
+    let plural = if size.gpus > 1.0 { "s" } else { "" };
     Diagnostic::warning(format!(
         "{title} has {} x {} GPU{plural} but its image has no NVIDIA driver",
-        size.gpus, size.gpu_model
+        size.gpus_text(),
+        size.gpu_model
     ))
     .with_span(span)
     .with_label(format!(
@@ -649,7 +700,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         );
         nic_attrs.insert(
             "accelerated_networking".into(),
-            json!(machine.info.is_some_and(|s| s.accelerated_networking)),
+            json!(machine.info.is_some_and(|s| s.accelerated_networking == Some(true))),
         );
         let mut nic_deps: Vec<Address> = vnet.iter().chain(nsg.iter()).cloned().collect();
         if public {

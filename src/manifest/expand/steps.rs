@@ -398,7 +398,7 @@ fn sizes_without_temp_disk(
     names
         .iter()
         .filter_map(|n| catalog::vm_size(n))
-        .filter(|s| s.temp_disk_gib == 0)
+        .filter(|s| s.temp_disk_gib == Some(0))
         .collect()
 }
 
