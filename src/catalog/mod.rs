@@ -307,6 +307,31 @@ pub fn with_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
     })
 }
 
+/// The size that is `size` with premium storage (`Standard_D4_v5` -> `Standard_D4s_v5`,
+/// `Standard_D3_v2` -> `Standard_DS3_v2`), if the catalog knows one: Azure marks premium IO with
+/// an `s` after the other feature letters, or, in the older series, an `S` after the family letter.
+pub fn with_premium_io(size: &VmSize) -> Option<&'static VmSize> {
+    let rest = size.name.strip_prefix("Standard_")?;
+    let (first, suffix) = rest.split_once('_').map_or((rest, ""), |(a, b)| (a, b));
+    let suffix = if suffix.is_empty() {
+        String::new()
+    } else {
+        format!("_{suffix}")
+    };
+    let family_end = first.find(|c: char| !c.is_ascii_uppercase())?;
+    [
+        format!("Standard_{first}s{suffix}"),
+        format!(
+            "Standard_{}S{}{suffix}",
+            &first[..family_end],
+            &first[family_end..]
+        ),
+    ]
+    .iter()
+    .filter_map(|candidate| vm_size(candidate))
+    .find(|s| s.premium_io == Some(true) && s.vcpus == size.vcpus)
+}
+
 /// `Standard_D4ds_v5` -> `Standard_D4s_v5`: the name without the `d` feature letter, if it has one.
 fn without_disk_letter(name: &str) -> Option<String> {
     let rest = name.strip_prefix("Standard_")?;

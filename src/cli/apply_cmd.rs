@@ -234,7 +234,7 @@ fn plan_live(
         ));
         match job.mode {
             Mode::Normal => {
-                preflight::resolve_fallbacks(client, subscription, desired, state).await
+                preflight::resolve_live(client, subscription, desired, state).await
             }
             Mode::Destroy { .. } => Ok(Vec::new()),
         }

@@ -144,7 +144,7 @@ fn refresh_and_resolve(
                 let notes = if args.destroy {
                     Vec::new()
                 } else {
-                    preflight::resolve_fallbacks(&conn.client, &conn.subscription, desired, state)
+                    preflight::resolve_live(&conn.client, &conn.subscription, desired, state)
                         .await?
                 };
                 Ok::<_, crate::azure::ArmError>((report, notes))

@@ -31,6 +31,8 @@ use crate::model::{Desired, ResourceKind};
 use crate::plan::{Action, Plan};
 use crate::state::State;
 
+mod live;
+
 /// The VM attribute holding the ordered size candidates of a `sizes = [...]` block.
 pub const SIZES_ATTR: &str = "sizes";
 
@@ -185,6 +187,7 @@ pub fn locations_of(desired: &Desired) -> BTreeSet<String> {
 pub fn check(desired: &Desired, plan: &Plan, capacity: &Capacity) -> Vec<Diagnostic> {
     let (wanted, freed) = demands(desired, plan, capacity);
     let mut problems = sku_problems(&wanted, capacity);
+    problems.extend(live::problems(desired, &wanted, capacity));
     problems.extend(quota_problems(&wanted, &freed, capacity, "this plan adds"));
     problems
 }
@@ -672,19 +675,33 @@ fn record_taken(
     }
 }
 
-/// Fetch the capacity of `desired`'s regions and resolve its `sizes` fallbacks against it.
+/// Before planning, with a connection: fetch the capacity of `desired`'s regions when it has
+/// `sizes` fallbacks to resolve or VMs to create, resolve the fallbacks against it, and let the
+/// new VMs' NICs follow the live SKUs' accelerated networking ([`live::apply_networking`]).
 /// Returns the notes to add to the plan.
-pub async fn resolve_fallbacks(
+pub async fn resolve_live(
     client: &ArmClient,
     subscription: &str,
     desired: &mut Desired,
     state: &State,
 ) -> Result<Vec<String>, ArmError> {
-    if candidates(desired).is_empty() {
+    let existing: Vec<Address> = state
+        .resources
+        .iter()
+        .filter(|r| r.kind == ResourceKind::VirtualMachine)
+        .map(|r| r.address.clone())
+        .collect();
+    let creates_vms = desired
+        .resources
+        .iter()
+        .any(|r| r.kind == ResourceKind::VirtualMachine && !existing.contains(&r.address));
+    if candidates(desired).is_empty() && !creates_vms {
         return Ok(Vec::new());
     }
     let capacity = Capacity::fetch(client, subscription, &locations_of(desired)).await?;
-    Ok(resolve_sizes(desired, state, &capacity))
+    let mut notes = resolve_sizes(desired, state, &capacity);
+    notes.extend(live::apply_networking(desired, &existing, &capacity));
+    Ok(notes)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use super::super::names;
 use super::super::validate::{ssh_key, time};
 use super::super::values::MAX_NODES;
 use super::security::{self, Security};
-use super::{Expander, steps};
+use super::{Attachment, Expander, steps};
 
 const DISK_SKUS: [&str; 5] = [
     "Standard_LRS",
@@ -103,6 +103,7 @@ impl Machine {
         let os_disk_sku = f
             .string("os_disk_sku")
             .filter(|s| f.one_of(s, "os_disk_sku", &DISK_SKUS))
+            .filter(|s| premium_fits(&mut f, info, &s.value, s.span.clone(), "its OS disk"))
             .map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
         let zone = f
             .string("zone")
@@ -278,6 +279,83 @@ fn check_size(
         );
     }
     Some(info)
+}
+
+/// Premium SSDs attach only to sizes with premium IO (an `s` in the name, by Azure's convention;
+/// Dv2 and the A-series have none): Azure refuses the VM otherwise, after the plan was approved.
+/// Unknown premium IO passes: the catalog does not guess. Returns false when it reported.
+fn premium_fits(
+    f: &mut Fields<'_>,
+    info: Option<&VmSize>,
+    sku: &str,
+    span: Span,
+    what: &str,
+) -> bool {
+    let Some(size) = info.filter(|s| s.premium_io == Some(false)) else {
+        return true;
+    };
+    if !sku.starts_with("Premium") {
+        return true;
+    }
+    let title = f.block().title();
+    f.report(
+        Diagnostic::error(format!(
+            "{title} cannot use a {sku} disk for {what}: {} has no premium storage",
+            size.name
+        ))
+        .with_span(span)
+        .with_label(format!("{} supports Standard HDD and Standard SSD only", size.name))
+        .with_help(premium_help(size)),
+    );
+    false
+}
+
+/// How to get premium storage: the size's premium sibling when the catalog has one
+/// (`Standard_D4_v5` -> `Standard_D4s_v5`), else a Standard SSD.
+fn premium_help(size: &VmSize) -> String {
+    match catalog::with_premium_io(size) {
+        Some(sibling) => format!(
+            "use StandardSSD_LRS, or the same size with premium storage: {}",
+            sibling.name
+        ),
+        None => "use StandardSSD_LRS, or a size with premium storage (an `s` size such as Standard_D4s_v5)".to_owned(),
+    }
+}
+
+/// Every data disk attached to a size without premium IO must be Standard: the rule of
+/// [`premium_fits`], reported at the disk's `attach_to`.
+fn check_premium_data_disks(
+    ex: &mut Expander<'_>,
+    title: &str,
+    info: Option<&VmSize>,
+    disks: &[Attachment],
+) {
+    let Some(size) = info.filter(|s| s.premium_io == Some(false)) else {
+        return;
+    };
+    for disk in disks {
+        let sku = ex
+            .resources
+            .iter()
+            .find(|r| r.address == disk.disk)
+            .and_then(|r| r.attrs.get("sku"))
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !sku.starts_with("Premium") {
+            continue;
+        }
+        ex.diags.push(
+            Diagnostic::error(format!(
+                "{} is a {sku} disk, but {title} is {}, which has no premium storage",
+                disk.disk.block_address(),
+                size.name
+            ))
+            .with_span(disk.span.clone())
+            .with_label(format!("attaches a {sku} disk to {title}"))
+            .with_help(premium_help(size).replace("use StandardSSD_LRS", "give the disk `sku = \"StandardSSD_LRS\"`")),
+        );
+    }
 }
 
 /// What to say instead of a retiring size: where to find current ones.
@@ -649,6 +727,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         .get(&block_address)
         .cloned()
         .unwrap_or_default();
+    check_premium_data_disks(ex, &block.title(), machine.info, &disks);
     let mut primaries = Vec::new();
     // The range check above bounds `count` by MAX_NODES, far below u32::MAX.
     let count = u32::try_from(count).unwrap_or(0);
