@@ -233,9 +233,7 @@ fn plan_live(
             report.changed.len()
         ));
         match job.mode {
-            Mode::Normal => {
-                preflight::resolve_live(client, subscription, desired, state).await
-            }
+            Mode::Normal => preflight::resolve_live(client, subscription, desired, state).await,
             Mode::Destroy { .. } => Ok(Vec::new()),
         }
     })??;

@@ -36,7 +36,11 @@ fn retirement(sku: &ResourceSku) -> Option<NaiveDate> {
 /// differs from the shipped catalog (unknown or stale). A NIC asking for accelerated networking on
 /// a size without it makes ARM refuse the VM; one not asking for it on a size that has it loses
 /// the faster path. VMs that exist keep their NIC as it is. Returns one plan note per change.
-pub fn apply_networking(desired: &mut Desired, existing: &[Address], capacity: &Capacity) -> Vec<String> {
+pub fn apply_networking(
+    desired: &mut Desired,
+    existing: &[Address],
+    capacity: &Capacity,
+) -> Vec<String> {
     let mut changes: Vec<(Address, bool, String)> = Vec::new();
     for vm in desired
         .resources
@@ -85,7 +89,11 @@ pub fn apply_networking(desired: &mut Desired, existing: &[Address], capacity: &
 }
 
 /// The problems the live SKUs reveal for the VMs the plan creates.
-pub(super) fn problems(desired: &Desired, wanted: &[Demand], capacity: &Capacity) -> Vec<Diagnostic> {
+pub(super) fn problems(
+    desired: &Desired,
+    wanted: &[Demand],
+    capacity: &Capacity,
+) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for d in wanted {

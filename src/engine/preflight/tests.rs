@@ -309,3 +309,102 @@ fn starting_parked_vms_needs_their_quota_again() {
         ]
     );
 }
+
+/// A capacity whose only SKU is `size` in eastus with these capabilities.
+fn capacity_with(size: &str, capabilities: &Value) -> Capacity {
+    let mut sku = json!({
+        "resourceType": "virtualMachines", "name": size, "family": "fam",
+        "locations": ["eastus"],
+        "locationInfo": [{"location": "eastus", "zones": ["1", "2", "3"]}],
+        "capabilities": capabilities, "restrictions": []
+    });
+    sku["family"] = json!(catalog::vm_size(size).map_or("fam", |s| s.quota_family));
+    Capacity {
+        usages: BTreeMap::from([(
+            "eastus".to_owned(),
+            vec![usage("cores", "Total Regional vCPUs", 0, 5000)],
+        )]),
+        skus: BTreeMap::from([(
+            "eastus".to_owned(),
+            vec![serde_json::from_value(sku).expect("a SKU")],
+        )]),
+    }
+}
+
+/// `cluster` with each VM pointing at its NIC, as the manifest layer writes it.
+fn cluster_with_nics(count: u32, size: &str) -> Desired {
+    let mut desired = cluster(count, size, None);
+    for r in &mut desired.resources {
+        if r.kind == ResourceKind::VirtualMachine {
+            let nic = r.address.to_string().replace(".vm", ".nic");
+            r.attrs.insert("nic".into(), json!(nic));
+        }
+    }
+    desired
+}
+
+#[test]
+fn a_new_vms_nic_follows_the_live_skus_accelerated_networking() {
+    // The fixture's NICs ask for none; the live SKU says the size has it.
+    let mut desired = cluster_with_nics(2, "Standard_ND96asr_v4");
+    let live = capacity_with(
+        "Standard_ND96asr_v4",
+        &json!([{"name": "AcceleratedNetworkingEnabled", "value": "True"}]),
+    );
+    // The first node exists: its NIC stays as it is.
+    let existing = vec!["cluster.train[0].vm".parse().expect("valid")];
+    let notes = live::apply_networking(&mut desired, &existing, &live);
+    let an = |d: &Desired, i: u32| {
+        d.resource(&format!("cluster.train[{i}].nic").parse().expect("valid"))
+            .expect("present")
+            .attrs["accelerated_networking"]
+            .clone()
+    };
+    assert_eq!(
+        (an(&desired, 0), an(&desired, 1)),
+        (json!(false), json!(true))
+    );
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("cluster.train[1].nic: accelerated networking on as the subscription's Resource SKUs state for Standard_ND96asr_v4"), "{notes:?}");
+    // A SKU that says nothing changes nothing.
+    let mut again = cluster_with_nics(1, "Standard_ND96asr_v4");
+    let silent = capacity_with("Standard_ND96asr_v4", &json!([]));
+    assert!(live::apply_networking(&mut again, &[], &silent).is_empty());
+}
+
+#[test]
+fn a_premium_disk_on_a_size_whose_live_sku_has_no_premium_io_is_refused() {
+    let mut desired = cluster_with_nics(1, "Standard_ND96asr_v4");
+    for r in &mut desired.resources {
+        if r.kind == ResourceKind::VirtualMachine {
+            r.attrs.insert("os_disk_sku".into(), json!("Premium_LRS"));
+        }
+    }
+    let plan = plan_of(&desired, &State::new("exp"));
+    let live = capacity_with(
+        "Standard_ND96asr_v4",
+        &json!([{"name": "PremiumIO", "value": "False"},
+                {"name": "RetirementDateUtc", "value": "09/30/2031"}]),
+    );
+    let problems = check(&desired, &plan, &live);
+    let summaries: Vec<&str> = problems.iter().map(|d| d.summary.as_str()).collect();
+    assert!(
+        summaries.contains(&"cluster.train cannot use a Premium_LRS OS disk: Standard_ND96asr_v4 has no premium storage in eastus"),
+        "{summaries:?}"
+    );
+    assert!(
+        summaries.contains(
+            &"Standard_ND96asr_v4 retires on 2031-09-30, per the subscription's Resource SKUs"
+        ),
+        "{summaries:?}"
+    );
+    let premium_ok = capacity_with(
+        "Standard_ND96asr_v4",
+        &json!([{"name": "PremiumIO", "value": "True"}]),
+    );
+    assert!(
+        check(&desired, &plan, &premium_ok)
+            .iter()
+            .all(|d| !d.is_error())
+    );
+}

@@ -304,7 +304,10 @@ fn premium_fits(
             size.name
         ))
         .with_span(span)
-        .with_label(format!("{} supports Standard HDD and Standard SSD only", size.name))
+        .with_label(format!(
+            "{} supports Standard HDD and Standard SSD only",
+            size.name
+        ))
         .with_help(premium_help(size)),
     );
     false
@@ -353,7 +356,10 @@ fn check_premium_data_disks(
             ))
             .with_span(disk.span.clone())
             .with_label(format!("attaches a {sku} disk to {title}"))
-            .with_help(premium_help(size).replace("use StandardSSD_LRS", "give the disk `sku = \"StandardSSD_LRS\"`")),
+            .with_help(premium_help(size).replace(
+                "use StandardSSD_LRS",
+                "give the disk `sku = \"StandardSSD_LRS\"`",
+            )),
         );
     }
 }
@@ -779,7 +785,11 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         );
         nic_attrs.insert(
             "accelerated_networking".into(),
-            json!(machine.info.is_some_and(|s| s.accelerated_networking == Some(true))),
+            json!(
+                machine
+                    .info
+                    .is_some_and(|s| s.accelerated_networking == Some(true))
+            ),
         );
         let mut nic_deps: Vec<Address> = vnet.iter().chain(nsg.iter()).cloned().collect();
         if public {
