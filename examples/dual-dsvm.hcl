@@ -21,14 +21,14 @@ storage_account "data" {
 }
 
 vm "prep" {
-  size    = "Standard_D3_v2" # 4 vCPUs for data preparation
+  size    = "Standard_D4ds_v5" # 4 vCPUs and a 150 GiB temp disk for data preparation
   image   = "dsvm-ubuntu-22.04"
   ssh_key = var.ssh_key
   step "blobfuse2" { container = storage_account.data.container.datasets }
 }
 
 vm "gpu" {
-  size    = "Standard_NC4as_T4_v3" # 1 x V100
+  size    = "Standard_NC4as_T4_v3" # 1 x T4, 176 GiB temp disk
   image   = "dsvm-ubuntu-22.04"
   ssh_key = var.ssh_key
   park { at = "19:00" } # deallocated every evening (UTC)

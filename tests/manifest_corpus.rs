@@ -177,3 +177,47 @@ fn every_shipped_example_and_template_validates() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Issue 15: the dual DSVM shipped Standard_NC6s_v3 two years after Azure announced its
+/// retirement. Every size a shipped example, template or the README names must be one Azure
+/// offers today: known to the catalog, and neither retired nor announced for retirement.
+#[test]
+fn no_shipped_example_template_or_readme_names_a_retired_or_retiring_size() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for dir in ["examples", "templates"] {
+        files.extend(
+            std::fs::read_dir(root.join(dir))
+                .expect("the directory exists")
+                .map(|e| e.expect("readable entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "hcl")),
+        );
+    }
+    let today = dsinfra::catalog::today();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("readable");
+        for (at, _) in text.match_indices("Standard_") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .collect();
+            // `Standard_LRS` and friends are storage SKUs: VM sizes have a vCPU count.
+            if !name.chars().any(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            seen += 1;
+            match dsinfra::catalog::vm_size(&name) {
+                None => problems.push(format!("{}: {name} is not a size Azure offers", file.display())),
+                Some(size) => {
+                    if let Some(state) = size.retirement(today) {
+                        problems.push(format!("{}: {name} {state:?}", file.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 5, "the shipped files name sizes");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -89,10 +89,11 @@ fn dual_dsvm_expands_to_the_expected_resources() {
     let d = &loaded.desired;
     assert_eq!(d.experiment, "dual-dsvm");
     assert_eq!(d.azure.resource_group, "dsinfra-dual-dsvm");
-    // Gen1-only D3_v2 gets the Gen1 DSVM SKU, NC6s_v3 the Gen2 one.
+    // Both sizes boot either generation: the alias picks Generation 2 (images.rs tests the
+    // Gen1-only sizes).
     assert_eq!(
         resource(&loaded, "vm.prep.vm").attrs["image"]["sku"],
-        "2204"
+        "2204-gen2"
     );
     assert_eq!(
         resource(&loaded, "vm.gpu.vm").attrs["image"]["sku"],
