@@ -191,7 +191,7 @@ Examples:
   dsinfra sizes --gpu --region eastus                 GPU sizes offered in eastus, cheapest first
   dsinfra sizes --region westeurope --min-vcpus 16 --temp-disk --max-price 1.5
   dsinfra sizes --infiniband --min-gpus 8 --region southcentralus
-  dsinfra sizes --name d8ds                           every D8ds size, in every region
+  dsinfra sizes --name d8ds --json                    every D8ds size and the regions offering it
   dsinfra sizes --name H100 --json | jq '.[] | {name, regions}'")]
     Sizes(super::sizes_cmd::SizesArgs),
     /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.

@@ -22,10 +22,12 @@ pub struct SizesArgs {
     /// Only sizes with GPUs (a whole GPU or part of one).
     #[arg(long)]
     pub gpu: bool,
-    /// Only sizes Azure offers in this region, with their price there, cheapest first.
+    /// Only sizes Azure offers in this region (`eastus`; `East US` works too), with their price
+    /// there, cheapest first.
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
-    /// Only sizes whose Linux pay-as-you-go price in --region is at most this many USD per hour.
+    /// Only sizes whose Linux pay-as-you-go price in --region (required with it) is at most
+    /// this many USD per hour.
     #[arg(long, value_name = "USD", requires = "region", value_parser = non_negative)]
     pub max_price: Option<f64>,
     /// Only sizes with at least this many vCPUs.
@@ -159,7 +161,9 @@ pub fn select(query: &Query, sizes: &'static [VmSize], today: NaiveDate) -> Sele
     }
 }
 
-/// `--region` in ARM's normal form, or an error that names the closest region (or them all).
+/// `--region` in ARM's normal form, or an error that names the closest region (or says where
+/// the names are).
+///
 /// A region of the price list counts even when `catalog::LOCATIONS` lacks it (a region that
 /// needs an enabled subscription, such as `jioindiawest`): its prices are facts all the same.
 fn region(text: &str) -> anyhow::Result<String> {
@@ -173,8 +177,8 @@ fn region(text: &str) -> anyhow::Result<String> {
         }
         None => bail!(
             "there is no Azure region `{text}` (--region): give a region's name as ARM spells it, \
-             one of {}",
-            catalog::LOCATIONS.join(", ")
+             such as eastus, westeurope or southcentralus (`az account list-locations -o table` \
+             lists them)"
         ),
     }
 }
@@ -431,10 +435,6 @@ mod tests {
         let far = region("moon").expect_err("unknown").to_string();
         assert!(
             far.starts_with("there is no Azure region `moon` (--region): give a region's name"),
-            "{far}"
-        );
-        assert!(
-            far.contains(", eastus, eastus2, ") && far.ends_with(", westus3"),
             "{far}"
         );
     }
