@@ -6,6 +6,7 @@
 //! a price from another region, a fact misread.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use assert_cmd::Command;
@@ -18,10 +19,16 @@ fn dsinfra() -> Command {
     cmd
 }
 
-/// One catalog file: its `# key: value` comments and its rows as column -> text.
+/// One row of a catalog file: column -> text.
+type Row = HashMap<String, String>;
+
+/// A (pay-as-you-go, spot) price in USD per hour.
+type Price = (f64, Option<f64>);
+
+/// One catalog file: its `# key: value` comments and its rows.
 struct Csv {
     comments: HashMap<String, String>,
-    rows: Vec<HashMap<String, String>>,
+    rows: Vec<Row>,
 }
 
 fn read_csv(name: &str) -> Csv {
@@ -53,7 +60,7 @@ struct Catalog {
     sizes: Csv,
     prices_file: Csv,
     /// (size, region) -> (pay-as-you-go, spot).
-    prices: HashMap<(String, String), (f64, Option<f64>)>,
+    prices: HashMap<(String, String), Price>,
 }
 
 impl Catalog {
@@ -75,7 +82,7 @@ impl Catalog {
         }
     }
 
-    fn size(&self, name: &str) -> &HashMap<String, String> {
+    fn size(&self, name: &str) -> &Row {
         self.sizes
             .rows
             .iter()
@@ -83,7 +90,7 @@ impl Catalog {
             .unwrap_or_else(|| panic!("{name} is in vm-sizes.csv"))
     }
 
-    fn price(&self, name: &str, region: &str) -> Option<(f64, Option<f64>)> {
+    fn price(&self, name: &str, region: &str) -> Option<Price> {
         self.prices
             .get(&(name.to_owned(), region.to_owned()))
             .copied()
@@ -91,11 +98,7 @@ impl Catalog {
 
     /// The sizes of `region` that pass `keep` and are not retired as of today, with their
     /// price, as the listing should show them: cheapest first, then by name.
-    fn offered(
-        &self,
-        region: &str,
-        keep: impl Fn(&HashMap<String, String>) -> bool,
-    ) -> Vec<(&HashMap<String, String>, (f64, Option<f64>))> {
+    fn offered(&self, region: &str, keep: impl Fn(&Row) -> bool) -> Vec<(&Row, Price)> {
         let mut rows: Vec<_> = self
             .sizes
             .rows
@@ -108,12 +111,12 @@ impl Catalog {
     }
 }
 
-fn gpus(row: &HashMap<String, String>) -> f64 {
+fn gpus(row: &Row) -> f64 {
     row["gpus"].parse().expect("a GPU count")
 }
 
 /// Retired on or before today (what the binary hides without --include-retired).
-fn retired(row: &HashMap<String, String>) -> bool {
+fn retired(row: &Row) -> bool {
     let today = chrono::Utc::now().date_naive();
     let date = &row["retirement_date"];
     !date.is_empty()
@@ -312,7 +315,7 @@ fn an_unknown_region_is_refused_with_a_suggestion_or_where_to_look() {
 }
 
 /// The cells of one row of the table as the docs describe them (docs/sizes.md).
-fn cells(row: &HashMap<String, String>, (payg, spot): (f64, Option<f64>)) -> Vec<String> {
+fn cells(row: &Row, (payg, spot): Price) -> Vec<String> {
     let money = |v: f64| {
         if v < 1.0 {
             format!("${v:.4}")
@@ -367,7 +370,7 @@ fn cells(row: &HashMap<String, String>, (payg, spot): (f64, Option<f64>)) -> Vec
 #[test]
 fn the_table_of_a_small_filter_is_exactly_the_csv_s_rows_and_dates() {
     let catalog = Catalog::read();
-    let keep = |r: &HashMap<String, String>| gpus(r) >= 4.0;
+    let keep = |r: &Row| gpus(r) >= 4.0;
     let offered = catalog.offered("eastus", keep);
     assert!(
         (2..=20).contains(&offered.len()),
@@ -423,19 +426,21 @@ fn the_table_of_a_small_filter_is_exactly_the_csv_s_rows_and_dates() {
         expected.push_str(line.join("  ").trim_end());
         expected.push('\n');
     }
-    expected.push_str(&format!(
+    let _ = write!(
+        expected,
         "\n{} sizes offered in eastus; catalog of {}; prices: Linux pay-as-you-go, USD, Azure's \
          price list of {}.\n",
         offered.len(),
         catalog.sizes.comments["generated"],
         catalog.prices_file.comments["prices-date"],
-    ));
+    );
     if hidden > 0 {
-        expected.push_str(&format!(
-            "{hidden} retired size{} not shown (--include-retired lists {}).\n",
+        let _ = writeln!(
+            expected,
+            "{hidden} retired size{} not shown (--include-retired lists {}).",
             if hidden == 1 { " is" } else { "s are" },
             if hidden == 1 { "it" } else { "them" }
-        ));
+        );
     }
     dsinfra()
         .args(["sizes", "--region", "eastus", "--min-gpus", "4"])

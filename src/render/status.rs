@@ -359,9 +359,9 @@ mod tests {
             "\
 Experiment `exp`
 
-VM               SIZE                POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
-vm.gpu.vm        Standard_NC4as_T4_v3    running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
-cluster.t[0].vm  Standard_ND40rs_v2  deallocated (parked)  -           -           -       $0.0200  -
+VM               SIZE                  POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
+vm.gpu.vm        Standard_NC4as_T4_v3  running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
+cluster.t[0].vm  Standard_ND40rs_v2    deallocated (parked)  -           -           -       $0.0200  -
 
 RESOURCE              TYPE                               STATE
 storage_account.data  Microsoft.Storage/storageAccounts  deleted outside dsinfra
