@@ -178,6 +178,22 @@ Examples:
 Save the output to a file: `ssh -F <(dsinfra ssh-config ...)` cannot work, as ssh closes
 inherited descriptors before it reads -F.")]
     SshConfig(super::ssh_cmds::SshConfigArgs),
+    /// List VM sizes with their facts and, in a region, their prices, to choose a `size`.
+    ///
+    /// vCPUs, memory, GPUs, temp disk, InfiniBand, accelerated networking, Hyper-V generations,
+    /// quota family and retirement come from the catalog shipped in dsinfra (docs/catalog.md: its
+    /// sources and date); with --region, only the sizes Azure offers there, with their Linux
+    /// pay-as-you-go and spot prices in USD per hour, cheapest first. `?` is a fact the catalog
+    /// does not know, `-` is none. Retired sizes are hidden unless --include-retired. No account
+    /// or network is needed. See docs/sizes.md.
+    #[command(after_help = "\
+Examples:
+  dsinfra sizes --gpu --region eastus                 GPU sizes offered in eastus, cheapest first
+  dsinfra sizes --region westeurope --min-vcpus 16 --temp-disk --max-price 1.5
+  dsinfra sizes --infiniband --min-gpus 8 --region southcentralus
+  dsinfra sizes --name d8ds --json                    every D8ds size and the regions offering it
+  dsinfra sizes --name H100 --json | jq '.[] | {name, regions}'")]
+    Sizes(super::sizes_cmd::SizesArgs),
     /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.
     #[command(subcommand)]
     State(StateCommands),

@@ -14,6 +14,7 @@ mod manifest_cmds;
 mod ops_cmds;
 mod output;
 mod plan_cmd;
+mod sizes_cmd;
 mod ssh_cmds;
 mod state_cmds;
 mod steps_run;
@@ -125,6 +126,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Output(args) => ops_cmds::output(&args, out),
         Command::Ssh(args) => ssh_cmds::ssh(&args, out),
         Command::SshConfig(args) => ssh_cmds::ssh_config(&args, out),
+        Command::Sizes(args) => sizes_cmd::sizes(&args, out),
         Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
         Command::State(args::StateCommands::Pull(args)) => state_cmds::pull(&args, out),
         Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),

@@ -8,6 +8,7 @@
 //! - [`plan_json`]: the plan shaped like `terraform show -json`.
 //! - [`desired_dot`]: the resource graph of a manifest in DOT, for `dsinfra graph`.
 //! - [`diagnostics`]: located diagnostics with coloured `error:`/`warning:` headers.
+//! - [`sizes`]: `dsinfra sizes`, the VM sizes with their facts and a region's prices.
 //!
 //! Progress and status output of the engine (issue 4) belongs here too, as renderers of engine
 //! events (`render::progress`), so that no layer below the CLI writes to the terminal.
@@ -19,8 +20,10 @@ mod paint;
 mod plan_json;
 mod plan_text;
 pub mod progress;
+pub mod sizes;
 pub mod status;
 pub mod steps;
+mod table;
 mod value;
 
 pub use diagnostics::diagnostics;

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::money::{dollars, rate};
 use super::paint::{bold, dim, green, paint, yellow};
+use super::table::table;
 use super::value::{inline, key};
 use crate::engine::power::{HourlyCost, VmStatus};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
@@ -38,34 +39,6 @@ pub fn duration_words(seconds: i64) -> String {
     } else {
         format!("{s}s")
     }
-}
-
-/// Align rows of cells into columns separated by two spaces (the last column is not padded).
-fn table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|cell| console::measure_text_width(cell))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            line.push_str(cell);
-            if c + 1 < row.len() {
-                let pad = widths[c] - console::measure_text_width(cell) + 2;
-                line.push_str(&" ".repeat(pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// The `dsinfra status` view: the VM table, the other resources, and the cost lines. `live` says
@@ -386,9 +359,9 @@ mod tests {
             "\
 Experiment `exp`
 
-VM               SIZE                POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
-vm.gpu.vm        Standard_NC4as_T4_v3    running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
-cluster.t[0].vm  Standard_ND40rs_v2  deallocated (parked)  -           -           -       $0.0200  -
+VM               SIZE                  POWER                 PUBLIC IP   PRIVATE IP  UPTIME  $/HOUR   SINCE START
+vm.gpu.vm        Standard_NC4as_T4_v3  running               20.100.0.4  10.0.0.4    1h 30m  $3.00    $4.50
+cluster.t[0].vm  Standard_ND40rs_v2    deallocated (parked)  -           -           -       $0.0200  -
 
 RESOURCE              TYPE                               STATE
 storage_account.data  Microsoft.Storage/storageAccounts  deleted outside dsinfra
