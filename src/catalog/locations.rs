@@ -3,6 +3,7 @@
 /// Every region name dsinfra accepts, sorted.
 pub static LOCATIONS: &[&str] = &[
     "australiacentral",
+    "australiacentral2",
     "australiaeast",
     "australiasoutheast",
     "austriaeast",
@@ -14,6 +15,7 @@ pub static LOCATIONS: &[&str] = &[
     "centralindia",
     "centralus",
     "chilecentral",
+    "denmarkeast",
     "eastasia",
     "eastus",
     "eastus2",
@@ -26,6 +28,8 @@ pub static LOCATIONS: &[&str] = &[
     "italynorth",
     "japaneast",
     "japanwest",
+    "jioindiacentral",
+    "jioindiawest",
     "koreacentral",
     "koreasouth",
     "malaysiawest",
@@ -72,6 +76,16 @@ pub fn is_known_location(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_region_with_a_price_is_a_known_location() {
+        // The price list names where Azure offers sizes; a manifest may use any of them.
+        for size in crate::catalog::vm_sizes() {
+            for region in crate::catalog::regions_offering(size.name) {
+                assert!(is_known_location(region), "{region} ({})", size.name);
+            }
+        }
+    }
 
     #[test]
     fn locations_are_sorted_for_binary_search() {
