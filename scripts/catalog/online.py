@@ -70,7 +70,9 @@ def linux_price_kind(item: dict) -> str | None:
 
 def fetch_prices(base: str, regions: list[str]) -> dict:
     """(name, region) -> (payg, spot) from the Retail Prices API, one paged query per region."""
-    latest = {}  # (name, region, kind) -> (effectiveStartDate, price)
+    # (name, region, kind) -> (rank, price). The API also returns non-primary meters for a
+    # region; a primary meter wins, then the latest effectiveStartDate.
+    latest = {}
     for region in regions:
         query = (
             "serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
@@ -86,9 +88,9 @@ def fetch_prices(base: str, regions: list[str]) -> dict:
                 if kind is None:
                     continue
                 key = (item["armSkuName"], item.get("armRegionName", region).lower(), kind)
-                start = item.get("effectiveStartDate", "")
-                if key not in latest or start > latest[key][0]:
-                    latest[key] = (start, plain_decimal(item["unitPrice"]))
+                rank = (item.get("isPrimaryMeterRegion") is not False, item.get("effectiveStartDate", ""))
+                if key not in latest or rank > latest[key][0]:
+                    latest[key] = (rank, plain_decimal(item["unitPrice"]))
             url = page.get("NextPageLink")
         print(f"prices: {region}: {pages} pages", file=sys.stderr)
     prices = {}
