@@ -112,6 +112,7 @@ class Catalog:
     prices_date: str
     mode: str
     notes: list = field(default_factory=list)  # extra summary lines (cross-check, drops)
+    left_out: list = field(default_factory=list)  # sizes without a required fact
 
 
 

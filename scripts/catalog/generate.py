@@ -168,9 +168,18 @@ def apply_retirements(catalog: Catalog, path: Path) -> int:
     return len(rows)
 
 
+# Facts every row must have (docs/catalog.md): a size no source gives one of is left out.
+REQUIRED = ("vcpus", "vcpus_available", "memory_gib", "gpus", "generations")
+
+
 def finish_sizes(catalog: Catalog) -> None:
-    """Derived and default values, once every source has spoken."""
-    for size in catalog.sizes.values():
+    """Derived and default values, once every source has spoken; incomplete sizes are left out.
+
+    A size without a GPU count (anycloud names no GPU for it and no page row gives one) cannot
+    be written without guessing, and the format has no "unknown" count, so it is left out of the
+    shipped catalog, reported, and answered by the live Resource SKUs path instead.
+    """
+    for size in list(catalog.sizes.values()):
         v = size.values
         if not v.get("vcpus_available"):
             v["vcpus_available"] = v.get("vcpus", "")
@@ -180,8 +189,11 @@ def finish_sizes(catalog: Catalog) -> None:
             v.pop("gpu_model", None)
         if v.get("gpu_model"):
             v["gpu_arch"] = gpu_arch(v["gpu_model"])
-        if v.get("gpus", "") == "":
-            warn(f"{size.name}: no source gives its GPU count; left empty")
+        missing = [column for column in REQUIRED if not v.get(column)]
+        if missing:
+            warn(f"{size.name}: no source gives its {', '.join(missing)}; left out of the catalog")
+            catalog.left_out.append(size.name)
+            del catalog.sizes[size.name]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,6 +256,8 @@ def summary(catalog: Catalog, out: Path) -> None:
         if column in BOOLEAN_FIELDS:
             extra = f" (true {sum(1 for r in rows if r[column] == 'true')})"
         print(f"  {column:24} {known:5} of {len(rows)}{extra}")
+    if catalog.left_out:
+        print(f"left out for a missing required fact: {len(catalog.left_out)} sizes: {' '.join(sorted(catalog.left_out))}")
     for note in catalog.notes:
         print(note)
 
