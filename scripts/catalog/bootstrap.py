@@ -10,7 +10,6 @@ from pathlib import Path
 
 from common import Catalog, InputError, Size, decimal, plain_decimal, same_value, source_line, warn
 
-
 ANYCLOUD_HEADER = [
     "InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo",
     "Price", "SpotPrice", "Region", "Generation",
@@ -55,7 +54,11 @@ def read_anycloud(path: Path) -> tuple[dict, dict]:
             continue
         if (name, region.lower()) in prices:
             raise InputError(f"{path}:{number}: {name} in {region} is listed twice")
-        prices[(name, region.lower())] = (plain_decimal(price), plain_decimal(spot) if spot else "")
+        if spot and decimal(spot) is None:
+            raise InputError(f"{path}:{number}: SpotPrice {spot!r} is not a number")
+        # A zero spot price is no spot price.
+        spot = plain_decimal(spot) if spot and decimal(spot) > 0 else ""
+        prices[(name, region.lower())] = (plain_decimal(price), spot)
     return sizes, prices
 
 

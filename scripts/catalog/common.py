@@ -71,8 +71,8 @@ NAME_PARTS = re.compile(
     r"(?:Standard|Basic)_(?P<family>[A-Z]+)(?P<vcpus>\d+)(?:-(?P<constrained>\d+))?"
     r"(?P<features>[a-z]*)(?P<rest>_.*)?"
 )
-# The accelerator part of a name (`_H100_`, `_A10_`, `_MI300X_`, `_NDR_GB200_`): an upper-case
-# token with a digit that is not the version (`_v5`).
+# The accelerator part of a name (`_H100_`, `_A10_`, `_MI300X_`, the `GB200` of `_NDR_GB200_`):
+# upper-case letters then a digit, which the version (`_v5`) and `NDR` are not.
 ACCELERATOR_TOKEN = re.compile(r"^[A-Z]+[0-9][A-Z0-9]*$")
 
 BOOLEAN_FIELDS = ("rdma", "accelerated_networking", "premium_io")
@@ -115,8 +115,8 @@ class Catalog:
     left_out: list = field(default_factory=list)  # sizes without a required fact
 
 
-
 def decimal(text: str) -> Decimal | None:
+    """The number a text says, or None; compared as Decimal so 0.46 and 0.460 are equal."""
     try:
         return Decimal(text)
     except (InvalidOperation, TypeError):
@@ -131,6 +131,7 @@ def plain_decimal(text: str) -> str:
 
 
 def same_value(column: str, a: str, b: str) -> bool:
+    """Whether two sources say the same: numbers by value, names and booleans by case-folded text."""
     if column in ("gpu_model", "quota_family") or column in BOOLEAN_FIELDS:
         return a.lower() == b.lower()
     da, db = decimal(a), decimal(b)
@@ -140,6 +141,7 @@ def same_value(column: str, a: str, b: str) -> bool:
 
 
 def gpu_arch(model: str) -> str:
+    """The architecture of a GPU model, or '' when the table does not know it."""
     base = model.upper().split("-")[0]
     if base.startswith("MI") or base.startswith("RADEON"):
         return "AMD"
@@ -147,6 +149,7 @@ def gpu_arch(model: str) -> str:
 
 
 def name_parts(name: str):
+    """The regex match of a size name's parts (NAME_PARTS), or None for names outside the convention."""
     return NAME_PARTS.fullmatch(name)
 
 
@@ -172,7 +175,7 @@ def naming_facts(name: str) -> dict:
     if parts["constrained"]:
         facts["vcpus_available"] = parts["constrained"]
     tokens = (parts["rest"] or "").split("_")[1:]
-    accelerators = [t for t in tokens if ACCELERATOR_TOKEN.match(t) and t != "NDR"]
+    accelerators = [t for t in tokens if ACCELERATOR_TOKEN.match(t)]
     if accelerators and gpu_arch(accelerators[-1]):
         facts["gpu_model"] = accelerators[-1]
     return facts
@@ -197,6 +200,7 @@ def sha256(path: Path) -> str:
 
 
 def source_line(path: Path, fallback_what: str) -> tuple[str, dict | None]:
+    """The `# source:` text of an input file (its recorded provenance if known) and that record."""
     digest = sha256(path)
     known = KNOWN_INPUTS.get(digest)
     if known:
@@ -207,7 +211,7 @@ def source_line(path: Path, fallback_what: str) -> tuple[str, dict | None]:
 
 
 def run_date() -> str:
-    # SOURCE_DATE_EPOCH (reproducible-builds.org) pins the date for tests and re-runs.
+    """Today (UTC) as YYYY-MM-DD; SOURCE_DATE_EPOCH (reproducible-builds.org) pins it for tests."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     moment = datetime.datetime.fromtimestamp(int(epoch), datetime.UTC) if epoch else datetime.datetime.now(datetime.UTC)
     return moment.strftime("%Y-%m-%d")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import re
 import sys
 from pathlib import Path
@@ -47,6 +48,7 @@ from common import (
     Catalog, InputError, Size, decimal, gpu_arch, is_gpu_family, label, naming_facts, run_date,
     same_value, warn,
 )
+
 
 # ---------------------------------------------------------------------------------------------
 # Overlays: docs-facts.csv and retirements.csv
@@ -153,8 +155,10 @@ def apply_naming(catalog: Catalog) -> None:
 def apply_retirements(catalog: Catalog, path: Path) -> int:
     rows = read_overlay(path, RETIREMENT_COLUMNS)
     for number, row in rows:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["retirement_date"]):
-            raise InputError(f"{path}:{number}: retirement_date must be YYYY-MM-DD")
+        try:
+            datetime.date.fromisoformat(row["retirement_date"])
+        except ValueError:
+            raise InputError(f"{path}:{number}: retirement_date must be a YYYY-MM-DD date") from None
         try:
             pattern = re.compile(row["pattern"], re.IGNORECASE)
         except re.error as e:
@@ -189,6 +193,13 @@ def finish_sizes(catalog: Catalog) -> None:
             v.pop("gpu_model", None)
         if v.get("gpu_model"):
             v["gpu_arch"] = gpu_arch(v["gpu_model"])
+        for column in ("vcpus", "vcpus_available"):
+            # Some sources write counts as decimals ("8.0"); the format has integers.
+            number = decimal(v.get(column, ""))
+            if number is not None and number == number.to_integral_value():
+                v[column] = str(int(number))
+            else:
+                v.pop(column, None)
         missing = [column for column in REQUIRED if not v.get(column)]
         if missing:
             warn(f"{size.name}: no source gives its {', '.join(missing)}; left out of the catalog")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import urllib.parse
 import urllib.request
 from decimal import Decimal
 
-from common import Catalog, InputError, Size, decimal, plain_decimal, run_date
+from common import Catalog, InputError, Size, decimal, plain_decimal, run_date, warn
 
 PRICES_URL = "https://prices.azure.com"
 ARM_URL = "https://management.azure.com"
@@ -21,6 +22,7 @@ SKUS_API_VERSION = "2021-07-01"
 # Microsoft's public pages for the two APIs, cited in the `# source:` lines of an online run.
 PRICES_DOC = "https://learn.microsoft.com/rest/api/cost-management/retail-prices/azure-retail-prices"
 SKUS_DOC = "https://learn.microsoft.com/rest/api/compute/resource-skus/list"
+
 
 def get_json(url: str, token: str | None = None) -> dict:
     """GET a JSON document, retrying throttling and server errors with backoff.
@@ -41,9 +43,9 @@ def get_json(url: str, token: str | None = None) -> dict:
                 raise InputError(f"GET {url.split('?')[0]}: HTTP {e.code}: {body}") from None
             wait = e.headers.get("Retry-After")
             time.sleep(min(float(wait) if wait and wait.isdigit() else 2 ** attempt, 60))
-        except urllib.error.URLError as e:
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
             if attempt == 5:
-                raise InputError(f"GET {url.split('?')[0]}: {e.reason}") from None
+                raise InputError(f"GET {url.split('?')[0]}: {getattr(e, 'reason', e)}") from None
             time.sleep(2 ** attempt)
     raise AssertionError("unreachable")
 
@@ -165,7 +167,7 @@ def sku_size(name: str, records: list[dict]) -> tuple[Size, set]:
         "vcpus": cap("vCPUs"),
         "vcpus_available": cap("vCPUsAvailable"),
         "memory_gib": cap("MemoryGB"),
-        # Resource SKUs lists GPUs only for sizes that have them.
+        # Resource SKUs has a GPUs capability only on sizes with GPUs.
         "gpus": cap("GPUs") or "0",
         "quota_family": family,
         "generations": " ".join(g.strip().lstrip("V") for g in cap("HyperVGenerations").split(",") if g.strip()),
@@ -175,9 +177,11 @@ def sku_size(name: str, records: list[dict]) -> tuple[Size, set]:
     }
     if cap("MaxResourceVolumeMB"):
         values["temp_disk_gib"] = str(round(Decimal(cap("MaxResourceVolumeMB")) / 1024))
-    if cap("RetirementDateUtc"):
-        month, day, year = cap("RetirementDateUtc").split(" ")[0].split("/")
-        values["retirement_date"] = f"{int(year):04d}-{int(month):02d}-{int(day):02d}"
+    retirement = cap("RetirementDateUtc")  # "09/03/2024": month/day/year
+    if m := re.fullmatch(r"(\d{1,2})/(\d{1,2})/(\d{4})(?: .*)?", retirement):
+        values["retirement_date"] = f"{m[3]}-{int(m[1]):02d}-{int(m[2]):02d}"
+    elif retirement:
+        warn(f"{name}: RetirementDateUtc {retirement!r} is not month/day/year; ignored")
     return Size(name, {k: v for k, v in values.items() if v != ""}, ["skus"]), locations
 
 
@@ -189,20 +193,27 @@ def online(args) -> Catalog:
     by_name = {}
     for record in records:
         by_name.setdefault(record["name"], []).append(record)
-    sizes, offered = {}, {}
+    sizes, offered = {}, {}  # name -> Size; name -> the locations Resource SKUs lists it in
     for name, group in by_name.items():
         sizes[name], offered[name] = sku_size(name, group)
     if args.regions:
         regions = sorted({r.strip().lower() for r in args.regions.split(",") if r.strip()})
+        for region in regions:
+            if not re.fullmatch(r"[a-z0-9]+", region):
+                raise InputError(f"--regions: {region!r} is not an ARM location name (eastus, westeurope)")
     else:
         # Early-access (euap) and staging locations have no public prices.
         regions = sorted({loc for locs in offered.values() for loc in locs
                           if not loc.endswith(("euap", "stg"))})
     all_prices = fetch_prices(args.prices_url.rstrip("/"), regions)
-    # A (size, region) row means Azure offers the size there: priced and listed by Resource SKUs.
+    # A (size, region) row means Azure offers the size there: priced, and listed by Resource SKUs
+    # in that location. A restriction (NotAvailableForSubscription) is this subscription's, not
+    # Azure's offer, so it removes nothing; the live path reads restrictions.
     prices = {k: v for k, v in all_prices.items() if k[0] in sizes and k[1] in offered[k[0]]}
-    unpriced_sizes = len({k[0] for k in all_prices} - set(sizes))
+    unlisted_names = len({k[0] for k in all_prices} - set(sizes))
     not_listed = sum(1 for k in all_prices if k[0] in sizes and k[1] not in offered[k[0]])
+    priced = {name for name, _ in prices}
+    sizes = {name: size for name, size in sizes.items() if name in priced}
     sources = [
         f"Azure Retail Prices API (Linux pay-as-you-go and spot, USD), {PRICES_DOC}, read {today}, "
         f"licence: facts published by Microsoft",
@@ -212,7 +223,7 @@ def online(args) -> Catalog:
     catalog = Catalog(sizes, prices, sources, today, "online")
     catalog.notes.append(
         f"online: {len(records)} Resource SKU records, {len(regions)} regions queried; "
-        f"{unpriced_sizes} priced names without a Resource SKU and {not_listed} priced "
+        f"{unlisted_names} priced names without a Resource SKU and {not_listed} priced "
         f"(size, region) pairs Resource SKUs does not list were left out"
     )
     return catalog

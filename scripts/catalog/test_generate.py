@@ -377,6 +377,14 @@ class OnlineTest(unittest.TestCase):
         self.assertIn("HTTP 401", result.stderr)
         self.assertNotIn("wrong", result.stderr)
 
+    def test_a_region_that_is_not_a_location_name_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run("online", "--out", tmp, "--subscription", SUBSCRIPTION,
+                         "--regions", "eastus,West Europe", "--prices-url", self.server.base,
+                         "--arm-url", self.server.base, env={"AZURE_ACCESS_TOKEN": TOKEN})
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("--regions: 'west europe' is not an ARM location name", result.stderr)
+
     def test_no_token_and_no_az_says_how_to_log_in(self):
         with tempfile.TemporaryDirectory() as tmp:
             result = self.generate(Path(tmp), None, PATH=tmp)
