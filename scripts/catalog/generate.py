@@ -75,6 +75,17 @@ def read_overlay(path: Path, columns: list[str]) -> list[tuple[int, dict]]:
     return rows
 
 
+def overlay_source(path: Path, rows: list[tuple[int, dict]], what: str) -> str:
+    """The `# source:` line of an overlay: what it gives, how many rows and pages, its terms."""
+    pages = len({row["source"] for _, row in rows})
+    return (
+        f"{label(path)} ({what}), {len(rows)} rows citing {pages} pages of "
+        "https://learn.microsoft.com/azure/virtual-machines/ (each row names its page; "
+        "data/catalog/sources/README.md says how they were read), licence: facts from "
+        "Microsoft's documentation, no text copied"
+    )
+
+
 def page_slug(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".md")
 
@@ -127,7 +138,7 @@ def fill(size: Size, column: str, value: str, tag: str, origin: str) -> None:
         warn(f"{size.name}: {column} is {current} from {','.join(size.facts)} but {value} from {origin}; keeping {current}")
 
 
-def apply_docs_facts(catalog: Catalog, path: Path) -> int:
+def apply_docs_facts(catalog: Catalog, path: Path) -> str:
     rows = read_overlay(path, DOCS_FACTS_COLUMNS)
     unknown = []
     for number, row in rows:
@@ -141,7 +152,7 @@ def apply_docs_facts(catalog: Catalog, path: Path) -> int:
             fill(size, column, row[column], tag, origin)
     if unknown:
         warn(f"{path}: {len(unknown)} rows name sizes the catalog lacks: {' '.join(unknown[:10])}")
-    return len(rows)
+    return overlay_source(path, rows, "temp disk, RDMA, accelerated networking, premium IO, GPUs")
 
 
 def apply_naming(catalog: Catalog) -> None:
@@ -152,7 +163,7 @@ def apply_naming(catalog: Catalog) -> None:
             fill(size, column, value, "naming", "the naming convention")
 
 
-def apply_retirements(catalog: Catalog, path: Path) -> int:
+def apply_retirements(catalog: Catalog, path: Path) -> str:
     rows = read_overlay(path, RETIREMENT_COLUMNS)
     for number, row in rows:
         try:
@@ -169,7 +180,7 @@ def apply_retirements(catalog: Catalog, path: Path) -> int:
         tag = f"retire:{page_slug(row['source']).removesuffix('-retirement')}"
         for size in matched:
             fill(size, "retirement_date", row["retirement_date"], tag, f"{path.name}:{number}")
-    return len(rows)
+    return overlay_source(path, rows, "retirement dates by size-name pattern")
 
 
 # Facts every row must have (docs/catalog.md): a size no source gives one of is left out.
@@ -316,15 +327,17 @@ def main(argv: list[str] | None = None) -> int:
         mode = bootstrap_mode.bootstrap if args.mode == "bootstrap" else online_mode.online
         catalog = mode(args)
         docs_path, retire_path = Path(args.docs_facts), Path(args.retirements)
-        docs_rows = apply_docs_facts(catalog, docs_path)
+        docs_source = apply_docs_facts(catalog, docs_path)
         apply_naming(catalog)
-        retire_rows = apply_retirements(catalog, retire_path)
+        retire_source = apply_retirements(catalog, retire_path)
         finish_sizes(catalog)
         extra = [
-            f"{label(docs_path)}: {docs_rows} rows of facts from Microsoft Learn size pages (each row cites its page)",
-            f"{label(retire_path)}: {retire_rows} retirement patterns from Microsoft Learn retirement pages (each row cites its page)",
-            "Azure VM naming conventions (r = RDMA, s = premium storage, -N = constrained vCPUs), "
-            "https://learn.microsoft.com/azure/virtual-machines/vm-naming-conventions",
+            docs_source,
+            retire_source,
+            "Azure VM naming conventions (r = RDMA capable, s = premium storage capable, -N = "
+            "constrained vCPUs, _H100_ = accelerator), "
+            "https://learn.microsoft.com/azure/virtual-machines/vm-naming-conventions, "
+            "licence: Microsoft's documentation, no text copied",
         ]
         out = Path(args.out)
         write_outputs(catalog, out, extra)
