@@ -10,7 +10,8 @@ product, a Cloud Services product, a Reservation price, a dedicated host (`Dsv5_
 spot price, a spot price equal to pay-as-you-go, an older effectiveStartDate, a non-primary
 meter, a size Resource SKUs does not list (F2as_v6) and a region where Resource SKUs does not
 list the size (HB176-144rs_v4 in westeurope). The SKU pages hold a non-VM record (a disk), a
-location restriction and a zone restriction, a RetirementDateUtc, and a size priced nowhere.
+location restriction and a zone restriction, a RetirementDateUtc, and a size priced nowhere;
+their keys are held to the official Resource SKUs spec (shared/azure-specs) where it is present.
 The generator runs as a subprocess, as a maintainer runs it.
 """
 
@@ -390,6 +391,31 @@ class OnlineTest(unittest.TestCase):
             result = self.generate(Path(tmp), None, PATH=tmp)
         self.assertEqual(result.returncode, 1)
         self.assertIn("set AZURE_ACCESS_TOKEN or log in with `az login`", result.stderr)
+
+
+class FixtureShapeTest(unittest.TestCase):
+    """The Resource SKU fixture pages use only what the official spec defines (skus.json)."""
+
+    def test_sku_pages_follow_the_official_spec(self):
+        specs = Path(os.environ.get("DSINFRA_AZURE_SPECS", HERE.parents[2] / "shared/azure-specs"))
+        spec = specs / "compute/resource-manager/Microsoft.Compute/Skus/stable/2021-07-01/skus.json"
+        if not spec.exists():
+            self.skipTest(f"{spec} is not here")
+        definitions = json.loads(spec.read_text())["definitions"]
+
+        def check(value, definition: str, where: str) -> None:
+            properties = definitions[definition].get("properties", {})
+            self.assertLessEqual(set(value), set(properties), f"{where}: not in {definition}")
+            for key, child in value.items():
+                schema = properties[key]
+                ref = schema.get("items", schema).get("$ref", "")
+                if ref.startswith("#/definitions/"):
+                    for i, item in enumerate(child if isinstance(child, list) else [child]):
+                        if isinstance(item, dict):  # enums ($ref to a string) have no keys
+                            check(item, ref.rsplit("/", 1)[1], f"{where}.{key}[{i}]")
+
+        for page in ("skus-1.json", "skus-2.json"):
+            check(json.loads((FIXTURES / page).read_text()), "ResourceSkusResult", page)
 
 
 class HelperTest(unittest.TestCase):
