@@ -209,7 +209,10 @@ fn no_shipped_example_template_or_readme_names_a_retired_or_retiring_size() {
             }
             seen += 1;
             match dsinfra::catalog::vm_size(&name) {
-                None => problems.push(format!("{}: {name} is not a size Azure offers", file.display())),
+                None => problems.push(format!(
+                    "{}: {name} is not a size Azure offers",
+                    file.display()
+                )),
                 Some(size) => {
                     if let Some(state) = size.retirement(today) {
                         problems.push(format!("{}: {name} {state:?}", file.display()));

@@ -497,7 +497,11 @@ mod tests {
     fn v5_sizes_without_the_d_letter_have_no_temp_disk_where_stated() {
         // From the v5 generation on, a temp disk is what the `d` letter says; a row that states
         // a temp disk for a v5 size without it is a bad source row.
-        for size in vm_sizes() {
+        // (The HPC sizes, HBv5 among them, have a temp disk whatever their letters say.)
+        for size in vm_sizes()
+            .iter()
+            .filter(|s| s.name.starts_with("Standard_D") || s.name.starts_with("Standard_E"))
+        {
             if size.name.ends_with("s_v5") && without_disk_letter(size.name).is_none() {
                 assert!(
                     matches!(size.temp_disk_gib, None | Some(0)),

@@ -377,6 +377,7 @@ mod tests {
             )),
             attrs: Attrs::from([
                 ("size".to_owned(), json!(size)),
+                ("location".to_owned(), json!("eastus")),
                 ("os_disk_size_gb".to_owned(), json!(128)),
                 ("os_disk_sku".to_owned(), json!("Premium_LRS")),
             ]),

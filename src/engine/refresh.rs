@@ -403,7 +403,7 @@ mod tests {
         }));
         let same_body = json!({
             "tags": {"managed-by": "dsinfra", "dsinfra-address": "vm.gpu.vm", "costcenter": "42"},
-            "properties": {"hardwareProfile": {"vmSize": "standard_nc6s_v3"}}
+            "properties": {"hardwareProfile": {"vmSize": "standard_nc4as_t4_v3"}}
         });
         assert!(changed_attributes(ResourceKind::VirtualMachine, &want, &same_body).is_empty());
         let drifted = json!({

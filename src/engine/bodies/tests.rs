@@ -348,10 +348,11 @@ fn every_vm_body_states_its_security_profile() {
         profile(&dual, "vm.gpu.vm"),
         json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
     );
-    // Standard_D3_v2 boots Generation 1 images only, which cannot have Trusted Launch.
+    // Standard_D4ds_v5 boots Generation 2 as well: Trusted Launch with secure boot, as the GPU VM
+    // (a Generation 1 only size gets Standard: manifest::expand::security's tests).
     assert_eq!(
         profile(&dual, "vm.prep.vm"),
-        json!({"securityType": "Standard"})
+        json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
     );
 }
 

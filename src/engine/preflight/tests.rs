@@ -345,11 +345,21 @@ fn cluster_with_nics(count: u32, size: &str) -> Desired {
 
 #[test]
 fn a_new_vms_nic_follows_the_live_skus_accelerated_networking() {
-    // The fixture's NICs ask for none; the live SKU says the size has it.
+    // The shipped catalog says ND96asr_v4 has accelerated networking, so the manifest layer
+    // asks for it; this subscription's live SKU says it has none.
+    assert_eq!(
+        catalog::vm_size("Standard_ND96asr_v4").and_then(|s| s.accelerated_networking),
+        Some(true)
+    );
     let mut desired = cluster_with_nics(2, "Standard_ND96asr_v4");
+    for r in &mut desired.resources {
+        if r.kind == ResourceKind::NetworkInterface {
+            r.attrs.insert("accelerated_networking".into(), json!(true));
+        }
+    }
     let live = capacity_with(
         "Standard_ND96asr_v4",
-        &json!([{"name": "AcceleratedNetworkingEnabled", "value": "True"}]),
+        &json!([{"name": "AcceleratedNetworkingEnabled", "value": "False"}]),
     );
     // The first node exists: its NIC stays as it is.
     let existing = vec!["cluster.train[0].vm".parse().expect("valid")];
@@ -362,10 +372,14 @@ fn a_new_vms_nic_follows_the_live_skus_accelerated_networking() {
     };
     assert_eq!(
         (an(&desired, 0), an(&desired, 1)),
-        (json!(false), json!(true))
+        (json!(true), json!(false))
     );
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].starts_with("cluster.train[1].nic: accelerated networking on as the subscription's Resource SKUs state for Standard_ND96asr_v4"), "{notes:?}");
+    assert_eq!(
+        notes,
+        [
+            "cluster.train[1].nic: accelerated networking off as the subscription's Resource SKUs state for Standard_ND96asr_v4 (the shipped catalog says otherwise)"
+        ]
+    );
     // A SKU that says nothing changes nothing.
     let mut again = cluster_with_nics(1, "Standard_ND96asr_v4");
     let silent = capacity_with("Standard_ND96asr_v4", &json!([]));
