@@ -19,11 +19,7 @@ async fn the_catalog_backed_skus_and_usages_say_what_the_catalog_says_and_confor
     let today = catalog::today();
     for location in ["eastus", "westeurope"] {
         let started = Instant::now();
-        let skus = env
-            .client
-            .compute_skus(SUB, location)
-            .await
-            .expect("skus");
+        let skus = env.client.compute_skus(SUB, location).await.expect("skus");
         let took = started.elapsed();
         eprintln!("{} SKUs in {location} in {took:?}", skus.len());
         let listed: BTreeSet<&str> = skus.iter().filter_map(|s| s.name.as_deref()).collect();
