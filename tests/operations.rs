@@ -764,7 +764,7 @@ error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Fam
 5 | vm \"gpu\" {
   | ^^^^^^^^ 1 x Standard_NC4as_T4_v3 (4 vCPUs each)
   = help: standardNCSv3Family in eastus: limit 6, in use 6, available 0; starting them needs 6
-  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCASv3_T4 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
+  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCSv3 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
 "
     );
     assert_eq!(
