@@ -239,11 +239,11 @@ async fn a_retired_size_is_refused_as_not_available_and_a_retiring_one_is_not() 
 }
 
 fn premium_sizes() -> EmulatorConfig {
-    let mut dv2 = VmSizeSpec::new("Standard_D2_v2", 2, "standardDv2Family");
-    dv2.premium_io = Some(false);
-    let mut dsv2 = VmSizeSpec::new("Standard_DS2_v2", 2, "standardDSv2Family");
-    dsv2.premium_io = Some(true);
-    sized(vec![dv2, dsv2])
+    let mut without = VmSizeSpec::new("Standard_D2_v2", 2, "standardDv2Family");
+    without.premium_io = Some(false);
+    let mut with = VmSizeSpec::new("Standard_DS2_v2", 2, "standardDSv2Family");
+    with.premium_io = Some(true);
+    sized(vec![without, with])
 }
 
 fn with_os_disk(size: &str, storage_account_type: &str) -> Value {

@@ -379,9 +379,9 @@ mod tests {
         let bare = capabilities(
             &VmSizeSpec::new("Standard_B1ls", 1, "standardBSFamily").with_memory(768, None),
         );
-        let names: Vec<&str> = bare.iter().filter_map(|c| c["name"].as_str()).collect();
+        let bare_names: Vec<&str> = bare.iter().filter_map(|c| c["name"].as_str()).collect();
         assert_eq!(
-            names,
+            bare_names,
             ["OSVhdSizeMB", "vCPUs", "MemoryGB", "vCPUsAvailable"]
         );
         assert_eq!(bare[2]["value"], "0.75");
