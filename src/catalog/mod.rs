@@ -377,10 +377,7 @@ mod tests {
     #[test]
     fn sizes_are_found_case_insensitively_with_their_quota_family() {
         let nd = vm_size("standard_nd40rs_v2").expect("ND40rs_v2 known");
-        assert_eq!(
-            (nd.name, nd.vcpus, nd.gpus),
-            ("Standard_ND40rs_v2", 40, 8.0)
-        );
+        assert_eq!((nd.name, nd.vcpus, nd.gpus), ("Standard_ND40rs_v2", 40, 8.0));
         assert!(nd.quota_family.eq_ignore_ascii_case("standardNDSv2Family"));
         assert!(nd.gen2_only() && nd.infiniband);
         assert_eq!(nd.gpu_arch, Some(GpuArch::Volta));
@@ -396,14 +393,8 @@ mod tests {
         };
         assert_eq!(facts("Standard_D8ds_v5"), (8, 0.0, Some(300), false));
         assert_eq!(facts("Standard_E16ds_v5"), (16, 0.0, Some(600), false));
-        assert_eq!(
-            facts("Standard_NC40ads_H100_v5"),
-            (40, 1.0, Some(3576), false)
-        );
-        assert_eq!(
-            facts("Standard_ND96isr_H200_v5"),
-            (96, 8.0, Some(1024), true)
-        );
+        assert_eq!(facts("Standard_NC40ads_H100_v5"), (40, 1.0, Some(3576), false));
+        assert_eq!(facts("Standard_ND96isr_H200_v5"), (96, 8.0, Some(1024), true));
         assert_eq!(facts("Standard_HB176rs_v4"), (176, 0.0, Some(480), true));
         assert_eq!(
             vm_size("Standard_NC40ads_H100_v5").and_then(|s| s.gpu_arch),
@@ -417,10 +408,7 @@ mod tests {
         let eastus = price("Standard_D8s_v5", "eastus").expect("offered in eastus");
         let westeurope = price("Standard_D8s_v5", "West Europe").expect("offered in westeurope");
         assert!((eastus.linux_payg - 0.384).abs() < 1e-9, "{eastus:?}");
-        assert!(
-            (westeurope.linux_payg - 0.46).abs() < 1e-9,
-            "{westeurope:?}"
-        );
+        assert!((westeurope.linux_payg - 0.46).abs() < 1e-9, "{westeurope:?}");
         // ND H200 is not offered in eastus; its regions say where it is.
         assert_eq!(price("Standard_ND96isr_H200_v5", "eastus"), None);
         assert!(regions_offering("Standard_ND96isr_H200_v5").contains(&"eastus2"));
@@ -439,10 +427,7 @@ mod tests {
             nc.retirement(day("2025-01-01")),
             Some(Retirement::Retiring(day("2025-09-30")))
         );
-        assert_eq!(
-            vm_size("Standard_D8ds_v5").and_then(|s| s.retirement_date),
-            None
-        );
+        assert_eq!(vm_size("Standard_D8ds_v5").and_then(|s| s.retirement_date), None);
     }
 
     #[test]
@@ -452,14 +437,8 @@ mod tests {
                 .and_then(with_temp_disk)
                 .map(|s| (s.name, s.temp_disk_gib))
         };
-        assert_eq!(
-            find("Standard_D4s_v5"),
-            Some(("Standard_D4ds_v5", Some(150)))
-        );
-        assert_eq!(
-            find("Standard_D16s_v5"),
-            Some(("Standard_D16ds_v5", Some(600)))
-        );
+        assert_eq!(find("Standard_D4s_v5"), Some(("Standard_D4ds_v5", Some(150))));
+        assert_eq!(find("Standard_D16s_v5"), Some(("Standard_D16ds_v5", Some(600))));
         assert_eq!(
             without_disk_letter("Standard_NC24ads_A100_v4").as_deref(),
             Some("Standard_NC24as_A100_v4")
@@ -474,11 +453,7 @@ mod tests {
         // a temp disk for a v5 size without it is a bad source row.
         for size in vm_sizes() {
             if size.name.ends_with("s_v5") && without_disk_letter(size.name).is_none() {
-                assert!(
-                    matches!(size.temp_disk_gib, None | Some(0)),
-                    "{}",
-                    size.name
-                );
+                assert!(matches!(size.temp_disk_gib, None | Some(0)), "{}", size.name);
             }
         }
     }

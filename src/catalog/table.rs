@@ -54,7 +54,11 @@ struct Csv {
     rows: Vec<(usize, Vec<&'static str>)>,
 }
 
-fn read_csv(file: &'static str, text: &'static str, header: &[&str]) -> Result<Csv, TableError> {
+fn read_csv(
+    file: &'static str,
+    text: &'static str,
+    header: &[&str],
+) -> Result<Csv, TableError> {
     let mut provenance = Provenance::default();
     let mut rows = Vec::new();
     let mut seen_header = false;
@@ -212,10 +216,7 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
     let gpu_arch = match row.text(6) {
         "" => None,
         arch => Some(GpuArch::from_name(arch).ok_or_else(|| {
-            row.err(
-                6,
-                format!("`{arch}` is not a GPU architecture dsinfra knows"),
-            )
+            row.err(6, format!("`{arch}` is not a GPU architecture dsinfra knows"))
         })?),
     };
     let generations = row.text(9);
@@ -316,37 +317,24 @@ mod tests {
              Standard_B_v1,176,144,768,0,,,480,famB,2,true,false,true,,docs",
         )
         .expect("parses");
-        assert_eq!(
-            provenance.generated.map(|d| d.to_string()).as_deref(),
-            Some("2026-11-26")
-        );
+        assert_eq!(provenance.generated.map(|d| d.to_string()).as_deref(), Some("2026-11-26"));
         assert_eq!(provenance.sources, vec!["a test"]);
         let a = &rows[0];
         assert_eq!((a.vcpus_available, a.memory_gib, a.gpus), (2, 4.5, 0.167));
         assert_eq!((a.temp_disk_gib, a.premium_io), (None, None));
         assert_eq!(a.accelerated_networking, Some(true));
         assert!(a.gen1 && a.gen2 && !a.infiniband);
-        assert_eq!(
-            a.retirement_date.map(|d| d.to_string()).as_deref(),
-            Some("2028-05-01")
-        );
+        assert_eq!(a.retirement_date.map(|d| d.to_string()).as_deref(), Some("2028-05-01"));
         let b = &rows[1];
         assert!(b.gen2_only() && b.infiniband);
-        assert_eq!(
-            (b.vcpus, b.vcpus_available, b.temp_disk_gib),
-            (176, 144, Some(480))
-        );
+        assert_eq!((b.vcpus, b.vcpus_available, b.temp_disk_gib), (176, 144, Some(480)));
     }
 
     #[test]
     fn a_bad_row_names_its_file_line_and_column() {
         let err = sizes("Standard_A_v1,two,,4,0,,,,fam,1,,,,,x").expect_err("bad vcpus");
         assert_eq!(err.line, 4);
-        assert!(
-            err.to_string()
-                .starts_with("data/catalog/vm-sizes.csv:4: column `vcpus`"),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("data/catalog/vm-sizes.csv:4: column `vcpus`"), "{err}");
         let err = sizes("Standard_A_v1,2,,4,0,,,,fam,3,,,,,x").expect_err("bad generation");
         assert!(err.message.contains("`generations`"), "{err}");
         let err = sizes("Standard_A_v1,2,,4,0,,,,fam,1,,,,").expect_err("short row");
@@ -362,35 +350,22 @@ mod tests {
 
     #[test]
     fn prices_belong_to_known_sizes_in_order() {
-        let (_, rows) =
-            sizes("Standard_A_v1,2,,4,0,,,,f,1,,,,,x\nStandard_B_v1,2,,4,0,,,,f,1,,,,,x")
-                .expect("sizes");
+        let (_, rows) = sizes(
+            "Standard_A_v1,2,,4,0,,,,f,1,,,,,x\nStandard_B_v1,2,,4,0,,,,f,1,,,,,x",
+        )
+        .expect("sizes");
         let prices = "# prices-date: 2026-05-20\nname,region,linux_payg,spot\n\
             Standard_A_v1,eastus,0.1,0.02\nStandard_A_v1,westeurope,0.12,\n\
             Standard_B_v1,eastus,0.2,";
         let (provenance, parsed) = parse_prices(prices, &rows).expect("prices");
-        assert_eq!(
-            provenance.prices_date.map(|d| d.to_string()).as_deref(),
-            Some("2026-05-20")
-        );
+        assert_eq!(provenance.prices_date.map(|d| d.to_string()).as_deref(), Some("2026-05-20"));
         assert_eq!(parsed.len(), 3);
-        assert_eq!(
-            parsed[1],
-            (
-                0,
-                "westeurope",
-                Price {
-                    linux_payg: 0.12,
-                    spot: None
-                }
-            )
-        );
+        assert_eq!(parsed[1], (0, "westeurope", Price { linux_payg: 0.12, spot: None }));
         assert_eq!(parsed[2].0, 1);
         let unknown = "name,region,linux_payg,spot\nStandard_C_v1,eastus,0.1,";
         let err = parse_prices(unknown, &rows).expect_err("unknown size");
         assert!(err.message.contains("not in vm-sizes.csv"), "{err}");
-        let backwards =
-            "name,region,linux_payg,spot\nStandard_B_v1,eastus,0.1,\nStandard_A_v1,eastus,0.1,";
+        let backwards = "name,region,linux_payg,spot\nStandard_B_v1,eastus,0.1,\nStandard_A_v1,eastus,0.1,";
         assert!(parse_prices(backwards, &rows).is_err());
     }
 }

@@ -107,9 +107,7 @@ impl CostSummary {
     ) -> Self {
         let mut summary = Self {
             location: String::new(),
-            price_date: catalog::prices_date()
-                .map(|d| d.to_string())
-                .unwrap_or_default(),
+            price_date: catalog::prices_date().map(|d| d.to_string()).unwrap_or_default(),
             hours_per_month: catalog::HOURS_PER_MONTH,
             resources: Vec::new(),
             before: CostTotals::default(),
@@ -280,10 +278,7 @@ mod tests {
         let vm = |size: &str, region: &str| {
             rate_of(
                 ResourceKind::VirtualMachine,
-                &attrs(&[
-                    ("size", Value::from(size)),
-                    ("location", Value::from(region)),
-                ]),
+                &attrs(&[("size", Value::from(size)), ("location", Value::from(region))]),
             )
         };
         // The shipped catalog's prices for Standard_D8s_v5 (docs/catalog.md).

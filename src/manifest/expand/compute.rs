@@ -700,11 +700,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         );
         nic_attrs.insert(
             "accelerated_networking".into(),
-            json!(
-                machine
-                    .info
-                    .is_some_and(|s| s.accelerated_networking == Some(true))
-            ),
+            json!(machine.info.is_some_and(|s| s.accelerated_networking == Some(true))),
         );
         let mut nic_deps: Vec<Address> = vnet.iter().chain(nsg.iter()).cloned().collect();
         if public {
