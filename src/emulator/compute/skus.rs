@@ -8,6 +8,8 @@
 //! PUT that asks for it is refused with SkuNotAvailable (docs/emulator.md, "Catalog-backed
 //! sizes").
 
+use std::collections::HashMap;
+
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 
@@ -264,13 +266,38 @@ pub(crate) fn skus(ctx: &Ctx<'_>) -> Result<Reply, ArmError> {
         .map(|l| normalize_location(l))
         .filter(|l| filter.as_ref().is_none_or(|f| f == l))
         .collect();
+    // Each size's own locations are looked up in the ones asked for, not the other way round:
+    // the whole list is some 1,400 sizes in 60 locations.
+    let asked: HashMap<&str, usize> = locations
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), i))
+        .collect();
     let mut offered: Vec<(&VmSizeSpec, &str)> = Vec::new();
     for size in &ctx.config.vm_sizes {
-        for location in &locations {
-            if size.offered_in(location) {
-                offered.push((size, location));
-            }
+        if size.locations.is_empty() {
+            offered.extend(locations.iter().map(|l| (size, l.as_str())));
+            continue;
         }
+        let mut here: Vec<usize> = size
+            .locations
+            .iter()
+            .filter_map(|l| {
+                // Configured locations are normally already ARM's short names: no copy then.
+                let plain = !l
+                    .bytes()
+                    .any(|b| b.is_ascii_uppercase() || b.is_ascii_whitespace());
+                if plain {
+                    asked.get(l.as_str()).copied()
+                } else {
+                    asked.get(normalize_location(l).as_str()).copied()
+                }
+            })
+            .collect();
+        // In the configured order, as for a size offered everywhere.
+        here.sort_unstable();
+        here.dedup();
+        offered.extend(here.into_iter().map(|i| (size, locations[i].as_str())));
     }
     let today = ctx.now.date_naive();
     paging::page_built(ctx, offered, |(size, location)| {
