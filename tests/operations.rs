@@ -342,7 +342,7 @@ error: not enough vCPU quota in eastus: vm.gpu needs 4 vCPUs of Standard NCASv3_
 5 | vm \"gpu\" {{
   | ^^^^^^^^ 1 x Standard_NC4as_T4_v3 (4 vCPUs each)
   = help: Standard NCASv3_T4 Family in eastus: limit 2, in use 0, available 2; this plan adds 4
-  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCSv3 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
+  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCASv3_T4 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
 "
         )
     );
@@ -371,6 +371,38 @@ error: Standard_NC4as_T4_v3 is not available to this subscription in eastus (Sku
 "
         )
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_reports_azures_refusal_to_attach_a_premium_disk_to_a_size_without_premium_io() {
+    // This cloud's NC4as_T4_v3 has no premium IO (whatever the shipped catalog knows of it), so
+    // attaching a Premium SSD to the running VM is refused by the VM update itself, as on Azure;
+    // apply must stop there with ARM's code and words.
+    let mut config = config();
+    config
+        .vm_sizes
+        .iter_mut()
+        .find(|s| s.name == "Standard_NC4as_T4_v3")
+        .expect("a catalog size")
+        .premium_io = Some(false);
+    let world = World::applied(config).await;
+    let manifest = format!(
+        "{MANIFEST}\ndisk \"fast\" {{\n  size_gb   = 64\n  sku       = \"Premium_LRS\"\n  attach_to = vm.gpu\n}}\n"
+    );
+    std::fs::write(&world.manifest, manifest).expect("the manifest gains a disk");
+    let failed = world.run(&["apply", "exp.hcl", "--auto-approve"]).code(1);
+    let out = stdout(&failed);
+    assert!(
+        out.contains(
+            "error: update vm.gpu.vm: InvalidParameter: Requested operation cannot be performed \
+             because the VM size Standard_NC4as_T4_v3 does not support the storage account type \
+             Premium_LRS of disk 'exp-fast'. Consider updating the VM to a size that supports \
+             Premium storage. (request id "
+        ),
+        "{out}\n{}",
+        stderr(&failed)
+    );
+    assert!(out.contains(", 1 failed."), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -450,15 +482,25 @@ async fn the_preflight_follows_every_page_and_plans_as_with_one_page() {
     );
     let (paged_out, paged_err, pages) = plan_paged(1).await;
     assert_eq!((paged_out, paged_err), (out, err));
-    // Each preflight reads one usages list (cores, virtualMachines, one per family) and one SKU
-    // list (one per size in eastus): in pages of one, a request per item.
-    let sizes = config().vm_sizes;
+    // Each preflight reads one usages list (cores, virtualMachines, one per family offered in
+    // eastus) and one SKU list (one per size offered in eastus): in pages of one, a request per
+    // item.
+    let sizes: Vec<_> = config()
+        .vm_sizes
+        .into_iter()
+        .filter(|s| s.offered_in("eastus"))
+        .collect();
     let mut families: Vec<&str> = sizes.iter().map(|s| s.family.as_str()).collect();
     families.sort_unstable();
     families.dedup();
-    let preflights = one_page / 2;
-    assert_eq!(one_page, preflights * 2, "one page per list by default");
-    assert_eq!(pages, preflights * (2 + families.len() + sizes.len()));
+    let usages = 2 + families.len();
+    // By default each list takes as many pages as it has thousands of items (the SKU list of a
+    // catalog-backed cloud is longer than one page).
+    let per_preflight = usages.div_ceil(emulator::DEFAULT_PAGE_SIZE)
+        + sizes.len().div_ceil(emulator::DEFAULT_PAGE_SIZE);
+    let preflights = one_page / per_preflight;
+    assert_eq!(one_page, preflights * per_preflight);
+    assert_eq!(pages, preflights * (usages + sizes.len()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

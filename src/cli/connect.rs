@@ -193,24 +193,48 @@ pub async fn ssh_endpoints_for(conn: &Connection, state: &State) -> anyhow::Resu
 }
 
 /// The emulator configuration dsinfra uses for `--emulator` and `dsinfra emulator`: every VM size
-/// and region dsinfra's catalog knows, so manifests that validate can be applied.
+/// and region dsinfra's catalog knows, so manifests that validate can be applied, and the
+/// emulator's Resource SKUs, usages and VM checks answer from the same facts the plan read.
 pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> EmulatorConfig {
     EmulatorConfig {
         state_dir: state_dir.map(Path::to_path_buf),
         latency_scale,
         vm_sizes: catalog::vm_sizes()
             .iter()
-            .map(|s| {
-                // Whole MB: the sizes list's unit; the catalog's GiB can be fractional (0.75).
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let memory_mb = (s.memory_gib * 1024.0).round() as u32;
-                VmSizeSpec::new(s.name, s.vcpus, s.quota_family)
-                    .with_memory(memory_mb, s.temp_disk_gib.map(|gib| gib * 1024))
-            })
+            .filter_map(emulator_size)
             .collect(),
         locations: catalog::LOCATIONS.iter().map(|l| (*l).to_owned()).collect(),
         ..EmulatorConfig::default()
     }
+}
+
+/// One catalog size as the emulator knows it: offered where the catalog prices it, with the
+/// facts Resource SKUs reports. A fact the catalog does not know stays unknown to the emulator.
+/// A size priced in no region is offered nowhere, so the emulator does not know it.
+fn emulator_size(size: &catalog::VmSize) -> Option<VmSizeSpec> {
+    let regions = catalog::regions_offering(size.name);
+    if regions.is_empty() {
+        return None;
+    }
+    // Whole MB: the sizes list's unit; the catalog's GiB can be fractional (0.75).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let memory_mb = (size.memory_gib * 1024.0).round() as u32;
+    let mut spec = VmSizeSpec::new(size.name, size.vcpus, size.quota_family)
+        .with_memory(memory_mb, size.temp_disk_gib.map(|gib| gib * 1024))
+        .in_locations(&regions);
+    spec.vcpus_available = Some(size.vcpus_available);
+    spec.gpus = Some(size.gpus);
+    spec.generations = [(size.gen1, 1), (size.gen2, 2)]
+        .into_iter()
+        .filter_map(|(boots, generation)| boots.then_some(generation))
+        .collect();
+    // The catalog states InfiniBand only where a source says so; its `false` also stands for
+    // "not stated", so only `true` becomes a fact here.
+    spec.rdma = size.infiniband.then_some(true);
+    spec.accelerated_networking = size.accelerated_networking;
+    spec.premium_io = size.premium_io;
+    spec.retirement_date = size.retirement_date;
+    Some(spec)
 }
 
 /// Latency scale of the built-in emulator: `DSINFRA_EMULATOR_LATENCY_SCALE`, default 0.01 (a VM
@@ -251,4 +275,49 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("could not start the async runtime")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_emulator_knows_every_catalog_size_with_its_facts_and_regions() {
+        let config = builtin_emulator_config(None, 0.0);
+        assert_eq!(config.vm_sizes.len(), catalog::vm_sizes().len());
+        let size = |name: &str| {
+            config
+                .vm_size(name)
+                .unwrap_or_else(|| panic!("{name} is in the emulator"))
+        };
+        let h200 = size("Standard_ND96isr_H200_v5");
+        assert!(!h200.offered_in("eastus") && h200.offered_in("eastus2"));
+        assert_eq!(
+            h200.locations,
+            catalog::regions_offering("Standard_ND96isr_H200_v5")
+        );
+        assert_eq!((h200.gpus, h200.rdma), (Some(8.0), Some(true)));
+        let d8ds = size("Standard_D8ds_v5");
+        let facts = catalog::vm_size("Standard_D8ds_v5").expect("in the catalog");
+        assert_eq!(d8ds.resource_disk_mb, facts.temp_disk_gib.map(|g| g * 1024));
+        assert_eq!(d8ds.rdma, None, "not stated is not `false`");
+        let hb = size("Standard_HB176rs_v4");
+        let facts = catalog::vm_size("Standard_HB176rs_v4").expect("in the catalog");
+        assert_eq!(hb.generations.contains(&1), facts.gen1);
+        assert_eq!(hb.generations.contains(&2), facts.gen2);
+        assert_eq!(hb.rdma, Some(true));
+        let nc = size("Standard_NC6s_v3");
+        assert_eq!(
+            nc.retirement_date.map(|d| d.to_string()).as_deref(),
+            Some("2025-09-30")
+        );
+        // Facts the catalog leaves unknown stay unknown.
+        let unknown = catalog::vm_sizes()
+            .iter()
+            .find(|s| s.premium_io.is_none())
+            .map(|s| s.name);
+        if let Some(name) = unknown {
+            assert_eq!(size(name).premium_io, None);
+        }
+    }
 }

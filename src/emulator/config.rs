@@ -5,14 +5,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::boot::VmBootHook;
 use super::faults::FaultRule;
 
-/// One VM size the emulated compute provider knows: vCPUs count against the quota family.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One VM size the emulated compute provider knows, with what Resource SKUs reports for it.
+///
+/// Every fact past the quota's (name, vCPUs, family) is optional: a fact left unknown is left
+/// out of the SKUs answer, as ARM leaves out a capability a size does not state, and the checks
+/// that read it (premium disks, accelerated networking) allow what they cannot judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VmSizeSpec {
     /// ARM size name, e.g. `Standard_ND40rs_v2` (compared case-insensitively).
     pub name: String,
@@ -27,10 +32,36 @@ pub struct VmSizeSpec {
     /// The local temporary disk in MB (0: none), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_disk_mb: Option<u32>,
+    /// Locations that offer the size (`eastus`); empty means every configured location.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<String>,
+    /// vCPUs the guest sees, when fewer than `vcpus` (constrained-core sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus_available: Option<u32>,
+    /// GPUs, when known (0: none); a fraction for a size that gets part of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<f64>,
+    /// Hyper-V generations the size boots (`1`, `2`); empty when not known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generations: Vec<u8>,
+    /// Has an RDMA (InfiniBand) interface, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<bool>,
+    /// Supports accelerated networking on its NICs, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerated_networking: Option<bool>,
+    /// Can attach Premium SSD (v1 and v2) disks, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub premium_io: Option<bool>,
+    /// The day Azure retired or retires the size, if announced. From that day on the size is
+    /// not available to any subscription.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retirement_date: Option<NaiveDate>,
 }
 
 impl VmSizeSpec {
-    /// Convenience constructor for config tables.
+    /// Convenience constructor for config tables: a size offered everywhere, its other facts
+    /// unknown.
     pub fn new(name: &str, vcpus: u32, family: &str) -> Self {
         Self {
             name: name.to_owned(),
@@ -38,6 +69,14 @@ impl VmSizeSpec {
             family: family.to_owned(),
             memory_mb: None,
             resource_disk_mb: None,
+            locations: Vec::new(),
+            vcpus_available: None,
+            gpus: None,
+            generations: Vec::new(),
+            rdma: None,
+            accelerated_networking: None,
+            premium_io: None,
+            retirement_date: None,
         }
     }
 
@@ -47,6 +86,33 @@ impl VmSizeSpec {
         self.memory_mb = Some(memory_mb);
         self.resource_disk_mb = resource_disk_mb;
         self
+    }
+
+    /// The same size offered only in `locations`.
+    #[must_use]
+    pub fn in_locations<S: AsRef<str>>(mut self, locations: &[S]) -> Self {
+        self.locations = locations
+            .iter()
+            .map(|l| normalize_location(l.as_ref()))
+            .collect();
+        self
+    }
+
+    /// Whether the size is offered in `location` (a normalised location such as `eastus`).
+    pub fn offered_in(&self, location: &str) -> bool {
+        // Compared in place: the SKUs list asks this of every size for every location.
+        self.locations.is_empty()
+            || self.locations.iter().any(|l| {
+                l.chars()
+                    .filter(|c| !c.is_whitespace())
+                    .flat_map(char::to_lowercase)
+                    .eq(location.chars())
+            })
+    }
+
+    /// Whether the size is retired on `day`: on or after its retirement date.
+    pub fn retired_on(&self, day: NaiveDate) -> bool {
+        self.retirement_date.is_some_and(|date| date <= day)
     }
 }
 

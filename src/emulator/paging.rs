@@ -34,6 +34,25 @@ pub(crate) fn page_of(
     items: Vec<Value>,
     top: Option<usize>,
 ) -> Result<Reply, ArmError> {
+    page_with(ctx, items, top, |item| item)
+}
+
+/// [`page`] for a long list whose items are costly to render: `items` are cheap keys, and only
+/// those on the page asked for become JSON, through `render`.
+pub(crate) fn page_built<T>(
+    ctx: &Ctx<'_>,
+    items: Vec<T>,
+    render: impl Fn(T) -> Value,
+) -> Result<Reply, ArmError> {
+    page_with(ctx, items, None, render)
+}
+
+fn page_with<T>(
+    ctx: &Ctx<'_>,
+    items: Vec<T>,
+    top: Option<usize>,
+    render: impl Fn(T) -> Value,
+) -> Result<Reply, ArmError> {
     let start = match ctx.query(SKIP_TOKEN) {
         None => 0,
         Some(token) => token.parse::<usize>().map_err(|_| bad_token(token))?,
@@ -43,7 +62,12 @@ pub(crate) fn page_of(
         .map_or(ctx.config.page_size, |top| top.min(ctx.config.page_size))
         .max(1);
     let total = items.len();
-    let value: Vec<Value> = items.into_iter().skip(start).take(size).collect();
+    let value: Vec<Value> = items
+        .into_iter()
+        .skip(start)
+        .take(size)
+        .map(render)
+        .collect();
     let next = start.saturating_add(size);
     let mut body = json!({ "value": value });
     if next < total {

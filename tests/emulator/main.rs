@@ -19,6 +19,7 @@ mod paging;
 mod patch;
 mod providers;
 mod service;
+mod sizes;
 mod storage;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000001";

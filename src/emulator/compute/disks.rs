@@ -56,6 +56,8 @@ pub(super) struct DiskSite<'a> {
     pub(super) vm_name: &'a str,
     pub(super) location: &'a str,
     pub(super) now: String,
+    /// The type of a disk the request does not type (see `capabilities::default_disk_type`).
+    pub(super) default_type: &'a str,
 }
 
 impl DiskSite<'_> {
@@ -114,7 +116,7 @@ fn os_disk(
             || format!("{}_OsDisk_1_{}", site.vm_name, short_hex()),
             str::to_owned,
         );
-        let sku = str_or(&os, "/managedDisk/storageAccountType", "Premium_LRS").to_owned();
+        let sku = str_or(&os, "/managedDisk/storageAccountType", site.default_type).to_owned();
         let size_gb = os.get("diskSizeGB").and_then(Value::as_i64).unwrap_or(30);
         let (disk_id, mut disk) = site.implicit_disk(cloud, &name, &sku, size_gb, "FromImage");
         disk.body["properties"]["osType"] = json!(os_type);
@@ -211,7 +213,7 @@ fn data_disk(
             || format!("{}_disk{lun}_{}", site.vm_name, short_hex()),
             str::to_owned,
         );
-        let sku = str_or(disk, "/managedDisk/storageAccountType", "Premium_LRS").to_owned();
+        let sku = str_or(disk, "/managedDisk/storageAccountType", site.default_type).to_owned();
         let size_gb = disk.get("diskSizeGB").and_then(Value::as_i64).unwrap_or(32);
         let (disk_id, resource) = site.implicit_disk(cloud, &name, &sku, size_gb, "Empty");
         out["name"] = json!(name);

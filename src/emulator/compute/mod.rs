@@ -1,6 +1,6 @@
-//! Microsoft.Compute: VMs (quota, SKU restrictions, power states, instance view, disks via the
-//! VM body), managed disks, proximity placement groups, availability sets (InfiniBand fabrics),
-//! and the usages and SKUs endpoints.
+//! Microsoft.Compute: VMs (quota, the sizes offered and what they allow, power states, instance
+//! view, disks via the VM body), managed disks, proximity placement groups, availability sets
+//! (InfiniBand fabrics), and the usages, SKUs and VM sizes endpoints.
 
 use serde_json::{Value, json};
 
@@ -11,17 +11,20 @@ use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
 
 mod avset;
+mod capabilities;
 mod disks;
 mod power;
 mod quota;
 mod security;
+mod skus;
 mod vm;
 
 pub(crate) use avset::{put_avset, vm_fabric};
 pub(crate) use disks::{put_disk, release_disks};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
-pub(crate) use quota::{skus, usages, vm_sizes};
+pub(crate) use quota::usages;
+pub(crate) use skus::{skus, vm_sizes};
 use vm::CUSTOM_DATA_DIGEST;
 pub(crate) use vm::put_vm;
 

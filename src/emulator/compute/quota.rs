@@ -1,5 +1,4 @@
-//! vCPU quota and SKU restrictions on VM creates, and the usages and SKUs endpoints that report
-//! them.
+//! vCPU quota on VM creates, and the usages endpoint that reports it.
 
 use serde_json::{Value, json};
 
@@ -115,43 +114,20 @@ pub(super) fn check_quota(
     Ok(())
 }
 
-/// SkuNotAvailable when the size is restricted in the location (or in one of the VM's zones).
-pub(super) fn check_sku(
-    config: &EmulatorConfig,
-    size: &str,
-    location: &str,
-    zones: &[String],
-) -> Result<(), ArmError> {
-    let normalized = normalize_location(location);
-    let restricted = config.sku_restrictions.iter().any(|r| {
-        r.size.eq_ignore_ascii_case(size)
-            && normalize_location(&r.location) == normalized
-            && (r.zones.is_empty() || zones.iter().any(|z| r.zones.contains(z)))
-    });
-    if restricted {
-        return Err(ArmError::new(
-            409,
-            "SkuNotAvailable",
-            format!(
-                "The requested VM size for resource 'Following SKUs have failed for Capacity \
-                 Restrictions: {size}' is currently not available in location '{normalized}'. Please \
-                 try another size or deploy to a different location or different zone. See \
-                 https://aka.ms/azureskunotavailable for details."
-            ),
-        ));
-    }
-    Ok(())
-}
-
+/// The usages counter's `localizedValue` for a family: `standardNDSv2Family` -> `Standard NDSv2
+/// Family vCPUs`. Some families are spelt with spaces (`Standard NCASv3_T4 Family`), so the
+/// parts are trimmed before they are joined again.
 fn family_label(family: &str) -> String {
     let trimmed = family
         .trim_start_matches("standard")
-        .trim_start_matches("Standard");
-    let trimmed = trimmed.trim_end_matches("Family");
+        .trim_start_matches("Standard")
+        .trim();
+    let trimmed = trimmed.trim_end_matches("Family").trim();
     format!("Standard {trimmed} Family vCPUs")
 }
 
-/// `GET .../locations/{loc}/usages`: per-family and regional vCPU usage with their limits.
+/// `GET .../locations/{loc}/usages`: per-family and regional vCPU usage with their limits, for
+/// every family of the sizes offered in the location.
 pub(crate) fn usages(
     cloud: &Cloud,
     ctx: &Ctx<'_>,
@@ -163,6 +139,7 @@ pub(crate) fn usages(
         .config
         .vm_sizes
         .iter()
+        .filter(|s| s.offered_in(&location))
         .map(|s| s.family.as_str())
         .collect();
     families.sort_unstable();
@@ -194,113 +171,25 @@ pub(crate) fn usages(
     paging::page(ctx, value)
 }
 
-/// `GET /subscriptions/{s}/providers/Microsoft.Compute/skus`, with `$filter=location eq '...'`.
-pub(crate) fn skus(ctx: &Ctx<'_>) -> Result<Reply, ArmError> {
-    let filter = ctx.query("$filter").and_then(|f| {
-        let (_, rest) = f.split_once("eq")?;
-        Some(normalize_location(rest.trim().trim_matches('\'')))
-    });
-    let mut value = Vec::new();
-    for size in &ctx.config.vm_sizes {
-        for location in &ctx.config.locations {
-            let location = normalize_location(location);
-            if filter.as_ref().is_some_and(|f| *f != location) {
-                continue;
-            }
-            let restrictions: Vec<Value> = ctx
-                .config
-                .sku_restrictions
-                .iter()
-                .filter(|r| r.size.eq_ignore_ascii_case(&size.name) && normalize_location(&r.location) == location)
-                .map(|r| {
-                    if r.zones.is_empty() {
-                        json!({"type": "Location", "values": [location], "restrictionInfo": {"locations": [location]}, "reasonCode": "NotAvailableForSubscription"})
-                    } else {
-                        json!({"type": "Zone", "values": [location], "restrictionInfo": {"locations": [location], "zones": r.zones}, "reasonCode": "NotAvailableForSubscription"})
-                    }
-                })
-                .collect();
-            value.push(json!({
-                "resourceType": "virtualMachines",
-                "name": size.name,
-                "tier": "Standard",
-                "size": size.name.trim_start_matches("Standard_"),
-                "family": size.family,
-                "locations": [location],
-                "locationInfo": [{"location": location, "zones": ["1", "2", "3"], "zoneDetails": []}],
-                "capabilities": [
-                    {"name": "vCPUs", "value": size.vcpus.to_string()},
-                    {"name": "vCPUsAvailable", "value": size.vcpus.to_string()},
-                    {"name": "HyperVGenerations", "value": "V1,V2"},
-                ],
-                "restrictions": restrictions,
-            }));
-        }
-    }
-    paging::page(ctx, value)
-}
-
-/// The OS disk size limit every VM size reports (1023 GiB): the same for all sizes in ARM.
-const OS_DISK_MB: u32 = 1_047_552;
-
-/// `GET /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/vmSizes`: the sizes offered
-/// to the subscription in the location (the SKUs API's list without the restricted ones), as
-/// `VirtualMachineSizeListResult`. One answer without `nextLink`: the spec declares the list
-/// unpaged. Memory and temp disk appear only for sizes configured with them.
-pub(crate) fn vm_sizes(ctx: &Ctx<'_>, location: &str) -> Result<Reply, ArmError> {
-    if ctx.method != "GET" {
-        return Err(ArmError::method_not_allowed(&ctx.method));
-    }
-    let location = normalize_location(location);
-    let offered = ctx
-        .config
-        .locations
-        .iter()
-        .any(|l| normalize_location(l) == location);
-    if !offered {
-        return Err(ArmError::new(
-            400,
-            "NoRegisteredProviderFound",
-            format!(
-                "No registered resource provider found for location '{location}' and API version \
-                 '{}' for type 'locations/vmSizes'. The supported locations are '{}'.",
-                ctx.api_version,
-                ctx.config.locations.join(", ")
-            ),
-        ));
-    }
-    let value: Vec<Value> = ctx
-        .config
-        .vm_sizes
-        .iter()
-        .filter(|size| {
-            !ctx.config.sku_restrictions.iter().any(|r| {
-                r.zones.is_empty()
-                    && r.size.eq_ignore_ascii_case(&size.name)
-                    && normalize_location(&r.location) == location
-            })
-        })
-        .map(|size| {
-            let mut item = json!({
-                "name": size.name,
-                "numberOfCores": size.vcpus,
-                "osDiskSizeInMB": OS_DISK_MB,
-            });
-            if let Some(memory) = size.memory_mb {
-                item["memoryInMB"] = json!(memory);
-            }
-            if let Some(disk) = size.resource_disk_mb {
-                item["resourceDiskSizeInMB"] = json!(disk);
-            }
-            item
-        })
-        .collect();
-    Ok(Reply::json(200, json!({ "value": value })))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn family_labels_read_like_arms_whatever_the_spelling() {
+        assert_eq!(
+            family_label("standardNDSv2Family"),
+            "Standard NDSv2 Family vCPUs"
+        );
+        assert_eq!(
+            family_label("Standard NCASv3_T4 Family"),
+            "Standard NCASv3_T4 Family vCPUs"
+        );
+        assert_eq!(
+            family_label("standard NDAMSv4_A100Family"),
+            "Standard NDAMSv4_A100 Family vCPUs"
+        );
+    }
 
     #[test]
     fn quota_message_matches_arm() {

@@ -3,8 +3,10 @@
 use serde_json::{Map, Value, json};
 
 use super::avset::changed;
+use super::capabilities::{check_accelerated_networking, check_premium_disks, default_disk_type};
 use super::disks::{DiskSite, build_storage_profile, detach, disk_ids};
-use super::quota::{check_quota, check_sku, holds_cores, vm_size};
+use super::quota::{check_quota, holds_cores, vm_size};
+use super::skus::{Placement, check_sku, offered_size};
 use super::{merge, render};
 use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
@@ -13,8 +15,9 @@ use crate::emulator::providers::{Target, envelope, key, require_location, requir
 use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::{Cloud, Kind, OpKind, Resource};
 
-/// The checks ARM makes before accepting a VM PUT: a known size, SKU restrictions, quota, and
-/// references to NICs and a placement group that exist.
+/// The checks ARM makes before accepting a VM PUT: a known size offered in the location, neither
+/// restricted nor retired, quota, references to NICs and a placement group that exist, and NICs
+/// whose accelerated networking the size supports.
 fn check_vm_request(
     cloud: &Cloud,
     ctx: &Ctx<'_>,
@@ -39,23 +42,7 @@ fn check_vm_request(
         ));
     }
     let location = require_location(body)?;
-    if ctx.config.vm_size(size).is_none() {
-        return Err(ArmError::new(
-            400,
-            "InvalidParameter",
-            format!(
-                "The value {size} provided for the VM size is not valid. The valid sizes in the \
-                 current region are: {}.",
-                ctx.config
-                    .vm_sizes
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-        )
-        .with_target("vmSize"));
-    }
+    let spec = offered_size(ctx.config, size, &location)?;
     let zones: Vec<String> = body
         .get("zones")
         .and_then(Value::as_array)
@@ -64,7 +51,17 @@ fn check_vm_request(
         .filter_map(Value::as_str)
         .map(str::to_owned)
         .collect();
-    check_sku(ctx.config, size, &location, &zones)?;
+    // A retired size is refused when a VM is created with it or resized to it.
+    let newly = existing
+        .and_then(vm_size)
+        .is_none_or(|current| !current.eq_ignore_ascii_case(size));
+    let placement = Placement {
+        vm_id: id,
+        sub: &target.path.sub,
+        location: &location,
+        zones: &zones,
+    };
+    check_sku(ctx.config, spec, &placement, newly, ctx.now.date_naive())?;
     let holds = existing.is_none_or(holds_cores);
     if holds {
         check_quota(
@@ -87,6 +84,7 @@ fn check_vm_request(
             require_reference(cloud, nic_id, id)?;
         }
     }
+    check_accelerated_networking(cloud, ctx.config, spec, &props, &location, id)?;
     if let Some(ppg) = props
         .at("/proximityPlacementGroup/id")
         .and_then(Value::as_str)
@@ -287,11 +285,14 @@ pub(crate) fn put_vm(
         .get("storageProfile")
         .cloned()
         .unwrap_or_else(|| json!({}));
+    let config = ctx.config;
+    let spec = offered_size(config, &size, &location)?;
     let disk_site = DiskSite {
         vm_id: &id,
         vm_name: target.name(),
         location: &location,
         now: ctx.now.to_rfc3339(),
+        default_type: default_disk_type(spec),
     };
     let (profile, disks) = build_storage_profile(
         cloud,
@@ -300,6 +301,9 @@ pub(crate) fn put_vm(
         props.get("osProfile").unwrap_or(&Value::Null),
         previous_profile.as_ref(),
     )?;
+    // Judged on the disks the VM ends up with: those it is created with, attaches now, or keeps
+    // from before (a resize to a size without premium IO).
+    check_premium_disks(cloud, spec, &profile)?;
     // Disks no longer in the profile are detached.
     if let Some(before) = &previous_profile {
         let now_ids: Vec<String> = disk_ids(&profile).iter().map(|d| key(d)).collect();
