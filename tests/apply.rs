@@ -291,8 +291,8 @@ async fn dual_dsvm_applies_converges_changes_size_and_destroys_to_nothing() {
         "dual-dsvm.hcl",
         "dual-dsvm",
         &[(
-            "size    = \"Standard_D3_v2\"",
-            "size    = \"Standard_D2_v2\"",
+            "size    = \"Standard_D4ds_v5\"",
+            "size    = \"Standard_D2ds_v5\"",
         )],
     )
     .await;
@@ -587,8 +587,8 @@ async fn a_low_quota_is_refused_before_anything_is_spent() {
     let w = world_with(|mut c| {
         c.quotas.limits.push(emulator::QuotaLimit {
             location: "eastus".into(),
-            family: "standardNCSv3Family".into(),
-            limit: 4,
+            family: "Standard NCASv3_T4 Family".into(),
+            limit: 2,
         });
         c
     })
@@ -596,7 +596,7 @@ async fn a_low_quota_is_refused_before_anything_is_spent() {
     let out = w.run(&["apply", "dual-dsvm.hcl", "--auto-approve"]).await;
     let text = describe(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("standardNCSv3Family"), "{text}");
+    assert!(text.contains("Standard NCASv3_T4 Family"), "{text}");
     assert!(text.contains("Quotas"), "{text}");
     assert!(!text.contains("panicked"), "{text}");
 }

@@ -46,6 +46,7 @@ fn options(manifest: &Path) -> LoadOptions {
             "DSINFRA_CORPUS" => Some("set".to_owned()),
             _ => None,
         }),
+        ..LoadOptions::default()
     }
 }
 
@@ -169,6 +170,7 @@ fn every_shipped_example_and_template_validates() {
                 vars: vec![("my_ip".to_owned(), "203.0.113.7/32".to_owned())],
                 var_files: Vec::new(),
                 env: Box::new(move |name| (name == "HOME").then(|| home_dir.clone())),
+                ..LoadOptions::default()
             };
             if let Err(failed) = load(&file, &options) {
                 failures.push(render_all(&failed.diagnostics, &failed.sources));

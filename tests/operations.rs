@@ -528,7 +528,8 @@ async fn park_then_status_then_unpark() {
         "{err}"
     );
     let out = stdout(&parked);
-    assert!(out.starts_with("Cost per hour: $3."), "{out}");
+    // The catalog's eastus price of Standard_NC4as_T4_v3 plus the public IP.
+    assert!(out.starts_with("Cost per hour: $0.5310 before"), "{out}");
     assert!(
         out.contains(", $0.0050 now"),
         "parked costs the public IP only: {out}"
@@ -727,9 +728,9 @@ async fn an_unpark_that_azure_cannot_place_fails_with_arms_words_and_advice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unpark_checks_the_quota_a_parked_vm_needs_again_before_starting_anything() {
-    let world = World::applied(config_with_quota("eastus", "standardNCSv3Family", 6)).await;
+    let world = World::applied(config_with_quota("eastus", "Standard NCASv3_T4 Family", 4)).await;
     world.run(&["park", "exp.hcl", "--auto-approve"]).success();
-    // Someone else takes the family's 6 vCPUs while the experiment is parked.
+    // Someone else takes the family's 4 vCPUs while the experiment is parked.
     let group = id(&world.desired, "azure.resource_group");
     let nic = format!("{group}/providers/Microsoft.Network/networkInterfaces/other-nic");
     let _: Value = world
@@ -758,13 +759,13 @@ async fn unpark_checks_the_quota_a_parked_vm_needs_again_before_starting_anythin
     assert_eq!(
         stderr(&refused),
         "\
-error: not enough vCPU quota in eastus: vm.gpu needs 6 vCPUs of standardNCSv3Family, 0 available
+error: not enough vCPU quota in eastus: vm.gpu needs 4 vCPUs of Standard NCASv3_T4 Family, 0 available
  --> exp.hcl:5:1
   |
 5 | vm \"gpu\" {
   | ^^^^^^^^ 1 x Standard_NC4as_T4_v3 (4 vCPUs each)
-  = help: standardNCSv3Family in eastus: limit 6, in use 6, available 0; starting them needs 6
-  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCSv3 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
+  = help: Standard NCASv3_T4 Family in eastus: limit 4, in use 4, available 0; starting them needs 4
+  = help: request more in the Azure portal > Quotas > Compute (\"Standard NCASv3_T4 Family vCPUs\", region eastus), or try another region or size (`sizes = [...]` on the block tries sizes in order)
 "
     );
     assert_eq!(

@@ -34,7 +34,7 @@ network "main" {{ ssh_from = ["203.0.113.7/32"] }}
 
 {storage}
 vm "prep" {{
-  size    = "Standard_D3_v2"
+  size    = "Standard_D4ds_v5"
   image   = "dsvm-ubuntu-22.04"
   ssh_key = "{KEY}"
 }}

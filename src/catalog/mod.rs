@@ -103,6 +103,12 @@ impl VmSize {
         }
     }
 
+    /// Whether the facts come from a subscription's live Resource SKUs ([`learn`]), not from the
+    /// shipped catalog.
+    pub fn is_live(&self) -> bool {
+        self.facts.starts_with(LIVE_FACTS)
+    }
+
     /// Its pay-as-you-go price in `region`, if Azure offers it there.
     pub fn price_in(&self, region: &str) -> Option<Price> {
         price(self.name, region)
@@ -224,13 +230,43 @@ static PRICES: LazyLock<Prices> = LazyLock::new(|| {
     Prices { provenance, rows }
 });
 
-/// Look a size up by its ARM name (case-insensitive, as ARM is).
+/// The `facts` of a size learnt from live Resource SKUs.
+pub const LIVE_FACTS: &str = "live:skus";
+
+/// Sizes learnt from the subscription's Resource SKUs in this process: sizes Azure added after
+/// the shipped catalog was generated. A process-wide list, because a size is a fact about Azure,
+/// the same for every manifest; it only grows, and only by sizes the shipped table lacks.
+static LEARNED: std::sync::RwLock<Vec<&'static VmSize>> = std::sync::RwLock::new(Vec::new());
+
+/// Add a size the shipped catalog lacks, with facts read from live Resource SKUs (its `facts`
+/// should start with [`LIVE_FACTS`]); later lookups find it. A size the catalog already has is
+/// not replaced: returns the size lookups will find.
+pub fn learn(size: VmSize) -> &'static VmSize {
+    if let Some(known) = vm_size(size.name) {
+        return known;
+    }
+    let learned: &'static VmSize = Box::leak(Box::new(size));
+    // A poisoned lock only means another thread panicked while pushing; the list is still valid.
+    let mut list = LEARNED
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    list.push(learned);
+    learned
+}
+
+/// Look a size up by its ARM name (case-insensitive, as ARM is): the shipped catalog, then the
+/// sizes [`learn`]t this run.
 pub fn vm_size(name: &str) -> Option<&'static VmSize> {
     let catalog = &*CATALOG;
-    catalog
-        .by_name
-        .get(&name.to_ascii_lowercase())
-        .map(|&i| &catalog.sizes[i])
+    if let Some(&i) = catalog.by_name.get(&name.to_ascii_lowercase()) {
+        return Some(&catalog.sizes[i]);
+    }
+    LEARNED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .copied()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
 }
 
 /// Every size the catalog knows, sorted by name.

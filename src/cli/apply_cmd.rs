@@ -22,7 +22,6 @@ use tokio::sync::watch;
 
 use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
 use super::connect::{ConnectArgs, Connection, Target, connect};
-use super::manifest_cmds::load;
 use super::steps_run::{self, StepsJob};
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
@@ -117,7 +116,7 @@ fn is_saved_plan(path: &Path) -> anyhow::Result<bool> {
 }
 
 fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
-    let loaded = load(job.manifest, out)?;
+    let loaded = super::live_sizes::load_connected(job.manifest, job.connect, out)?;
     let mut desired = loaded.desired.clone();
     let manifest = &job.manifest.manifest;
     let mut backend = state::open_backend(

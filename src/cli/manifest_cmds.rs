@@ -15,11 +15,7 @@ use crate::render;
 /// Load a manifest with its `-var`/`-var-file` values; print warnings, or print every problem
 /// and fail with [`AlreadyReported`].
 pub fn load(args: &ManifestArgs, out: &Output) -> anyhow::Result<Loaded> {
-    let opts = LoadOptions {
-        vars: parse_vars(&args.vars)?,
-        var_files: args.var_files.clone(),
-        ..LoadOptions::default()
-    };
+    let opts = load_options(args)?;
     match manifest::load(&args.manifest, &opts) {
         Ok(loaded) => {
             if !loaded.warnings.is_empty() {
@@ -42,6 +38,15 @@ pub fn load(args: &ManifestArgs, out: &Output) -> anyhow::Result<Loaded> {
             Err(AlreadyReported { count }.into())
         }
     }
+}
+
+/// The loader's options for these arguments.
+pub fn load_options(args: &ManifestArgs) -> anyhow::Result<LoadOptions> {
+    Ok(LoadOptions {
+        vars: parse_vars(&args.vars)?,
+        var_files: args.var_files.clone(),
+        ..LoadOptions::default()
+    })
 }
 
 /// `-var NAME=VALUE` pairs, in order (later wins, as the loader applies them in order).

@@ -9,6 +9,7 @@ mod args;
 pub mod connect;
 mod emulator_cmd;
 mod interrupt;
+mod live_sizes;
 mod logging;
 mod manifest_cmds;
 mod ops_cmds;

@@ -30,7 +30,7 @@ pub fn plan(args: &PlanArgs, out: &Output) -> anyhow::Result<Outcome> {
         .iter()
         .map(|t| t.parse::<Address>())
         .collect::<Result<Vec<_>, _>>()?;
-    let loaded = load(&args.manifest, out)?;
+    let loaded = super::live_sizes::load_connected(&args.manifest, &args.connect, out)?;
     let mut desired = loaded.desired.clone();
     let mut backend = state::open_backend(
         &args.manifest.manifest,

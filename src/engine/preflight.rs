@@ -31,7 +31,7 @@ use crate::model::{Desired, ResourceKind};
 use crate::plan::{Action, Plan};
 use crate::state::State;
 
-mod live;
+pub mod live;
 
 /// The VM attribute holding the ordered size candidates of a `sizes = [...]` block.
 pub const SIZES_ATTR: &str = "sizes";

@@ -63,6 +63,10 @@ pub struct LoadOptions {
     pub var_files: Vec<PathBuf>,
     /// Environment lookup for `env()`, `~` and `AZURE_SUBSCRIPTION_ID`; injectable for tests.
     pub env: EnvLookup,
+    /// VM sizes the shipped catalog lacks are errors (false, the default), or are collected in
+    /// [`Loaded::unknown_sizes`] without a diagnostic (true), so that a connected command can
+    /// look them up in the subscription's Resource SKUs and load again (`cli::live_sizes`).
+    pub collect_unknown_sizes: bool,
 }
 
 /// How the manifest reads environment variables (`std::env::var` outside tests).
@@ -74,6 +78,7 @@ impl Default for LoadOptions {
             vars: Vec::new(),
             var_files: Vec::new(),
             env: Box::new(|name| std::env::var(name).ok()),
+            collect_unknown_sizes: false,
         }
     }
 }
@@ -104,6 +109,8 @@ pub struct Loaded {
     /// [`crate::state::open_backend`]. (Kept here rather than in [`Desired`] because `Desired`
     /// is built literally in other modules' tests; moving it is a one-line change.)
     pub backend: Option<crate::model::BackendConfig>,
+    /// VM sizes the catalog lacks, when [`LoadOptions::collect_unknown_sizes`] asked for them.
+    pub unknown_sizes: Vec<String>,
 }
 
 /// A manifest that did not load: every problem found, located.
@@ -290,7 +297,10 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
         &azure,
         manifest.azure.as_ref().map(|a| &a.header),
         &graph.block_references,
-        base_dir,
+        expand::Context {
+            base_dir,
+            collect_unknown_sizes: opts.collect_unknown_sizes,
+        },
         &mut diags,
     );
     let outputs = manifest
@@ -318,6 +328,7 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
         warnings,
         sources,
         backend,
+        unknown_sizes: expanded.unknown_sizes,
     })
 }
 

@@ -124,8 +124,12 @@ impl CostSummary {
             if let Some((rate, _)) = after_rate {
                 summary.after.add(rate);
             }
-            let priced = |r: Option<(Rate, String)>| r.filter(|(rate, _)| !rate.is_zero());
-            let (b, a) = (priced(before), priced(after_rate));
+            // A VM whose size has no price in its region stays in the table, saying so: a
+            // missing price must not look like a free VM.
+            let shown = |r: Option<(Rate, String)>| {
+                r.filter(|(rate, what)| !rate.is_zero() || what.ends_with(UNPRICED))
+            };
+            let (b, a) = (shown(before), shown(after_rate));
             if b.is_none() && a.is_none() {
                 continue;
             }
@@ -156,6 +160,9 @@ fn gib(attrs: &Attrs, key: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
+/// How a VM's description ends when its size has no price in its region.
+const UNPRICED: &str = ": unpriced)";
+
 /// The rate of one resource and a description of what was priced.
 pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
     match kind {
@@ -165,9 +172,9 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
             let (compute, mut what) = match catalog::price(size, region) {
                 Some(price) => (price.linux_payg, size.to_owned()),
                 None if catalog::vm_size(size).is_none() => {
-                    (0.0, format!("{size} (not in the catalog: unpriced)"))
+                    (0.0, format!("{size} (not in the catalog{UNPRICED}"))
                 }
-                None => (0.0, format!("{size} (no {region} price: unpriced)")),
+                None => (0.0, format!("{size} (no {region} price{UNPRICED}")),
             };
             let disk = match (gib(attrs, "os_disk_size_gb"), text(attrs, "os_disk_sku")) {
                 (Some(gib), Some(sku)) => {
@@ -294,5 +301,15 @@ mod tests {
         let (none, what) = vm("Standard_ND96isr_H200_v5", "eastus");
         assert!(none.is_zero());
         assert_eq!(what, "Standard_ND96isr_H200_v5 (no eastus price: unpriced)");
+        // It stays in the plan's table, at zero, rather than vanishing like a free resource.
+        let a: Address = "cluster.t[0].vm".parse().expect("valid");
+        let h200 = attrs(&[
+            ("size", Value::from("Standard_ND96isr_H200_v5")),
+            ("location", Value::from("eastus")),
+        ]);
+        let summary =
+            CostSummary::from_rows([(&a, ResourceKind::VirtualMachine, None, Some(&h200))]);
+        assert_eq!(summary.resources.len(), 1);
+        assert!(summary.resources[0].what.ends_with("unpriced)"));
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::quota::ResourceSku;
-use crate::catalog;
+use crate::catalog::{self, VmSize};
 use crate::diag::Diagnostic;
 use crate::model::{Desired, ResourceKind};
 
@@ -152,5 +152,44 @@ fn premium_disk_of(desired: &Desired, block: &Address) -> Option<String> {
         let disk = desired.resource(&address)?;
         let sku = text(disk.attrs.get("sku")).filter(|s| s.starts_with("Premium"))?;
         Some(format!("{sku} data disk {}", address.block_address()))
+    })
+}
+
+/// A size the shipped catalog lacks, as the subscription's Resource SKUs describe it, for
+/// [`catalog::learn`]. `None` when the SKU is not a VM size or does not say its vCPUs.
+pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
+    let name = sku.name.as_deref()?;
+    let number =
+        |capability: &str| -> Option<f64> { sku.capability(capability)?.trim().parse().ok() };
+    let whole =
+        |capability: &str| -> Option<u32> { sku.capability(capability)?.trim().parse().ok() };
+    let vcpus = whole("vCPUs")?;
+    let generations = sku.capability("HyperVGenerations").unwrap_or("V1");
+    // Resource SKUs report the temp disk in MB; 0 is no temp disk.
+    let temp_disk_gib = whole("MaxResourceVolumeMB").map(|mb| mb / 1024);
+    // The strings live as long as the process, as the shipped catalog's do; a run learns a
+    // handful of sizes at most.
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+    Some(VmSize {
+        name: leak(name),
+        vcpus,
+        vcpus_available: whole("vCPUsAvailable").unwrap_or(vcpus),
+        memory_gib: number("MemoryGB").unwrap_or(0.0),
+        gpus: number("GPUs").unwrap_or(0.0),
+        gpu_model: "",
+        gpu_arch: None,
+        temp_disk_gib,
+        quota_family: leak(sku.family.as_deref().unwrap_or_default()),
+        gen1: generations
+            .split(',')
+            .any(|g| g.trim().eq_ignore_ascii_case("V1")),
+        gen2: generations
+            .split(',')
+            .any(|g| g.trim().eq_ignore_ascii_case("V2")),
+        infiniband: flag(sku, "RdmaEnabled") == Some(true),
+        accelerated_networking: flag(sku, "AcceleratedNetworkingEnabled"),
+        premium_io: flag(sku, "PremiumIO"),
+        retirement_date: retirement(sku),
+        facts: catalog::LIVE_FACTS,
     })
 }

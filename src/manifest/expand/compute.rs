@@ -88,8 +88,11 @@ impl Machine {
         let network_subnets = ex.networks.clone();
         let location = ex.azure.location.clone();
         let mut f = Fields::new(block, ex.diags);
-        let (size, fallbacks) = read_sizes(&mut f, &location);
-        let info = size.as_ref().and_then(|s| check_size(&mut f, s, &location));
+        let mut unknown = ex.unknown_sizes.as_mut();
+        let (size, fallbacks) = read_sizes(&mut f, &location, unknown.as_deref_mut());
+        let info = size
+            .as_ref()
+            .and_then(|s| check_size(&mut f, s, &location, unknown));
         let image = read_image(&mut f, info);
         let security = security::choose(&mut f, image.as_ref(), info);
         let ssh_keys = read_keys(&mut f);
@@ -185,7 +188,11 @@ impl Machine {
 
 /// `size = "..."`, or an ordered fallback `sizes = ["...", "..."]` whose first entry stands for the
 /// size until the plan resolves it. Every candidate must be a known size.
-fn read_sizes(f: &mut Fields<'_>, location: &str) -> (Option<Located<String>>, Vec<String>) {
+fn read_sizes(
+    f: &mut Fields<'_>,
+    location: &str,
+    mut unknown: Option<&mut Vec<String>>,
+) -> (Option<Located<String>>, Vec<String>) {
     if !f.has("sizes") {
         return (
             f.required_string("size", "\"Standard_NC6s_v3\""),
@@ -220,7 +227,7 @@ fn read_sizes(f: &mut Fields<'_>, location: &str) -> (Option<Located<String>>, V
             value: later.clone(),
             span: sizes.span.clone(),
         };
-        check_size(f, &candidate, location);
+        check_size(f, &candidate, location, unknown.as_deref_mut());
     }
     let first = Located {
         value: sizes.value[0].clone(),
@@ -235,9 +242,14 @@ fn check_size(
     f: &mut Fields<'_>,
     size: &Located<String>,
     location: &str,
+    unknown: Option<&mut Vec<String>>,
 ) -> Option<&'static VmSize> {
     let title = f.block().title();
     let Some(info) = catalog::vm_size(&size.value) else {
+        if let Some(unknown) = unknown {
+            unknown.push(size.value.clone());
+            return None;
+        }
         let d = Diagnostic::error(format!("unknown VM size `{}` in {title}", size.value))
             .with_span(size.span.clone())
             .with_label("not a size Azure offers (as of the shipped catalog)");
@@ -266,7 +278,12 @@ fn check_size(
         ),
         None => {}
     }
-    if catalog::is_known_location(location) && catalog::price(info.name, location).is_none() {
+    // A size learnt from the subscription's Resource SKUs has no shipped price rows; the
+    // preflight checks where it is offered.
+    if !info.is_live()
+        && catalog::is_known_location(location)
+        && catalog::price(info.name, location).is_none()
+    {
         let regions = catalog::regions_offering(info.name);
         f.report(
             Diagnostic::error(format!("VM size `{}` is not offered in {location}", info.name))

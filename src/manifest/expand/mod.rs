@@ -68,6 +68,16 @@ pub(super) struct Expanded {
     pub steps: Vec<Step>,
     /// What the plan should say about choices made per block (see `Desired::notes`).
     pub notes: Vec<(Address, String)>,
+    /// VM sizes the catalog lacks, when [`Context::collect_unknown_sizes`] asked for them.
+    pub unknown_sizes: Vec<String>,
+}
+
+/// What the loader tells the expansion besides the blocks.
+pub(super) struct Context {
+    /// Where relative `file()` paths start.
+    pub base_dir: PathBuf,
+    /// Collect sizes the catalog lacks instead of reporting them (see `LoadOptions`).
+    pub collect_unknown_sizes: bool,
 }
 
 /// Shared state while expanding.
@@ -89,6 +99,8 @@ struct Expander<'a> {
     /// Block address -> the resources a reference to it depends on.
     primaries: BTreeMap<String, Vec<Address>>,
     /// Names the user chose (storage accounts): checked where written, not as generated names.
+    /// Sizes the catalog lacks, collected instead of reported (`Some` only when asked).
+    unknown_sizes: Option<Vec<String>>,
     user_named: BTreeSet<Address>,
 }
 
@@ -100,7 +112,7 @@ pub(super) fn expand(
     azure: &AzureSettings,
     azure_span: Option<&Span>,
     references: &BTreeMap<String, BTreeSet<String>>,
-    base_dir: PathBuf,
+    context: Context,
     diags: &mut Vec<Diagnostic>,
 ) -> Expanded {
     let rg = Address::block("azure", "resource_group");
@@ -108,8 +120,9 @@ pub(super) fn expand(
         experiment,
         azure,
         rg: rg.clone(),
-        base_dir,
+        base_dir: context.base_dir,
         diags,
+        unknown_sizes: context.collect_unknown_sizes.then(Vec::new),
         resources: Vec::new(),
         steps: Vec::new(),
         notes: Vec::new(),
@@ -159,6 +172,7 @@ pub(super) fn expand(
         mut resources,
         steps,
         notes,
+        unknown_sizes,
         ..
     } = ex;
     resources.sort_by(|a, b| a.address.cmp(&b.address));
@@ -166,6 +180,7 @@ pub(super) fn expand(
         resources,
         steps,
         notes,
+        unknown_sizes: unknown_sizes.unwrap_or_default(),
     }
 }
 
