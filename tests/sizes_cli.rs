@@ -201,7 +201,7 @@ fn spot_checks_of_gpu_sizes_in_eastus() {
         (
             &Value::from(40),
             &Value::from(1.0),
-            &Value::from("H100"),
+            &Value::from("H100-NVL"),
             &Value::from("Hopper")
         )
     );
