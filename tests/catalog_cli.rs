@@ -28,8 +28,10 @@ fn csv_price(size: &str, region: &str) -> String {
     text.lines()
         .map(|l| l.split(',').collect::<Vec<_>>())
         .find(|f| f.len() == 4 && f[0] == size && f[1] == region)
-        .map(|f| f[2].to_owned())
-        .unwrap_or_else(|| panic!("{size} has a {region} price"))
+        .map_or_else(
+            || panic!("{size} has a {region} price"),
+            |f| f[2].to_owned(),
+        )
 }
 
 /// `# prices-date:` of the shipped prices.
