@@ -145,3 +145,59 @@ async fn offline_or_unlisted_an_unknown_size_is_still_refused() {
         "{stderr}"
     );
 }
+
+/// A shipped size whose temp disk the catalog does not know (Dv4: its sources do not say).
+const SILENT_SIZE: &str = "Standard_D2_v4";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temp_disk_the_catalog_does_not_know_is_checked_against_the_live_skus() {
+    let shipped = dsinfra::catalog::vm_size(SILENT_SIZE).expect("shipped");
+    assert_eq!(
+        shipped.temp_disk_gib, None,
+        "the shipped catalog does not say"
+    );
+    let manifest = format!(
+        r#"azure {{ location = "eastus" }}
+
+network "main" {{ ssh_from = ["203.0.113.7/32"] }}
+
+storage_account "data" {{
+  container "datasets" {{}}
+}}
+
+vm "prep" {{
+  size    = "{SILENT_SIZE}"
+  ssh_key = file("demo.pub")
+  step "blobfuse2" {{ container = storage_account.data.container.datasets }}
+}}
+"#
+    );
+    let dir = scratch(&manifest);
+    // Offline nothing says the size has no temp disk: the rule cannot refuse it.
+    dsinfra(dir.path())
+        .args(["validate", "exp.hcl"])
+        .assert()
+        .success();
+    // The subscription's SKUs say it has none (Dv4 has no local temp disk).
+    let mut config = config();
+    let spec = config
+        .vm_sizes
+        .iter_mut()
+        .find(|s| s.name == SILENT_SIZE)
+        .expect("the built-in emulator has every catalog size");
+    spec.resource_disk_mb = Some(0);
+    let emulator = emulator::start(config).await.expect("starts");
+    let plan = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &emulator.endpoint()])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&plan.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("note: {SILENT_SIZE}: what the shipped catalog of")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("on the temp disk, but Standard_D2_v4 has none"),
+        "{stderr}"
+    );
+}

@@ -238,35 +238,65 @@ pub const LIVE_FACTS: &str = "live:skus";
 /// the same for every manifest; it only grows, and only by sizes the shipped table lacks.
 static LEARNED: std::sync::RwLock<Vec<&'static VmSize>> = std::sync::RwLock::new(Vec::new());
 
-/// Add a size the shipped catalog lacks, with facts read from live Resource SKUs (its `facts`
-/// should start with [`LIVE_FACTS`]); later lookups find it. A size the catalog already has is
-/// not replaced: returns the size lookups will find.
-pub fn learn(size: VmSize) -> &'static VmSize {
-    if let Some(known) = vm_size(size.name) {
-        return known;
-    }
-    let learned: &'static VmSize = Box::leak(Box::new(size));
+/// Add what live Resource SKUs say of a size (its `facts` should start with [`LIVE_FACTS`]);
+/// later lookups find the result. A size the shipped catalog lacks is added as it is; for a
+/// shipped size, the live facts fill only what the shipped row leaves unknown (temp disk,
+/// accelerated networking, premium IO, retirement), so a shipped fact is never replaced.
+/// Returns the size lookups will find.
+pub fn learn(live: VmSize) -> &'static VmSize {
+    let merged = match shipped(live.name) {
+        Some(known) => {
+            let filled = VmSize {
+                temp_disk_gib: known.temp_disk_gib.or(live.temp_disk_gib),
+                accelerated_networking: known
+                    .accelerated_networking
+                    .or(live.accelerated_networking),
+                premium_io: known.premium_io.or(live.premium_io),
+                retirement_date: known.retirement_date.or(live.retirement_date),
+                ..known.clone()
+            };
+            if filled == *known {
+                return known;
+            }
+            VmSize {
+                facts: LIVE_FILLED_FACTS,
+                ..filled
+            }
+        }
+        None => live,
+    };
+    let learned: &'static VmSize = Box::leak(Box::new(merged));
     // A poisoned lock only means another thread panicked while pushing; the list is still valid.
     let mut list = LEARNED
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    list.retain(|s| !s.name.eq_ignore_ascii_case(learned.name));
     list.push(learned);
     learned
 }
 
-/// Look a size up by its ARM name (case-insensitive, as ARM is): the shipped catalog, then the
-/// sizes [`learn`]t this run.
-pub fn vm_size(name: &str) -> Option<&'static VmSize> {
+/// The `facts` of a shipped size whose unknown facts live Resource SKUs filled.
+pub const LIVE_FILLED_FACTS: &str = "shipped+live:skus";
+
+/// The shipped row of a size.
+fn shipped(name: &str) -> Option<&'static VmSize> {
     let catalog = &*CATALOG;
-    if let Some(&i) = catalog.by_name.get(&name.to_ascii_lowercase()) {
-        return Some(&catalog.sizes[i]);
-    }
-    LEARNED
+    catalog
+        .by_name
+        .get(&name.to_ascii_lowercase())
+        .map(|&i| &catalog.sizes[i])
+}
+
+/// Look a size up by its ARM name (case-insensitive, as ARM is): what this run [`learn`]t from
+/// live Resource SKUs first (it only adds to the shipped facts), then the shipped catalog.
+pub fn vm_size(name: &str) -> Option<&'static VmSize> {
+    let learned = LEARNED
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .iter()
         .copied()
-        .find(|s| s.name.eq_ignore_ascii_case(name))
+        .find(|s| s.name.eq_ignore_ascii_case(name));
+    learned.or_else(|| shipped(name))
 }
 
 /// Every size the catalog knows, sorted by name.
@@ -504,6 +534,37 @@ mod tests {
             vm_size("Standard_D8ds_v5").and_then(|s| s.retirement_date),
             None
         );
+    }
+
+    #[test]
+    fn live_facts_fill_only_what_the_shipped_row_leaves_unknown() {
+        // Standard_D4_v4: the shipped sources do not say its temp disk.
+        let shipped = vm_size("Standard_D4_v4").expect("shipped").clone();
+        assert_eq!(shipped.temp_disk_gib, None);
+        let live = VmSize {
+            temp_disk_gib: Some(0),
+            vcpus: 99,
+            facts: LIVE_FACTS,
+            ..shipped.clone()
+        };
+        let learned = learn(live);
+        assert_eq!(learned.temp_disk_gib, Some(0));
+        assert_eq!(
+            learned.vcpus, shipped.vcpus,
+            "a shipped fact is never replaced"
+        );
+        assert_eq!(learned.facts, LIVE_FILLED_FACTS);
+        assert!(
+            !learned.is_live(),
+            "it keeps its shipped prices and regions"
+        );
+        assert!(std::ptr::eq(
+            vm_size("standard_d4_v4").expect("found"),
+            learned
+        ));
+        // Nothing to fill: the shipped row stays what lookups find.
+        let full = vm_size("Standard_D8ds_v5").expect("shipped");
+        assert!(std::ptr::eq(learn(full.clone()), full));
     }
 
     #[test]
