@@ -65,12 +65,9 @@ pub static LOCATIONS: &[&str] = &[
 /// Whether `name` is a known region (ARM compares region names case-insensitively and ignores
 /// spaces, so `East US` is `eastus`).
 pub fn is_known_location(name: &str) -> bool {
-    let normal: String = name
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    LOCATIONS.binary_search(&normal.as_str()).is_ok()
+    LOCATIONS
+        .binary_search(&super::normal_region(name).as_str())
+        .is_ok()
 }
 
 #[cfg(test)]

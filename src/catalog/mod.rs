@@ -108,11 +108,6 @@ impl VmSize {
     pub fn is_live(&self) -> bool {
         self.facts.starts_with(LIVE_FACTS)
     }
-
-    /// Its pay-as-you-go price in `region`, if Azure offers it there.
-    pub fn price_in(&self, region: &str) -> Option<Price> {
-        price(self.name, region)
-    }
 }
 
 /// Today, in UTC: what retirement dates are compared with.
