@@ -13,6 +13,7 @@ pub mod atomic_file;
 pub mod azure;
 pub mod catalog;
 pub mod cli;
+pub mod connect;
 pub mod diag;
 pub mod emulator;
 pub mod engine;

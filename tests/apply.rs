@@ -17,7 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule};
 use serde_json::Value;
 

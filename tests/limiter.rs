@@ -16,7 +16,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorHandle};
 
 /// Eight VMs, so that eight power actions are sent together.

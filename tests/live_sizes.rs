@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorConfig, VmSizeSpec};
 
 /// A size no shipped catalog has: 8 vCPUs, a 300 GiB temp disk, premium IO, offered in eastus.

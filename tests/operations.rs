@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use assert_cmd::Command;
 use dsinfra::azure::{ArmClient, ResourceId, StaticTokenCredential};
-use dsinfra::cli::connect::{EMULATOR_SUBSCRIPTION, builtin_emulator_config};
+use dsinfra::connect::{EMULATOR_SUBSCRIPTION, builtin_emulator_config};
 use dsinfra::emulator::{
     self, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule, QuotaLimit, SkuRestriction,
 };

@@ -710,7 +710,7 @@ impl Arm {
             .enable_all()
             .build()
             .expect("a runtime");
-        let mut config = dsinfra::cli::connect::builtin_emulator_config(None, 0.0);
+        let mut config = dsinfra::connect::builtin_emulator_config(None, 0.0);
         config.throttle = false;
         let handle = runtime
             .block_on(dsinfra::emulator::start(config))

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use base64::Engine as _;
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorHandle};
 use dsinfra::state::SecretIdentity;
 use serde_json::Value;

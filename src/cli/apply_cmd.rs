@@ -20,15 +20,17 @@ use anyhow::{Context as _, bail};
 use chrono::Utc;
 use tokio::sync::watch;
 
+use super::args::ConnectArgs;
 use super::args::{ApplyArgs, DestroyArgs, ManifestArgs};
-use super::connect::{ConnectArgs, Connection, Target, connect};
 use super::steps_run::{self, StepsJob};
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
-use crate::azure::{ArmClient, StaticTokenCredential, TokenCredential};
+use crate::azure::ArmClient;
+use crate::connect::connect;
 use crate::engine::events::{Event, EventSink, LroBridge};
 use crate::engine::execute::{Execution, Report, StateStore, execute};
 use crate::engine::limiter::Limiter;
+use crate::engine::op::Target;
 use crate::engine::{preflight, refresh};
 use crate::model::Desired;
 use crate::plan::{self, Mode, Plan, PlanOptions};
@@ -132,10 +134,15 @@ fn run(job: &Job<'_>, out: &Output) -> anyhow::Result<Outcome> {
         .load()?
         .unwrap_or_else(|| State::new(&desired.experiment));
     let runtime = super::interrupt::runtime()?;
-    let bridge = LroBridge::new();
-    let conn =
-        super::interrupt::block_on(&runtime, connect(job.connect, manifest, &desired.azure))??;
-    let (client, time_scale) = engine_client(&conn, &bridge)?;
+    let conn = super::interrupt::block_on(
+        &runtime,
+        connect(&job.connect.options(), manifest, &desired.azure),
+    )??;
+    let (client, time_scale, bridge) = (
+        conn.engine_client.clone(),
+        conn.time_scale,
+        Arc::clone(&conn.bridge),
+    );
 
     let planned = plan_live(
         job,
@@ -321,13 +328,16 @@ fn apply_saved(args: &ApplyArgs, out: &Output) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Success);
     }
     let runtime = super::interrupt::runtime()?;
-    let bridge = LroBridge::new();
     let conn = super::interrupt::block_on(
         &runtime,
-        connect(&args.connect, &source.manifest, &desired.azure),
+        connect(&args.connect.options(), &source.manifest, &desired.azure),
     )??;
     super::interrupt::check()?;
-    let (client, time_scale) = engine_client(&conn, &bridge)?;
+    let (client, time_scale, bridge) = (
+        conn.engine_client.clone(),
+        conn.time_scale,
+        Arc::clone(&conn.bridge),
+    );
     let verb = match saved.mode {
         Mode::Normal => "Apply",
         Mode::Destroy { .. } => "Destroy",
@@ -369,42 +379,6 @@ fn approve(job: &Job<'_>, target: &Target) -> anyhow::Result<bool> {
         .default(false)
         .interact()
         .context("could not read the answer")
-}
-
-/// The client the engine uses. Against an emulator it is rebuilt from the connection's endpoint
-/// so that long-running-operation progress reaches the engine's events and its waits follow the
-/// emulator's latency scale (`DSINFRA_EMULATOR_LATENCY_SCALE`; the built-in emulator defaults to
-/// 0.01, a running endpoint to 1). Against Azure the connection's client is used as it is.
-/// Either way the client is gated by the connection's limiter (`--parallelism`).
-pub(super) fn engine_client(
-    conn: &Connection,
-    bridge: &Arc<LroBridge>,
-) -> anyhow::Result<(ArmClient, f64)> {
-    let default_scale = match &conn.target {
-        Target::Azure => return Ok((conn.client.clone(), 1.0)),
-        Target::BuiltInEmulator => 0.01,
-        Target::Endpoint(_) => 1.0,
-    };
-    let scale = match std::env::var("DSINFRA_EMULATOR_LATENCY_SCALE") {
-        Ok(text) => text
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .with_context(|| {
-                format!("DSINFRA_EMULATOR_LATENCY_SCALE={text} is not a non-negative number")
-            })?,
-        Err(_) => default_scale,
-    };
-    let credential: Arc<dyn TokenCredential> = Arc::new(StaticTokenCredential::new(
-        std::env::var("DSINFRA_EMULATOR_TOKEN").unwrap_or_else(|_| "dsinfra-emulator".to_owned()),
-    ));
-    let client = ArmClient::builder(credential)
-        .endpoint(conn.client.endpoint().to_owned())
-        .time_scale(scale)
-        .on_progress(bridge.callback())
-        .build()?
-        .gated(Arc::clone(&conn.limiter) as _);
-    Ok((client, scale))
 }
 
 /// Everything the execution of one plan needs.

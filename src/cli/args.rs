@@ -340,7 +340,7 @@ pub struct PlanArgs {
     /// Where ARM is: with a connection the plan refreshes the state (drift) and runs the quota
     /// and SKU preflight first.
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
 }
 
 /// `park` and `unpark`
@@ -355,7 +355,7 @@ pub struct PowerArgs {
     pub only: Vec<String>,
     /// Where ARM is.
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
     /// Do not ask for confirmation.
     #[arg(long)]
     pub auto_approve: bool,
@@ -372,7 +372,7 @@ pub struct StatusArgs {
     pub manifest: ManifestArgs,
     /// Where ARM is (without it, power states are as last recorded).
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
 }
 
 /// `output`
@@ -392,7 +392,7 @@ pub struct OutputArgs {
     pub show_secrets: bool,
     /// Where ARM is (without it, values only Azure knows come from the state).
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
 }
 
 /// `state`: inspection (`list`, `show`: ops_cmds.rs) and migration (`pull`, `push`:
@@ -437,7 +437,7 @@ pub struct ApplyArgs {
     pub manifest: ManifestArgs,
     /// Where ARM is.
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
     /// Do not ask for approval (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
@@ -485,7 +485,7 @@ pub struct DestroyArgs {
     pub manifest: ManifestArgs,
     /// Where ARM is.
     #[command(flatten)]
-    pub connect: super::connect::ConnectArgs,
+    pub connect: ConnectArgs,
     /// Do not ask for approval (required when stdin is not a terminal).
     #[arg(long)]
     pub auto_approve: bool,
@@ -594,5 +594,36 @@ mod tests {
     fn clap_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+}
+
+/// How to reach ARM.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// Use the built-in ARM emulator in-process (its cloud is kept in .dsinfra/emulator/ next to
+    /// the manifest, so later commands see the same resources). No Azure account needed.
+    #[arg(long, conflicts_with = "endpoint")]
+    pub emulator: bool,
+    /// Use a running ARM-compatible endpoint, e.g. `dsinfra emulator`'s http://127.0.0.1:PORT.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// At most N ARM requests in flight at once, for every call the command makes; fewer while
+    /// ARM throttles.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::limiter::DEFAULT_PARALLELISM)]
+    pub parallelism: std::num::NonZeroUsize,
+}
+
+impl ConnectArgs {
+    /// The connection these flags ask for.
+    pub fn options(&self) -> crate::connect::Options {
+        use crate::connect::Choice;
+        crate::connect::Options {
+            choice: match (&self.endpoint, self.emulator) {
+                (Some(url), _) => Choice::Endpoint(url.clone()),
+                (None, true) => Choice::BuiltInEmulator,
+                (None, false) => Choice::Azure,
+            },
+            parallelism: self.parallelism,
+        }
     }
 }

@@ -6,12 +6,16 @@ use std::io::Write as _;
 use anyhow::Context as _;
 
 use super::args::EmulatorArgs;
-use super::connect::{builtin_emulator_config, runtime};
 use super::{Outcome, Output};
+use crate::connect::builtin_emulator_config;
 use crate::emulator;
 
 /// `dsinfra emulator`
-pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
+pub async fn emulator(
+    args: &EmulatorArgs,
+    out: &Output,
+    mut cancel: crate::engine::op::Cancel,
+) -> anyhow::Result<Outcome> {
     if !(args.latency_scale.is_finite() && args.latency_scale >= 0.0) {
         anyhow::bail!(
             "--latency-scale {} is not a non-negative number (1 is near reality, 0.01 suits tests, 0 is instant)",
@@ -32,15 +36,14 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
     config.throttle = !args.no_throttle;
     config.page_size = args.page_size;
     config.unregistered.clone_from(&args.unregistered);
-    runtime()?.block_on(async {
-        let handle = emulator::start(config)
-            .await
-            .context("could not start the emulator")?;
-        // The endpoint goes to stdout alone on its line so scripts can read it; the rest is for
-        // people and goes to stderr.
-        out.result(&format!("{}\n", handle.endpoint()));
-        let _ = std::io::stdout().flush();
-        out.note(&format!(
+    let handle = emulator::start(config)
+        .await
+        .context("could not start the emulator")?;
+    // The endpoint goes to stdout alone on its line so scripts can read it; the rest is for
+    // people and goes to stderr.
+    out.result(&format!("{}\n", handle.endpoint()));
+    let _ = std::io::stdout().flush();
+    out.note(&format!(
             "ARM emulator listening; cloud kept {}; latency x{}; Ctrl-C stops it. Use it with `dsinfra apply FILE --endpoint {}`",
             state_dir.map_or_else(
                 || "in memory only".to_owned(),
@@ -49,11 +52,8 @@ pub fn emulator(args: &EmulatorArgs, out: &Output) -> anyhow::Result<Outcome> {
             args.latency_scale,
             handle.endpoint()
         ));
-        tokio::signal::ctrl_c()
-            .await
-            .context("could not listen for Ctrl-C")?;
-        handle.shutdown().await;
-        out.note("emulator stopped; its cloud is saved");
-        Ok(Outcome::Success)
-    })
+    cancel.pressed().await;
+    handle.shutdown().await;
+    out.note("emulator stopped; its cloud is saved");
+    Ok(Outcome::Success)
 }

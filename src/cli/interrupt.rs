@@ -37,7 +37,10 @@ pub struct Interrupted;
 ///
 /// The runtime could not be started.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    let runtime = super::connect::runtime()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("could not start the async runtime: {e}"))?;
     listen(&runtime);
     Ok(runtime)
 }

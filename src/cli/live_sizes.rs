@@ -10,8 +10,8 @@
 //! disk) see the live facts. A size the SKUs do not list either stays an error, with the
 //! catalog's suggestion; offline commands never get this far.
 
+use super::args::ConnectArgs;
 use super::args::ManifestArgs;
-use super::connect::ConnectArgs;
 use super::manifest_cmds::{load, load_options};
 use super::{Output, interrupt, plan_cmd};
 use crate::catalog;

@@ -6,7 +6,6 @@
 
 mod apply_cmd;
 mod args;
-pub mod connect;
 mod emulator_cmd;
 mod interrupt;
 mod live_sizes;
@@ -23,6 +22,8 @@ mod steps_run;
 use std::ffi::OsString;
 
 use clap::Parser;
+
+use crate::engine::op;
 
 pub use args::{Cli, ColorChoice, Command};
 pub use output::Output;
@@ -79,19 +80,85 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         Ok(Outcome::Changes) => 2,
         Ok(Outcome::Failed) => 1,
         Ok(Outcome::Interrupted) => 130,
-        Err(err) if err.downcast_ref::<interrupt::Interrupted>().is_some() => {
+        Err(err) if is_interrupted(&err) => {
             // Ctrl-C before the engine ran: the command unwound (its lock released) and says
             // so in one line, with the shell's exit code for SIGINT.
             out.note(&err.to_string());
             130
         }
         Err(err) => {
-            if err.downcast_ref::<AlreadyReported>().is_none() {
+            if !is_reported(&err) {
                 out.error(&redacted(&err));
             }
             1
         }
     }
+}
+
+/// Ctrl-C before anything was changed, from the CLI's own waits or from an operation.
+fn is_interrupted(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<interrupt::Interrupted>().is_some()
+        || err.downcast_ref::<op::Interrupted>().is_some()
+        || matches!(
+            err.downcast_ref::<op::Error>(),
+            Some(op::Error::Interrupted(_))
+        )
+}
+
+/// Problems already shown (diagnostics, failed resources, block outcomes): only the exit code
+/// is left.
+fn is_reported(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<AlreadyReported>().is_some()
+        || matches!(
+            err.downcast_ref::<op::Error>(),
+            Some(op::Error::Reported { .. })
+        )
+}
+
+/// The CLI's one way into async code: one runtime for the command, and every Ctrl-C turned into
+/// a press of the operation's [`op::Cancel`] (handled in one place for every operation; what a
+/// press means is the operation's business, see `engine::op::cancel`). Listening starts before
+/// `work` is first polled, so a press during its first steps is not lost.
+fn block_on<F>(work: impl FnOnce(op::Cancel) -> F) -> anyhow::Result<Outcome>
+where
+    F: std::future::Future<Output = anyhow::Result<Outcome>>,
+{
+    use anyhow::Context as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    let (canceller, cancel) = op::cancel::pair();
+    let presses = {
+        let _entered = runtime.enter();
+        ctrl_c_presses()
+    };
+    if let Some(mut presses) = presses {
+        runtime.spawn(async move {
+            while presses.recv().await.is_some() {
+                canceller.press();
+            }
+        });
+    }
+    let result = runtime.block_on(work(cancel));
+    // Whatever still runs (a power action sent, a session closing) is not waited for: the
+    // operation has saved what finished and said what goes on in Azure.
+    runtime.shutdown_background();
+    result
+}
+
+/// Ctrl-C presses, counted from the moment the stream is made; `None` where signals cannot be
+/// handled (the default SIGINT then stays).
+#[cfg(unix)]
+fn ctrl_c_presses() -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok()
+}
+
+/// Ctrl-C presses, counted from the moment the stream is made; `None` where signals cannot be
+/// handled.
+#[cfg(windows)]
+fn ctrl_c_presses() -> Option<tokio::signal::windows::CtrlC> {
+    tokio::signal::windows::ctrl_c().ok()
 }
 
 /// `err` with every registered secret redacted from each message of its chain (the layers
@@ -132,7 +199,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::State(args::StateCommands::Pull(args)) => state_cmds::pull(&args, out),
         Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),
         Command::ForceUnlock(args) => state_cmds::force_unlock(&args, out),
-        Command::Emulator(args) => emulator_cmd::emulator(&args, out),
+        Command::Emulator(args) => block_on(|cancel| emulator_cmd::emulator(&args, out, cancel)),
     }
 }
 

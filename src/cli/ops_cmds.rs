@@ -20,7 +20,7 @@ use super::plan_cmd::{live_connection, target_name};
 use super::steps_run::StepsJob;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
-use crate::engine::events::{LroBridge, Operation};
+use crate::engine::events::Operation;
 use crate::engine::power::{self, PowerChange, PowerError};
 use crate::engine::refresh::{self, RefreshReport, has_unknown, resolve_known};
 use crate::engine::{advice, preflight};
@@ -62,8 +62,8 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
     let rt = interrupt::runtime()?;
     let conn = interrupt::block_on(
         &rt,
-        super::connect::connect(
-            &args.connect,
+        crate::connect::connect(
+            &args.connect.options(),
             &args.manifest.manifest,
             &loaded.desired.azure,
         ),
@@ -107,7 +107,7 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
     let progress = crate::render::progress::Progress::on_stderr(console::Term::stderr().is_term());
     // Against an emulator, the client waits at the emulator's latency scale, as apply's does;
     // either way it is gated by the connection's limiter.
-    let client = super::apply_cmd::engine_client(&conn, &LroBridge::new())?.0;
+    let client = conn.engine_client.clone();
     let result = interrupt::block_on(
         &rt,
         power::set_power(
@@ -159,7 +159,7 @@ pub fn park(args: &PowerArgs, out: &Output, change: PowerChange) -> anyhow::Resu
 fn power_question(
     change: PowerChange,
     todo: &[Address],
-    target: &super::connect::Target,
+    target: &crate::engine::op::Target,
 ) -> String {
     let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
     format!(
@@ -178,7 +178,7 @@ fn power_question(
 /// checked before any VM is started; a shortfall is a located diagnostic, printed here.
 fn check_start(
     rt: &tokio::runtime::Runtime,
-    conn: &super::connect::Connection,
+    conn: &crate::connect::Connection,
     state: &State,
     todo: &[Address],
     loaded: &crate::manifest::Loaded,

@@ -12,11 +12,13 @@ use std::fs;
 use anyhow::Context as _;
 use chrono::Utc;
 
+use super::args::ConnectArgs;
 use super::args::{PlanArgs, ShowArgs};
-use super::connect::{ConnectArgs, Connection, Target, connect};
 use super::manifest_cmds::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
+use crate::connect::Connection;
+use crate::engine::op::Target;
 use crate::engine::{preflight, refresh};
 use crate::model::AzureSettings;
 use crate::plan::{self, Mode, Plan, PlanOptions, PlanSource};
@@ -174,33 +176,18 @@ fn refresh_and_resolve(
     Ok((live, fallback_notes))
 }
 
-/// The connection a command should use: the one asked for (`--emulator`, `--endpoint`), or Azure
-/// when a subscription resolves (the manifest's, `AZURE_SUBSCRIPTION_ID`, or the Azure CLI's
-/// default); `None` when nothing is asked for and no subscription resolves.
+/// [`crate::connect::live_connection`] for these flags.
 pub(super) async fn live_connection(
     args: &ConnectArgs,
     manifest: &std::path::Path,
     settings: &AzureSettings,
 ) -> anyhow::Result<Option<Connection>> {
-    if !args.emulator && args.endpoint.is_none() {
-        let resolved = crate::azure::subscription::resolve_subscription_from_environment(
-            settings.subscription.as_deref(),
-        )
-        .await;
-        if resolved.is_err() {
-            return Ok(None);
-        }
-    }
-    connect(args, manifest, settings).await.map(Some)
+    Ok(crate::connect::live_connection(&args.options(), manifest, settings).await?)
 }
 
 /// Where a connection goes, for messages.
 pub(super) fn target_name(target: &Target) -> String {
-    match target {
-        Target::Azure => "Azure".to_owned(),
-        Target::Endpoint(url) => url.clone(),
-        Target::BuiltInEmulator => "the built-in emulator".to_owned(),
-    }
+    target.name()
 }
 
 fn refresh_note(report: &refresh::RefreshReport, target: &Target) -> String {

@@ -23,10 +23,12 @@ use anyhow::Context as _;
 use clap::Args;
 
 use super::Outcome;
+use super::args::ConnectArgs;
 use super::args::ManifestArgs;
-use super::connect::{ConnectArgs, connect, runtime, ssh_endpoints_for};
 use super::manifest_cmds::load;
 use super::output::Output;
+use crate::connect::connect;
+use crate::engine::op::endpoints;
 use crate::engine::reach::{self, NodeReach, Route};
 use crate::ssh::shell_quote;
 use crate::state::{LocalBackend, State, StateError};
@@ -168,10 +170,10 @@ fn reach_all(
     let loaded = load(manifest, out)?;
     let path = &manifest.manifest;
     let state = read_state(path, loaded.backend.as_ref())?;
-    let rt = runtime()?;
+    let rt = super::interrupt::runtime()?;
     let endpoints = rt.block_on(async {
-        let conn = connect(connect_args, path, &loaded.desired.azure).await?;
-        ssh_endpoints_for(&conn, &state).await
+        let conn = connect(&connect_args.options(), path, &loaded.desired.azure).await?;
+        endpoints::for_state(&conn, &state).await
     })?;
     drop(rt);
     let nodes = reach::blocks(&state)

@@ -16,12 +16,13 @@ use futures::FutureExt as _;
 use tokio::sync::{mpsc, watch};
 
 use super::args::{StepsArgs, StepsChoice};
-use super::connect::{Connection, Target, ssh_endpoints_for};
 use super::{AlreadyReported, Output};
 use crate::addr::Address;
 use crate::azure::ArmClient;
+use crate::connect::Connection;
 use crate::engine::events::{Event, EventSink};
 use crate::engine::execute::StateStore;
+use crate::engine::op::{Target, endpoints};
 use crate::engine::post_boot::{
     self, Azure, BlockOutcome, EndpointsFn, Message, PostBoot, Readiness, StepsMode, auth,
 };
@@ -149,9 +150,9 @@ impl<'a> StepsJob<'a> {
         let conn = self.conn;
         Box::new(move || {
             async move {
-                ssh_endpoints_for(conn, &store.snapshot())
+                endpoints::for_state(conn, &store.snapshot())
                     .await
-                    .map_err(|e| format!("{e:#}"))
+                    .map_err(|e| e.to_string())
             }
             .boxed()
         })

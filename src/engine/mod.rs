@@ -29,5 +29,6 @@ pub mod bodies;
 pub mod events;
 pub mod execute;
 pub mod limiter;
+pub mod op;
 pub mod outputs;
 pub mod sas;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use dsinfra::azure::types::quota::SkuAvailability;
 use dsinfra::catalog;
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 
 use crate::harness::{SUB, env};
 

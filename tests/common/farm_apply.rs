@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use dsinfra::cli::connect::builtin_emulator_config;
+use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorConfig, EmulatorHandle, VmBootHook};
 use serde_json::Value;
 

@@ -1,0 +1,56 @@
+//! Where SSH connections to the experiment's VMs go: against an emulator, its endpoint map
+//! (`GET URL/_emulator/ssh-endpoints`: IP address -> the local host standing in for the VM);
+//! on Azure, each IP address itself. [`for_state`] adds the IP addresses ARM reports, which is
+//! everything `engine::reach::block_nodes` needs.
+
+use super::{Arm, Error};
+use crate::engine::reach::{self, Endpoints, SshEndpoint};
+use crate::state::State;
+
+/// The emulator's map (read again each time: VMs get their endpoints as they boot), or direct
+/// dialling on Azure. The IP addresses are not included: see [`for_state`].
+///
+/// # Errors
+///
+/// The emulator's admin API could not be read.
+pub async fn map(arm: &Arm) -> Result<Endpoints, Error> {
+    /// The admin API's answer.
+    #[derive(serde::Deserialize)]
+    struct Listing {
+        value: Vec<SshEndpoint>,
+    }
+    let Some(map) = &arm.ssh_map else {
+        return Ok(Endpoints::direct());
+    };
+    let url = format!("{}/_emulator/ssh-endpoints", map.url.trim_end_matches('/'));
+    let listing: Listing = async {
+        map.http
+            .get(&url)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await
+    }
+    .await
+    .map_err(|e| {
+        Error::Failed(format!(
+            "could not read the emulator's SSH endpoints from {url}: {e}"
+        ))
+    })?;
+    Ok(Endpoints::from_emulator(&listing.value))
+}
+
+/// [`map`] with the IP addresses of every VM in `state` read from ARM (its public IP's address
+/// and its NIC's private address).
+///
+/// # Errors
+///
+/// The map or the addresses could not be read.
+pub async fn for_state(arm: &Arm, state: &State) -> Result<Endpoints, Error> {
+    let endpoints = map(arm).await?;
+    let addresses = reach::read_addresses(&arm.client, state)
+        .await
+        .map_err(|e| Error::Failed(format!("could not read the VMs' IP addresses: {e}")))?;
+    Ok(endpoints.with_addresses(addresses))
+}
