@@ -18,6 +18,7 @@ mod sizes_cmd;
 mod ssh_cmds;
 mod state_cmds;
 mod steps_run;
+pub(crate) mod terminal;
 
 use std::ffi::OsString;
 

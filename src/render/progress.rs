@@ -152,7 +152,8 @@ impl Progress {
         Arc::new(move |event: &Event| me.show(event))
     }
 
-    fn show(&self, event: &Event) {
+    /// Draw one event.
+    pub fn show(&self, event: &Event) {
         let Some((multi, bars)) = &self.bars else {
             if let Event::Progress { address, state, .. } = event {
                 let mut last = self

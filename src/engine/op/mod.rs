@@ -10,6 +10,7 @@
 
 pub mod cancel;
 pub mod endpoints;
+pub mod steps;
 
 use std::sync::Arc;
 
@@ -118,6 +119,9 @@ pub enum OpEvent<'a> {
         map_hint: &'a str,
     },
 }
+
+/// Where an operation's events go: shared, because steps report from their own tasks.
+pub type Events = Arc<dyn Listener>;
 
 /// Receives an operation's events. Called from the operation's tasks, so it must not block for
 /// long.

@@ -26,9 +26,10 @@ use crate::steps::library::{
 use crate::steps::{self, Event, EventSink, NodeSpec, RunOptions, RunReport};
 
 /// Whether and how strictly steps run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StepsMode {
     /// Run on every block whose nodes are reachable; say why the others were not run.
+    #[default]
     Auto,
     /// Run everywhere; a block that cannot be reached is an error.
     Run,
