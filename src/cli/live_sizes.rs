@@ -12,7 +12,7 @@
 
 use super::args::ConnectArgs;
 use super::args::ManifestArgs;
-use super::manifest_cmds::{load, load_options};
+use super::request::{load, load_options};
 use super::{Output, interrupt, plan_cmd};
 use crate::catalog;
 use crate::engine::preflight::live;

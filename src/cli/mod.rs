@@ -14,6 +14,7 @@ mod manifest_cmds;
 mod ops_cmds;
 mod output;
 mod plan_cmd;
+mod request;
 mod sizes_cmd;
 mod ssh_cmds;
 mod state_cmds;

@@ -15,8 +15,8 @@ use chrono::Utc;
 
 use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use super::interrupt;
-use super::manifest_cmds::load;
 use super::plan_cmd::{live_connection, target_name};
+use super::request::load;
 use super::steps_run::StepsJob;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;

@@ -14,7 +14,7 @@ use chrono::Utc;
 
 use super::args::ConnectArgs;
 use super::args::{PlanArgs, ShowArgs};
-use super::manifest_cmds::load;
+use super::request::load;
 use super::{AlreadyReported, Outcome, Output};
 use crate::addr::Address;
 use crate::connect::Connection;
