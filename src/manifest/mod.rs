@@ -53,8 +53,8 @@ use crate::model::{AzureSettings, Desired, Output, tags};
 use self::eval::{EvalBlock, Evaluator, Scope};
 use self::expand::Experiment;
 use self::fields::Fields;
-use self::parse::{RawAttr, Spans};
 use self::order::{Graph, Source};
+use self::parse::{RawAttr, Spans};
 use self::refs::{Allowed, Known};
 
 /// Where variable values and environment variables come from.
@@ -178,8 +178,13 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
     let graph = Graph::build(&manifest, &known, &spans, &mut load.diags);
     evaluation.run(&graph, &experiment.id, &mut load.diags);
     let manifest_hash = manifest_hash(text, &vars, &evaluation.evaluator.files);
-    let (desired, unknown_sizes) =
-        load.desired(&manifest, &graph, &evaluation.blocks, experiment, manifest_hash);
+    let (desired, unknown_sizes) = load.desired(
+        &manifest,
+        &graph,
+        &evaluation.blocks,
+        experiment,
+        manifest_hash,
+    );
     if load.diags.iter().any(Diagnostic::is_error) {
         return Err(finish_failed(load.diags, &file, load.sources));
     }
@@ -263,7 +268,10 @@ impl<'a> Load<'a> {
         if !refs::check(&found, known, Allowed::VariablesOnly, "`experiment`", diags) {
             return from_stem();
         }
-        match evaluation.evaluator.attr(attr, &evaluation.scope, false, diags) {
+        match evaluation
+            .evaluator
+            .attr(attr, &evaluation.scope, false, diags)
+        {
             Some(Json::String(id)) if names::is_valid_experiment(&id) => Experiment {
                 id,
                 span: Some(attr.value_span.clone()),

@@ -222,9 +222,9 @@ impl<'a> Resolver<'a, '_> {
             };
             let found = refs::collect(&default.expr, self.ctx.spans);
             if refs::check(&found, &known, Allowed::Nothing, "a default", self.diags)
-                && let Some(v) =
-                    self.evaluator
-                        .attr(default, &Scope::default(), false, self.diags)
+                && let Some(v) = self
+                    .evaluator
+                    .attr(default, &Scope::default(), false, self.diags)
                 && !v.is_null()
             {
                 self.values.insert(
@@ -276,15 +276,16 @@ impl<'a> Resolver<'a, '_> {
     /// One `name = value` line of a var file, whose spans are `spans`.
     fn var_file_line(&mut self, attr: &RawAttr, spans: &Spans, evaluator: &mut Evaluator<'_>) {
         if !self.declared.contains_key(&attr.name) {
-            let d = Diagnostic::warning(format!("var file sets undeclared variable `{}`", attr.name))
-                .with_span(attr.key_span.clone())
-                .with_label("ignored");
+            let d =
+                Diagnostic::warning(format!("var file sets undeclared variable `{}`", attr.name))
+                    .with_span(attr.key_span.clone())
+                    .with_label("ignored");
             self.diags.push(
                 match did_you_mean(&attr.name, self.declared.keys().map(String::as_str)) {
                     Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => {
-                        d.with_help("declare it in the manifest with a `variable` block, or remove it")
-                    }
+                    None => d.with_help(
+                        "declare it in the manifest with a `variable` block, or remove it",
+                    ),
                 },
             );
             return;
