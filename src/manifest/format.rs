@@ -240,7 +240,15 @@ struct Line {
     opens: bool,
 }
 
+/// Re-indent, align and print the text's lines.
 fn format_lines(text: &str) -> String {
+    let mut lines = classify(text);
+    align(&mut lines);
+    render(&lines)
+}
+
+/// Each line with its nesting level, and whether it is an attribute or verbatim text.
+fn classify(text: &str) -> Vec<Line> {
     let mut lines: Vec<Line> = Vec::new();
     let mut depth: isize = 0;
     let mut mode = Mode::Code;
@@ -298,10 +306,14 @@ fn format_lines(text: &str) -> String {
             mode = Mode::BlockComment;
         }
     }
-    align(&mut lines);
+    lines
+}
+
+/// Print the lines indented, with at most one blank line in a row and none at the ends.
+fn render(lines: &[Line]) -> String {
     let mut out = String::new();
     let mut blank_run = 0;
-    for line in &lines {
+    for line in lines {
         if line.verbatim {
             out.push_str(&line.text);
             out.push('\n');
@@ -406,5 +418,34 @@ mod tests {
     #[test]
     fn syntax_errors_fail() {
         assert!(format(Path::new("t.hcl"), "vm \"a\" {").is_err());
+    }
+
+    // Guards the scanner's contexts (issue 16 split it into one method per context): brackets
+    // in line and block comments, escaped quotes, `%{` directives and braces nested inside an
+    // interpolation must not move the indentation.
+    #[test]
+    fn comments_escapes_directives_and_nested_interpolations_are_not_brackets() {
+        let input = r#"vm "a" { # {
+/* {
+{ */
+x = "\"{" // {
+step "s" {
+y = "%{ if true }{%{ endif }"
+z = "${ {a = "}"}["a"] }"
+}
+}
+"#;
+        let expected = r#"vm "a" { # {
+  /* {
+{ */
+  x = "\"{" // {
+  step "s" {
+    y = "%{ if true }{%{ endif }"
+    z = "${ {a = "}"}["a"] }"
+  }
+}
+"#;
+        assert_eq!(fmt(input), expected);
+        assert_eq!(fmt(expected), expected, "idempotent");
     }
 }
