@@ -5,9 +5,9 @@
 //! 2. `schema`: blocks and attributes are checked against the language (unknown names get a
 //!    "did you mean"), and the top level is sorted into a typed [`schema::Manifest`];
 //! 3. `variables`: `-var`, var files and defaults give each variable its value;
-//! 4. `refs`: every reference is found in the hcl-edit tree, checked, and the parts of the
-//!    manifest are ordered so each is evaluated after what it refers to (cycles are reported as
-//!    their path);
+//! 4. `refs`: every reference is found in the hcl-edit tree and checked; `order` orders the
+//!    parts of the manifest so each is evaluated after what it refers to (cycles are reported
+//!    as their path);
 //! 5. `eval`: each attribute is evaluated with `hcl::eval`, errors located at the attribute;
 //!    `values` puts what each block exposes (`vm.gpu.private_ip`) in scope for the next;
 //! 6. `expand`: blocks become Azure resources with deterministic names and tags, checked on the
@@ -155,6 +155,7 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
     let mut sources = SourceMap::new();
     let file = sources.add(path, text);
     let spans = Spans::new(Arc::clone(&file), Arc::from(text));
+    // A syntax error stops here: nothing after it could be located reliably.
     let root = match parse::parse(&spans, text) {
         Ok(root) => root,
         Err(d) => return Err(finish_failed(vec![d], &file, sources)),
@@ -169,9 +170,11 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
         diags: Vec::new(),
     };
     let manifest = schema::check(&root, &spans, &mut load.diags);
+    // The backend is read on its own, with literal values only (see backend.rs).
     let backend = backend::from_root(&root, &spans, load.env, &load.base_dir, &mut load.diags);
     let vars = load.variables(&manifest);
     let mut evaluation = Evaluation::new(load.evaluator(), &vars);
+    // The experiment id names everything, so it is evaluated first, from variables only.
     let names = Names::of(&manifest);
     let known = names.known(&vars.declared);
     let experiment = load.experiment(&manifest, &known, &mut evaluation);
