@@ -13,8 +13,8 @@ use std::sync::Arc;
 use crate::diag::{Diagnostic, SourceMap, did_you_mean};
 use crate::model::{BackendConfig, ResourceKind};
 
-use super::eval::{Evaluator, Scope};
-use super::fields::Fields;
+use super::eval::{EvalBlock, Evaluator, Scope};
+use super::fields::{Fields, Located};
 use super::parse::{self, RawAttr, RawBlock, Spans};
 use super::schema::{BlockSchema, check_body};
 use super::{LoadFailed, names, refs};
@@ -37,6 +37,25 @@ pub(super) fn from_root(
     base_dir: &Path,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<BackendConfig> {
+    let block = the_block(root, spans, diags)?;
+    let errors = |diags: &[Diagnostic]| diags.iter().filter(|d| d.is_error()).count();
+    let errors_before = errors(diags);
+    check_type(block, diags);
+    check_body(block, &BACKEND, diags);
+    let evaluated = evaluate(block, spans, env, base_dir, diags);
+    let config = read_config(&evaluated, diags);
+    if errors(diags) > errors_before {
+        return None;
+    }
+    config
+}
+
+/// The first `backend` block; any other is reported.
+fn the_block<'a>(
+    root: &'a RawBlock,
+    spans: &Spans,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<&'a RawBlock> {
     let mut blocks = root.blocks.iter().filter(|b| b.ident == "backend");
     let first = blocks.next()?;
     for extra in blocks {
@@ -50,11 +69,20 @@ pub(super) fn from_root(
                 .with_help("an experiment keeps its state in one place: keep one `backend` block"),
         );
     }
-    let errors_before = diags.iter().filter(|d| d.is_error()).count();
-    check_type(first, diags);
-    check_body(first, &BACKEND, diags);
+    Some(first)
+}
+
+/// Evaluate the block's literal values; an attribute that refers to anything is reported and
+/// not evaluated.
+fn evaluate(
+    block: &RawBlock,
+    spans: &Spans,
+    env: &dyn Fn(&str) -> Option<String>,
+    base_dir: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> EvalBlock {
     let mut skipped = Vec::new();
-    for attr in &first.attrs {
+    for attr in &block.attrs {
         let found = refs::collect(&attr.expr, spans);
         for r in &found {
             diags_push_reference(r, diags);
@@ -65,65 +93,27 @@ pub(super) fn from_root(
     }
     let mut evaluator = Evaluator::new(env, base_dir.to_path_buf(), spans);
     let skip = |attr: &RawAttr| skipped.contains(&attr.value_span.start);
-    let block = evaluator.block(first, &Scope::default(), false, &skip, diags);
-    let mut f = Fields::new(&block, diags);
+    evaluator.block(block, &Scope::default(), false, &skip, diags)
+}
+
+/// The backend's settings, each checked by its [`Rule`]; `None` when a required one is missing.
+fn read_config(block: &EvalBlock, diags: &mut Vec<Diagnostic>) -> Option<BackendConfig> {
+    let mut f = Fields::new(block, diags);
     let account = f.required_string("account", "\"expstate01\"");
     let container = f.required_string("container", "\"tfstate\"");
     let key = f.required_string("key", "\"cosmoflow.dsinfra.json\"");
     let endpoint = f.string("endpoint");
     let sas_env = f.string("sas_env");
-    if let Some(a) = &account
-        && let Err(why) = names::check(ResourceKind::StorageAccount, &a.value)
-    {
-        f.report(
-            Diagnostic::error(format!("invalid storage account name `{}`", a.value))
-                .with_span(a.span.clone())
-                .with_label(why)
-                .with_help("storage account names are 3-24 lowercase letters and digits"),
-        );
-    }
-    if let Some(c) = &container
-        && let Err(why) = names::check(ResourceKind::BlobContainer, &c.value)
-    {
-        f.report(
-            Diagnostic::error(format!("invalid container name `{}`", c.value))
-                .with_span(c.span.clone())
-                .with_label(why)
-                .with_help("container names are 3-63 lowercase letters, digits and `-`"),
-        );
-    }
-    if let Some(k) = &key
-        && let Err(why) = check_blob_name(&k.value)
-    {
-        f.report(
-            Diagnostic::error(format!("invalid blob name `{}`", k.value))
-                .with_span(k.span.clone())
-                .with_label(why)
-                .with_help("e.g. \"cosmoflow.dsinfra.json\" or \"team/cosmoflow.json\""),
-        );
-    }
-    if let Some(e) = &endpoint
-        && let Err(why) = check_endpoint(&e.value)
-    {
-        f.report(
-            Diagnostic::error("`endpoint` must be a blob service URL")
-                .with_span(e.span.clone())
-                .with_label(why)
-                .with_help("e.g. \"https://ACCOUNT.blob.core.windows.net\" or Azurite's \"http://127.0.0.1:10000/devstoreaccount1\"; leave it out for the account's public endpoint"),
-        );
-    }
-    if let Some(s) = &sas_env
-        && !is_env_name(&s.value)
-    {
-        f.report(
-            Diagnostic::error(format!("invalid environment variable name `{}`", s.value))
-                .with_span(s.span.clone())
-                .with_label("not a variable name")
-                .with_help("`sas_env` names the environment variable that holds the SAS, e.g. \"DSINFRA_STATE_SAS\"; never write the SAS itself in the manifest"),
-        );
-    }
-    if diags.iter().filter(|d| d.is_error()).count() > errors_before {
-        return None;
+    for (value, rule) in [
+        (&account, &ACCOUNT),
+        (&container, &CONTAINER),
+        (&key, &KEY),
+        (&endpoint, &ENDPOINT),
+        (&sas_env, &SAS_ENV),
+    ] {
+        if let Some(value) = value {
+            rule.apply(value, &mut f);
+        }
     }
     Some(BackendConfig {
         account: account?.value,
@@ -133,6 +123,61 @@ pub(super) fn from_root(
         sas_env: sas_env.map(|s| s.value),
     })
 }
+
+/// How one text setting of the backend block is checked, and the error when it fails.
+struct Rule {
+    /// Why a value is not allowed, if it is not (the error's label).
+    check: fn(&str) -> Result<(), String>,
+    /// The error's summary, given the value.
+    summary: fn(&str) -> String,
+    /// What to write instead.
+    help: &'static str,
+}
+
+impl Rule {
+    fn apply(&self, value: &Located<String>, f: &mut Fields<'_>) {
+        if let Err(why) = (self.check)(&value.value) {
+            f.report(
+                Diagnostic::error((self.summary)(&value.value))
+                    .with_span(value.span.clone())
+                    .with_label(why)
+                    .with_help(self.help),
+            );
+        }
+    }
+}
+
+static ACCOUNT: Rule = Rule {
+    check: |v| names::check(ResourceKind::StorageAccount, v),
+    summary: |v| format!("invalid storage account name `{v}`"),
+    help: "storage account names are 3-24 lowercase letters and digits",
+};
+static CONTAINER: Rule = Rule {
+    check: |v| names::check(ResourceKind::BlobContainer, v),
+    summary: |v| format!("invalid container name `{v}`"),
+    help: "container names are 3-63 lowercase letters, digits and `-`",
+};
+static KEY: Rule = Rule {
+    check: check_blob_name,
+    summary: |v| format!("invalid blob name `{v}`"),
+    help: "e.g. \"cosmoflow.dsinfra.json\" or \"team/cosmoflow.json\"",
+};
+static ENDPOINT: Rule = Rule {
+    check: check_endpoint,
+    summary: |_| "`endpoint` must be a blob service URL".to_owned(),
+    help: "e.g. \"https://ACCOUNT.blob.core.windows.net\" or Azurite's \"http://127.0.0.1:10000/devstoreaccount1\"; leave it out for the account's public endpoint",
+};
+static SAS_ENV: Rule = Rule {
+    check: |v| {
+        if is_env_name(v) {
+            Ok(())
+        } else {
+            Err("not a variable name".to_owned())
+        }
+    },
+    summary: |v| format!("invalid environment variable name `{v}`"),
+    help: "`sas_env` names the environment variable that holds the SAS, e.g. \"DSINFRA_STATE_SAS\"; never write the SAS itself in the manifest",
+};
 
 fn diags_push_reference(r: &refs::Reference, diags: &mut Vec<Diagnostic>) {
     diags.push(

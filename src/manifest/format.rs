@@ -61,118 +61,154 @@ struct Scan {
 
 /// Scan a line of code for brackets outside strings and comments. Strings may contain
 /// interpolations with nested strings: `"${lower("X")}"`, so a small stack tracks them.
-// A single character loop is the clearest form of a scanner.
-#[allow(clippy::too_many_lines)]
 fn scan(line: &str, starts_in_comment: bool) -> Scan {
-    #[derive(PartialEq)]
-    enum S {
-        Code,
-        Str,
-        Interp(usize),
-    }
-    let chars: Vec<char> = line.chars().collect();
-    let mut stack: Vec<S> = vec![S::Code];
-    let mut delta: isize = 0;
-    let mut leading_closers = 0;
-    let mut seen_other = false;
-    let mut in_comment = starts_in_comment;
-    let mut heredoc = None;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if in_comment {
-            if c == '*' && next == Some('/') {
-                in_comment = false;
-                i += 2;
-                continue;
+    let mut scanner = Scanner {
+        chars: line.chars().collect(),
+        at: 0,
+        stack: Vec::new(),
+        seen_other: false,
+        scan: Scan {
+            leading_closers: 0,
+            delta: 0,
+            heredoc: None,
+            in_comment: starts_in_comment,
+        },
+    };
+    while scanner.at < scanner.chars.len() {
+        let c = scanner.chars[scanner.at];
+        let next = scanner.chars.get(scanner.at + 1).copied();
+        let step = if scanner.scan.in_comment {
+            scanner.in_comment(c, next)
+        } else {
+            match scanner.stack.last() {
+                Some(Nest::Str) => scanner.in_string(c, next),
+                Some(&Nest::Interp(depth)) => scanner.in_interpolation(c, depth),
+                None => scanner.in_code(c, next),
             }
-            i += 1;
-            continue;
+        };
+        match step {
+            Step::Skip(width) => scanner.at += width,
+            Step::Stop => break,
         }
-        match stack.last() {
-            Some(S::Str) => {
-                match (c, next) {
-                    ('\\', _) => i += 1,
-                    ('"', _) => {
-                        stack.pop();
-                    }
-                    ('$' | '%', Some('{')) => {
-                        stack.push(S::Interp(0));
-                        i += 1;
-                    }
-                    _ => {}
-                }
-                i += 1;
-                continue;
+    }
+    scanner.scan
+}
+
+/// What the scanner is inside of, besides plain code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nest {
+    /// A quoted string.
+    Str,
+    /// A `${...}` or `%{...}` interpolation, with this many unclosed `{` inside it.
+    Interp(usize),
+}
+
+/// What to do after a character.
+enum Step {
+    /// Move on by this many characters (two for `*/`, `${`, an escape...).
+    Skip(usize),
+    /// The rest of the line is a comment: nothing after it counts.
+    Stop,
+}
+
+/// A character loop over one line, one method per context, each returning the next [`Step`].
+struct Scanner {
+    chars: Vec<char>,
+    /// Index of the current character.
+    at: usize,
+    /// Strings and interpolations entered and not yet left; empty in plain code.
+    stack: Vec<Nest>,
+    /// Something other than a closing bracket has been seen on the line.
+    seen_other: bool,
+    /// The result so far.
+    scan: Scan,
+}
+
+impl Scanner {
+    /// Inside a `/* */` comment: only its end matters.
+    fn in_comment(&mut self, c: char, next: Option<char>) -> Step {
+        if c == '*' && next == Some('/') {
+            self.scan.in_comment = false;
+            return Step::Skip(2);
+        }
+        Step::Skip(1)
+    }
+
+    /// Inside a string: escapes, its end, and interpolations.
+    fn in_string(&mut self, c: char, next: Option<char>) -> Step {
+        match (c, next) {
+            ('\\', _) => Step::Skip(2),
+            ('"', _) => {
+                self.stack.pop();
+                Step::Skip(1)
             }
-            Some(S::Interp(depth)) => {
-                let depth = *depth;
-                match c {
-                    '"' => stack.push(S::Str),
-                    '{' => {
-                        stack.pop();
-                        stack.push(S::Interp(depth + 1));
-                    }
-                    '}' if depth == 0 => {
-                        stack.pop();
-                    }
-                    '}' => {
-                        stack.pop();
-                        stack.push(S::Interp(depth - 1));
-                    }
-                    _ => {}
-                }
-                i += 1;
-                continue;
+            ('$' | '%', Some('{')) => {
+                self.stack.push(Nest::Interp(0));
+                Step::Skip(2)
+            }
+            _ => Step::Skip(1),
+        }
+    }
+
+    /// Inside an interpolation: nested strings and braces, and its end.
+    fn in_interpolation(&mut self, c: char, depth: usize) -> Step {
+        match c {
+            '"' => self.stack.push(Nest::Str),
+            '{' => {
+                self.stack.pop();
+                self.stack.push(Nest::Interp(depth + 1));
+            }
+            '}' if depth == 0 => {
+                self.stack.pop();
+            }
+            '}' => {
+                self.stack.pop();
+                self.stack.push(Nest::Interp(depth - 1));
             }
             _ => {}
         }
+        Step::Skip(1)
+    }
+
+    /// In plain code: comments, strings, heredocs and brackets.
+    fn in_code(&mut self, c: char, next: Option<char>) -> Step {
         match (c, next) {
-            ('#', _) | ('/', Some('/')) => break,
+            ('#', _) | ('/', Some('/')) => return Step::Stop,
             ('/', Some('*')) => {
-                in_comment = true;
-                i += 2;
-                continue;
+                self.scan.in_comment = true;
+                return Step::Skip(2);
             }
             ('"', _) => {
-                stack.push(S::Str);
-                seen_other = true;
+                self.stack.push(Nest::Str);
+                self.seen_other = true;
             }
             ('<', Some('<')) => {
-                let rest: String = chars[i + 2..].iter().collect();
+                let rest: String = self.chars[self.at + 2..].iter().collect();
                 let rest = rest.trim_start_matches('-');
                 let marker: String = rest
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 if !marker.is_empty() {
-                    heredoc = Some(marker);
+                    self.scan.heredoc = Some(marker);
                 }
-                seen_other = true;
-                i += 2;
-                continue;
+                self.seen_other = true;
+                return Step::Skip(2);
             }
             ('{' | '[' | '(', _) => {
-                delta += 1;
-                seen_other = true;
+                self.scan.delta += 1;
+                self.seen_other = true;
             }
             ('}' | ']' | ')', _) => {
-                delta -= 1;
-                if !seen_other {
-                    leading_closers += 1;
+                self.scan.delta -= 1;
+                if !self.seen_other {
+                    self.scan.leading_closers += 1;
                 }
             }
             (c, _) if c.is_whitespace() => {}
-            _ => seen_other = true,
+            _ => self.seen_other = true,
         }
-        i += 1;
-    }
-    Scan {
-        leading_closers,
-        delta,
-        heredoc,
-        in_comment,
+        Step::Skip(1)
     }
 }
 
@@ -204,7 +240,15 @@ struct Line {
     opens: bool,
 }
 
+/// Re-indent, align and print the text's lines.
 fn format_lines(text: &str) -> String {
+    let mut lines = classify(text);
+    align(&mut lines);
+    render(&lines)
+}
+
+/// Each line with its nesting level, and whether it is an attribute or verbatim text.
+fn classify(text: &str) -> Vec<Line> {
     let mut lines: Vec<Line> = Vec::new();
     let mut depth: isize = 0;
     let mut mode = Mode::Code;
@@ -262,10 +306,14 @@ fn format_lines(text: &str) -> String {
             mode = Mode::BlockComment;
         }
     }
-    align(&mut lines);
+    lines
+}
+
+/// Print the lines indented, with at most one blank line in a row and none at the ends.
+fn render(lines: &[Line]) -> String {
     let mut out = String::new();
     let mut blank_run = 0;
-    for line in &lines {
+    for line in lines {
         if line.verbatim {
             out.push_str(&line.text);
             out.push('\n');
@@ -370,5 +418,34 @@ mod tests {
     #[test]
     fn syntax_errors_fail() {
         assert!(format(Path::new("t.hcl"), "vm \"a\" {").is_err());
+    }
+
+    // Guards the scanner's contexts (issue 16 split it into one method per context): brackets
+    // in line and block comments, escaped quotes, `%{` directives and braces nested inside an
+    // interpolation must not move the indentation.
+    #[test]
+    fn comments_escapes_directives_and_nested_interpolations_are_not_brackets() {
+        let input = r#"vm "a" { # {
+/* {
+{ */
+x = "\"{" // {
+step "s" {
+y = "%{ if true }{%{ endif }"
+z = "${ {a = "}"}["a"] }"
+}
+}
+"#;
+        let expected = r#"vm "a" { # {
+  /* {
+{ */
+  x = "\"{" // {
+  step "s" {
+    y = "%{ if true }{%{ endif }"
+    z = "${ {a = "}"}["a"] }"
+  }
+}
+"#;
+        assert_eq!(fmt(input), expected);
+        assert_eq!(fmt(expected), expected, "idempotent");
     }
 }

@@ -5,9 +5,9 @@
 //! 2. `schema`: blocks and attributes are checked against the language (unknown names get a
 //!    "did you mean"), and the top level is sorted into a typed [`schema::Manifest`];
 //! 3. `variables`: `-var`, var files and defaults give each variable its value;
-//! 4. `refs`: every reference is found in the hcl-edit tree, checked, and the parts of the
-//!    manifest are ordered so each is evaluated after what it refers to (cycles are reported as
-//!    their path);
+//! 4. `refs`: every reference is found in the hcl-edit tree and checked; `order` orders the
+//!    parts of the manifest so each is evaluated after what it refers to (cycles are reported
+//!    as their path);
 //! 5. `eval`: each attribute is evaluated with `hcl::eval`, errors located at the attribute;
 //!    `values` puts what each block exposes (`vm.gpu.private_ip`) in scope for the next;
 //! 6. `expand`: blocks become Azure resources with deterministic names and tags, checked on the
@@ -24,6 +24,7 @@ mod format;
 mod functions;
 mod images;
 mod names;
+mod order;
 mod parse;
 mod refs;
 mod schema;
@@ -52,8 +53,9 @@ use crate::model::{AzureSettings, Desired, Output, tags};
 use self::eval::{EvalBlock, Evaluator, Scope};
 use self::expand::Experiment;
 use self::fields::Fields;
-use self::parse::{RawAttr, RawBlock, Spans};
-use self::refs::{Allowed, Known, Node};
+use self::order::{Graph, Source};
+use self::parse::{RawAttr, Spans};
+use self::refs::{Allowed, Known};
 
 /// Where variable values and environment variables come from.
 pub struct LoadOptions {
@@ -146,177 +148,206 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadFailed> {
 }
 
 /// Load a manifest from text; `path` names it in messages and anchors relative `file()` paths.
-// The pipeline, stage by stage; each stage is a call into its own module.
-#[allow(clippy::too_many_lines)]
+///
+/// The pipeline, stage by stage (see the module doc); each stage is a call into its own module,
+/// and every stage reports into one list so the user sees every problem at once.
 pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, LoadFailed> {
     let mut sources = SourceMap::new();
     let file = sources.add(path, text);
     let spans = Spans::new(Arc::clone(&file), Arc::from(text));
-    let mut diags = Vec::new();
+    // A syntax error stops here: nothing after it could be located reliably.
     let root = match parse::parse(&spans, text) {
         Ok(root) => root,
         Err(d) => return Err(finish_failed(vec![d], &file, sources)),
     };
-    let manifest = schema::check(&root, &spans, &mut diags);
-    let base_dir = match path.parent() {
+    let mut load = Load {
+        path,
+        opts,
+        env: &*opts.env,
+        spans: &spans,
+        base_dir: base_dir(path),
+        sources,
+        diags: Vec::new(),
+    };
+    let manifest = schema::check(&root, &spans, &mut load.diags);
+    // The backend is read on its own, with literal values only (see backend.rs).
+    let backend = backend::from_root(&root, &spans, load.env, &load.base_dir, &mut load.diags);
+    let vars = load.variables(&manifest);
+    let mut evaluation = Evaluation::new(load.evaluator(), &vars);
+    // The experiment id names everything, so it is evaluated first, from variables only.
+    let names = Names::of(&manifest);
+    let known = names.known(&vars.declared);
+    let experiment = load.experiment(&manifest, &known, &mut evaluation);
+    let graph = Graph::build(&manifest, &known, &spans, &mut load.diags);
+    evaluation.run(&graph, &experiment.id, &mut load.diags);
+    let manifest_hash = manifest_hash(text, &vars, &evaluation.evaluator.files);
+    let (desired, unknown_sizes) = load.desired(
+        &manifest,
+        &graph,
+        &evaluation.blocks,
+        experiment,
+        manifest_hash,
+    );
+    if load.diags.iter().any(Diagnostic::is_error) {
+        return Err(finish_failed(load.diags, &file, load.sources));
+    }
+    Ok(Loaded {
+        desired,
+        warnings: sorted(load.diags, &file),
+        sources: load.sources,
+        backend,
+        unknown_sizes,
+    })
+}
+
+/// Where a manifest's relative paths (`file()`, `ssh_key`) start: its directory.
+fn base_dir(path: &Path) -> PathBuf {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
-    };
-    let env: &dyn Fn(&str) -> Option<String> = &*opts.env;
-    let backend = backend::from_root(&root, &spans, env, &base_dir, &mut diags);
-    let vars = variables::resolve(
-        &manifest.variables,
-        &opts.vars,
-        &opts.var_files,
-        env,
-        &spans,
-        &base_dir,
-        &mut sources,
-        &mut diags,
-    );
-    let mut evaluator = Evaluator::new(env, base_dir.clone(), &spans);
-    let mut scope = Scope::default();
-    for (name, value) in &vars.values {
-        scope.vars.insert(name.clone(), value.clone());
+    }
+}
+
+/// One load in progress: what every stage reads, and the one list every stage reports into.
+struct Load<'a> {
+    /// The manifest's path; its stem is the default experiment id.
+    path: &'a Path,
+    opts: &'a LoadOptions,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    spans: &'a Spans,
+    base_dir: PathBuf,
+    /// The manifest and the var files read, to render diagnostics with snippets.
+    sources: SourceMap,
+    diags: Vec<Diagnostic>,
+}
+
+impl<'a> Load<'a> {
+    /// An evaluator for expressions in the manifest.
+    fn evaluator(&self) -> Evaluator<'a> {
+        Evaluator::new(self.env, self.base_dir.clone(), self.spans)
     }
 
-    let locals: BTreeSet<String> = manifest.locals.iter().map(|l| l.name.clone()).collect();
-    let mut blocks_by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for block in &manifest.resources {
-        blocks_by_kind
-            .entry(block.ident.clone())
-            .or_default()
-            .push(block.label().to_owned());
+    /// Stage 3: each variable's value, from `-var`, var files and defaults.
+    fn variables(&mut self, manifest: &schema::Manifest) -> variables::Variables {
+        variables::resolve(
+            &manifest.variables,
+            &variables::Given {
+                flags: &self.opts.vars,
+                files: &self.opts.var_files,
+            },
+            &variables::Context {
+                env: self.env,
+                spans: self.spans,
+                base_dir: &self.base_dir,
+            },
+            &mut self.sources,
+            &mut self.diags,
+        )
     }
-    let known = Known {
-        variables: &vars.declared,
-        locals: &locals,
-        blocks: &blocks_by_kind,
-    };
 
-    let experiment = experiment_id(
-        &manifest,
-        path,
-        &known,
-        &spans,
-        &mut evaluator,
-        &scope,
-        &mut diags,
-    );
-
-    // Collect references per attribute; check them; build the evaluation graph.
-    let mut graph = Graph::default();
-    if let Some(azure) = &manifest.azure {
-        graph.add_block("azure".to_owned(), azure, &known, &spans, &mut diags);
-    }
-    for local in &manifest.locals {
-        graph.add_attr(
-            format!("local.{}", local.name),
-            local,
-            &known,
-            &spans,
-            &mut diags,
-        );
-    }
-    for block in &manifest.resources {
-        graph.add_block(
-            format!("{}.{}", block.ident, block.label()),
-            block,
-            &known,
-            &spans,
-            &mut diags,
-        );
-    }
-    for output in &manifest.outputs {
-        graph.add_block(
-            format!("output.{}", output.label()),
-            output,
-            &known,
-            &spans,
-            &mut diags,
-        );
-    }
-    let (order, cyclic) = refs::order(&graph.nodes, &mut diags);
-    let mut failed: BTreeSet<String> = cyclic.iter().map(|i| graph.nodes[*i].id.clone()).collect();
-
-    // Evaluate in dependency order.
-    let mut evaluated: BTreeMap<String, EvalBlock> = BTreeMap::new();
-    for index in order {
-        let id = graph.nodes[index].id.clone();
-        let quiet = cyclic.contains(&index);
-        match &graph.sources[index] {
-            Source::Attr(attr) => {
-                let value = if graph.skip(attr, &failed) {
-                    None
-                } else {
-                    evaluator.attr(attr, &scope, quiet, &mut diags)
-                };
-                match value {
-                    Some(v) => {
-                        scope.locals.insert(attr.name.clone(), v);
-                    }
-                    None => {
-                        failed.insert(id);
-                    }
-                }
+    /// The experiment id: the `experiment` attribute (which may refer only to variables, because
+    /// every generated name depends on it), or else the manifest file's name made valid.
+    fn experiment(
+        &mut self,
+        manifest: &schema::Manifest,
+        known: &Known<'_>,
+        evaluation: &mut Evaluation<'_>,
+    ) -> Experiment {
+        let from_stem = || Experiment {
+            id: names::sanitise_experiment(
+                &self
+                    .path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
+            span: None,
+        };
+        let Some(attr) = &manifest.experiment else {
+            return from_stem();
+        };
+        let diags = &mut self.diags;
+        let found = refs::collect(&attr.expr, self.spans);
+        if !refs::check(&found, known, Allowed::VariablesOnly, "`experiment`", diags) {
+            return from_stem();
+        }
+        match evaluation
+            .evaluator
+            .attr(attr, &evaluation.scope, false, diags)
+        {
+            Some(Json::String(id)) if names::is_valid_experiment(&id) => Experiment {
+                id,
+                span: Some(attr.value_span.clone()),
+            },
+            Some(Json::String(id)) => {
+                diags.push(
+                    Diagnostic::error(format!("invalid experiment id `{id}`"))
+                        .with_span(attr.value_span.clone())
+                        .with_label("not a valid id")
+                        .with_help(format!(
+                            "use lowercase letters, digits and single `-`, starting with a letter, e.g. `{}`",
+                            names::sanitise_experiment(&id)
+                        )),
+                );
+                from_stem()
             }
-            Source::Block(raw) => {
-                let skip = |attr: &RawAttr| graph.skip(attr, &failed);
-                let block = evaluator.block(raw, &scope, quiet, &skip, &mut diags);
-                if schema::RESOURCE_KINDS.contains(&raw.ident.as_str()) {
-                    scope.set_block(
-                        &raw.ident,
-                        raw.label(),
-                        values::block_value(&block, &experiment.id),
-                    );
-                }
-                evaluated.insert(id, block);
+            Some(other) => {
+                diags.push(
+                    Diagnostic::error("`experiment` must be text")
+                        .with_span(attr.value_span.clone())
+                        .with_label(format!("this is {}", eval::type_name(&other))),
+                );
+                from_stem()
             }
+            None => from_stem(),
         }
     }
 
-    let azure = azure_settings(
-        evaluated.get("azure"),
-        &experiment,
-        env,
-        spans.file_start(),
-        &mut diags,
-    );
-    let resource_blocks: Vec<EvalBlock> = manifest
-        .resources
-        .iter()
-        .filter_map(|b| {
-            evaluated
-                .get(&format!("{}.{}", b.ident, b.label()))
-                .cloned()
-        })
-        .collect();
-    let expanded = expand::expand(
-        &resource_blocks,
-        &experiment,
-        &azure,
-        manifest.azure.as_ref().map(|a| &a.header),
-        &graph.block_references,
-        expand::Context {
-            base_dir,
-            collect_unknown_sizes: opts.collect_unknown_sizes,
-        },
-        &mut diags,
-    );
-    let outputs = manifest
-        .outputs
-        .iter()
-        .filter_map(|o| evaluated.get(&format!("output.{}", o.label())))
-        .map(|o| read_output(o, &mut diags))
-        .collect();
-
-    let manifest_hash = manifest_hash(text, &vars, &evaluator.files);
-    if diags.iter().any(Diagnostic::is_error) {
-        return Err(finish_failed(diags, &file, sources));
-    }
-    let warnings = sorted(diags, &file);
-    Ok(Loaded {
-        desired: Desired {
+    /// Stage 6: the evaluated blocks become the desired world: Azure settings, resources and
+    /// steps (expanded from the kits), outputs. Also returns the VM sizes the catalog lacks.
+    fn desired(
+        &mut self,
+        manifest: &schema::Manifest,
+        graph: &Graph<'_>,
+        evaluated: &BTreeMap<String, EvalBlock>,
+        experiment: Experiment,
+        manifest_hash: String,
+    ) -> (Desired, Vec<String>) {
+        let azure = azure_settings(
+            evaluated.get("azure"),
+            &experiment,
+            self.env,
+            self.spans.file_start(),
+            &mut self.diags,
+        );
+        let resource_blocks: Vec<EvalBlock> = manifest
+            .resources
+            .iter()
+            .filter_map(|b| {
+                evaluated
+                    .get(&format!("{}.{}", b.ident, b.label()))
+                    .cloned()
+            })
+            .collect();
+        let expanded = expand::expand(
+            &resource_blocks,
+            &experiment,
+            &azure,
+            manifest.azure.as_ref().map(|a| &a.header),
+            &graph.block_references,
+            expand::Context {
+                base_dir: self.base_dir.clone(),
+                collect_unknown_sizes: self.opts.collect_unknown_sizes,
+            },
+            &mut self.diags,
+        );
+        let outputs = manifest
+            .outputs
+            .iter()
+            .filter_map(|o| evaluated.get(&format!("output.{}", o.label())))
+            .map(|o| read_output(o, &mut self.diags))
+            .collect();
+        let desired = Desired {
             experiment: experiment.id,
             azure,
             resources: expanded.resources,
@@ -324,188 +355,111 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
             outputs,
             manifest_hash,
             notes: expanded.notes,
-        },
-        warnings,
-        sources,
-        backend,
-        unknown_sizes: expanded.unknown_sizes,
-    })
-}
-
-/// Where a graph node's expressions are.
-enum Source<'a> {
-    Attr(&'a RawAttr),
-    Block(&'a RawBlock),
-}
-
-/// The evaluation graph with, per attribute, the references it makes.
-#[derive(Default)]
-struct Graph<'a> {
-    nodes: Vec<Node>,
-    sources: Vec<Source<'a>>,
-    /// Attributes whose references are wrong (already reported), by value start offset.
-    poisoned: BTreeSet<usize>,
-    /// Nodes each attribute refers to, by value start offset.
-    attr_targets: BTreeMap<usize, Vec<String>>,
-    /// Resource block -> blocks referred to outside steps and structural attributes.
-    block_references: BTreeMap<String, BTreeSet<String>>,
-}
-
-/// Attributes whose reference is consumed by the kit's structure (a NIC needs its network,
-/// a VM lists its disks, a SAS depends on its scope) rather than a plain dependency.
-const STRUCTURAL: [&str; 5] = ["network", "attach_to", "container", "share", "account"];
-
-impl<'a> Graph<'a> {
-    fn add_attr(
-        &mut self,
-        id: String,
-        attr: &'a RawAttr,
-        known: &Known<'_>,
-        spans: &Spans,
-        diags: &mut Vec<Diagnostic>,
-    ) {
-        let refs = self.check_attr(attr, known, spans, diags);
-        self.nodes.push(Node { id, refs });
-        self.sources.push(Source::Attr(attr));
+        };
+        (desired, expanded.unknown_sizes)
     }
+}
 
-    fn add_block(
-        &mut self,
-        id: String,
-        block: &'a RawBlock,
-        known: &Known<'_>,
-        spans: &Spans,
-        diags: &mut Vec<Diagnostic>,
-    ) {
-        let mut all = Vec::new();
-        let mut plain: BTreeSet<String> = BTreeSet::new();
-        self.walk(block, true, known, spans, diags, &mut all, &mut plain);
-        if schema::RESOURCE_KINDS.contains(&block.ident.as_str()) {
-            self.block_references.insert(id.clone(), plain);
+/// The names references may use besides variables: local values and block labels by kind.
+struct Names {
+    locals: BTreeSet<String>,
+    blocks: BTreeMap<String, Vec<String>>,
+}
+
+impl Names {
+    fn of(manifest: &schema::Manifest) -> Self {
+        let mut blocks: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for block in &manifest.resources {
+            blocks
+                .entry(block.ident.clone())
+                .or_default()
+                .push(block.label().to_owned());
         }
-        self.nodes.push(Node { id, refs: all });
-        self.sources.push(Source::Block(block));
+        Self {
+            locals: manifest.locals.iter().map(|l| l.name.clone()).collect(),
+            blocks,
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn walk(
-        &mut self,
-        block: &RawBlock,
-        top: bool,
-        known: &Known<'_>,
-        spans: &Spans,
-        diags: &mut Vec<Diagnostic>,
-        all: &mut Vec<refs::Reference>,
-        plain: &mut BTreeSet<String>,
-    ) {
-        for attr in &block.attrs {
-            let found = self.check_attr(attr, known, spans, diags);
-            let structural = top && STRUCTURAL.contains(&attr.name.as_str());
-            if !structural {
-                plain.extend(
-                    found
-                        .iter()
-                        .filter_map(refs::Reference::node)
-                        .filter(|n| !n.starts_with("local.")),
-                );
+    fn known<'a>(&'a self, variables: &'a BTreeSet<String>) -> Known<'a> {
+        Known {
+            variables,
+            locals: &self.locals,
+            blocks: &self.blocks,
+        }
+    }
+}
+
+/// Stage 5's state: the values in scope so far, the nodes that failed, the evaluated blocks.
+struct Evaluation<'a> {
+    evaluator: Evaluator<'a>,
+    scope: Scope,
+    /// Ids of nodes that failed (or are on a cycle): what refers to them is not evaluated.
+    failed: BTreeSet<String>,
+    /// Each evaluated block, by node id.
+    blocks: BTreeMap<String, EvalBlock>,
+}
+
+impl<'a> Evaluation<'a> {
+    fn new(evaluator: Evaluator<'a>, vars: &variables::Variables) -> Self {
+        let mut scope = Scope::default();
+        for (name, value) in &vars.values {
+            scope.vars.insert(name.clone(), value.clone());
+        }
+        Self {
+            evaluator,
+            scope,
+            failed: BTreeSet::new(),
+            blocks: BTreeMap::new(),
+        }
+    }
+
+    /// Evaluate every node in dependency order. A local value enters the scope as it is
+    /// evaluated, and so does what a resource block exposes (`vm.gpu.private_ip`).
+    fn run(&mut self, graph: &Graph<'_>, experiment: &str, diags: &mut Vec<Diagnostic>) {
+        let (order, cyclic) = order::order(&graph.nodes, diags);
+        self.failed = cyclic.iter().map(|i| graph.nodes[*i].id.clone()).collect();
+        for index in order {
+            let id = graph.nodes[index].id.clone();
+            // A node on a cycle is evaluated quietly: the cycle is reported once, as its path,
+            // and its members' errors would only repeat it.
+            let quiet = cyclic.contains(&index);
+            match &graph.sources[index] {
+                Source::Attr(attr) => {
+                    let value = if graph.skip(attr, &self.failed) {
+                        None
+                    } else {
+                        self.evaluator.attr(attr, &self.scope, quiet, diags)
+                    };
+                    match value {
+                        Some(v) => {
+                            self.scope.locals.insert(attr.name.clone(), v);
+                        }
+                        None => {
+                            self.failed.insert(id);
+                        }
+                    }
+                }
+                Source::Block(raw) => {
+                    let failed = &self.failed;
+                    let skip = |attr: &RawAttr| graph.skip(attr, failed);
+                    let block = self.evaluator.block(raw, &self.scope, quiet, &skip, diags);
+                    if schema::RESOURCE_KINDS.contains(&raw.ident.as_str()) {
+                        self.scope.set_block(
+                            &raw.ident,
+                            raw.label(),
+                            values::block_value(&block, experiment),
+                        );
+                    }
+                    self.blocks.insert(id, block);
+                }
             }
-            all.extend(found);
         }
-        for nested in &block.blocks {
-            if nested.ident == "step" {
-                // Steps run after apply: their references order evaluation but are not resource
-                // dependencies.
-                let mut ignored = BTreeSet::new();
-                self.walk(nested, false, known, spans, diags, all, &mut ignored);
-            } else {
-                self.walk(nested, false, known, spans, diags, all, plain);
-            }
-        }
-    }
-
-    fn check_attr(
-        &mut self,
-        attr: &RawAttr,
-        known: &Known<'_>,
-        spans: &Spans,
-        diags: &mut Vec<Diagnostic>,
-    ) -> Vec<refs::Reference> {
-        let found = refs::collect(&attr.expr, spans);
-        if !refs::check(&found, known, Allowed::All, "this", diags) {
-            self.poisoned.insert(attr.value_span.start);
-        }
-        self.attr_targets.insert(
-            attr.value_span.start,
-            found.iter().filter_map(refs::Reference::node).collect(),
-        );
-        found
-    }
-
-    /// Whether to skip evaluating an attribute: its references are wrong (reported) or point at
-    /// something that failed (reported there).
-    fn skip(&self, attr: &RawAttr, failed: &BTreeSet<String>) -> bool {
-        self.poisoned.contains(&attr.value_span.start)
-            || self
-                .attr_targets
-                .get(&attr.value_span.start)
-                .is_some_and(|t| t.iter().any(|n| failed.contains(n)))
     }
 }
 
-fn experiment_id(
-    manifest: &schema::Manifest,
-    path: &Path,
-    known: &Known<'_>,
-    spans: &Spans,
-    evaluator: &mut Evaluator<'_>,
-    scope: &Scope,
-    diags: &mut Vec<Diagnostic>,
-) -> Experiment {
-    let from_stem = || Experiment {
-        id: names::sanitise_experiment(
-            &path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        ),
-        span: None,
-    };
-    let Some(attr) = &manifest.experiment else {
-        return from_stem();
-    };
-    let found = refs::collect(&attr.expr, spans);
-    if !refs::check(&found, known, Allowed::VariablesOnly, "`experiment`", diags) {
-        return from_stem();
-    }
-    match evaluator.attr(attr, scope, false, diags) {
-        Some(Json::String(id)) if names::is_valid_experiment(&id) => Experiment {
-            id,
-            span: Some(attr.value_span.clone()),
-        },
-        Some(Json::String(id)) => {
-            diags.push(
-                Diagnostic::error(format!("invalid experiment id `{id}`"))
-                    .with_span(attr.value_span.clone())
-                    .with_label("not a valid id")
-                    .with_help(format!(
-                        "use lowercase letters, digits and single `-`, starting with a letter, e.g. `{}`",
-                        names::sanitise_experiment(&id)
-                    )),
-            );
-            from_stem()
-        }
-        Some(other) => {
-            diags.push(
-                Diagnostic::error("`experiment` must be text")
-                    .with_span(attr.value_span.clone())
-                    .with_label(format!("this is {}", eval::type_name(&other))),
-            );
-            from_stem()
-        }
-        None => from_stem(),
-    }
-}
-
+/// The `azure` block's settings; without the block, an error (and defaults, so that the rest of
+/// the manifest is still checked).
 fn azure_settings(
     block: Option<&EvalBlock>,
     experiment: &Experiment,
@@ -536,7 +490,23 @@ fn azure_settings(
         .map(|s| s.value)
         .or_else(|| env("AZURE_SUBSCRIPTION_ID"))
         .filter(|s| !s.is_empty());
-    let location = match f.required_string("location", "\"eastus\"") {
+    let location = read_location(&mut f);
+    let resource_group = f.string("resource_group").map_or(default_rg, |r| r.value);
+    let tags = read_tags(&mut f);
+    let endpoint = read_endpoint(&mut f);
+    AzureSettings {
+        subscription,
+        location,
+        resource_group,
+        tags,
+        endpoint,
+    }
+}
+
+/// `location`, written the way ARM returns it (`East US` becomes `eastus`) when it is a known
+/// region; an unknown one is reported with the nearest region name.
+fn read_location(f: &mut Fields<'_>) -> String {
+    match f.required_string("location", "\"eastus\"") {
         Some(loc) if catalog::is_known_location(&loc.value) => loc
             .value
             .chars()
@@ -558,57 +528,62 @@ fn azure_settings(
             loc.value
         }
         None => String::new(),
-    };
-    let resource_group = f.string("resource_group").map_or(default_rg, |r| r.value);
+    }
+}
+
+/// The user's `tags`, without the invalid ones (each reported at the attribute).
+fn read_tags(f: &mut Fields<'_>) -> BTreeMap<String, String> {
     let mut tag_map = BTreeMap::new();
-    if let Some(written) = f.string_map("tags") {
-        for (key, value) in written.value {
-            let reserved = [tags::EXPERIMENT, tags::ADDRESS, tags::MANAGED_BY];
-            let problem = if reserved.contains(&key.as_str()) {
-                Some(format!("`{key}` is set by dsinfra on every resource"))
-            } else if key.is_empty()
-                || key.chars().count() > 512
-                || key.contains(['<', '>', '%', '&', '\\', '?', '/'])
-            {
-                Some(format!(
-                    "tag name `{key}` is not allowed (1-512 characters, none of < > % & \\ ? /)"
-                ))
-            } else if value.chars().count() > 256 {
-                Some(format!(
-                    "the value of tag `{key}` is longer than 256 characters"
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = problem {
-                f.report(
-                    Diagnostic::error("invalid tag in the `azure` block")
-                        .with_span(written.span.clone())
-                        .with_label(why),
-                );
-            } else {
-                tag_map.insert(key, value);
-            }
+    let Some(written) = f.string_map("tags") else {
+        return tag_map;
+    };
+    for (key, value) in written.value {
+        if let Some(why) = tag_problem(&key, &value) {
+            f.report(
+                Diagnostic::error("invalid tag in the `azure` block")
+                    .with_span(written.span.clone())
+                    .with_label(why),
+            );
+        } else {
+            tag_map.insert(key, value);
         }
     }
-    let endpoint = f.string("endpoint").and_then(|e| {
-        if e.value.starts_with("https://") || e.value.starts_with("http://") {
-            Some(e.value.trim_end_matches('/').to_owned())
-        } else {
-            f.report(
-                Diagnostic::error("`endpoint` must be a URL")
-                    .with_span(e.span)
-                    .with_help("e.g. \"https://management.azure.com\" or the emulator's \"http://127.0.0.1:PORT\""),
-            );
-            None
-        }
-    });
-    AzureSettings {
-        subscription,
-        location,
-        resource_group,
-        tags: tag_map,
-        endpoint,
+    tag_map
+}
+
+/// Why a tag cannot be set, if it cannot: dsinfra sets some itself, and Azure limits the rest.
+fn tag_problem(key: &str, value: &str) -> Option<String> {
+    let reserved = [tags::EXPERIMENT, tags::ADDRESS, tags::MANAGED_BY];
+    if reserved.contains(&key) {
+        Some(format!("`{key}` is set by dsinfra on every resource"))
+    } else if key.is_empty()
+        || key.chars().count() > 512
+        || key.contains(['<', '>', '%', '&', '\\', '?', '/'])
+    {
+        Some(format!(
+            "tag name `{key}` is not allowed (1-512 characters, none of < > % & \\ ? /)"
+        ))
+    } else if value.chars().count() > 256 {
+        Some(format!(
+            "the value of tag `{key}` is longer than 256 characters"
+        ))
+    } else {
+        None
+    }
+}
+
+/// `endpoint`, the ARM URL to use instead of Azure's (the emulator's, in tests).
+fn read_endpoint(f: &mut Fields<'_>) -> Option<String> {
+    let e = f.string("endpoint")?;
+    if e.value.starts_with("https://") || e.value.starts_with("http://") {
+        Some(e.value.trim_end_matches('/').to_owned())
+    } else {
+        f.report(
+            Diagnostic::error("`endpoint` must be a URL")
+                .with_span(e.span)
+                .with_help("e.g. \"https://management.azure.com\" or the emulator's \"http://127.0.0.1:PORT\""),
+        );
+        None
     }
 }
 

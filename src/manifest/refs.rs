@@ -1,11 +1,9 @@
-//! References between parts of a manifest: finding them, checking them, ordering by them.
+//! References between parts of a manifest: finding them and checking them.
 //!
 //! Blocks refer to each other (`storage_account.data.container.raw`, `vm.gpu.private_ip`), to
 //! variables and to local values. Before anything is evaluated, this module collects every
-//! reference from the hcl-edit tree (so each has a span), checks that it names something that
-//! exists ("did you mean"), and orders the evaluation so that each part is evaluated after what it
-//! refers to. A cycle is reported as its path (`vm.a -> vm.b -> vm.a`), located at the reference
-//! that closes it.
+//! reference from the hcl-edit tree (so each has a span) and checks that it names something that
+//! exists ("did you mean"); `order` then orders the evaluation by them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -327,111 +325,6 @@ fn check_one(r: &Reference, known: &Known<'_>, allowed: Allowed, what: &str) -> 
     None
 }
 
-/// A node of the evaluation graph: a local value, a block, an output or the `azure` block.
-#[derive(Debug, Clone)]
-pub(super) struct Node {
-    /// `local.x`, `vm.gpu`, `output.ip`, `azure`.
-    pub id: String,
-    /// Every reference written inside it.
-    pub refs: Vec<Reference>,
-}
-
-/// The evaluation order (dependencies first, otherwise source order), and every cycle found,
-/// each reported once.
-pub(super) fn order(nodes: &[Node], diags: &mut Vec<Diagnostic>) -> (Vec<usize>, BTreeSet<usize>) {
-    let index: BTreeMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
-    let edges: Vec<Vec<(usize, Span)>> = nodes
-        .iter()
-        .map(|n| {
-            let mut out: Vec<(usize, Span)> = Vec::new();
-            for r in &n.refs {
-                if let Some(target) = r.node().and_then(|id| index.get(id.as_str()).copied())
-                    && !out.iter().any(|(t, _)| *t == target)
-                {
-                    out.push((target, r.span.clone()));
-                }
-            }
-            out
-        })
-        .collect();
-    let mut state = vec![0u8; nodes.len()]; // 0 new, 1 on the stack, 2 done
-    let mut stack: Vec<usize> = Vec::new();
-    let mut out = Vec::with_capacity(nodes.len());
-    let mut in_cycle = BTreeSet::new();
-    let mut reported: BTreeSet<Vec<usize>> = BTreeSet::new();
-    for start in 0..nodes.len() {
-        visit_node(
-            start,
-            &edges,
-            nodes,
-            &mut state,
-            &mut stack,
-            &mut out,
-            &mut in_cycle,
-            &mut reported,
-            diags,
-        );
-    }
-    (out, in_cycle)
-}
-
-// A recursive depth-first walk: manifests are small (a few dozen blocks), so recursion depth is
-// no concern, and the explicit stack gives the cycle path for free.
-#[allow(clippy::too_many_arguments)]
-fn visit_node(
-    node: usize,
-    edges: &[Vec<(usize, Span)>],
-    nodes: &[Node],
-    state: &mut [u8],
-    stack: &mut Vec<usize>,
-    out: &mut Vec<usize>,
-    in_cycle: &mut BTreeSet<usize>,
-    reported: &mut BTreeSet<Vec<usize>>,
-    diags: &mut Vec<Diagnostic>,
-) {
-    if state[node] != 0 {
-        return;
-    }
-    state[node] = 1;
-    stack.push(node);
-    for (target, span) in &edges[node] {
-        match state[*target] {
-            0 => visit_node(
-                *target, edges, nodes, state, stack, out, in_cycle, reported, diags,
-            ),
-            1 => {
-                let from = stack.iter().position(|n| n == target).unwrap_or(0);
-                let members: Vec<usize> = stack[from..].to_vec();
-                let mut key = members.clone();
-                key.sort_unstable();
-                in_cycle.extend(members.iter().copied());
-                if reported.insert(key) {
-                    let mut path: Vec<&str> =
-                        members.iter().map(|m| nodes[*m].id.as_str()).collect();
-                    path.push(nodes[*target].id.as_str());
-                    diags.push(
-                        Diagnostic::error(format!("reference cycle: {}", path.join(" -> ")))
-                            .with_span(span.clone())
-                            .with_label(format!(
-                                "{} refers to {} here",
-                                nodes[node].id, nodes[*target].id
-                            ))
-                            .with_help("a block or local value cannot depend on itself, directly or through others; remove one of these references"),
-                    );
-                }
-            }
-            _ => {}
-        }
-    }
-    stack.pop();
-    state[node] = 2;
-    out.push(node);
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -474,39 +367,5 @@ mod tests {
             refs_of("cluster.t.nodes[0].private_ip"),
             ["cluster.t.nodes[Some(0)].private_ip"]
         );
-    }
-
-    fn node(id: &str, targets: &[&str]) -> Node {
-        let file: Arc<Path> = Arc::from(Path::new("t.hcl"));
-        Node {
-            id: id.to_owned(),
-            refs: targets
-                .iter()
-                .map(|t| {
-                    let (root, name) = t.split_once('.').expect("kind.name");
-                    Reference {
-                        root: root.to_owned(),
-                        segments: vec![Segment::Attr(name.to_owned())],
-                        span: Span::new(Arc::clone(&file), 0, 1),
-                    }
-                })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn orders_dependencies_first_and_reports_cycles_as_paths() {
-        let nodes = [
-            node("vm.a", &["local.x"]),
-            node("local.x", &[]),
-            node("vm.b", &["vm.c"]),
-            node("vm.c", &["vm.b"]),
-        ];
-        let mut diags = Vec::new();
-        let (order, cyclic) = order(&nodes, &mut diags);
-        assert_eq!(order, [1, 0, 3, 2]);
-        assert_eq!(cyclic, BTreeSet::from([2, 3]));
-        assert_eq!(diags.len(), 1);
-        assert_eq!(diags[0].summary, "reference cycle: vm.b -> vm.c -> vm.b");
     }
 }

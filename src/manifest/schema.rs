@@ -234,131 +234,152 @@ pub(super) struct Manifest {
 }
 
 /// Check the shape of the whole file and sort its top level.
-// A dispatch over the top-level block kinds.
-#[allow(clippy::too_many_lines)]
 pub(super) fn check(root: &RawBlock, spans: &Spans, diags: &mut Vec<Diagnostic>) -> Manifest {
     let mut manifest = Manifest::default();
     for attr in &root.attrs {
         if attr.name == "experiment" {
             manifest.experiment = Some(attr.clone());
         } else {
-            let mut d = Diagnostic::error(format!("unknown top-level attribute `{}`", attr.name))
-                .with_span(attr.key_span.clone())
-                .with_label("not a top-level setting");
-            if let Some(block) = TOP_LEVEL_BLOCKS.iter().find(|b| **b == attr.name) {
-                d = d.with_help(format!(
-                    "`{block}` is a block: write `{block} {}{{ ... }}` without `=`",
-                    if is_labelled_top(block) {
-                        "\"name\" "
-                    } else {
-                        ""
-                    }
-                ));
-            } else if let Some(s) = did_you_mean(&attr.name, ["experiment"]) {
-                d = d.with_help(format!("did you mean `{s}`?"));
-            } else {
-                d = d.with_help(
-                    "the only top-level attribute is `experiment`; everything else goes in a block",
-                );
-            }
-            diags.push(d);
+            diags.push(unknown_top_attr(attr));
         }
     }
+    // Labelled blocks seen so far, with the line each was declared on.
     let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
     for block in &root.blocks {
-        let ident = block.ident.as_str();
-        if !TOP_LEVEL_BLOCKS.contains(&ident) {
-            let mut d = Diagnostic::error(format!("unknown block `{ident}`"))
-                .with_span(block.header.clone())
-                .with_label("not a top-level block");
-            d = match did_you_mean(ident, TOP_LEVEL_BLOCKS) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help(format!(
-                    "top-level blocks are: {}",
-                    TOP_LEVEL_BLOCKS.join(", ")
-                )),
-            };
-            diags.push(d);
-            continue;
+        if admit(block, spans, &mut seen, diags) {
+            manifest.add(block, spans, diags);
         }
-        if ident == "backend" {
-            // Read on its own, before everything else: see backend.rs.
-            continue;
-        }
-        let labelled = is_labelled_top(ident);
-        if !check_labels(block, labelled, diags) {
-            continue;
-        }
-        if labelled {
-            let key = (ident.to_owned(), block.label().to_owned());
-            if let Some(first) = seen.get(&key) {
-                diags.push(
-                    Diagnostic::error(format!("duplicate block {}", block.title()))
-                        .with_span(block.label_span())
-                        .with_label(format!("first declared at line {first}"))
-                        .with_help(format!("give each `{ident}` block a different name")),
-                );
-                continue;
+    }
+    manifest
+}
+
+/// The error for a top-level attribute other than `experiment`, with the likeliest fix.
+fn unknown_top_attr(attr: &RawAttr) -> Diagnostic {
+    let d = Diagnostic::error(format!("unknown top-level attribute `{}`", attr.name))
+        .with_span(attr.key_span.clone())
+        .with_label("not a top-level setting");
+    if let Some(block) = TOP_LEVEL_BLOCKS.iter().find(|b| **b == attr.name) {
+        d.with_help(format!(
+            "`{block}` is a block: write `{block} {}{{ ... }}` without `=`",
+            if is_labelled_top(block) {
+                "\"name\" "
+            } else {
+                ""
             }
-            seen.insert(key, spans.line_of(block.header.start));
-        }
-        match ident {
+        ))
+    } else if let Some(s) = did_you_mean(&attr.name, ["experiment"]) {
+        d.with_help(format!("did you mean `{s}`?"))
+    } else {
+        d.with_help("the only top-level attribute is `experiment`; everything else goes in a block")
+    }
+}
+
+/// Whether a top-level block is sorted into the [`Manifest`]: its kind is known (the backend is
+/// read on its own, see backend.rs), its labels are right, and it is no duplicate. Each problem
+/// is reported.
+fn admit(
+    block: &RawBlock,
+    spans: &Spans,
+    seen: &mut BTreeMap<(String, String), usize>,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    let ident = block.ident.as_str();
+    if !TOP_LEVEL_BLOCKS.contains(&ident) {
+        let d = Diagnostic::error(format!("unknown block `{ident}`"))
+            .with_span(block.header.clone())
+            .with_label("not a top-level block");
+        diags.push(match did_you_mean(ident, TOP_LEVEL_BLOCKS) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "top-level blocks are: {}",
+                TOP_LEVEL_BLOCKS.join(", ")
+            )),
+        });
+        return false;
+    }
+    if ident == "backend" {
+        return false;
+    }
+    let labelled = is_labelled_top(ident);
+    if !check_labels(block, labelled, diags) {
+        return false;
+    }
+    if !labelled {
+        return true;
+    }
+    let key = (ident.to_owned(), block.label().to_owned());
+    if let Some(first) = seen.get(&key) {
+        diags.push(
+            Diagnostic::error(format!("duplicate block {}", block.title()))
+                .with_span(block.label_span())
+                .with_label(format!("first declared at line {first}"))
+                .with_help(format!("give each `{ident}` block a different name")),
+        );
+        return false;
+    }
+    seen.insert(key, spans.line_of(block.header.start));
+    true
+}
+
+impl Manifest {
+    /// Check an admitted top-level block's body and sort it in.
+    fn add(&mut self, block: &RawBlock, spans: &Spans, diags: &mut Vec<Diagnostic>) {
+        match block.ident.as_str() {
             "azure" => {
-                if manifest.azure.is_some() {
+                if self.azure.is_some() {
                     diags.push(
                         Diagnostic::error("duplicate `azure` block")
                             .with_span(block.header.clone())
                             .with_help("put every Azure setting in one `azure` block"),
                     );
-                    continue;
+                    return;
                 }
                 check_body(block, &AZURE, diags);
-                manifest.azure = Some(block.clone());
+                self.azure = Some(block.clone());
             }
             "variable" => {
                 check_body(block, &VARIABLE, diags);
-                manifest.variables.push(block.clone());
+                self.variables.push(block.clone());
             }
-            "locals" => {
-                for nested in &block.blocks {
-                    diags.push(
-                        Diagnostic::error(format!(
-                            "unexpected block `{}` in `locals`",
-                            nested.ident
-                        ))
-                        .with_span(nested.header.clone())
-                        .with_help("`locals` holds only attributes: `name = expression`"),
-                    );
-                }
-                for attr in &block.attrs {
-                    if let Some(first) = manifest.locals.iter().find(|l| l.name == attr.name) {
-                        diags.push(
-                            Diagnostic::error(format!("duplicate local value `{}`", attr.name))
-                                .with_span(attr.key_span.clone())
-                                .with_label(format!(
-                                    "first defined at line {}",
-                                    spans.line_of(first.key_span.start)
-                                ))
-                                .with_help("each local value may be defined only once"),
-                        );
-                    } else {
-                        manifest.locals.push(attr.clone());
-                    }
-                }
-            }
+            "locals" => self.add_locals(block, spans, diags),
             "output" => {
                 check_body(block, &OUTPUT, diags);
-                manifest.outputs.push(block.clone());
+                self.outputs.push(block.clone());
             }
             kind => {
                 if let Some(schema) = resource_schema(kind) {
                     check_body(block, schema, diags);
                 }
-                manifest.resources.push(block.clone());
+                self.resources.push(block.clone());
             }
         }
     }
-    manifest
+
+    /// A `locals` block: attributes only, each name defined once across all `locals` blocks.
+    fn add_locals(&mut self, block: &RawBlock, spans: &Spans, diags: &mut Vec<Diagnostic>) {
+        for nested in &block.blocks {
+            diags.push(
+                Diagnostic::error(format!("unexpected block `{}` in `locals`", nested.ident))
+                    .with_span(nested.header.clone())
+                    .with_help("`locals` holds only attributes: `name = expression`"),
+            );
+        }
+        for attr in &block.attrs {
+            if let Some(first) = self.locals.iter().find(|l| l.name == attr.name) {
+                diags.push(
+                    Diagnostic::error(format!("duplicate local value `{}`", attr.name))
+                        .with_span(attr.key_span.clone())
+                        .with_label(format!(
+                            "first defined at line {}",
+                            spans.line_of(first.key_span.start)
+                        ))
+                        .with_help("each local value may be defined only once"),
+                );
+            } else {
+                self.locals.push(attr.clone());
+            }
+        }
+    }
 }
 
 fn is_labelled_top(ident: &str) -> bool {

@@ -30,127 +30,158 @@ fn text(block: &EvalBlock, name: &str) -> Option<String> {
 }
 
 /// The value a resource block exposes, given the experiment id.
-// A dispatch over block kinds, one value object each.
-#[allow(clippy::too_many_lines)]
 pub(super) fn block_value(block: &EvalBlock, experiment: &str) -> Json {
-    let kind = block.ident.as_str();
-    let label = block.label();
-    let address = format!("{kind}.{label}");
-    match kind {
-        "network" => {
-            let mut subnets = Map::new();
-            for subnet in block.blocks_of("subnet") {
-                subnets.insert(
-                    subnet.label().to_owned(),
-                    json!({"name": subnet.label(), "cidr": text(subnet, "cidr")}),
-                );
-            }
-            json!({
-                "address": address,
-                "name": names::compose(experiment, label, "vnet"),
-                "nsg_name": names::compose(experiment, label, "nsg"),
-                "address_space": attr(block, "address_space").cloned().unwrap_or_else(|| json!(["10.0.0.0/16"])),
-                "subnet": subnets,
-            })
-        }
-        "vm" => {
-            let public = attr(block, "public_ip")
-                .and_then(Json::as_bool)
-                .unwrap_or(true);
-            json!({
-                "address": address,
-                "name": names::compose(experiment, label, ""),
-                "size": text(block, "size"),
-                "admin_username": text(block, "admin_username").unwrap_or_else(|| "azureuser".to_owned()),
-                "private_ip": known_after_apply(&Address::new(kind, label, None, "nic"), "private_ip"),
-                "public_ip": if public {
-                    known_after_apply(&Address::new(kind, label, None, "public_ip"), "ip_address")
-                } else {
-                    Json::Null
-                },
-            })
-        }
-        "cluster" => {
-            let count = attr(block, "count")
-                .and_then(Json::as_i64)
-                .unwrap_or(1)
-                .clamp(0, MAX_NODES);
-            let nodes: Vec<Json> = (0..count)
-                .map(|i| {
-                    let index = u32::try_from(i).unwrap_or(0);
-                    json!({
-                        "name": names::compose(experiment, label, &i.to_string()),
-                        "private_ip": known_after_apply(&Address::new(kind, label, Some(index), "nic"), "private_ip"),
-                    })
-                })
-                .collect();
-            let private_ips: Vec<Json> = nodes.iter().map(|n| n["private_ip"].clone()).collect();
-            let size = text(block, "size");
-            let head_public = attr(block, "head_public_ip")
-                .and_then(Json::as_bool)
-                .unwrap_or(true);
-            json!({
-                "address": address,
-                "name": names::compose(experiment, label, ""),
-                "size": size,
-                "count": count,
-                "infiniband": size.as_deref().and_then(catalog::vm_size).is_some_and(|s| s.infiniband),
-                "admin_username": text(block, "admin_username").unwrap_or_else(|| "azureuser".to_owned()),
-                "head_public_ip": if head_public {
-                    known_after_apply(&Address::new(kind, label, Some(0), "public_ip"), "ip_address")
-                } else {
-                    Json::Null
-                },
-                "private_ips": private_ips,
-                "nodes": nodes,
-            })
-        }
-        "storage_account" => {
-            let name = text(block, "name")
-                .unwrap_or_else(|| names::storage_account_name(experiment, label));
-            let mut containers = Map::new();
-            for c in block.blocks_of("container") {
-                containers.insert(
-                    c.label().to_owned(),
-                    json!({
-                        "address": format!("{address}.container.{}", c.label()),
-                        "name": c.label(),
-                        "account": name,
-                    }),
-                );
-            }
-            let mut shares = Map::new();
-            for s in block.blocks_of("file_share") {
-                shares.insert(
-                    s.label().to_owned(),
-                    json!({
-                        "address": format!("{address}.file_share.{}", s.label()),
-                        "name": s.label(),
-                        "account": name,
-                        "protocol": text(s, "protocol").unwrap_or_else(|| "SMB".to_owned()),
-                    }),
-                );
-            }
-            json!({
-                "address": address,
-                "name": name,
-                "blob_endpoint": format!("https://{name}.blob.core.windows.net/"),
-                "file_endpoint": format!("https://{name}.file.core.windows.net/"),
-                "container": containers,
-                "file_share": shares,
-            })
-        }
+    let of = Of {
+        block,
+        experiment,
+        kind: block.ident.as_str(),
+        label: block.label(),
+        address: format!("{}.{}", block.ident, block.label()),
+    };
+    match of.kind {
+        "network" => network(&of),
+        "vm" => vm(&of),
+        "cluster" => cluster(&of),
+        "storage_account" => storage_account(&of),
         "sas" => json!({
-            "address": address,
+            "address": of.address,
             "permissions": text(block, "permissions").unwrap_or_else(|| "rl".to_owned()),
         }),
         "disk" => json!({
-            "address": address,
-            "name": names::compose(experiment, label, ""),
+            "address": of.address,
+            "name": names::compose(experiment, of.label, ""),
             "size_gb": attr(block, "size_gb").cloned(),
         }),
-        _ => json!({ "address": address }),
+        _ => json!({ "address": of.address }),
     }
+}
+
+/// The block whose value is built, with what every kind's value uses.
+struct Of<'a> {
+    block: &'a EvalBlock,
+    experiment: &'a str,
+    kind: &'a str,
+    label: &'a str,
+    /// `kind.label`.
+    address: String,
+}
+
+impl Of<'_> {
+    /// A placeholder for an attribute of one of the block's Azure resources, known after apply.
+    fn after_apply(&self, index: Option<u32>, part: &str, attribute: &str) -> Json {
+        known_after_apply(&Address::new(self.kind, self.label, index, part), attribute)
+    }
+}
+
+fn network(of: &Of<'_>) -> Json {
+    let mut subnets = Map::new();
+    for subnet in of.block.blocks_of("subnet") {
+        subnets.insert(
+            subnet.label().to_owned(),
+            json!({"name": subnet.label(), "cidr": text(subnet, "cidr")}),
+        );
+    }
+    json!({
+        "address": of.address,
+        "name": names::compose(of.experiment, of.label, "vnet"),
+        "nsg_name": names::compose(of.experiment, of.label, "nsg"),
+        "address_space": attr(of.block, "address_space").cloned().unwrap_or_else(|| json!(["10.0.0.0/16"])),
+        "subnet": subnets,
+    })
+}
+
+fn vm(of: &Of<'_>) -> Json {
+    let public = attr(of.block, "public_ip")
+        .and_then(Json::as_bool)
+        .unwrap_or(true);
+    json!({
+        "address": of.address,
+        "name": names::compose(of.experiment, of.label, ""),
+        "size": text(of.block, "size"),
+        "admin_username": admin_username(of.block),
+        "private_ip": of.after_apply(None, "nic", "private_ip"),
+        "public_ip": if public {
+            of.after_apply(None, "public_ip", "ip_address")
+        } else {
+            Json::Null
+        },
+    })
+}
+
+fn cluster(of: &Of<'_>) -> Json {
+    let count = attr(of.block, "count")
+        .and_then(Json::as_i64)
+        .unwrap_or(1)
+        .clamp(0, MAX_NODES);
+    let nodes: Vec<Json> = (0..count)
+        .map(|i| {
+            let index = u32::try_from(i).unwrap_or(0);
+            json!({
+                "name": names::compose(of.experiment, of.label, &i.to_string()),
+                "private_ip": of.after_apply(Some(index), "nic", "private_ip"),
+            })
+        })
+        .collect();
+    let private_ips: Vec<Json> = nodes.iter().map(|n| n["private_ip"].clone()).collect();
+    let size = text(of.block, "size");
+    let head_public = attr(of.block, "head_public_ip")
+        .and_then(Json::as_bool)
+        .unwrap_or(true);
+    json!({
+        "address": of.address,
+        "name": names::compose(of.experiment, of.label, ""),
+        "size": size,
+        "count": count,
+        "infiniband": size.as_deref().and_then(catalog::vm_size).is_some_and(|s| s.infiniband),
+        "admin_username": admin_username(of.block),
+        "head_public_ip": if head_public {
+            of.after_apply(Some(0), "public_ip", "ip_address")
+        } else {
+            Json::Null
+        },
+        "private_ips": private_ips,
+        "nodes": nodes,
+    })
+}
+
+fn storage_account(of: &Of<'_>) -> Json {
+    let name = text(of.block, "name")
+        .unwrap_or_else(|| names::storage_account_name(of.experiment, of.label));
+    let mut containers = Map::new();
+    for c in of.block.blocks_of("container") {
+        containers.insert(
+            c.label().to_owned(),
+            json!({
+                "address": format!("{}.container.{}", of.address, c.label()),
+                "name": c.label(),
+                "account": name,
+            }),
+        );
+    }
+    let mut shares = Map::new();
+    for s in of.block.blocks_of("file_share") {
+        shares.insert(
+            s.label().to_owned(),
+            json!({
+                "address": format!("{}.file_share.{}", of.address, s.label()),
+                "name": s.label(),
+                "account": name,
+                "protocol": text(s, "protocol").unwrap_or_else(|| "SMB".to_owned()),
+            }),
+        );
+    }
+    json!({
+        "address": of.address,
+        "name": name,
+        "blob_endpoint": format!("https://{name}.blob.core.windows.net/"),
+        "file_endpoint": format!("https://{name}.file.core.windows.net/"),
+        "container": containers,
+        "file_share": shares,
+    })
+}
+
+fn admin_username(block: &EvalBlock) -> String {
+    text(block, "admin_username").unwrap_or_else(|| "azureuser".to_owned())
 }
 
 #[cfg(test)]
