@@ -11,14 +11,7 @@ use crate::diag::{Diagnostic, Span};
 
 use super::eval::{EvalAttr, EvalBlock, type_name};
 
-/// A value with the span it was written at.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Located<T> {
-    /// The value.
-    pub value: T,
-    /// Where it was written.
-    pub span: Span,
-}
+pub(super) use super::decode::Located;
 
 /// Reads one block's attributes, reporting type errors into `diags`.
 pub(super) struct Fields<'a> {
