@@ -43,9 +43,11 @@ pub(super) struct Located<T> {
 
 /// A block's attributes as a typed struct.
 pub(super) trait Attrs: DeserializeOwned {
-    /// Example values of the required (non-`Option`) fields, shown in a "missing" error's help:
-    /// `add `size = "Standard_NC6s_v3"``.
-    const EXAMPLES: &'static [(&'static str, &'static str)] = &[];
+    /// The required attributes, each with an example value for the help of the error that
+    /// reports it missing ("vm \"gpu\" is missing `size`", "add `size = ...`"). Every field that
+    /// is not an `Option` must be listed; an `Option` field may be listed too, when the block's
+    /// other checks should still run without it (the struct then decodes, with `None` there).
+    const REQUIRED: &'static [(&'static str, &'static str)] = &[];
 }
 
 /// What the decoder does with an attribute the struct has no field for.
@@ -65,8 +67,9 @@ pub(super) enum Unknown<'a> {
     },
 }
 
-/// Decode `block`'s attributes into `T`, reporting each problem into `diags`. `None` when a
-/// required field is missing (reported unless it was written and failed) or was rejected.
+/// Decode `block`'s attributes into `T`, reporting each problem into `diags`: every rejected
+/// value, then every required attribute that is not written. `None` when a non-`Option` field
+/// has no value (missing, or written and rejected).
 pub(super) fn decode<T: Attrs>(
     block: &EvalBlock,
     unknown: Unknown<'_>,
@@ -74,7 +77,7 @@ pub(super) fn decode<T: Attrs>(
 ) -> Option<T> {
     let title = block.title();
     let mut dropped = BTreeSet::new();
-    loop {
+    let decoded = loop {
         let de = BlockDeserializer {
             block,
             title: &title,
@@ -82,30 +85,34 @@ pub(super) fn decode<T: Attrs>(
             dropped: &dropped,
         };
         match T::deserialize(de) {
-            Ok(value) => return Some(value),
+            Ok(value) => break Some(value),
             Err(Error::Rejected(index, diagnostic)) => {
                 diags.push(*diagnostic);
                 // Each retry drops one more attribute, so this ends.
                 dropped.insert(index);
             }
             Err(Error::Missing(name)) => {
-                if block.attr(name).is_none() {
-                    let example = T::EXAMPLES
-                        .iter()
-                        .find(|(field, _)| *field == name)
-                        .map_or("...", |(_, example)| example);
-                    diags.push(missing(block, name, example));
-                }
-                return None;
+                debug_assert!(
+                    T::REQUIRED.iter().any(|(field, _)| *field == name),
+                    "`{name}` is required but has no example in REQUIRED"
+                );
+                break None;
             }
             Err(Error::Type(expected)) => {
-                // Only a value error escapes as `Type`; attribute values are caught as
-                // `Rejected`. This is a struct the decoder cannot fill: a programming error.
-                debug_assert!(false, "{} cannot decode: {expected}", block.title());
-                return None;
+                // Attribute values' errors are caught as `Rejected`; this is a struct the
+                // decoder cannot fill at all, a programming error.
+                debug_assert!(false, "{title} cannot decode: {expected}");
+                break None;
             }
         }
+    };
+    // Written but failed or null: already reported, or meant as "unset"; either way not missing.
+    for (name, example) in T::REQUIRED {
+        if block.attr(name).is_none() {
+            diags.push(missing(block, name, example));
+        }
     }
+    decoded
 }
 
 /// Decode one attribute of `block` into `T`: for attributes whose type comes from a table (step
@@ -685,6 +692,60 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Located<T> {
         }
 
         deserializer.deserialize_struct(LOCATED, &["value", "span"], LocatedVisitor(PhantomData))
+    }
+}
+
+/// The texts a [`OneOf`] allows (ARM's enums are case-sensitive, and so are these).
+pub(super) trait Choices {
+    /// Every allowed text, in the order the error lists them.
+    const ALLOWED: &'static [&'static str];
+}
+
+/// Text that must be one of `C::ALLOWED`, with its span; anything else is reported as "`sku` in
+/// ... must be one of: ..." with a "did you mean". A serde enum does the same where the code
+/// wants variants rather than the text.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct OneOf<C> {
+    /// The text.
+    pub value: String,
+    /// Where it was written.
+    pub span: Span,
+    choices: PhantomData<C>,
+}
+
+impl<'de, C: Choices> Deserialize<'de> for OneOf<C> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let located = Located::<Choice<C>>::deserialize(deserializer)?;
+        Ok(Self {
+            value: located.value.0,
+            span: located.span,
+            choices: PhantomData,
+        })
+    }
+}
+
+/// A [`OneOf`]'s text, decoded as an enum whose variants are the allowed texts.
+struct Choice<C>(String, PhantomData<C>);
+
+impl<'de, C: Choices> Deserialize<'de> for Choice<C> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ChoiceVisitor<C>(PhantomData<C>);
+
+        impl<'de, C: Choices> Visitor<'de> for ChoiceVisitor<C> {
+            type Value = Choice<C>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "one of: {}", C::ALLOWED.join(", "))
+            }
+
+            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Choice<C>, A::Error> {
+                let (text, variant): (String, _) = data.variant()?;
+                de::VariantAccess::unit_variant(variant)?;
+                Ok(Choice(text, PhantomData))
+            }
+        }
+
+        deserializer.deserialize_enum("", C::ALLOWED, ChoiceVisitor(PhantomData))
     }
 }
 

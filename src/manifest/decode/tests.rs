@@ -36,6 +36,7 @@ fn ok(value: Json) -> Option<Json> {
 
 #[derive(Debug, Deserialize)]
 struct Vm {
+    image: Option<Located<String>>,
     size: Located<String>,
     count: Option<Located<i64>>,
     public_ip: Option<bool>,
@@ -45,7 +46,8 @@ struct Vm {
 }
 
 impl Attrs for Vm {
-    const EXAMPLES: &'static [(&'static str, &'static str)] = &[("size", "\"Standard_D4s_v5\"")];
+    const REQUIRED: &'static [(&'static str, &'static str)] =
+        &[("size", "\"Standard_D4s_v5\""), ("image", "\"ubuntu-22.04\"")];
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
@@ -69,6 +71,7 @@ fn decodes_typed_values_with_their_spans() {
         ("ssh_from", ok(json!("1.2.3.4/32"))),
         ("tags", ok(json!({"team": "ml", "n": 1, "on": true}))),
         ("public_ip", ok(json!(false))),
+        ("image", ok(json!("ubuntu-22.04"))),
     ]);
     let mut diags = Vec::new();
     let vm: Vm = decode(&b, Unknown::Checked, &mut diags).expect("decodes");
@@ -96,6 +99,7 @@ fn wrong_types_are_located_and_every_one_is_reported() {
         ("ssh_from", ok(json!(["1.2.3.4", 5]))),
         ("tags", ok(json!({"a": ["b"]}))),
         ("public_ip", ok(json!("yes"))),
+        ("image", ok(json!("ubuntu-22.04"))),
     ]);
     let mut diags = Vec::new();
     let vm: Vm = decode(&b, Unknown::Checked, &mut diags).expect("the rest decodes");
@@ -129,21 +133,35 @@ fn a_missing_required_attribute_is_reported_at_the_header_with_an_example() {
     let b = block(&[("count", ok(json!(true)))]);
     let mut diags = Vec::new();
     assert!(decode::<Vm>(&b, Unknown::Checked, &mut diags).is_none());
+    // Every missing one is reported, in the order REQUIRED lists them.
     assert_eq!(
         summaries(&diags),
         [
             "`count` in vm \"gpu\" must be a whole number",
-            "vm \"gpu\" is missing `size`"
+            "vm \"gpu\" is missing `size`",
+            "vm \"gpu\" is missing `image`"
         ]
     );
     assert_eq!(diags[1].help, ["add `size = \"Standard_D4s_v5\"`"]);
     assert_eq!(diags[1].span.as_ref().map(|s| s.start), Some(1000));
+
+    // A required `Option` field: reported, and the struct still decodes.
+    let b = block(&[("size", ok(json!("x")))]);
+    let mut diags = Vec::new();
+    let vm: Vm = decode(&b, Unknown::Checked, &mut diags).expect("decodes");
+    assert!(vm.image.is_none());
+    assert_eq!(summaries(&diags), ["vm \"gpu\" is missing `image`"]);
 }
 
 #[test]
 fn a_failed_evaluation_stays_silent() {
     // `size` failed to evaluate (already reported): no "missing", no type error.
-    let b = block(&[("size", None), ("count", None), ("public_ip", ok(Json::Null))]);
+    let b = block(&[
+        ("size", None),
+        ("count", None),
+        ("public_ip", ok(Json::Null)),
+        ("image", ok(Json::Null)),
+    ]);
     let mut diags = Vec::new();
     assert!(decode::<Vm>(&b, Unknown::Checked, &mut diags).is_none());
     assert!(diags.is_empty(), "{diags:?}");
@@ -166,7 +184,11 @@ impl Attrs for Policy {}
 
 #[test]
 fn a_value_not_in_an_enum_gets_a_suggestion() {
-    let b = block(&[("size", ok(json!("x"))), ("zone", ok(json!("3")))]);
+    let b = block(&[
+        ("size", ok(json!("x"))),
+        ("zone", ok(json!("3"))),
+        ("image", ok(json!("ubuntu-22.04"))),
+    ]);
     let mut diags = Vec::new();
     let vm: Vm = decode(&b, Unknown::Checked, &mut diags).expect("decodes");
     assert!(vm.zone.is_none());
@@ -281,4 +303,23 @@ fn nested_lists_and_maps_decode_item_by_item() {
     let numbers: Option<Vec<i64>> = attr(&b, "numbers", &mut diags);
     assert_eq!(numbers, Some(vec![1, 2]));
     assert_eq!(summaries(&diags), ["`bad` in vm \"gpu\" must be a map of text values"]);
+}
+
+struct Protocols;
+
+impl Choices for Protocols {
+    const ALLOWED: &'static [&'static str] = &["SMB", "NFS"];
+}
+
+#[test]
+fn one_of_keeps_the_text_and_its_span() {
+    let b = block(&[("a", ok(json!("NFS"))), ("b", ok(json!("nfs")))]);
+    let mut diags = Vec::new();
+    let a: Option<OneOf<Protocols>> = attr(&b, "a", &mut diags);
+    let a = a.expect("NFS");
+    assert_eq!((a.value.as_str(), a.span.start), ("NFS", 4));
+    assert!(attr::<OneOf<Protocols>>(&b, "b", &mut diags).is_none());
+    assert_eq!(summaries(&diags), ["`b` in vm \"gpu\" must be one of: SMB, NFS"]);
+    assert_eq!(diags[0].label.as_deref(), Some("`nfs` is not one of them"));
+    assert_eq!(diags[0].help, ["did you mean `NFS`?"]);
 }
