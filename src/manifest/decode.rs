@@ -42,7 +42,7 @@ pub(super) struct Located<T> {
 }
 
 /// A block's attributes as a typed struct.
-pub(super) trait Attrs: DeserializeOwned {
+pub(super) trait BlockAttrs: DeserializeOwned {
     /// The required attributes, each with an example value for the help of the error that
     /// reports it missing ("vm \"gpu\" is missing `size`", "add `size = ...`"). Every field that
     /// is not an `Option` must be listed; an `Option` field may be listed too, when the block's
@@ -70,7 +70,7 @@ pub(super) enum Unknown<'a> {
 /// Decode `block`'s attributes into `T`, reporting each problem into `diags`: every rejected
 /// value, then every required attribute that is not written. `None` when a non-`Option` field
 /// has no value (missing, or written and rejected).
-pub(super) fn decode<T: Attrs>(
+pub(super) fn decode<T: BlockAttrs>(
     block: &EvalBlock,
     unknown: Unknown<'_>,
     diags: &mut Vec<Diagnostic>,

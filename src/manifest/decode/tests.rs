@@ -45,7 +45,7 @@ struct Vm {
     zone: Option<Zone>,
 }
 
-impl Attrs for Vm {
+impl BlockAttrs for Vm {
     const REQUIRED: &'static [(&'static str, &'static str)] =
         &[("size", "\"Standard_D4s_v5\""), ("image", "\"ubuntu-22.04\"")];
 }
@@ -180,7 +180,7 @@ struct Policy {
     other: Option<Run>,
 }
 
-impl Attrs for Policy {}
+impl BlockAttrs for Policy {}
 
 #[test]
 fn a_value_not_in_an_enum_gets_a_suggestion() {
@@ -215,7 +215,7 @@ struct Step {
     name: Option<String>,
 }
 
-impl Attrs for Step {}
+impl BlockAttrs for Step {}
 
 #[test]
 fn unknown_attributes_are_skipped_when_checked_and_reported_for_steps() {

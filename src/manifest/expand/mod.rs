@@ -7,12 +7,14 @@
 //! needs its VNet) and from references between blocks. Values are checked on the way, each
 //! problem located at the attribute that caused it.
 
+mod check;
 mod compute;
 mod network;
 mod nfs_access;
 mod security;
 mod steps;
 mod storage;
+mod targets;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
