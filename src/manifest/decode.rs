@@ -776,7 +776,12 @@ impl<'de, T: Target> Deserialize<'de> for Ref<T> {
             type Value = Ref<T>;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(T::WHAT_AND_EXAMPLE.first().copied().unwrap_or("a reference"))
+                f.write_str(
+                    T::WHAT_AND_EXAMPLE
+                        .first()
+                        .copied()
+                        .unwrap_or("a reference"),
+                )
             }
 
             fn visit_str<E: de::Error>(self, address: &str) -> Result<Ref<T>, E> {

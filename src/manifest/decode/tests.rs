@@ -46,8 +46,10 @@ struct Vm {
 }
 
 impl BlockAttrs for Vm {
-    const REQUIRED: &'static [(&'static str, &'static str)] =
-        &[("size", "\"Standard_D4s_v5\""), ("image", "\"ubuntu-22.04\"")];
+    const REQUIRED: &'static [(&'static str, &'static str)] = &[
+        ("size", "\"Standard_D4s_v5\""),
+        ("image", "\"ubuntu-22.04\""),
+    ];
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
@@ -82,7 +84,10 @@ fn decodes_typed_values_with_their_spans() {
     assert_eq!((count.value, count.span.start), (3, 24));
     // A single string where a list is expected is a list of one (HCL's conversion).
     let ssh = vm.ssh_from.expect("ssh_from");
-    assert_eq!((ssh.value, ssh.span.start), (vec!["1.2.3.4/32".to_owned()], 34));
+    assert_eq!(
+        (ssh.value, ssh.span.start),
+        (vec!["1.2.3.4/32".to_owned()], 34)
+    );
     let tags = vm.tags.expect("tags");
     assert_eq!(tags["n"], "1");
     assert_eq!(tags["on"], "true");
@@ -122,7 +127,10 @@ fn wrong_types_are_located_and_every_one_is_reported() {
             Some("this is a string")
         ]
     );
-    let starts: Vec<_> = diags.iter().map(|d| d.span.as_ref().map(|s| s.start)).collect();
+    let starts: Vec<_> = diags
+        .iter()
+        .map(|d| d.span.as_ref().map(|s| s.start))
+        .collect();
     assert_eq!(starts, [Some(14), Some(24), Some(34), Some(44)]);
     assert_eq!(vm.size.value, "x");
     assert!(vm.count.is_none() && vm.ssh_from.is_none() && vm.public_ip.is_none());
@@ -192,7 +200,10 @@ fn a_value_not_in_an_enum_gets_a_suggestion() {
     let mut diags = Vec::new();
     let vm: Vm = decode(&b, Unknown::Checked, &mut diags).expect("decodes");
     assert!(vm.zone.is_none());
-    assert_eq!(summaries(&diags), ["`zone` in vm \"gpu\" must be one of: 1, 2"]);
+    assert_eq!(
+        summaries(&diags),
+        ["`zone` in vm \"gpu\" must be one of: 1, 2"]
+    );
     assert_eq!(diags[0].label.as_deref(), Some("`3` is not one of them"));
     assert!(diags[0].help.is_empty());
 
@@ -230,7 +241,11 @@ fn unknown_attributes_are_skipped_when_checked_and_reported_for_steps() {
         allowed: &["name", "mount"],
     };
     // A failed evaluation does not hide a wrong name.
-    let b = block(&[("nmae", None), ("mount", ok(json!("/mnt"))), ("zzz", ok(json!(1)))]);
+    let b = block(&[
+        ("nmae", None),
+        ("mount", ok(json!("/mnt"))),
+        ("zzz", ok(json!(1))),
+    ]);
     decode::<Step>(&b, unknown, &mut diags).expect("decodes");
     assert_eq!(
         summaries(&diags),
@@ -241,7 +256,10 @@ fn unknown_attributes_are_skipped_when_checked_and_reported_for_steps() {
     );
     assert_eq!(diags[0].help, ["did you mean `name`?"]);
     assert_eq!(diags[0].span.as_ref().map(|s| s.start), Some(0));
-    assert_eq!(diags[0].label.as_deref(), Some("`blobfuse2` does not take this"));
+    assert_eq!(
+        diags[0].label.as_deref(),
+        Some("`blobfuse2` does not take this")
+    );
     assert_eq!(diags[1].help, ["`blobfuse2` takes: name, mount"]);
 }
 
@@ -265,7 +283,10 @@ fn references_are_checked_by_address() {
     let mut diags = Vec::new();
     let a: Option<Located<Ref<Network>>> = attr(&b, "a", &mut diags);
     let a = a.expect("a network");
-    assert_eq!((a.value.address.as_str(), a.span.start), ("network.main", 4));
+    assert_eq!(
+        (a.value.address.as_str(), a.span.start),
+        ("network.main", 4)
+    );
     assert!(attr::<Ref<Network>>(&b, "b", &mut diags).is_none());
     assert!(attr::<Ref<Network>>(&b, "c", &mut diags).is_none());
     assert!(attr::<Ref<Network>>(&b, "d", &mut diags).is_none());
@@ -302,7 +323,10 @@ fn nested_lists_and_maps_decode_item_by_item() {
     assert!(attr::<BTreeMap<String, String>>(&b, "bad", &mut diags).is_none());
     let numbers: Option<Vec<i64>> = attr(&b, "numbers", &mut diags);
     assert_eq!(numbers, Some(vec![1, 2]));
-    assert_eq!(summaries(&diags), ["`bad` in vm \"gpu\" must be a map of text values"]);
+    assert_eq!(
+        summaries(&diags),
+        ["`bad` in vm \"gpu\" must be a map of text values"]
+    );
 }
 
 struct Protocols;
@@ -319,7 +343,10 @@ fn one_of_keeps_the_text_and_its_span() {
     let a = a.expect("NFS");
     assert_eq!((a.value.as_str(), a.span.start), ("NFS", 4));
     assert!(attr::<OneOf<Protocols>>(&b, "b", &mut diags).is_none());
-    assert_eq!(summaries(&diags), ["`b` in vm \"gpu\" must be one of: SMB, NFS"]);
+    assert_eq!(
+        summaries(&diags),
+        ["`b` in vm \"gpu\" must be one of: SMB, NFS"]
+    );
     assert_eq!(diags[0].label.as_deref(), Some("`nfs` is not one of them"));
     assert_eq!(diags[0].help, ["did you mean `NFS`?"]);
 }

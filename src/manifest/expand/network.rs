@@ -13,7 +13,7 @@ use super::super::eval::EvalBlock;
 use super::super::names;
 use super::super::validate::cidr;
 use super::check::Check;
-use super::{Expander, NetworkInfo};
+use super::{Expander, NetworkInfo, Origin};
 
 const DEFAULT_SPACE: &str = "10.0.0.0/16";
 
@@ -38,8 +38,7 @@ impl BlockAttrs for SubnetAttrs {
 
 pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let label = block.label();
-    let attrs: NetworkAttrs =
-        decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
+    let attrs: NetworkAttrs = decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
     let mut check = Check::new(block, ex.diags);
     let space_texts = attrs
         .address_space
@@ -214,11 +213,13 @@ fn push_network(
         nsg.clone(),
         ResourceKind::NetworkSecurityGroup,
         names::compose(&ex.experiment.id, label, "nsg"),
-        None,
         nsg_attrs,
         [],
-        &lifecycle,
-        Some(&block.header),
+        Origin {
+            parent: None,
+            lifecycle: &lifecycle,
+            span: Some(&block.header),
+        },
     );
     let mut vnet_attrs = Attrs::new();
     vnet_attrs.insert("location".into(), ex.location());
@@ -234,11 +235,13 @@ fn push_network(
         vnet.clone(),
         ResourceKind::VirtualNetwork,
         names::compose(&ex.experiment.id, label, "vnet"),
-        None,
         vnet_attrs,
         [nsg],
-        &lifecycle,
-        Some(&block.header),
+        Origin {
+            parent: None,
+            lifecycle: &lifecycle,
+            span: Some(&block.header),
+        },
     );
     ex.networks.insert(
         label.to_owned(),

@@ -19,8 +19,7 @@ impl Target for Network {
 pub(super) struct Vm;
 
 impl Target for Vm {
-    const WHAT_AND_EXAMPLE: &'static [&'static str] =
-        &["a vm (disks attach to one VM)", "vm.prep"];
+    const WHAT_AND_EXAMPLE: &'static [&'static str] = &["a vm (disks attach to one VM)", "vm.prep"];
 
     fn accepts(address: &str) -> bool {
         address.starts_with("vm.") && address.matches('.').count() == 1
