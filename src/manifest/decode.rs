@@ -509,7 +509,7 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'_> {
         visitor
             .visit_map(Entries {
                 ctx: self.ctx,
-                entries: map.iter(),
+                iter: map.iter(),
                 value: None,
             })
             .map_err(|e| match e {
@@ -600,7 +600,7 @@ impl<'de, 'a, I: Iterator<Item = &'a Json>> SeqAccess<'de> for Items<'a, I> {
 /// The entries of a map attribute.
 struct Entries<'a, I> {
     ctx: AttrContext<'a>,
-    entries: I,
+    iter: I,
     value: Option<&'a Json>,
 }
 
@@ -611,7 +611,7 @@ impl<'de, 'a, I: Iterator<Item = (&'a String, &'a Json)>> MapAccess<'de> for Ent
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        let Some((key, value)) = self.entries.next() else {
+        let Some((key, value)) = self.iter.next() else {
             return Ok(None);
         };
         self.value = Some(value);

@@ -47,7 +47,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let spaces = address_spaces(&mut check, &space_texts);
     let subnets = subnets(&mut check, &spaces, &space_texts);
     let rules = nsg_rules(&mut check, attrs.ssh_from.as_ref());
-    push_network(ex, block, label, rules, space_texts, subnets);
+    push_network(ex, block, label, &rules, &space_texts, subnets);
 }
 
 /// The parsed `address_space` ranges (the default when not written).
@@ -199,8 +199,8 @@ fn push_network(
     ex: &mut Expander<'_>,
     block: &EvalBlock,
     label: &str,
-    rules: Vec<Json>,
-    space_texts: Vec<String>,
+    rules: &[Json],
+    space_texts: &[String],
     subnets: Vec<(String, Ipv4Net)>,
 ) {
     let vnet = Address::new("network", label, None, "vnet");

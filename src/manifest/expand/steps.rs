@@ -115,7 +115,12 @@ fn unknown_kind(block: &EvalBlock, step: &EvalBlock) -> Diagnostic {
 
 /// One step: its common attributes, its kind's parameters, then the rules that involve several
 /// parameters or other blocks. `None` when anything was reported.
-fn read_step(ex: &mut Expander<'_>, owner: &Owner<'_>, step: &EvalBlock, kind: &Kind) -> Option<Step> {
+fn read_step(
+    ex: &mut Expander<'_>,
+    owner: &Owner<'_>,
+    step: &EvalBlock,
+    kind: &Kind,
+) -> Option<Step> {
     let title = format!("step \"{}\" of {}", kind.name, owner.block.title());
     let allowed: Vec<&str> = COMMON
         .iter()
@@ -280,7 +285,12 @@ struct KindRules<'a> {
 
 impl KindRules<'_> {
     /// Check `kind`'s rules, filling in what they derive. Returns false when it reported.
-    fn check(&self, check: &mut Check<'_>, kind: &Kind, params: &mut BTreeMap<String, Json>) -> bool {
+    fn check(
+        &self,
+        check: &mut Check<'_>,
+        kind: &Kind,
+        params: &mut BTreeMap<String, Json>,
+    ) -> bool {
         match kind.name {
             "script" => self.script(check, params),
             "nfs_cache" => self.nfs_cache(check, params),
