@@ -1,28 +1,26 @@
-//! `vm` and `cluster` blocks: public IP, NIC, VM and auto-shutdown per node, plus a proximity
-//! placement group for clusters and, for clusters of an InfiniBand size, an availability set (the
-//! cluster's one InfiniBand fabric, see [`push_fabric`]). The attributes both share (size, image,
-//! key, disk, park) are read once by [`Machine::read`].
+//! `vm` and `cluster` blocks: the attributes both share (size, image, key, disk, network, park)
+//! are decoded and checked once by [`Machine::read`]; `nodes.rs` builds each node's resources
+//! from it, `boot.rs` reads the image and the park schedule.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use crate::addr::Address;
-use crate::catalog::{self, GpuArch, Retirement, VmSize};
+use crate::catalog::{self, Retirement, VmSize};
 use crate::diag::{Diagnostic, Span, did_you_mean};
-use crate::model::{Attrs, Lifecycle, ResourceKind};
 
 use super::super::decode::{self, BlockAttrs, Located, OneOf, Ref, Unknown};
 use super::super::eval::EvalBlock;
-use super::super::images::{self, ImageError, ImageRef};
-use super::super::names;
-use super::super::validate::{ssh_key, time};
+use super::super::images::ImageRef;
+use super::super::validate::ssh_key;
 use super::super::values::MAX_NODES;
+use super::boot::{read_image, read_park};
 use super::check::Check;
 use super::security::{self, Security};
 use super::targets::{self, DiskSku, Zone};
-use super::{Attachment, Expander, NetworkInfo, Origin, steps};
+use super::{Attachment, Expander, NetworkInfo, nodes, steps};
 
 /// Usernames Azure refuses for Linux VMs.
 const RESERVED_USERS: [&str; 31] = [
@@ -96,52 +94,35 @@ struct ClusterAttrs {
 
 impl BlockAttrs for ClusterAttrs {}
 
-/// An `image { ... }` block's attributes.
-#[derive(Deserialize)]
-struct ImageAttrs {
-    publisher: Option<Located<String>>,
-    offer: Option<Located<String>>,
-    sku: Option<Located<String>>,
-    version: Option<Located<String>>,
-    generation: Option<Located<i64>>,
-}
-
-impl BlockAttrs for ImageAttrs {
-    const REQUIRED: &'static [(&'static str, &'static str)] = &[
-        ("publisher", "\"Canonical\""),
-        ("offer", "\"0001-com-ubuntu-server-jammy\""),
-        ("sku", "\"22_04-lts-gen2\""),
-    ];
-}
-
-/// A `park { ... }` block's attributes.
-#[derive(Deserialize)]
-struct ParkAttrs {
-    at: Option<Located<String>>,
-    time_zone: Option<Located<String>>,
-}
-
-impl BlockAttrs for ParkAttrs {
-    const REQUIRED: &'static [(&'static str, &'static str)] = &[("at", "\"19:00\"")];
-}
-
 /// What every node of a `vm` or `cluster` has in common.
-struct Machine {
-    size: Option<Located<String>>,
+pub(super) struct Machine {
+    /// `size`, or the first of `sizes`.
+    pub size: Option<Located<String>>,
     /// The ordered candidates of `sizes = [...]` (the first is `size`); empty without one. The
     /// plan resolves them against quota (engine::preflight).
-    fallbacks: Vec<String>,
-    info: Option<&'static VmSize>,
-    image: Option<ImageRef>,
-    security: Security,
-    ssh_keys: Vec<String>,
-    admin: String,
-    os_disk_gb: Option<i64>,
-    os_disk_sku: String,
-    zone: Option<String>,
-    network: Option<String>,
-    subnet: Option<String>,
-    park: Option<(String, String)>,
+    pub fallbacks: Vec<String>,
+    /// The size's catalog entry.
+    pub info: Option<&'static VmSize>,
+    /// The image.
+    pub image: Option<ImageRef>,
+    /// Trusted Launch, Secure Boot and vTPM.
+    pub security: Security,
+    /// The public keys.
+    pub ssh_keys: Vec<String>,
+    /// The admin user.
+    pub admin: String,
+    /// The OS disk's size, when set.
+    pub os_disk_gb: Option<i64>,
+    /// The OS disk's SKU.
+    pub os_disk_sku: String,
+    /// The availability zone, when set.
+    pub zone: Option<String>,
+    /// The network's label.
+    pub network: Option<String>,
+    /// The subnet's name.
+    pub subnet: Option<String>,
+    /// The auto-shutdown time and Windows time zone.
+    pub park: Option<(String, String)>,
 }
 
 impl Machine {
@@ -489,119 +470,6 @@ fn list_some(items: &[&str], at_most: usize) -> String {
     )
 }
 
-/// `image = "alias"` (or a URN), or an `image { ... }` block; `ubuntu-22.04` when neither.
-fn read_image(
-    check: &mut Check<'_>,
-    written: Option<Located<String>>,
-    info: Option<&VmSize>,
-) -> Option<ImageRef> {
-    let title = check.title();
-    let block = check.block();
-    let (result, span, shown) = if let Some(image_block) = block.block("image") {
-        if check.has("image") {
-            check.report(
-                Diagnostic::error(format!("{title} sets `image` twice"))
-                    .with_span(image_block.header.clone())
-                    .with_help("use either `image = \"alias\"` or an `image { ... }` block"),
-            );
-            return None;
-        }
-        let (image, sku) = image_from_block(check.diags_mut(), image_block)?;
-        (images::check(image, info), image_block.header.clone(), sku)
-    } else {
-        let text = written.unwrap_or_else(|| Located {
-            value: "ubuntu-22.04".to_owned(),
-            span: block.header.clone(),
-        });
-        (images::resolve(&text.value, info), text.span, text.value)
-    };
-    match result {
-        Ok(image) => {
-            if let Some(size) = info.filter(|s| {
-                s.gpu_arch.is_some_and(GpuArch::is_nvidia) && images::lacks_gpu_driver(&image)
-            }) {
-                check.report(gpu_driver_warning(&title, size, &shown, span));
-            }
-            Some(image)
-        }
-        Err(ImageError::Unknown) => {
-            let d = Diagnostic::error(format!("unknown image `{shown}` in {title}"))
-                .with_span(span)
-                .with_label("not an image alias or publisher:offer:sku:version");
-            check.report(match did_you_mean(&shown, images::alias_names()) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help(format!(
-                    "use one of {}, a URN `publisher:offer:sku:version`, or an `image {{ ... }}` block",
-                    images::alias_names().collect::<Vec<_>>().join(", ")
-                )),
-            });
-            None
-        }
-        Err(ImageError::Generation { needs, image }) => {
-            let size = info.map_or("this size", |s| s.name);
-            check.report(
-                Diagnostic::error(format!("{size} needs a Generation {needs} image"))
-                    .with_span(span)
-                    .with_label(format!("`{shown}` is a Generation {image} image"))
-                    .with_help(if needs == 2 {
-                        "use an alias such as `ubuntu-22.04` or `hpc-ubuntu-22.04` (it picks the generation), or a `-gen2` SKU"
-                    } else {
-                        "use an alias such as `ubuntu-22.04` (it picks the generation), or a Generation 1 SKU"
-                    }),
-            );
-            None
-        }
-    }
-}
-
-/// An `image { publisher offer sku version generation }` block, and its SKU (for messages).
-fn image_from_block(
-    diags: &mut Vec<Diagnostic>,
-    image_block: &EvalBlock,
-) -> Option<(ImageRef, String)> {
-    let attrs: ImageAttrs = decode::decode(image_block, Unknown::Checked, diags)?;
-    let generation =
-        Check::new(image_block, diags).in_range(attrs.generation, "generation", (1, 2), "");
-    let (Some(publisher), Some(offer), Some(sku)) = (attrs.publisher, attrs.offer, attrs.sku)
-    else {
-        return None;
-    };
-    let generation = generation.map_or_else(
-        || images::generation_from_sku(&sku.value),
-        // in_range checked the range 1..=2.
-        |g| if g.value == 2 { 2 } else { 1 },
-    );
-    let image = ImageRef {
-        publisher: publisher.value,
-        offer: offer.value,
-        sku: sku.value.clone(),
-        version: attrs
-            .version
-            .map_or_else(|| "latest".to_owned(), |v| v.value),
-        generation,
-    };
-    Some((image, sku.value))
-}
-
-/// Issue 13 item 10: a GPU size with a plain Ubuntu image boots without an NVIDIA driver, and
-/// nothing said so until `nvidia-smi` failed on the node. See docs/decisions.md for why this is
-/// a warning and not a driver step or the NVIDIA GPU driver VM extension.
-fn gpu_driver_warning(title: &str, size: &VmSize, image: &str, span: Span) -> Diagnostic {
-    let plural = if size.gpus > 1.0 { "s" } else { "" };
-    Diagnostic::warning(format!(
-        "{title} has {} x {} GPU{plural} but its image has no NVIDIA driver",
-        size.gpus_text(),
-        size.gpu_model
-    ))
-    .with_span(span)
-    .with_label(format!(
-        "`{image}` is plain Ubuntu: CUDA and nvidia-smi will find no GPU"
-    ))
-    .with_help(
-        "use `image = \"dsvm-ubuntu-22.04\"` (Data Science VM: driver, CUDA, conda) or `image = \"hpc-ubuntu-22.04\"` (driver, CUDA, InfiniBand, MPI); both carry the driver for this GPU",
-    )
-}
-
 /// `ssh_key`: one public key or a list of them (required; reported missing here rather than by
 /// the decoder, so that it comes after the image's problems, as it always has).
 fn read_keys(check: &mut Check<'_>, keys: Option<Located<Vec<String>>>) -> Vec<String> {
@@ -672,44 +540,6 @@ fn check_username(check: &mut Check<'_>, user: &Located<String>) -> bool {
     true
 }
 
-fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, String)> {
-    let attrs: ParkAttrs = decode::decode(park, Unknown::Checked, diags)?;
-    let mut check = Check::new(park, diags);
-    let (at, zone) = (attrs.at, attrs.time_zone);
-    let time = at.and_then(|at| match time::parse_hhmm(&at.value) {
-        Ok(t) => Some(t),
-        Err(why) => {
-            check.report(
-                Diagnostic::error("invalid park time")
-                    .with_span(at.span)
-                    .with_label(why)
-                    .with_help("write the time as HH:MM, e.g. at = \"19:00\""),
-            );
-            None
-        }
-    });
-    let zone = match zone {
-        None => Some("UTC".to_owned()),
-        Some(z) => {
-            if let Some(w) = time::windows_zone(&z.value) {
-                Some(w.to_owned())
-            } else {
-                let d = Diagnostic::error(format!("unknown time zone `{}`", z.value))
-                    .with_span(z.span.clone())
-                    .with_label("not a Windows time zone id or a known IANA name");
-                check.report(match did_you_mean(&z.value, time::zone_names()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(
-                        "use e.g. \"W. Europe Standard Time\", \"Europe/Berlin\" or \"UTC\"",
-                    ),
-                });
-                None
-            }
-        }
-    };
-    Some((time?, zone?))
-}
-
 /// The most VMs Azure puts in one availability set, and so in one InfiniBand fabric.
 const MAX_FABRIC_NODES: i64 = 200;
 
@@ -736,68 +566,22 @@ fn check_fabric_count(check: &mut Check<'_>, count: i64) {
     );
 }
 
-/// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
-/// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
-/// fault domains buys no availability and only narrows where Azure can place them (published HPC
-/// advice for GPU scale sets sets `platformFaultDomainCount = 1` for the same reason), and one
-/// update domain means planned maintenance interrupts the job once instead of once per domain.
-const FABRIC_DOMAINS: i64 = 1;
-
-/// The availability set that puts a cluster of an InfiniBand size on one InfiniBand fabric: Azure
-/// connects VMs over InfiniBand only within one availability set (or one single-placement-group
-/// scale set), and a proximity placement group alone does not. Every node names it; a node can
-/// join it only at creation, so `availability_set` forces a VM's replacement (model::kind). The
-/// set goes in the cluster's placement group when it has one. Returns its address.
-fn push_fabric(
-    ex: &mut Expander<'_>,
-    block: &EvalBlock,
-    lifecycle: &Lifecycle,
-    ppg: Option<&Address>,
-) -> Address {
-    let kind = block.ident.clone();
-    let label = block.label().to_owned();
-    let address = Address::new(&kind, &label, None, "availability_set");
-    let mut attrs = Attrs::new();
-    attrs.insert("location".into(), ex.location());
-    // Aligned: the nodes have managed disks, which ARM refuses in a Classic set.
-    attrs.insert("sku".into(), json!("Aligned"));
-    attrs.insert("fault_domain_count".into(), json!(FABRIC_DOMAINS));
-    attrs.insert("update_domain_count".into(), json!(FABRIC_DOMAINS));
-    attrs.insert(
-        "proximity_placement_group".into(),
-        ppg.map_or(Json::Null, |p| json!(p.to_string())),
-    );
-    ex.push(
-        address.clone(),
-        ResourceKind::AvailabilitySet,
-        names::compose(&ex.experiment.id, &label, "avset"),
-        attrs,
-        ppg.cloned(),
-        Origin {
-            parent: None,
-            lifecycle,
-            span: Some(&block.header),
-        },
-    );
-    address
-}
-
 /// Expand a `vm` or `cluster` block: one node's resources are built in one place
-/// ([`push_node`]), in the order Azure needs them (IP, NIC, VM, schedule).
+/// (`nodes::push_node`), in the order Azure needs them (IP, NIC, VM, schedule).
 pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let machine = Machine::read(ex, block);
     let lifecycle = ex.lifecycle(block);
     let is_cluster = block.ident == "cluster";
-    let nodes = Nodes::read(ex, block, &machine);
+    let shape = Nodes::read(ex, block, &machine);
     let label = block.label().to_owned();
     let kind = block.ident.clone();
     let ppg_address = Address::new(&kind, &label, None, "ppg");
-    if nodes.placement_group {
-        push_placement_group(ex, block, &machine, &lifecycle, &ppg_address);
+    if shape.placement_group {
+        nodes::push_placement_group(ex, block, &machine, &lifecycle, &ppg_address);
     }
-    let ppg = nodes.placement_group.then_some(ppg_address);
+    let ppg = shape.placement_group.then_some(ppg_address);
     let fabric = (is_cluster && machine.info.is_some_and(|s| s.infiniband))
-        .then(|| push_fabric(ex, block, &lifecycle, ppg.as_ref()));
+        .then(|| nodes::push_fabric(ex, block, &lifecycle, ppg.as_ref()));
     let block_address = format!("{kind}.{label}");
     let disks = ex
         .attachments
@@ -805,7 +589,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         .cloned()
         .unwrap_or_default();
     check_premium_data_disks(ex, &block.title(), machine.info, &disks);
-    let kit = Kit {
+    let kit = nodes::Kit {
         block,
         machine: &machine,
         lifecycle: &lifecycle,
@@ -821,13 +605,13 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         fabric,
         disks,
     };
-    let primaries = (0..nodes.count)
+    let primaries = (0..shape.count)
         .map(|i| {
-            push_node(
+            nodes::push_node(
                 ex,
                 &kit,
                 is_cluster.then_some(i),
-                (i as usize) < nodes.public,
+                (i as usize) < shape.public,
             )
         })
         .collect();
@@ -878,222 +662,4 @@ impl Nodes {
             placement_group: attrs.placement_group.unwrap_or(true),
         }
     }
-}
-
-/// What every node of one block is built from.
-struct Kit<'a> {
-    block: &'a EvalBlock,
-    machine: &'a Machine,
-    lifecycle: &'a Lifecycle,
-    vnet: Option<Address>,
-    nsg: Option<Address>,
-    ppg: Option<Address>,
-    fabric: Option<Address>,
-    disks: Vec<Attachment>,
-}
-
-/// The proximity placement group of a cluster's nodes.
-fn push_placement_group(
-    ex: &mut Expander<'_>,
-    block: &EvalBlock,
-    machine: &Machine,
-    lifecycle: &Lifecycle,
-    address: &Address,
-) {
-    let mut attrs = Attrs::new();
-    attrs.insert("location".into(), ex.location());
-    attrs.insert("type".into(), json!("Standard"));
-    attrs.insert(
-        "vm_sizes".into(),
-        json!(
-            machine
-                .size
-                .as_ref()
-                .map(|s| vec![s.value.clone()])
-                .unwrap_or_default()
-        ),
-    );
-    if let Some(zone) = &machine.zone {
-        attrs.insert("zone".into(), json!(zone));
-    }
-    ex.push(
-        address.clone(),
-        ResourceKind::ProximityPlacementGroup,
-        names::compose(&ex.experiment.id, block.label(), "ppg"),
-        attrs,
-        [],
-        Origin {
-            parent: None,
-            lifecycle,
-            span: Some(&block.header),
-        },
-    );
-}
-
-/// One node: its public IP (if it has one), NIC, VM and auto-shutdown schedule. Returns the
-/// VM's address. `index` is the node's number in a cluster.
-fn push_node(ex: &mut Expander<'_>, kit: &Kit<'_>, index: Option<u32>, public: bool) -> Address {
-    let (kind, label) = (kit.block.ident.as_str(), kit.block.label());
-    let id = ex.experiment.id.clone();
-    let (vm_name, suffix) = match index {
-        Some(i) => (names::compose(&id, label, &i.to_string()), format!("{i}-")),
-        None => (names::compose(&id, label, ""), String::new()),
-    };
-    let pip = Address::new(kind, label, index, "public_ip");
-    let nic = Address::new(kind, label, index, "nic");
-    let vm = Address::new(kind, label, index, "vm");
-    let header = Some(&kit.block.header);
-    if public {
-        let mut attrs = Attrs::new();
-        attrs.insert("location".into(), ex.location());
-        attrs.insert("sku".into(), json!("Standard"));
-        attrs.insert("allocation".into(), json!("Static"));
-        if let Some(zone) = &kit.machine.zone {
-            attrs.insert("zone".into(), json!(zone));
-        }
-        let name = names::compose(&id, label, &format!("{suffix}pip"));
-        let kind = ResourceKind::PublicIp;
-        ex.push(
-            pip.clone(),
-            kind,
-            name,
-            attrs,
-            [],
-            Origin {
-                parent: None,
-                lifecycle: kit.lifecycle,
-                span: header,
-            },
-        );
-    }
-    let (nic_attrs, nic_deps) = nic_attrs(ex, kit, public.then_some(&pip));
-    let name = names::compose(&id, label, &format!("{suffix}nic"));
-    let nic_kind = ResourceKind::NetworkInterface;
-    ex.push(
-        nic.clone(),
-        nic_kind,
-        name,
-        nic_attrs,
-        nic_deps,
-        Origin {
-            parent: None,
-            lifecycle: kit.lifecycle,
-            span: header,
-        },
-    );
-    let (attrs, deps) = vm_attrs(ex, kit, &nic);
-    let vm_kind = ResourceKind::VirtualMachine;
-    ex.push(
-        vm.clone(),
-        vm_kind,
-        vm_name.clone(),
-        attrs,
-        deps,
-        Origin {
-            parent: None,
-            lifecycle: kit.lifecycle,
-            span: header,
-        },
-    );
-    if let Some((time, zone)) = &kit.machine.park {
-        let mut attrs = Attrs::new();
-        attrs.insert("location".into(), ex.location());
-        attrs.insert("time".into(), json!(time));
-        attrs.insert("time_zone".into(), json!(zone));
-        attrs.insert("vm".into(), json!(vm.to_string()));
-        attrs.insert("status".into(), json!("Enabled"));
-        ex.push(
-            Address::new(kind, label, index, "auto_shutdown"),
-            ResourceKind::AutoShutdownSchedule,
-            names::shutdown_schedule_name(&vm_name),
-            attrs,
-            [vm.clone()],
-            Origin {
-                parent: None,
-                lifecycle: kit.lifecycle,
-                span: header,
-            },
-        );
-    }
-    vm
-}
-
-/// A node's NIC: in the block's subnet, behind its network's NSG, with its public IP if any.
-fn nic_attrs(ex: &Expander<'_>, kit: &Kit<'_>, pip: Option<&Address>) -> (Attrs, Vec<Address>) {
-    let mut attrs = Attrs::new();
-    attrs.insert("location".into(), ex.location());
-    attrs.insert(
-        "subnet".into(),
-        json!(kit.vnet.as_ref().map(ToString::to_string)),
-    );
-    attrs.insert("subnet_name".into(), json!(kit.machine.subnet));
-    attrs.insert(
-        "nsg".into(),
-        json!(kit.nsg.as_ref().map(ToString::to_string)),
-    );
-    attrs.insert(
-        "public_ip".into(),
-        pip.map_or(Json::Null, |p| json!(p.to_string())),
-    );
-    attrs.insert(
-        "accelerated_networking".into(),
-        json!(
-            kit.machine
-                .info
-                .is_some_and(|s| s.accelerated_networking == Some(true))
-        ),
-    );
-    let mut deps: Vec<Address> = kit.vnet.iter().chain(kit.nsg.iter()).cloned().collect();
-    deps.extend(pip.cloned());
-    (attrs, deps)
-}
-
-/// A node's VM body, in the plan's words, and what it waits for.
-fn vm_attrs(ex: &Expander<'_>, kit: &Kit<'_>, nic: &Address) -> (Attrs, Vec<Address>) {
-    let machine = kit.machine;
-    let mut attrs = Attrs::new();
-    attrs.insert("location".into(), ex.location());
-    attrs.insert(
-        "size".into(),
-        json!(machine.size.as_ref().map(|s| s.value.clone())),
-    );
-    attrs.insert(
-        "image".into(),
-        machine.image.as_ref().map_or(Json::Null, ImageRef::to_json),
-    );
-    if !machine.fallbacks.is_empty() {
-        // Resolved and removed by the plan (engine::preflight::resolve_sizes).
-        attrs.insert("sizes".into(), json!(machine.fallbacks));
-    }
-    attrs.insert("admin_username".into(), json!(machine.admin));
-    attrs.insert("ssh_public_keys".into(), json!(machine.ssh_keys));
-    attrs.insert("os_disk_size_gb".into(), json!(machine.os_disk_gb));
-    attrs.insert("os_disk_sku".into(), json!(machine.os_disk_sku));
-    attrs.insert("zone".into(), json!(machine.zone));
-    attrs.insert("nic".into(), json!(nic.to_string()));
-    attrs.insert(
-        "proximity_placement_group".into(),
-        kit.ppg
-            .as_ref()
-            .map_or(Json::Null, |p| json!(p.to_string())),
-    );
-    if let Some(set) = &kit.fabric {
-        attrs.insert("availability_set".into(), json!(set.to_string()));
-    }
-    attrs.insert(
-        "data_disks".into(),
-        json!(
-            kit.disks
-                .iter()
-                .map(|d| json!({"lun": d.lun, "disk": d.disk.to_string()}))
-                .collect::<Vec<_>>()
-        ),
-    );
-    attrs.insert("password_auth_disabled".into(), json!(true));
-    attrs.insert("security".into(), machine.security.to_json());
-    let mut deps = vec![nic.clone()];
-    deps.extend(kit.disks.iter().map(|d| d.disk.clone()));
-    deps.extend(kit.ppg.iter().cloned());
-    deps.extend(kit.fabric.iter().cloned());
-    (attrs, deps)
 }

@@ -7,10 +7,12 @@
 //! needs its VNet) and from references between blocks. Values are checked on the way, each
 //! problem located at the attribute that caused it.
 
+mod boot;
 mod check;
 mod compute;
 mod network;
 mod nfs_access;
+mod nodes;
 mod security;
 mod steps;
 mod storage;
