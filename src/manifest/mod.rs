@@ -17,6 +17,7 @@
 //! panics on any input, and nothing secret is ever quoted in a message.
 
 mod backend;
+mod decode;
 mod eval;
 mod expand;
 mod fields;

@@ -1,31 +1,26 @@
-//! `vm` and `cluster` blocks: public IP, NIC, VM and auto-shutdown per node, plus a proximity
-//! placement group for clusters and, for clusters of an InfiniBand size, an availability set (the
-//! cluster's one InfiniBand fabric, see [`push_fabric`]). The attributes both share (size, image,
-//! key, disk, park) are read once by [`Machine::read`].
+//! `vm` and `cluster` blocks: the attributes both share (size, image, key, disk, network, park)
+//! are decoded and checked once by [`Machine::read`]; `nodes.rs` builds each node's resources
+//! from it, `boot.rs` reads the image and the park schedule.
 
-use serde_json::{Value as Json, json};
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value as Json;
 
 use crate::addr::Address;
-use crate::catalog::{self, GpuArch, Retirement, VmSize};
+use crate::catalog::{self, Retirement, VmSize};
 use crate::diag::{Diagnostic, Span, did_you_mean};
-use crate::model::{Attrs, Lifecycle, ResourceKind};
 
+use super::super::decode::{self, BlockAttrs, Located, OneOf, Ref, Unknown};
 use super::super::eval::EvalBlock;
-use super::super::fields::{Fields, Located};
-use super::super::images::{self, ImageError, ImageRef};
-use super::super::names;
-use super::super::validate::{ssh_key, time};
+use super::super::images::ImageRef;
+use super::super::validate::ssh_key;
 use super::super::values::MAX_NODES;
+use super::boot::{read_image, read_park};
+use super::check::Check;
 use super::security::{self, Security};
-use super::{Attachment, Expander, steps};
-
-const DISK_SKUS: [&str; 5] = [
-    "Standard_LRS",
-    "StandardSSD_LRS",
-    "Premium_LRS",
-    "StandardSSD_ZRS",
-    "Premium_ZRS",
-];
+use super::targets::{self, DiskSku, Zone};
+use super::{Attachment, Expander, NetworkInfo, nodes, steps};
 
 /// Usernames Azure refuses for Linux VMs.
 const RESERVED_USERS: [&str; 31] = [
@@ -62,112 +57,127 @@ const RESERVED_USERS: [&str; 31] = [
     "user4",
 ];
 
-/// What every node of a `vm` or `cluster` has in common.
-struct Machine {
+/// The attributes `vm` and `cluster` blocks share.
+#[derive(Deserialize, Default)]
+struct MachineAttrs {
     size: Option<Located<String>>,
+    sizes: Option<Located<Vec<String>>>,
+    image: Option<Located<String>>,
+    trusted_launch: Option<Located<bool>>,
+    secure_boot: Option<Located<bool>>,
+    ssh_key: Option<Located<Vec<String>>>,
+    admin_username: Option<Located<String>>,
+    os_disk_gb: Option<Located<i64>>,
+    os_disk_sku: Option<OneOf<DiskSku>>,
+    zone: Option<OneOf<Zone>>,
+    network: Option<Ref<targets::Network>>,
+    subnet: Option<Located<String>>,
+}
+
+impl BlockAttrs for MachineAttrs {}
+
+/// A `vm` block's own attributes.
+#[derive(Deserialize, Default)]
+struct VmAttrs {
+    public_ip: Option<bool>,
+}
+
+impl BlockAttrs for VmAttrs {}
+
+/// A `cluster` block's own attributes.
+#[derive(Deserialize, Default)]
+struct ClusterAttrs {
+    count: Option<Located<i64>>,
+    head_public_ip: Option<bool>,
+    placement_group: Option<bool>,
+}
+
+impl BlockAttrs for ClusterAttrs {}
+
+/// What every node of a `vm` or `cluster` has in common.
+pub(super) struct Machine {
+    /// `size`, or the first of `sizes`.
+    pub size: Option<Located<String>>,
     /// The ordered candidates of `sizes = [...]` (the first is `size`); empty without one. The
     /// plan resolves them against quota (engine::preflight).
-    fallbacks: Vec<String>,
-    info: Option<&'static VmSize>,
-    image: Option<ImageRef>,
-    security: Security,
-    ssh_keys: Vec<String>,
-    admin: String,
-    os_disk_gb: Option<i64>,
-    os_disk_sku: String,
-    zone: Option<String>,
-    network: Option<String>,
-    subnet: Option<String>,
-    park: Option<(String, String)>,
+    pub fallbacks: Vec<String>,
+    /// The size's catalog entry.
+    pub info: Option<&'static VmSize>,
+    /// The image.
+    pub image: Option<ImageRef>,
+    /// Trusted Launch, Secure Boot and vTPM.
+    pub security: Security,
+    /// The public keys.
+    pub ssh_keys: Vec<String>,
+    /// The admin user.
+    pub admin: String,
+    /// The OS disk's size, when set.
+    pub os_disk_gb: Option<i64>,
+    /// The OS disk's SKU.
+    pub os_disk_sku: String,
+    /// The availability zone, when set.
+    pub zone: Option<String>,
+    /// The network's label.
+    pub network: Option<String>,
+    /// The subnet's name.
+    pub subnet: Option<String>,
+    /// The auto-shutdown time and Windows time zone.
+    pub park: Option<(String, String)>,
 }
 
 impl Machine {
     fn read(ex: &mut Expander<'_>, block: &EvalBlock) -> Self {
-        let title = block.title();
-        let networks: Vec<String> = ex.networks.keys().cloned().collect();
-        let network_subnets = ex.networks.clone();
+        let networks = ex.networks.clone();
         let location = ex.azure.location.clone();
-        let mut f = Fields::new(block, ex.diags);
+        // Before decoding: a missing size is the block's first problem, as it always was.
+        let size_missing = block.attr("sizes").is_none() && block.attr("size").is_none();
+        if size_missing {
+            ex.diags
+                .push(decode::missing(block, "size", "\"Standard_NC6s_v3\""));
+        }
+        let attrs: MachineAttrs =
+            decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
+        let mut check = Check::new(block, ex.diags);
         let mut unknown = ex.unknown_sizes.as_mut();
-        let (size, fallbacks) = read_sizes(&mut f, &location, unknown.as_deref_mut());
+        let (size, fallbacks) = read_sizes(
+            &mut check,
+            (attrs.size, attrs.sizes),
+            &location,
+            unknown.as_deref_mut(),
+        );
         let info = size
             .as_ref()
-            .and_then(|s| check_size(&mut f, s, &location, unknown));
-        let image = read_image(&mut f, info);
-        let security = security::choose(&mut f, image.as_ref(), info);
-        let ssh_keys = read_keys(&mut f);
-        let admin = f
-            .string("admin_username")
-            .filter(|u| check_username(&mut f, u))
+            .and_then(|s| check_size(&mut check, s, &location, unknown));
+        let image = read_image(&mut check, attrs.image, info);
+        let security = security::choose(
+            &mut check,
+            (attrs.trusted_launch, attrs.secure_boot),
+            image.as_ref(),
+            info,
+        );
+        let ssh_keys = read_keys(&mut check, attrs.ssh_key);
+        let admin = attrs
+            .admin_username
+            .filter(|u| check_username(&mut check, u))
             .map_or_else(|| "azureuser".to_owned(), |u| u.value);
-        let os_disk_gb = f
-            .integer_in("os_disk_gb", 30, 4095, " GiB")
+        let os_disk_gb = check
+            .in_range(attrs.os_disk_gb, "os_disk_gb", (30, 4095), " GiB")
             .map(|n| n.value);
-        let os_disk_sku = f
-            .string("os_disk_sku")
-            .filter(|s| f.one_of(s, "os_disk_sku", &DISK_SKUS))
-            .filter(|s| premium_fits(&mut f, info, &s.value, s.span.clone(), "its OS disk"))
+        let os_disk_sku = attrs
+            .os_disk_sku
+            .filter(|s| premium_fits(&mut check, info, &s.value, s.span.clone(), "its OS disk"))
             .map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
-        let zone = f
-            .string("zone")
-            .filter(|z| f.one_of(z, "zone", &["1", "2", "3"]))
-            .map(|z| z.value);
-
-        // The network: named by reference, or the only one there is.
-        let is_network = |a: &str| a.starts_with("network.") && a.matches('.').count() == 1;
-        let network = if f.has("network") {
-            f.reference("network", "a network", "network.main", &is_network)
-                .map(|r| r.value.trim_start_matches("network.").to_owned())
-        } else {
-            match networks.as_slice() {
-                [only] => Some(only.clone()),
-                [] => {
-                    f.report(
-                        Diagnostic::error(format!("{title} needs a network"))
-                            .with_span(block.header.clone())
-                            .with_help(
-                                "add a `network \"main\" { ssh_from = [\"<your IP>/32\"] }` block",
-                            ),
-                    );
-                    None
-                }
-                many => {
-                    f.report(
-                        Diagnostic::error(format!("{title} must say which network it uses"))
-                            .with_span(block.header.clone())
-                            .with_help(format!(
-                                "add `network = network.NAME`; the manifest has: {}",
-                                many.join(", ")
-                            )),
-                    );
-                    None
-                }
-            }
-        };
+        let zone = attrs.zone.map(|z| z.value);
+        let network = choose_network(&mut check, attrs.network, &networks);
         let subnets = network
             .as_ref()
-            .and_then(|n| network_subnets.get(n))
+            .and_then(|n| networks.get(n))
             .map(|n| n.subnets.clone())
             .unwrap_or_default();
-        let subnet = match f.string("subnet") {
-            Some(s) if subnets.contains(&s.value) || subnets.is_empty() => Some(s.value),
-            Some(s) => {
-                let d = Diagnostic::error(format!("network has no subnet `{}`", s.value))
-                    .with_span(s.span.clone())
-                    .with_label("unknown subnet");
-                f.report(
-                    match did_you_mean(&s.value, subnets.iter().map(String::as_str)) {
-                        Some(m) => d.with_help(format!("did you mean `{m}`?")),
-                        None => d.with_help(format!("subnets: {}", subnets.join(", "))),
-                    },
-                );
-                None
-            }
-            None => subnets.first().cloned(),
-        };
+        let subnet = choose_subnet(&mut check, attrs.subnet, &subnets);
         let park = block
             .block("park")
-            .and_then(|p| read_park(f.diags_mut(), p));
+            .and_then(|p| read_park(check.diags_mut(), p));
         Self {
             size,
             fallbacks,
@@ -186,24 +196,85 @@ impl Machine {
     }
 }
 
+/// The network: named by reference, or the only one there is.
+fn choose_network(
+    check: &mut Check<'_>,
+    written: Option<Ref<targets::Network>>,
+    networks: &BTreeMap<String, NetworkInfo>,
+) -> Option<String> {
+    if check.has("network") {
+        return written.map(|r| r.address.trim_start_matches("network.").to_owned());
+    }
+    let title = check.title();
+    let header = check.block().header.clone();
+    let names: Vec<&String> = networks.keys().collect();
+    match names.as_slice() {
+        [only] => Some((*only).clone()),
+        [] => {
+            check.report(
+                Diagnostic::error(format!("{title} needs a network"))
+                    .with_span(header)
+                    .with_help("add a `network \"main\" { ssh_from = [\"<your IP>/32\"] }` block"),
+            );
+            None
+        }
+        many => {
+            check.report(
+                Diagnostic::error(format!("{title} must say which network it uses"))
+                    .with_span(header)
+                    .with_help(format!(
+                        "add `network = network.NAME`; the manifest has: {}",
+                        many.iter()
+                            .map(|n| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+            );
+            None
+        }
+    }
+}
+
+/// `subnet`, which the network must have; its first subnet when not written.
+fn choose_subnet(
+    check: &mut Check<'_>,
+    written: Option<Located<String>>,
+    subnets: &[String],
+) -> Option<String> {
+    match written {
+        Some(s) if subnets.contains(&s.value) || subnets.is_empty() => Some(s.value),
+        Some(s) => {
+            let d = Diagnostic::error(format!("network has no subnet `{}`", s.value))
+                .with_span(s.span.clone())
+                .with_label("unknown subnet");
+            check.report(
+                match did_you_mean(&s.value, subnets.iter().map(String::as_str)) {
+                    Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                    None => d.with_help(format!("subnets: {}", subnets.join(", "))),
+                },
+            );
+            None
+        }
+        None => subnets.first().cloned(),
+    }
+}
+
 /// `size = "..."`, or an ordered fallback `sizes = ["...", "..."]` whose first entry stands for the
 /// size until the plan resolves it. Every candidate must be a known size.
 fn read_sizes(
-    f: &mut Fields<'_>,
+    check: &mut Check<'_>,
+    (size, sizes): (Option<Located<String>>, Option<Located<Vec<String>>>),
     location: &str,
     mut unknown: Option<&mut Vec<String>>,
 ) -> (Option<Located<String>>, Vec<String>) {
-    if !f.has("sizes") {
-        return (
-            f.required_string("size", "\"Standard_NC6s_v3\""),
-            Vec::new(),
-        );
+    if !check.has("sizes") {
+        return (size, Vec::new());
     }
-    let title = f.block().title();
-    if f.has("size") {
-        f.report(
+    let title = check.title();
+    if check.has("size") {
+        check.report(
             Diagnostic::error(format!("{title} sets both `size` and `sizes`"))
-                .with_span(f.span_of("sizes"))
+                .with_span(check.span_of("sizes"))
                 .with_label("an ordered list of sizes to try")
                 .with_help(
                     "keep `sizes` (the plan picks the first that has quota) or `size`, not both",
@@ -211,11 +282,11 @@ fn read_sizes(
         );
         return (None, Vec::new());
     }
-    let Some(sizes) = f.strings("sizes") else {
+    let Some(sizes) = sizes else {
         return (None, Vec::new());
     };
     if sizes.value.is_empty() {
-        f.report(
+        check.report(
             Diagnostic::error(format!("`sizes` in {title} is empty"))
                 .with_span(sizes.span)
                 .with_help("list at least one size, e.g. sizes = [\"Standard_ND40rs_v2\", \"Standard_ND96asr_v4\"]"),
@@ -227,7 +298,7 @@ fn read_sizes(
             value: later.clone(),
             span: sizes.span.clone(),
         };
-        check_size(f, &candidate, location, unknown.as_deref_mut());
+        check_size(check, &candidate, location, unknown.as_deref_mut());
     }
     let first = Located {
         value: sizes.value[0].clone(),
@@ -239,12 +310,12 @@ fn read_sizes(
 /// A size must be one Azure has (the catalog's full list), offered in the manifest's region;
 /// a retired or retiring size is a warning with its date.
 fn check_size(
-    f: &mut Fields<'_>,
+    check: &mut Check<'_>,
     size: &Located<String>,
     location: &str,
     unknown: Option<&mut Vec<String>>,
 ) -> Option<&'static VmSize> {
-    let title = f.block().title();
+    let title = check.title();
     let Some(info) = catalog::vm_size(&size.value) else {
         if let Some(unknown) = unknown {
             unknown.push(size.value.clone());
@@ -253,7 +324,7 @@ fn check_size(
         let d = Diagnostic::error(format!("unknown VM size `{}` in {title}", size.value))
             .with_span(size.span.clone())
             .with_label("not a size Azure offers (as of the shipped catalog)");
-        f.report(match did_you_mean(&size.value, catalog::vm_size_names()) {
+        check.report(match did_you_mean(&size.value, catalog::vm_size_names()) {
             Some(s) => d.with_help(format!(
                 "did you mean `{s}`? (`dsinfra sizes` lists every size)"
             )),
@@ -264,13 +335,13 @@ fn check_size(
         return None;
     };
     match info.retirement(catalog::today()) {
-        Some(Retirement::Retired(date)) => f.report(
+        Some(Retirement::Retired(date)) => check.report(
             Diagnostic::warning(format!("VM size `{}` was retired on {date}", info.name))
                 .with_span(size.span.clone())
                 .with_label("Azure no longer creates VMs of this size")
                 .with_help(replacement_help(info, location)),
         ),
-        Some(Retirement::Retiring(date)) => f.report(
+        Some(Retirement::Retiring(date)) => check.report(
             Diagnostic::warning(format!("VM size `{}` retires on {date}", info.name))
                 .with_span(size.span.clone())
                 .with_label("Azure stops running VMs of this size on that date")
@@ -285,7 +356,7 @@ fn check_size(
         && catalog::price(info.name, location).is_none()
     {
         let regions = catalog::regions_offering(info.name);
-        f.report(
+        check.report(
             Diagnostic::error(format!("VM size `{}` is not offered in {location}", info.name))
                 .with_span(size.span.clone())
                 .with_label(format!("no {location} offer in the shipped catalog"))
@@ -302,7 +373,7 @@ fn check_size(
 /// Dv2 and the A-series have none): Azure refuses the VM otherwise, after the plan was approved.
 /// Unknown premium IO passes: the catalog does not guess. Returns false when it reported.
 fn premium_fits(
-    f: &mut Fields<'_>,
+    check: &mut Check<'_>,
     info: Option<&VmSize>,
     sku: &str,
     span: Span,
@@ -314,8 +385,8 @@ fn premium_fits(
     if !sku.starts_with("Premium") {
         return true;
     }
-    let title = f.block().title();
-    f.report(
+    let title = check.title();
+    check.report(
         Diagnostic::error(format!(
             "{title} cannot use a {sku} disk for {what}: {} has no premium storage",
             size.name
@@ -399,128 +470,29 @@ fn list_some(items: &[&str], at_most: usize) -> String {
     )
 }
 
-fn read_image(f: &mut Fields<'_>, info: Option<&VmSize>) -> Option<ImageRef> {
-    let title = f.block().title();
-    let block = f.block();
-    let (result, span, shown) = if let Some(image_block) = block.block("image") {
-        if f.has("image") {
-            f.report(
-                Diagnostic::error(format!("{title} sets `image` twice"))
-                    .with_span(image_block.header.clone())
-                    .with_help("use either `image = \"alias\"` or an `image { ... }` block"),
-            );
-            return None;
+/// `ssh_key`: one public key or a list of them (required; reported missing here rather than by
+/// the decoder, so that it comes after the image's problems, as it always has).
+fn read_keys(check: &mut Check<'_>, keys: Option<Located<Vec<String>>>) -> Vec<String> {
+    let title = check.title();
+    let Some(keys) = keys else {
+        if !check.has("ssh_key") {
+            let missing =
+                decode::missing(check.block(), "ssh_key", "file(\"~/.ssh/id_ed25519.pub\")");
+            check.report(missing);
         }
-        let mut inner = Fields::new(image_block, f.diags_mut());
-        let publisher = inner.required_string("publisher", "\"Canonical\"");
-        let offer = inner.required_string("offer", "\"0001-com-ubuntu-server-jammy\"");
-        let sku = inner.required_string("sku", "\"22_04-lts-gen2\"");
-        let version = inner
-            .string("version")
-            .map_or_else(|| "latest".to_owned(), |v| v.value);
-        let generation = inner.integer_in("generation", 1, 2, "");
-        let (Some(publisher), Some(offer), Some(sku)) = (publisher, offer, sku) else {
-            return None;
-        };
-        let generation = generation.map_or_else(
-            || images::generation_from_sku(&sku.value),
-            // integer_in checked the range 1..=2.
-            |g| if g.value == 2 { 2 } else { 1 },
-        );
-        let image = ImageRef {
-            publisher: publisher.value,
-            offer: offer.value,
-            sku: sku.value.clone(),
-            version,
-            generation,
-        };
-        (
-            images::check(image, info),
-            image_block.header.clone(),
-            sku.value,
-        )
-    } else {
-        let text = f.string("image").unwrap_or_else(|| Located {
-            value: "ubuntu-22.04".to_owned(),
-            span: block.header.clone(),
-        });
-        (images::resolve(&text.value, info), text.span, text.value)
-    };
-    match result {
-        Ok(image) => {
-            if let Some(size) = info.filter(|s| {
-                s.gpu_arch.is_some_and(GpuArch::is_nvidia) && images::lacks_gpu_driver(&image)
-            }) {
-                f.report(gpu_driver_warning(&title, size, &shown, span));
-            }
-            Some(image)
-        }
-        Err(ImageError::Unknown) => {
-            let d = Diagnostic::error(format!("unknown image `{shown}` in {title}"))
-                .with_span(span)
-                .with_label("not an image alias or publisher:offer:sku:version");
-            f.report(match did_you_mean(&shown, images::alias_names()) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help(format!(
-                    "use one of {}, a URN `publisher:offer:sku:version`, or an `image {{ ... }}` block",
-                    images::alias_names().collect::<Vec<_>>().join(", ")
-                )),
-            });
-            None
-        }
-        Err(ImageError::Generation { needs, image }) => {
-            let size = info.map_or("this size", |s| s.name);
-            f.report(
-                Diagnostic::error(format!("{size} needs a Generation {needs} image"))
-                    .with_span(span)
-                    .with_label(format!("`{shown}` is a Generation {image} image"))
-                    .with_help(if needs == 2 {
-                        "use an alias such as `ubuntu-22.04` or `hpc-ubuntu-22.04` (it picks the generation), or a `-gen2` SKU"
-                    } else {
-                        "use an alias such as `ubuntu-22.04` (it picks the generation), or a Generation 1 SKU"
-                    }),
-            );
-            None
-        }
-    }
-}
-
-/// Issue 13 item 10: a GPU size with a plain Ubuntu image boots without an NVIDIA driver, and
-/// nothing said so until `nvidia-smi` failed on the node. See docs/decisions.md for why this is
-/// a warning and not a driver step or the NVIDIA GPU driver VM extension.
-fn gpu_driver_warning(title: &str, size: &VmSize, image: &str, span: Span) -> Diagnostic {
-    let plural = if size.gpus > 1.0 { "s" } else { "" };
-    Diagnostic::warning(format!(
-        "{title} has {} x {} GPU{plural} but its image has no NVIDIA driver",
-        size.gpus_text(),
-        size.gpu_model
-    ))
-    .with_span(span)
-    .with_label(format!(
-        "`{image}` is plain Ubuntu: CUDA and nvidia-smi will find no GPU"
-    ))
-    .with_help(
-        "use `image = \"dsvm-ubuntu-22.04\"` (Data Science VM: driver, CUDA, conda) or `image = \"hpc-ubuntu-22.04\"` (driver, CUDA, InfiniBand, MPI); both carry the driver for this GPU",
-    )
-}
-
-fn read_keys(f: &mut Fields<'_>) -> Vec<String> {
-    let title = f.block().title();
-    let Some(keys) = f.strings("ssh_key") else {
-        f.missing("ssh_key", "file(\"~/.ssh/id_ed25519.pub\")");
         return Vec::new();
     };
     let mut out = Vec::new();
     for key in &keys.value {
         match ssh_key::check(key) {
             Ok(k) => out.push(k),
-            Err(ssh_key::KeyError::Private) => f.report(
+            Err(ssh_key::KeyError::Private) => check.report(
                 Diagnostic::error(format!("`ssh_key` in {title} is a private key"))
                     .with_span(keys.span.clone())
                     .with_label("a private key must never be in a manifest (it is not shown here)")
                     .with_help("use the public half, e.g. file(\"~/.ssh/id_ed25519.pub\")"),
             ),
-            Err(ssh_key::KeyError::NotAKey(why)) => f.report(
+            Err(ssh_key::KeyError::NotAKey(why)) => check.report(
                 Diagnostic::error(format!("`ssh_key` in {title} is not an SSH public key"))
                     .with_span(keys.span.clone())
                     .with_label(why)
@@ -531,7 +503,7 @@ fn read_keys(f: &mut Fields<'_>) -> Vec<String> {
         }
     }
     if keys.value.is_empty() {
-        f.report(
+        check.report(
             Diagnostic::error(format!("`ssh_key` in {title} is empty"))
                 .with_span(keys.span)
                 .with_help("password login is disabled, so at least one public key is needed"),
@@ -540,7 +512,7 @@ fn read_keys(f: &mut Fields<'_>) -> Vec<String> {
     out
 }
 
-fn check_username(f: &mut Fields<'_>, user: &Located<String>) -> bool {
+fn check_username(check: &mut Check<'_>, user: &Located<String>) -> bool {
     let name = user.value.as_str();
     let why = if RESERVED_USERS.contains(&name.to_ascii_lowercase().as_str()) {
         Some("Azure reserves this name")
@@ -556,8 +528,8 @@ fn check_username(f: &mut Fields<'_>, user: &Located<String>) -> bool {
         None
     };
     if let Some(why) = why {
-        let title = f.block().title();
-        f.report(
+        let title = check.title();
+        check.report(
             Diagnostic::error(format!("invalid `admin_username` in {title}"))
                 .with_span(user.span.clone())
                 .with_label(why)
@@ -568,59 +540,21 @@ fn check_username(f: &mut Fields<'_>, user: &Located<String>) -> bool {
     true
 }
 
-fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, String)> {
-    let mut f = Fields::new(park, diags);
-    let at = f.required_string("at", "\"19:00\"");
-    let zone = f.string("time_zone");
-    let time = at.and_then(|at| match time::parse_hhmm(&at.value) {
-        Ok(t) => Some(t),
-        Err(why) => {
-            f.report(
-                Diagnostic::error("invalid park time")
-                    .with_span(at.span)
-                    .with_label(why)
-                    .with_help("write the time as HH:MM, e.g. at = \"19:00\""),
-            );
-            None
-        }
-    });
-    let zone = match zone {
-        None => Some("UTC".to_owned()),
-        Some(z) => {
-            if let Some(w) = time::windows_zone(&z.value) {
-                Some(w.to_owned())
-            } else {
-                let d = Diagnostic::error(format!("unknown time zone `{}`", z.value))
-                    .with_span(z.span.clone())
-                    .with_label("not a Windows time zone id or a known IANA name");
-                f.report(match did_you_mean(&z.value, time::zone_names()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(
-                        "use e.g. \"W. Europe Standard Time\", \"Europe/Berlin\" or \"UTC\"",
-                    ),
-                });
-                None
-            }
-        }
-    };
-    Some((time?, zone?))
-}
-
 /// The most VMs Azure puts in one availability set, and so in one InfiniBand fabric.
 const MAX_FABRIC_NODES: i64 = 200;
 
 /// An InfiniBand cluster must fit in one availability set: more nodes cannot share its fabric,
 /// and ARM would refuse the 201st VM in the middle of an apply.
-fn check_fabric_count(f: &mut Fields<'_>, count: i64) {
+fn check_fabric_count(check: &mut Check<'_>, count: i64) {
     if count <= MAX_FABRIC_NODES {
         return;
     }
-    let title = f.block().title();
-    f.report(
+    let title = check.title();
+    check.report(
         Diagnostic::error(format!(
             "{title} has {count} nodes, more than one InfiniBand fabric can hold"
         ))
-        .with_span(f.span_of("count"))
+        .with_span(check.span_of("count"))
         .with_label(format!(
             "at most {MAX_FABRIC_NODES} nodes of an InfiniBand size"
         ))
@@ -632,118 +566,22 @@ fn check_fabric_count(f: &mut Fields<'_>, count: i64) {
     );
 }
 
-/// Fault and update domains of a cluster's availability set. One of each: a tightly coupled job
-/// (MPI, NCCL, BeeOND striping over every node) dies with any one node, so spreading nodes over
-/// fault domains buys no availability and only narrows where Azure can place them (published HPC
-/// advice for GPU scale sets sets `platformFaultDomainCount = 1` for the same reason), and one
-/// update domain means planned maintenance interrupts the job once instead of once per domain.
-const FABRIC_DOMAINS: i64 = 1;
-
-/// The availability set that puts a cluster of an InfiniBand size on one InfiniBand fabric: Azure
-/// connects VMs over InfiniBand only within one availability set (or one single-placement-group
-/// scale set), and a proximity placement group alone does not. Every node names it; a node can
-/// join it only at creation, so `availability_set` forces a VM's replacement (model::kind). The
-/// set goes in the cluster's placement group when it has one. Returns its address.
-fn push_fabric(
-    ex: &mut Expander<'_>,
-    block: &EvalBlock,
-    lifecycle: &Lifecycle,
-    ppg: Option<&Address>,
-) -> Address {
-    let kind = block.ident.clone();
-    let label = block.label().to_owned();
-    let address = Address::new(&kind, &label, None, "availability_set");
-    let mut attrs = Attrs::new();
-    attrs.insert("location".into(), ex.location());
-    // Aligned: the nodes have managed disks, which ARM refuses in a Classic set.
-    attrs.insert("sku".into(), json!("Aligned"));
-    attrs.insert("fault_domain_count".into(), json!(FABRIC_DOMAINS));
-    attrs.insert("update_domain_count".into(), json!(FABRIC_DOMAINS));
-    attrs.insert(
-        "proximity_placement_group".into(),
-        ppg.map_or(Json::Null, |p| json!(p.to_string())),
-    );
-    ex.push(
-        address.clone(),
-        ResourceKind::AvailabilitySet,
-        names::compose(&ex.experiment.id, &label, "avset"),
-        None,
-        attrs,
-        ppg.cloned(),
-        lifecycle,
-        Some(&block.header),
-    );
-    address
-}
-
-/// Expand a `vm` or `cluster` block.
-// One node's resources are built in one place, in the order Azure needs them (IP, NIC, VM,
-// schedule), so the whole kit can be read top to bottom.
-#[allow(clippy::too_many_lines)]
+/// Expand a `vm` or `cluster` block: one node's resources are built in one place
+/// (`nodes::push_node`), in the order Azure needs them (IP, NIC, VM, schedule).
 pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let machine = Machine::read(ex, block);
     let lifecycle = ex.lifecycle(block);
     let is_cluster = block.ident == "cluster";
-    let (count, public_nodes, ppg) = if is_cluster {
-        let mut f = Fields::new(block, ex.diags);
-        let count = if f.has("count") {
-            f.integer_in("count", 1, MAX_NODES, " nodes")
-                .map_or(0, |c| c.value)
-        } else {
-            1
-        };
-        if machine.info.is_some_and(|s| s.infiniband) {
-            check_fabric_count(&mut f, count);
-        }
-        let head_public = f.bool_or("head_public_ip", true);
-        let ppg = f.bool_or("placement_group", true);
-        (count, usize::from(head_public), ppg)
-    } else {
-        let mut f = Fields::new(block, ex.diags);
-        (1, usize::from(f.bool_or("public_ip", true)), false)
-    };
+    let shape = Nodes::read(ex, block, &machine);
     let label = block.label().to_owned();
     let kind = block.ident.clone();
-    let id = ex.experiment.id.clone();
     let ppg_address = Address::new(&kind, &label, None, "ppg");
-    if ppg {
-        let mut attrs = Attrs::new();
-        attrs.insert("location".into(), ex.location());
-        attrs.insert("type".into(), json!("Standard"));
-        attrs.insert(
-            "vm_sizes".into(),
-            json!(
-                machine
-                    .size
-                    .as_ref()
-                    .map(|s| vec![s.value.clone()])
-                    .unwrap_or_default()
-            ),
-        );
-        if let Some(zone) = &machine.zone {
-            attrs.insert("zone".into(), json!(zone));
-        }
-        ex.push(
-            ppg_address.clone(),
-            ResourceKind::ProximityPlacementGroup,
-            names::compose(&id, &label, "ppg"),
-            None,
-            attrs,
-            [],
-            &lifecycle,
-            Some(&block.header),
-        );
+    if shape.placement_group {
+        nodes::push_placement_group(ex, block, &machine, &lifecycle, &ppg_address);
     }
+    let ppg = shape.placement_group.then_some(ppg_address);
     let fabric = (is_cluster && machine.info.is_some_and(|s| s.infiniband))
-        .then(|| push_fabric(ex, block, &lifecycle, ppg.then_some(&ppg_address)));
-    let vnet = machine
-        .network
-        .as_ref()
-        .map(|n| Address::new("network", n, None, "vnet"));
-    let nsg = machine
-        .network
-        .as_ref()
-        .map(|n| Address::new("network", n, None, "nsg"));
+        .then(|| nodes::push_fabric(ex, block, &lifecycle, ppg.as_ref()));
     let block_address = format!("{kind}.{label}");
     let disks = ex
         .attachments
@@ -751,159 +589,77 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         .cloned()
         .unwrap_or_default();
     check_premium_data_disks(ex, &block.title(), machine.info, &disks);
-    let mut primaries = Vec::new();
-    // The range check above bounds `count` by MAX_NODES, far below u32::MAX.
-    let count = u32::try_from(count).unwrap_or(0);
-    for i in 0..count {
-        let index = is_cluster.then_some(i);
-        let (vm_name, suffix) = if is_cluster {
-            (names::compose(&id, &label, &i.to_string()), format!("{i}-"))
-        } else {
-            (names::compose(&id, &label, ""), String::new())
-        };
-        let public = (i as usize) < public_nodes;
-        let pip = Address::new(&kind, &label, index, "public_ip");
-        let nic = Address::new(&kind, &label, index, "nic");
-        let vm = Address::new(&kind, &label, index, "vm");
-        if public {
-            let mut attrs = Attrs::new();
-            attrs.insert("location".into(), ex.location());
-            attrs.insert("sku".into(), json!("Standard"));
-            attrs.insert("allocation".into(), json!("Static"));
-            if let Some(zone) = &machine.zone {
-                attrs.insert("zone".into(), json!(zone));
-            }
-            ex.push(
-                pip.clone(),
-                ResourceKind::PublicIp,
-                names::compose(&id, &label, &format!("{suffix}pip")),
-                None,
-                attrs,
-                [],
-                &lifecycle,
-                Some(&block.header),
-            );
-        }
-        let mut nic_attrs = Attrs::new();
-        nic_attrs.insert("location".into(), ex.location());
-        nic_attrs.insert(
-            "subnet".into(),
-            json!(vnet.as_ref().map(ToString::to_string)),
-        );
-        nic_attrs.insert("subnet_name".into(), json!(machine.subnet));
-        nic_attrs.insert("nsg".into(), json!(nsg.as_ref().map(ToString::to_string)));
-        nic_attrs.insert(
-            "public_ip".into(),
-            if public {
-                json!(pip.to_string())
-            } else {
-                Json::Null
-            },
-        );
-        nic_attrs.insert(
-            "accelerated_networking".into(),
-            json!(
-                machine
-                    .info
-                    .is_some_and(|s| s.accelerated_networking == Some(true))
-            ),
-        );
-        let mut nic_deps: Vec<Address> = vnet.iter().chain(nsg.iter()).cloned().collect();
-        if public {
-            nic_deps.push(pip.clone());
-        }
-        ex.push(
-            nic.clone(),
-            ResourceKind::NetworkInterface,
-            names::compose(&id, &label, &format!("{suffix}nic")),
-            None,
-            nic_attrs,
-            nic_deps,
-            &lifecycle,
-            Some(&block.header),
-        );
-        let mut attrs = Attrs::new();
-        attrs.insert("location".into(), ex.location());
-        attrs.insert(
-            "size".into(),
-            json!(machine.size.as_ref().map(|s| s.value.clone())),
-        );
-        attrs.insert(
-            "image".into(),
-            machine.image.as_ref().map_or(Json::Null, ImageRef::to_json),
-        );
-        if !machine.fallbacks.is_empty() {
-            // Resolved and removed by the plan (engine::preflight::resolve_sizes).
-            attrs.insert("sizes".into(), json!(machine.fallbacks));
-        }
-        attrs.insert("admin_username".into(), json!(machine.admin));
-        attrs.insert("ssh_public_keys".into(), json!(machine.ssh_keys));
-        attrs.insert("os_disk_size_gb".into(), json!(machine.os_disk_gb));
-        attrs.insert("os_disk_sku".into(), json!(machine.os_disk_sku));
-        attrs.insert("zone".into(), json!(machine.zone));
-        attrs.insert("nic".into(), json!(nic.to_string()));
-        attrs.insert(
-            "proximity_placement_group".into(),
-            if ppg {
-                json!(ppg_address.to_string())
-            } else {
-                Json::Null
-            },
-        );
-        if let Some(set) = &fabric {
-            attrs.insert("availability_set".into(), json!(set.to_string()));
-        }
-        attrs.insert(
-            "data_disks".into(),
-            json!(
-                disks
-                    .iter()
-                    .map(|d| json!({"lun": d.lun, "disk": d.disk.to_string()}))
-                    .collect::<Vec<_>>()
-            ),
-        );
-        attrs.insert("password_auth_disabled".into(), json!(true));
-        attrs.insert("security".into(), machine.security.to_json());
-        let mut deps = vec![nic.clone()];
-        deps.extend(disks.iter().map(|d| d.disk.clone()));
-        if ppg {
-            deps.push(ppg_address.clone());
-        }
-        deps.extend(fabric.iter().cloned());
-        ex.push(
-            vm.clone(),
-            ResourceKind::VirtualMachine,
-            vm_name.clone(),
-            None,
-            attrs,
-            deps,
-            &lifecycle,
-            Some(&block.header),
-        );
-        if let Some((time, zone)) = &machine.park {
-            let mut attrs = Attrs::new();
-            attrs.insert("location".into(), ex.location());
-            attrs.insert("time".into(), json!(time));
-            attrs.insert("time_zone".into(), json!(zone));
-            attrs.insert("vm".into(), json!(vm.to_string()));
-            attrs.insert("status".into(), json!("Enabled"));
-            ex.push(
-                Address::new(&kind, &label, index, "auto_shutdown"),
-                ResourceKind::AutoShutdownSchedule,
-                names::shutdown_schedule_name(&vm_name),
-                None,
-                attrs,
-                [vm.clone()],
-                &lifecycle,
-                Some(&block.header),
-            );
-        }
-        primaries.push(vm);
-    }
+    let kit = nodes::Kit {
+        block,
+        machine: &machine,
+        lifecycle: &lifecycle,
+        vnet: machine
+            .network
+            .as_ref()
+            .map(|n| Address::new("network", n, None, "vnet")),
+        nsg: machine
+            .network
+            .as_ref()
+            .map(|n| Address::new("network", n, None, "nsg")),
+        ppg,
+        fabric,
+        disks,
+    };
+    let primaries = (0..shape.count)
+        .map(|i| {
+            nodes::push_node(
+                ex,
+                &kit,
+                is_cluster.then_some(i),
+                (i as usize) < shape.public,
+            )
+        })
+        .collect();
     ex.set_primaries(block, primaries);
     if let Some(why) = &machine.security.why {
         ex.notes.push((Address::block(&kind, &label), why.clone()));
     }
     let infiniband = machine.info.is_some_and(|s| s.infiniband);
     steps::expand(ex, block, is_cluster, infiniband, machine.size.as_ref());
+}
+
+/// How many nodes a block has, how many of them get a public IP, and whether they share a
+/// proximity placement group.
+struct Nodes {
+    count: u32,
+    public: usize,
+    placement_group: bool,
+}
+
+impl Nodes {
+    fn read(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine) -> Self {
+        if block.ident != "cluster" {
+            let attrs: VmAttrs =
+                decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
+            return Self {
+                count: 1,
+                public: usize::from(attrs.public_ip.unwrap_or(true)),
+                placement_group: false,
+            };
+        }
+        let attrs: ClusterAttrs =
+            decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
+        let mut check = Check::new(block, ex.diags);
+        let count = if check.has("count") {
+            check
+                .in_range(attrs.count, "count", (1, MAX_NODES), " nodes")
+                .map_or(0, |c| c.value)
+        } else {
+            1
+        };
+        if machine.info.is_some_and(|s| s.infiniband) {
+            check_fabric_count(&mut check, count);
+        }
+        Self {
+            // The range check above bounds `count` by MAX_NODES, far below u32::MAX.
+            count: u32::try_from(count).unwrap_or(0),
+            public: usize::from(attrs.head_public_ip.unwrap_or(true)),
+            placement_group: attrs.placement_group.unwrap_or(true),
+        }
+    }
 }

@@ -7,12 +7,16 @@
 //! needs its VNet) and from references between blocks. Values are checked on the way, each
 //! problem located at the attribute that caused it.
 
+mod boot;
+mod check;
 mod compute;
 mod network;
 mod nfs_access;
+mod nodes;
 mod security;
 mod steps;
 mod storage;
+mod targets;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -23,8 +27,8 @@ use crate::addr::Address;
 use crate::diag::{Diagnostic, Span};
 use crate::model::{Attrs, AzureSettings, Lifecycle, Resource, ResourceKind, Step, tags};
 
+use super::decode::{self, BlockAttrs, Unknown};
 use super::eval::EvalBlock;
-use super::fields::Fields;
 use super::names;
 
 /// The experiment id and where it was set (for "shorten the experiment id" advice).
@@ -60,6 +64,14 @@ struct DiskMount {
     span: Span,
 }
 
+/// A `lifecycle { ... }` block's attributes.
+#[derive(serde::Deserialize, Default)]
+struct LifecycleAttrs {
+    prevent_destroy: Option<bool>,
+}
+
+impl BlockAttrs for LifecycleAttrs {}
+
 /// The expansion's output.
 pub(super) struct Expanded {
     /// Resources, sorted by address.
@@ -78,6 +90,14 @@ pub(super) struct Context {
     pub base_dir: PathBuf,
     /// Collect sizes the catalog lacks instead of reporting them (see `LoadOptions`).
     pub collect_unknown_sizes: bool,
+}
+
+/// Where a resource comes from: the parent resource it lives in (a container's account), and
+/// its block's lifecycle and header.
+struct Origin<'a> {
+    parent: Option<String>,
+    lifecycle: &'a Lifecycle,
+    span: Option<&'a Span>,
 }
 
 /// Shared state while expanding.
@@ -139,11 +159,13 @@ pub(super) fn expand(
         rg,
         ResourceKind::ResourceGroup,
         azure.resource_group.clone(),
-        None,
         rg_attrs,
         [],
-        &Lifecycle::default(),
-        azure_span,
+        Origin {
+            parent: None,
+            lifecycle: &Lifecycle::default(),
+            span: azure_span,
+        },
     );
     let of_kind = |kind: &'static str| blocks.iter().filter(move |b| b.ident == kind);
     for block in of_kind("network") {
@@ -186,17 +208,14 @@ pub(super) fn expand(
 
 impl Expander<'_> {
     /// Add a resource with dsinfra's tags and a dependency on the resource group.
-    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         address: Address,
         kind: ResourceKind,
         name: String,
-        parent: Option<String>,
         mut attrs: Attrs,
         depends_on: impl IntoIterator<Item = Address>,
-        lifecycle: &Lifecycle,
-        span: Option<&Span>,
+        origin: Origin<'_>,
     ) {
         if kind.is_arm() {
             let mut all: BTreeMap<String, String> = self.azure.tags.clone();
@@ -213,12 +232,12 @@ impl Expander<'_> {
             address,
             kind,
             name,
-            parent,
+            parent: origin.parent,
             resource_group: self.azure.resource_group.clone(),
             attrs,
             depends_on: deps,
-            lifecycle: lifecycle.clone(),
-            span: span.cloned(),
+            lifecycle: origin.lifecycle.clone(),
+            span: origin.span.cloned(),
             attr_spans: BTreeMap::new(),
         });
     }
@@ -251,9 +270,10 @@ impl Expander<'_> {
         let Some(lc) = block.block("lifecycle") else {
             return Lifecycle::default();
         };
-        let mut fields = Fields::new(lc, self.diags);
+        let attrs: LifecycleAttrs =
+            decode::decode(lc, Unknown::Checked, self.diags).unwrap_or_default();
         Lifecycle {
-            prevent_destroy: fields.bool_or("prevent_destroy", false),
+            prevent_destroy: attrs.prevent_destroy.unwrap_or(false),
         }
     }
 

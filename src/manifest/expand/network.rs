@@ -1,57 +1,94 @@
 //! `network` blocks: a VNet with subnets and an NSG that admits SSH only from listed ranges.
 
 use ipnet::Ipv4Net;
-use serde_json::json;
+use serde::Deserialize;
+use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
 use crate::diag::Diagnostic;
 use crate::model::{Attrs, Lifecycle, ResourceKind};
 
+use super::super::decode::{self, BlockAttrs, Located, Unknown};
 use super::super::eval::EvalBlock;
-use super::super::fields::{Fields, Located};
 use super::super::names;
 use super::super::validate::cidr;
-use super::{Expander, NetworkInfo};
+use super::check::Check;
+use super::{Expander, NetworkInfo, Origin};
 
 const DEFAULT_SPACE: &str = "10.0.0.0/16";
 
-// Reads, checks and builds the VNet and NSG in one pass: the checks need the parsed ranges the
-// resources are made of.
-#[allow(clippy::too_many_lines)]
+/// A `network` block's attributes.
+#[derive(Deserialize, Default)]
+struct NetworkAttrs {
+    address_space: Option<Located<Vec<String>>>,
+    ssh_from: Option<Located<Vec<String>>>,
+}
+
+impl BlockAttrs for NetworkAttrs {}
+
+/// A `subnet` block's attributes.
+#[derive(Deserialize)]
+struct SubnetAttrs {
+    cidr: Located<String>,
+}
+
+impl BlockAttrs for SubnetAttrs {
+    const REQUIRED: &'static [(&'static str, &'static str)] = &[("cidr", "\"10.0.1.0/24\"")];
+}
+
 pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let label = block.label();
-    let title = block.title();
-    let mut fields = Fields::new(block, ex.diags);
-    let spaces_written = fields.strings("address_space");
-    let ssh_from = fields.strings("ssh_from");
-    let space_span = fields.span_of("address_space");
-
-    let mut spaces: Vec<Ipv4Net> = Vec::new();
-    let space_texts = spaces_written
+    let attrs: NetworkAttrs = decode::decode(block, Unknown::Checked, ex.diags).unwrap_or_default();
+    let mut check = Check::new(block, ex.diags);
+    let space_texts = attrs
+        .address_space
         .as_ref()
         .map_or_else(|| vec![DEFAULT_SPACE.to_owned()], |s| s.value.clone());
-    for text in &space_texts {
+    let spaces = address_spaces(&mut check, &space_texts);
+    let subnets = subnets(&mut check, &spaces, &space_texts);
+    let rules = nsg_rules(&mut check, attrs.ssh_from.as_ref());
+    push_network(ex, block, label, &rules, &space_texts, subnets);
+}
+
+/// The parsed `address_space` ranges (the default when not written).
+fn address_spaces(check: &mut Check<'_>, texts: &[String]) -> Vec<Ipv4Net> {
+    let title = check.title();
+    let span = check.span_of("address_space");
+    let mut spaces = Vec::new();
+    for text in texts {
         match cidr::parse(text) {
             Ok(net) => spaces.push(net),
-            Err(why) => fields.report(
+            Err(why) => check.report(
                 Diagnostic::error(format!("invalid `address_space` in {title}"))
-                    .with_span(space_span.clone())
+                    .with_span(span.clone())
                     .with_label(why)
                     .with_help("use private ranges such as 10.0.0.0/16"),
             ),
         }
     }
+    spaces
+}
 
+/// The `subnet` blocks, each inside the space and overlapping no other; or one `default`
+/// subnet when none is written.
+fn subnets(
+    check: &mut Check<'_>,
+    spaces: &[Ipv4Net],
+    space_texts: &[String],
+) -> Vec<(String, Ipv4Net)> {
+    let block = check.block();
+    let title = check.title();
     let mut subnets: Vec<(String, Ipv4Net)> = Vec::new();
     for subnet in block.blocks_of("subnet") {
-        let mut sf = Fields::new(subnet, fields_diags(&mut fields));
-        let Some(text) = sf.required_string("cidr", "\"10.0.1.0/24\"") else {
+        let Some(SubnetAttrs { cidr: text }) =
+            decode::decode(subnet, Unknown::Checked, check.diags_mut())
+        else {
             continue;
         };
         let net = match cidr::parse(&text.value) {
             Ok(net) => net,
             Err(why) => {
-                sf.report(
+                check.report(
                     Diagnostic::error(format!("invalid `cidr` in {} of {title}", subnet.title()))
                         .with_span(text.span.clone())
                         .with_label(why),
@@ -60,7 +97,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             }
         };
         if !spaces.is_empty() && !spaces.iter().any(|s| cidr::contains(*s, net)) {
-            sf.report(
+            check.report(
                 Diagnostic::error(format!(
                     "subnet `{}` is outside the address space of {title}",
                     subnet.label()
@@ -72,7 +109,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             continue;
         }
         if let Some((other, _)) = subnets.iter().find(|(_, o)| cidr::overlaps(*o, net)) {
-            sf.report(
+            check.report(
                 Diagnostic::error(format!(
                     "subnets `{other}` and `{}` of {title} overlap",
                     subnet.label()
@@ -98,18 +135,25 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
             subnets.push(("default".to_owned(), net));
         }
     }
+    subnets
+}
 
+/// The NSG's rules: SSH from `ssh_from` (warned about when open to the internet, or empty), and
+/// everything from inside the VNet.
+fn nsg_rules(check: &mut Check<'_>, ssh_from: Option<&Located<Vec<String>>>) -> Vec<Json> {
+    let block = check.block();
+    let title = check.title();
     let mut rules = Vec::new();
-    match &ssh_from {
-        None => fields.report(no_ssh_warning(block)),
-        Some(Located { value, .. }) if value.is_empty() => fields.report(no_ssh_warning(block)),
+    match ssh_from {
+        None => check.report(no_ssh_warning(block)),
+        Some(Located { value, .. }) if value.is_empty() => check.report(no_ssh_warning(block)),
         Some(sources) => {
             let mut open = false;
             for source in &sources.value {
                 match cidr::ssh_source(source) {
                     Ok(cidr::Source::Anywhere) => open = true,
                     Ok(cidr::Source::Range) => {}
-                    Err(why) => fields.report(
+                    Err(why) => check.report(
                         Diagnostic::error(format!("invalid `ssh_from` entry in {title}"))
                             .with_span(sources.span.clone())
                             .with_label(why)
@@ -120,7 +164,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
                 }
             }
             if open {
-                fields.report(
+                check.report(
                     Diagnostic::warning(format!("{title} allows SSH from the whole internet"))
                         .with_span(sources.span.clone())
                         .with_label("port 22 open to every address")
@@ -147,7 +191,18 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         "source_address_prefixes": ["VirtualNetwork"],
         "destination_port_range": "*",
     }));
+    rules
+}
 
+/// The NSG and the VNet with its subnets.
+fn push_network(
+    ex: &mut Expander<'_>,
+    block: &EvalBlock,
+    label: &str,
+    rules: &[Json],
+    space_texts: &[String],
+    subnets: Vec<(String, Ipv4Net)>,
+) {
     let vnet = Address::new("network", label, None, "vnet");
     let nsg = Address::new("network", label, None, "nsg");
     let mut nsg_attrs = Attrs::new();
@@ -158,11 +213,13 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         nsg.clone(),
         ResourceKind::NetworkSecurityGroup,
         names::compose(&ex.experiment.id, label, "nsg"),
-        None,
         nsg_attrs,
         [],
-        &lifecycle,
-        Some(&block.header),
+        Origin {
+            parent: None,
+            lifecycle: &lifecycle,
+            span: Some(&block.header),
+        },
     );
     let mut vnet_attrs = Attrs::new();
     vnet_attrs.insert("location".into(), ex.location());
@@ -178,11 +235,13 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         vnet.clone(),
         ResourceKind::VirtualNetwork,
         names::compose(&ex.experiment.id, label, "vnet"),
-        None,
         vnet_attrs,
         [nsg],
-        &lifecycle,
-        Some(&block.header),
+        Origin {
+            parent: None,
+            lifecycle: &lifecycle,
+            span: Some(&block.header),
+        },
     );
     ex.networks.insert(
         label.to_owned(),
@@ -191,10 +250,6 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         },
     );
     ex.set_primaries(block, vec![vnet]);
-}
-
-fn fields_diags<'f>(fields: &'f mut Fields<'_>) -> &'f mut Vec<Diagnostic> {
-    fields.diags_mut()
 }
 
 fn no_ssh_warning(block: &EvalBlock) -> Diagnostic {

@@ -15,8 +15,9 @@ use crate::catalog::VmSize;
 use crate::diag::Diagnostic;
 use crate::model::KERNEL_MODULE_STEPS;
 
-use super::super::fields::Fields;
+use super::super::decode::Located;
 use super::super::images::ImageRef;
+use super::check::Check;
 
 /// The security settings of a block's VMs, and why they were chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,16 +62,16 @@ impl Security {
 }
 
 /// Choose the block's security settings from its image, size and steps and the manifest's
-/// `trusted_launch` / `secure_boot`, reporting contradictions at the attribute.
+/// `trusted_launch` / `secure_boot` (as `asked`), reporting contradictions at the attribute.
 pub(super) fn choose(
-    f: &mut Fields<'_>,
+    check: &mut Check<'_>,
+    asked: (Option<Located<bool>>, Option<Located<bool>>),
     image: Option<&ImageRef>,
     size: Option<&VmSize>,
 ) -> Security {
-    let title = f.block().title();
-    let trusted_launch = f.bool("trusted_launch");
-    let secure_boot = f.bool("secure_boot");
-    let module_steps: Vec<String> = f
+    let title = check.title();
+    let (trusted_launch, secure_boot) = asked;
+    let module_steps: Vec<String> = check
         .block()
         .blocks_of("step")
         .map(|s| s.label().to_owned())
@@ -85,7 +86,7 @@ pub(super) fn choose(
             .flatten()
             .filter(|a| a.value)
         {
-            f.report(
+            check.report(
                 Diagnostic::error(format!("{title} cannot use Trusted Launch"))
                     .with_span(asked.span.clone())
                     .with_label("its image is Generation 1; Trusted Launch and Secure Boot need Generation 2")
@@ -98,7 +99,7 @@ pub(super) fn choose(
     }
     if trusted_launch.as_ref().is_some_and(|t| !t.value) {
         if let Some(sb) = secure_boot.as_ref().filter(|s| s.value) {
-            f.report(
+            check.report(
                 Diagnostic::error(format!(
                     "{title} asks for Secure Boot without Trusted Launch"
                 ))
@@ -118,7 +119,7 @@ pub(super) fn choose(
                 [one] => format!("{one} step builds"),
                 many => format!("{} steps build", many.join(" and ")),
             };
-            f.report(
+            check.report(
                 Diagnostic::warning(format!("Secure Boot on {title}, whose {steps} kernel modules"))
                 .with_span(sb.span.clone())
                 .with_label("Secure Boot refuses to load locally built, unsigned modules")

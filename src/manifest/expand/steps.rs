@@ -4,18 +4,51 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
 use crate::addr::Address;
 use crate::catalog::{self, VmSize};
-use crate::diag::{Diagnostic, did_you_mean};
+use crate::diag::{Diagnostic, Span, did_you_mean};
 use crate::model::{RunPolicy, Step, StepScope};
 
+use super::super::decode::{self, BlockAttrs, Choices, Located, OneOf, Ref, Unknown};
 use super::super::eval::EvalBlock;
-use super::super::fields::{Fields, Located};
 use super::super::step_kinds::{self, COMMON, Def, Kind, Ty};
 use super::super::validate::time;
 use super::Expander;
+use super::check::Check;
+use super::targets;
+
+/// The attributes every step takes (its kind's own parameters are read from the kind's table,
+/// one by one, in [`read_params`]).
+#[derive(Deserialize, Default)]
+struct StepAttrs {
+    name: Option<String>,
+    run: Option<RunPolicy>,
+    scope: Option<StepScope>,
+    timeout: Option<Located<String>>,
+}
+
+impl BlockAttrs for StepAttrs {}
+
+/// The NFS versions `nfs_cache` mounts with.
+struct NfsVersion;
+
+impl Choices for NfsVersion {
+    const ALLOWED: &'static [&'static str] = &step_kinds::NFS_VERSIONS;
+}
+
+/// What the steps of one `vm` or `cluster` block are checked against.
+struct Owner<'a> {
+    address: Address,
+    block: &'a EvalBlock,
+    is_cluster: bool,
+    infiniband: bool,
+    size: Option<&'a Located<String>>,
+    /// The sizes this block may get that have no temp disk.
+    diskless: Vec<&'static VmSize>,
+}
 
 pub(super) fn expand(
     ex: &mut Expander<'_>,
@@ -24,41 +57,26 @@ pub(super) fn expand(
     infiniband: bool,
     size: Option<&Located<String>>,
 ) {
-    let owner = Address::block(&block.ident, block.label());
-    let diskless = sizes_without_temp_disk(ex, &owner, size);
+    let address = Address::block(&block.ident, block.label());
+    let owner = Owner {
+        diskless: sizes_without_temp_disk(ex, &address, size),
+        address,
+        block,
+        is_cluster,
+        infiniband,
+        size,
+    };
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    for generated in data_disk_steps(ex, &owner) {
+    for generated in data_disk_steps(ex, &owner.address) {
         names.insert(generated.name.clone(), 0);
         ex.steps.push(generated);
     }
     for step in block.blocks_of("step") {
         let Some(kind) = step_kinds::kind(step.label()) else {
-            let d = Diagnostic::error(format!(
-                "unknown step kind `{}` in {}",
-                step.label(),
-                block.title()
-            ))
-            .with_span(step.label_span())
-            .with_label("not a built-in step");
-            ex.diags
-                .push(match did_you_mean(step.label(), step_kinds::names()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(format!(
-                        "built-in steps: {}; or write your own with step \"script\"",
-                        step_kinds::names().collect::<Vec<_>>().join(", ")
-                    )),
-                });
+            ex.diags.push(unknown_kind(block, step));
             continue;
         };
-        let Some(built) = read_step(
-            ex,
-            &owner,
-            block,
-            step,
-            kind,
-            (is_cluster, infiniband, &diskless),
-            size,
-        ) else {
+        let Some(built) = read_step(ex, &owner, step, kind) else {
             continue;
         };
         let line = step.header.start;
@@ -78,40 +96,111 @@ pub(super) fn expand(
     }
 }
 
-// One step's checks read as a list: common attributes, parameters, then cross-parameter rules.
-#[allow(clippy::too_many_arguments, clippy::too_many_lines)]
+fn unknown_kind(block: &EvalBlock, step: &EvalBlock) -> Diagnostic {
+    let d = Diagnostic::error(format!(
+        "unknown step kind `{}` in {}",
+        step.label(),
+        block.title()
+    ))
+    .with_span(step.label_span())
+    .with_label("not a built-in step");
+    match did_you_mean(step.label(), step_kinds::names()) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        None => d.with_help(format!(
+            "built-in steps: {}; or write your own with step \"script\"",
+            step_kinds::names().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// One step: its common attributes, its kind's parameters, then the rules that involve several
+/// parameters or other blocks. `None` when anything was reported.
 fn read_step(
     ex: &mut Expander<'_>,
-    owner: &Address,
-    block: &EvalBlock,
+    owner: &Owner<'_>,
     step: &EvalBlock,
     kind: &Kind,
-    (is_cluster, infiniband, diskless): (bool, bool, &[&'static VmSize]),
-    size: Option<&Located<String>>,
 ) -> Option<Step> {
-    let title = format!("step \"{}\" of {}", kind.name, block.title());
-    let mut ok = true;
+    let title = format!("step \"{}\" of {}", kind.name, owner.block.title());
     let allowed: Vec<&str> = COMMON
         .iter()
         .copied()
         .chain(kind.params.iter().map(|p| p.name))
         .collect();
-    for attr in &step.attrs {
-        if !allowed.contains(&attr.name.as_str()) {
-            let d = Diagnostic::error(format!(
-                "unknown parameter `{}` for step \"{}\"",
-                attr.name, kind.name
-            ))
-            .with_span(attr.key_span.clone())
-            .with_label(format!("`{}` does not take this", kind.name));
-            ex.diags
-                .push(match did_you_mean(&attr.name, allowed.iter().copied()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(format!("`{}` takes: {}", kind.name, allowed.join(", "))),
-                });
-            ok = false;
-        }
+    let unknown = Unknown::Param {
+        kind: kind.name,
+        allowed: &allowed,
+    };
+    let attrs: StepAttrs = decode::decode(step, unknown, ex.diags).unwrap_or_default();
+    let mut ok = step
+        .attrs
+        .iter()
+        .all(|a| allowed.contains(&a.name.as_str()));
+    ok &= check_placement(ex, owner, step, kind, &title);
+    let sas_scopes = ex.sas_scopes.clone();
+    let share_protocols = ex.share_protocols.clone();
+    let base_dir = ex.base_dir.clone();
+    let mut check = Check::new(step, ex.diags);
+    // A value that is text but not one of the choices was reported by the decoder; the step
+    // is not built then (a value of the wrong type falls back to the kind's default, as before).
+    ok &= !rejected_choice(step, "run", attrs.run.is_some());
+    ok &= !rejected_choice(step, "scope", attrs.scope.is_some());
+    let timeout = attrs
+        .timeout
+        .map_or_else(|| kind.timeout.to_owned(), |t| t.value);
+    if let Err(why) = time::parse_duration(&timeout) {
+        check.report(
+            Diagnostic::error(format!("invalid `timeout` in {title}"))
+                .with_span(check.span_of("timeout"))
+                .with_label(why),
+        );
+        ok = false;
     }
+    let (mut params, spans, params_ok) = read_params(&mut check, kind, &title);
+    ok &= params_ok;
+    params.insert("timeout".into(), json!(timeout));
+    let rules = KindRules {
+        title: &title,
+        base_dir: &base_dir,
+        share_protocols: &share_protocols,
+        infiniband: owner.infiniband,
+    };
+    ok &= rules.check(&mut check, kind, &mut params);
+    ok &= check_temp_disk(&mut check, &title, kind, &params, &owner.diskless);
+    ok &= check_sas_scope(&mut check, &params, &spans, &sas_scopes);
+    if !ok {
+        return None;
+    }
+    Some(Step {
+        block: owner.address.clone(),
+        name: attrs.name.unwrap_or_else(|| kind.name.to_owned()),
+        kind: kind.name.to_owned(),
+        scope: attrs.scope.unwrap_or(kind.scope),
+        run: attrs.run.unwrap_or(kind.run),
+        params,
+        span: Some(step.header.clone()),
+    })
+}
+
+/// Whether `name` was written as text (or a number) the decoder refused as none of its choices.
+fn rejected_choice(step: &EvalBlock, name: &str, decoded: bool) -> bool {
+    !decoded
+        && step
+            .attr(name)
+            .and_then(|a| a.value.as_ref())
+            .is_some_and(|v| v.is_string() || v.is_number())
+}
+
+/// Where the step is: no nested blocks, a cluster for a cluster-only kind; and a warning for
+/// MOFED on a size without InfiniBand. Returns false when it reported an error.
+fn check_placement(
+    ex: &mut Expander<'_>,
+    owner: &Owner<'_>,
+    step: &EvalBlock,
+    kind: &Kind,
+    title: &str,
+) -> bool {
+    let mut ok = true;
     for nested in &step.blocks {
         ex.diags.push(
             Diagnostic::error(format!("unexpected block `{}` in {title}", nested.ident))
@@ -120,18 +209,18 @@ fn read_step(
         );
         ok = false;
     }
-    if kind.cluster_only && !is_cluster {
+    if kind.cluster_only && !owner.is_cluster {
         ex.diags.push(
             Diagnostic::error(format!("step \"{}\" needs a cluster", kind.name))
                 .with_span(step.label_span())
-                .with_label(format!("{} is a single VM", block.title()))
+                .with_label(format!("{} is a single VM", owner.block.title()))
                 .with_help("move it into a `cluster` block, or remove it"),
         );
         ok = false;
     }
     if kind.name == "mofed"
-        && !infiniband
-        && let Some(size) = size
+        && !owner.infiniband
+        && let Some(size) = owner.size
     {
         ex.diags.push(
                 Diagnostic::warning(format!("step \"mofed\" on {}, which has no InfiniBand", size.value))
@@ -140,68 +229,32 @@ fn read_step(
                     .with_help("remove the step, or use an InfiniBand size (ND40rs_v2, ND96asr_v4, HB120rs_v3, ...)"),
             );
     }
+    ok
+}
 
-    let sas_scopes = ex.sas_scopes.clone();
-    let share_protocols = ex.share_protocols.clone();
-    let base_dir = ex.base_dir.clone();
-    let mut f = Fields::new(step, ex.diags);
-    let name = f
-        .string("name")
-        .map_or_else(|| kind.name.to_owned(), |n| n.value);
-    let run = match f.string("run") {
-        None => kind.run,
-        Some(r) => match r.value.as_str() {
-            "once" => RunPolicy::Once,
-            "per_boot" => RunPolicy::PerBoot,
-            "always" => RunPolicy::Always,
-            _ => {
-                f.one_of(&r, "run", &["once", "per_boot", "always"]);
-                ok = false;
-                kind.run
-            }
-        },
-    };
-    let scope = match f.string("scope") {
-        None => kind.scope,
-        Some(s) => match s.value.as_str() {
-            "all" => StepScope::All,
-            "head" => StepScope::Head,
-            _ => {
-                f.one_of(&s, "scope", &["all", "head"]);
-                ok = false;
-                kind.scope
-            }
-        },
-    };
+/// The kind's parameters from its table: each written one decoded by its type, each other one
+/// its default (or reported missing). Returns them, where each written one is, and whether all
+/// were fine.
+fn read_params(
+    check: &mut Check<'_>,
+    kind: &Kind,
+    title: &str,
+) -> (BTreeMap<String, Json>, BTreeMap<&'static str, Span>, bool) {
+    let mut ok = true;
     let mut params: BTreeMap<String, Json> = BTreeMap::new();
-    let timeout = f
-        .string("timeout")
-        .map_or_else(|| kind.timeout.to_owned(), |t| t.value.clone());
-    if let Err(why) = time::parse_duration(&timeout) {
-        f.report(
-            Diagnostic::error(format!("invalid `timeout` in {title}"))
-                .with_span(f.span_of("timeout"))
-                .with_label(why),
-        );
-        ok = false;
-    }
-    params.insert("timeout".into(), json!(timeout));
-
     let mut spans = BTreeMap::new();
     for param in kind.params {
-        let span = f.span_of(param.name);
-        let value = if f.has(param.name) {
-            let v = read_param(&mut f, param.name, param.ty);
-            if v.is_none() {
-                ok = false;
-            }
+        let span = check.span_of(param.name);
+        let value = if check.has(param.name) {
+            let v = read_param(check, param.name, param.ty);
+            ok &= v.is_some();
             v
         } else {
             match param.default {
                 Def::Required => {
-                    f.report(
+                    check.report(
                         Diagnostic::error(format!("{title} is missing `{}`", param.name))
-                            .with_span(step.label_span())
+                            .with_span(check.block().label_span())
                             .with_help(format!("add `{}`: {}", param.name, param.help)),
                     );
                     ok = false;
@@ -218,124 +271,153 @@ fn read_step(
             params.insert(param.name.to_owned(), value);
         }
     }
+    (params, spans, ok)
+}
 
-    // Rules that involve several parameters or other blocks.
-    let text = |params: &BTreeMap<String, Json>, key: &str| {
-        params.get(key).and_then(Json::as_str).map(str::to_owned)
-    };
-    let exactly_one = |f: &mut Fields<'_>, a: &str, b: &str| {
-        let (has_a, has_b) = (f.has(a), f.has(b));
-        if has_a == has_b {
-            f.report(
-                Diagnostic::error(format!("{title} needs exactly one of `{a}` and `{b}`"))
-                    .with_span(step.label_span())
-                    .with_help(if has_a {
-                        format!("set `{a}` or `{b}`, not both")
-                    } else {
-                        format!("add `{a} = ...` or `{b} = ...`")
-                    }),
-            );
-            false
-        } else {
-            true
-        }
-    };
-    match kind.name {
-        "script" => {
-            ok &= exactly_one(&mut f, "script", "file");
-            if let Some(file) = text(&params, "file") {
-                let path = if std::path::Path::new(&file).is_absolute() {
-                    std::path::PathBuf::from(&file)
-                } else {
-                    base_dir.join(&file)
-                };
-                if let Ok(content) = std::fs::read_to_string(&path) {
-                    params.insert("script".into(), json!(content));
-                } else {
-                    f.report(
-                        Diagnostic::error(format!("cannot read script file `{file}`"))
-                            .with_span(f.span_of("file"))
-                            .with_label(format!("looked for {}", path.display()))
-                            .with_help("paths are relative to the manifest's directory"),
-                    );
-                    ok = false;
-                }
+/// The rules of particular kinds: `script` reads its file, `nfs_cache` needs an NFS share and
+/// NFS 4.1 for one, `beeond` picks its interface.
+struct KindRules<'a> {
+    title: &'a str,
+    base_dir: &'a std::path::Path,
+    share_protocols: &'a BTreeMap<String, String>,
+    infiniband: bool,
+}
+
+impl KindRules<'_> {
+    /// Check `kind`'s rules, filling in what they derive. Returns false when it reported.
+    fn check(
+        &self,
+        check: &mut Check<'_>,
+        kind: &Kind,
+        params: &mut BTreeMap<String, Json>,
+    ) -> bool {
+        match kind.name {
+            "script" => self.script(check, params),
+            "nfs_cache" => self.nfs_cache(check, params),
+            "beeond" if !params.contains_key("interface") => {
+                params.insert(
+                    "interface".into(),
+                    json!(if self.infiniband { "ib0" } else { "eth0" }),
+                );
+                true
             }
+            _ => true,
         }
-        "nfs_cache" => {
-            ok &= exactly_one(&mut f, "share", "export");
-            if let Some(share) = text(&params, "share")
-                && share_protocols.get(&share).is_some_and(|p| p != "NFS")
-            {
-                f.report(
-                        Diagnostic::error(format!("{title} needs an NFS share"))
-                            .with_span(f.span_of("share"))
-                            .with_label(format!("{share} uses SMB"))
-                            .with_help("set `protocol = \"NFS\"` on the share, or mount it with step \"azure_files\""),
-                    );
-                ok = false;
-            }
-            if let Some(version) = f.string("version") {
-                if !f.one_of(&version, "version", &step_kinds::NFS_VERSIONS) {
-                    ok = false;
-                } else if text(&params, "share").is_some() && version.value != "4.1" {
-                    f.report(
-                        Diagnostic::error(format!(
-                            "{title} mounts an Azure Files share with NFS {}",
-                            version.value
-                        ))
-                        .with_span(version.span.clone())
-                        .with_label("Azure Files NFS shares speak NFS 4.1 only")
-                        .with_help("remove `version` (a share is mounted with 4.1), or set `version = \"4.1\"`"),
-                    );
-                    ok = false;
-                }
-            }
-        }
-        "beeond" if !params.contains_key("interface") => {
-            params.insert(
-                "interface".into(),
-                json!(if infiniband { "ib0" } else { "eth0" }),
-            );
-        }
-        _ => {}
     }
-    ok &= check_temp_disk(&mut f, &title, kind, &params, diskless);
-    if let Some(sas) = text(&params, "sas") {
-        let target = text(&params, "container").or_else(|| text(&params, "from"));
-        if let (Some(target), Some(scope)) = (target, sas_scopes.get(&sas)) {
-            let account_of = |a: &str| {
-                let label = a.split('.').nth(1).unwrap_or_default().to_owned();
-                format!("storage_account.{label}.account")
+
+    fn script(&self, check: &mut Check<'_>, params: &mut BTreeMap<String, Json>) -> bool {
+        let mut ok = exactly_one(check, self.title, "script", "file");
+        if let Some(file) = text(params, "file") {
+            let path = if std::path::Path::new(&file).is_absolute() {
+                std::path::PathBuf::from(&file)
+            } else {
+                self.base_dir.join(&file)
             };
-            if scope != &target && scope != &account_of(&target) {
-                f.report(
-                    Diagnostic::error(format!("{sas} does not grant access to {target}"))
-                        .with_span(
-                            spans
-                                .get("sas")
-                                .cloned()
-                                .unwrap_or_else(|| step.header.clone()),
-                        )
-                        .with_label(format!("it is scoped to {scope}"))
-                        .with_help("use a SAS scoped to this container or to its account"),
+            if let Ok(content) = std::fs::read_to_string(&path) {
+                params.insert("script".into(), json!(content));
+            } else {
+                check.report(
+                    Diagnostic::error(format!("cannot read script file `{file}`"))
+                        .with_span(check.span_of("file"))
+                        .with_label(format!("looked for {}", path.display()))
+                        .with_help("paths are relative to the manifest's directory"),
                 );
                 ok = false;
             }
         }
+        ok
     }
-    if !ok {
-        return None;
+
+    fn nfs_cache(&self, check: &mut Check<'_>, params: &BTreeMap<String, Json>) -> bool {
+        let title = self.title;
+        let mut ok = exactly_one(check, title, "share", "export");
+        if let Some(share) = text(params, "share")
+            && self.share_protocols.get(&share).is_some_and(|p| p != "NFS")
+        {
+            check.report(
+                    Diagnostic::error(format!("{title} needs an NFS share"))
+                        .with_span(check.span_of("share"))
+                        .with_label(format!("{share} uses SMB"))
+                        .with_help("set `protocol = \"NFS\"` on the share, or mount it with step \"azure_files\""),
+                );
+            ok = false;
+        }
+        // `version` was read as text with the other parameters; here it must be a version.
+        let block = check.block();
+        let version = decode::attr::<OneOf<NfsVersion>>(block, "version", check.diags_mut());
+        match version {
+            None if check.has("version") => ok = false,
+            Some(version) if text(params, "share").is_some() && version.value != "4.1" => {
+                check.report(
+                    Diagnostic::error(format!(
+                        "{title} mounts an Azure Files share with NFS {}",
+                        version.value
+                    ))
+                    .with_span(version.span.clone())
+                    .with_label("Azure Files NFS shares speak NFS 4.1 only")
+                    .with_help("remove `version` (a share is mounted with 4.1), or set `version = \"4.1\"`"),
+                );
+                ok = false;
+            }
+            _ => {}
+        }
+        ok
     }
-    Some(Step {
-        block: owner.clone(),
-        name,
-        kind: kind.name.to_owned(),
-        scope,
-        run,
-        params,
-        span: Some(step.header.clone()),
-    })
+}
+
+/// A parameter's text value, if set.
+fn text(params: &BTreeMap<String, Json>, key: &str) -> Option<String> {
+    params.get(key).and_then(Json::as_str).map(str::to_owned)
+}
+
+/// Exactly one of `a` and `b` must be written. Returns false when it reported.
+fn exactly_one(check: &mut Check<'_>, title: &str, a: &str, b: &str) -> bool {
+    let (has_a, has_b) = (check.has(a), check.has(b));
+    if has_a != has_b {
+        return true;
+    }
+    check.report(
+        Diagnostic::error(format!("{title} needs exactly one of `{a}` and `{b}`"))
+            .with_span(check.block().label_span())
+            .with_help(if has_a {
+                format!("set `{a}` or `{b}`, not both")
+            } else {
+                format!("add `{a} = ...` or `{b} = ...`")
+            }),
+    );
+    false
+}
+
+/// A step that uses a SAS for a container (or `from`) must use one scoped to that container or
+/// its account. Returns false when it reported.
+fn check_sas_scope(
+    check: &mut Check<'_>,
+    params: &BTreeMap<String, Json>,
+    spans: &BTreeMap<&'static str, Span>,
+    sas_scopes: &BTreeMap<String, String>,
+) -> bool {
+    let Some(sas) = text(params, "sas") else {
+        return true;
+    };
+    let target = text(params, "container").or_else(|| text(params, "from"));
+    let (Some(target), Some(scope)) = (target, sas_scopes.get(&sas)) else {
+        return true;
+    };
+    let account_of = |a: &str| {
+        let label = a.split('.').nth(1).unwrap_or_default().to_owned();
+        format!("storage_account.{label}.account")
+    };
+    if scope == &target || scope == &account_of(&target) {
+        return true;
+    }
+    let header = check.block().header.clone();
+    check.report(
+        Diagnostic::error(format!("{sas} does not grant access to {target}"))
+            .with_span(spans.get("sas").cloned().unwrap_or(header))
+            .with_label(format!("it is scoped to {scope}"))
+            .with_help("use a SAS scoped to this container or to its account"),
+    );
+    false
 }
 
 /// The kind of the step generated for a data disk with `mount`; not a kind a manifest can write
@@ -406,7 +488,7 @@ fn sizes_without_temp_disk(
 /// work on a size without one: the node has no such disk to resolve `{temp}` to, and the step
 /// would fail at run time, after the VMs are paid for. Returns false when it reported that.
 fn check_temp_disk(
-    f: &mut Fields<'_>,
+    check: &mut Check<'_>,
     title: &str,
     kind: &Kind,
     params: &BTreeMap<String, Json>,
@@ -424,7 +506,7 @@ fn check_temp_disk(
         let Some(rest) = path.strip_prefix("{temp}") else {
             continue;
         };
-        let written = f.has(param.name);
+        let written = check.has(param.name);
         let names: Vec<&str> = diskless.iter().map(|s| s.name).collect();
         let sizes = names.join(", ");
         let has = if names.len() == 1 { "has" } else { "have" };
@@ -448,14 +530,14 @@ fn check_temp_disk(
         ));
         let diagnostic = if written {
             diagnostic
-                .with_span(f.span_of(param.name))
+                .with_span(check.span_of(param.name))
                 .with_label("`{temp}` has nothing to resolve to on this size")
         } else {
             diagnostic
-                .with_span(f.block().label_span())
+                .with_span(check.block().label_span())
                 .with_label(format!("`{}` defaults to \"{path}\"", param.name))
         };
-        f.report(diagnostic.with_help(format!(
+        check.report(diagnostic.with_help(format!(
             "{size_fix}, or set `{}` to a directory on the OS or a data disk, e.g. \"{example}\"",
             param.name
         )));
@@ -464,14 +546,16 @@ fn check_temp_disk(
     ok
 }
 
-fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {
-    let title = f.block().title();
+fn read_param(check: &mut Check<'_>, name: &str, ty: Ty) -> Option<Json> {
+    let block = check.block();
+    let title = block.title();
+    let diags = check.diags_mut();
     match ty {
-        Ty::Text => f.string(name).map(|s| json!(s.value)),
+        Ty::Text => decode::attr::<String>(block, name, diags).map(|s| json!(s)),
         Ty::Int => {
-            let n = f.integer(name)?;
+            let n = decode::attr::<Located<i64>>(block, name, diags)?;
             if n.value < 0 {
-                f.report(
+                check.report(
                     Diagnostic::error(format!("`{name}` in {title} must not be negative"))
                         .with_span(n.span)
                         .with_label(format!("this is {}", n.value)),
@@ -480,13 +564,13 @@ fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {
             }
             Some(json!(n.value))
         }
-        Ty::Bool => f.bool(name).map(|b| json!(b.value)),
+        Ty::Bool => decode::attr::<bool>(block, name, diags).map(|b| json!(b)),
         Ty::Path => {
-            let p = f.string(name)?;
+            let p = decode::attr::<Located<String>>(block, name, diags)?;
             if p.value.starts_with('/') && !p.value.contains("..") {
                 Some(json!(p.value))
             } else {
-                f.report(
+                check.report(
                     Diagnostic::error(format!("`{name}` in {title} must be an absolute path"))
                         .with_span(p.span)
                         .with_label("not an absolute path on the node")
@@ -497,49 +581,31 @@ fn read_param(f: &mut Fields<'_>, name: &str, ty: Ty) -> Option<Json> {
                 None
             }
         }
-        Ty::Container => f
-            .reference(
-                name,
-                "a blob container",
-                "storage_account.data.container.raw",
-                &|a: &str| a.starts_with("storage_account.") && a.contains(".container."),
-            )
-            .map(|r| json!(r.value)),
-        Ty::Share => f
-            .reference(
-                name,
-                "a file share",
-                "storage_account.data.file_share.scratch",
-                &|a: &str| a.starts_with("storage_account.") && a.contains(".file_share."),
-            )
-            .map(|r| json!(r.value)),
-        Ty::Sas => f
-            .reference(name, "a sas block", "sas.read", &|a: &str| {
-                a.starts_with("sas.")
-            })
-            .map(|r| json!(r.value)),
-        Ty::Account => f
-            .reference(
-                name,
-                "a storage account",
-                "storage_account.data",
-                &|a: &str| {
-                    a.strip_prefix("storage_account.")
-                        .is_some_and(|label| !label.is_empty() && !label.contains('.'))
-                },
-            )
-            .map(|r| json!(r.value)),
-        Ty::PathList => read_paths(f, name, &title),
-        Ty::TextMap => f
-            .string_map(name)
-            .map(|m| json!(m.value.into_iter().collect::<BTreeMap<_, _>>())),
+        Ty::Container => address::<targets::Container>(block, name, diags),
+        Ty::Share => address::<targets::Share>(block, name, diags),
+        Ty::Sas => address::<targets::Sas>(block, name, diags),
+        Ty::Account => address::<targets::Account>(block, name, diags),
+        Ty::PathList => read_paths(check, name, &title),
+        Ty::TextMap => {
+            decode::attr::<BTreeMap<String, String>>(block, name, diags).map(|m| json!(m))
+        }
     }
+}
+
+/// A reference parameter, as the address it refers to.
+fn address<T: decode::Target>(
+    block: &EvalBlock,
+    name: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Json> {
+    decode::attr::<Ref<T>>(block, name, diags).map(|r| json!(r.address))
 }
 
 /// A list of absolute paths of files on the node, each with a file name (it names the local
 /// copy), no `..`, and no two with the same file name (their copies would collide).
-fn read_paths(f: &mut Fields<'_>, name: &str, title: &str) -> Option<Json> {
-    let list = f.strings(name)?;
+fn read_paths(check: &mut Check<'_>, name: &str, title: &str) -> Option<Json> {
+    let block = check.block();
+    let list = decode::attr::<Located<Vec<String>>>(block, name, check.diags_mut())?;
     let mut names = std::collections::BTreeSet::new();
     for path in &list.value {
         let file_name = path.rsplit('/').next().unwrap_or_default();
@@ -553,7 +619,7 @@ fn read_paths(f: &mut Fields<'_>, name: &str, title: &str) -> Option<Json> {
             None
         };
         if let Some(why) = why {
-            f.report(
+            check.report(
                 Diagnostic::error(format!("`{name}` in {title} must list files on the node"))
                     .with_span(list.span.clone())
                     .with_label(why)
