@@ -9,7 +9,6 @@ mod args;
 mod emulator_cmd;
 mod interrupt;
 mod live_sizes;
-mod logging;
 mod manifest_cmds;
 mod ops_cmds;
 mod output;
@@ -73,7 +72,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         }
     };
     let out = Output::new(cli.color);
-    if let Err(err) = logging::init(cli.log_file.as_deref(), out.stderr_colour()) {
+    if let Err(err) = crate::log::init(cli.log_file.as_deref(), out.stderr_colour()) {
         out.error(&err.into());
         return 1;
     }
