@@ -16,15 +16,15 @@
 use std::io::IsTerminal as _;
 use std::path::Path;
 
+use anyhow::{Context as _, bail};
+
 use super::args::{ForceUnlockArgs, PullArgs, PushArgs};
 use super::{AlreadyReported, Outcome, Output};
 use crate::engine::op::Cancel;
 use crate::manifest::{self, LoadFailed};
 use crate::model::BackendConfig;
 use crate::render;
-use crate::state::{self, LocalBackend, State, remote};
-use crate::storage::RemoteState;
-use anyhow::{Context as _, bail};
+use crate::state::{self, State, transfer};
 
 /// The backend block of a manifest; problems in it are printed with their source.
 fn backend_of(manifest: &Path, out: &Output) -> anyhow::Result<Option<BackendConfig>> {
@@ -39,57 +39,14 @@ fn backend_of(manifest: &Path, out: &Output) -> anyhow::Result<Option<BackendCon
     })
 }
 
-fn remote_state(config: &BackendConfig) -> anyhow::Result<RemoteState> {
-    let store = remote::store_for(config)?;
-    Ok(RemoteState::new(store, &config.container, &config.key))
-}
-
 /// `dsinfra state pull MANIFEST`: the state, byte for byte, on stdout.
 pub async fn pull(args: &PullArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
-    let bytes = if let Some(config) = backend_of(&args.manifest, out)? {
-        let remote = remote_state(&config)?;
-        let read = cancel
-            .interruptible(remote.read())
-            .await?
-            .map_err(|source| state::StateError::remote("read", remote.url(), source))?;
-        let Some(bytes) = read.and_then(|version| version.content) else {
-            bail!("there is no state at {} yet: nothing to pull", remote.url());
-        };
-        bytes
-    } else {
-        let path = LocalBackend::state_dir(&args.manifest)?.join("state.json");
-        match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => bail!(
-                "there is no state at {} yet: nothing to pull",
-                path.display()
-            ),
-            Err(err) => {
-                return Err(err).with_context(|| format!("could not read {}", path.display()));
-            }
-        }
-    };
+    let backend = backend_of(&args.manifest, out)?;
+    let bytes = cancel
+        .interruptible(transfer::pull(&args.manifest, backend.as_ref()))
+        .await??;
     out.result(&String::from_utf8_lossy(&bytes));
     Ok(Outcome::Success)
-}
-
-/// Why a push must be refused without `--force`, if it must. Pure, so the rules are tested
-/// on their own.
-fn refuse_push(current: Option<&State>, pushed: &State) -> Option<String> {
-    let current = current?;
-    if current.lineage != pushed.lineage {
-        return Some(format!(
-            "it has lineage {} but the backend's state has lineage {}: they are the histories of different experiments",
-            pushed.lineage, current.lineage
-        ));
-    }
-    if pushed.serial < current.serial {
-        return Some(format!(
-            "it has serial {} but the backend's state is newer (serial {}): pull the newer state first",
-            pushed.serial, current.serial
-        ));
-    }
-    None
 }
 
 /// `dsinfra state push MANIFEST STATEFILE`: upload a state to the manifest's backend.
@@ -101,7 +58,7 @@ pub fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
     let command = format!("dsinfra state push {}", args.manifest.display());
     let mut backend = state::open_backend(&args.manifest, config.as_ref(), &command)?;
     let current = backend.load()?;
-    if let Some(why) = refuse_push(current.as_ref(), &pushed) {
+    if let Some(why) = transfer::push_refusal(current.as_ref(), &pushed) {
         if !args.force {
             bail!(
                 "refusing to push {} to {}: {why}; use --force to replace it anyway (the replaced version is kept)",
@@ -137,7 +94,7 @@ pub async fn force_unlock(
             args.manifest.display()
         );
     };
-    let remote = remote_state(&config)?;
+    let remote = transfer::remote_state(&config)?;
     let url = remote.url();
     let storage_error = |action, source| state::StateError::remote(action, url.clone(), source);
     let Some(holder) = cancel
@@ -176,33 +133,4 @@ pub async fn force_unlock(
         )),
     }
     Ok(Outcome::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn push_refuses_another_lineage_and_an_older_serial() {
-        let mut current = State::new("exp");
-        current.serial = 5;
-        let other = State::new("exp");
-        assert_eq!(
-            refuse_push(Some(&current), &other),
-            Some(format!(
-                "it has lineage {} but the backend's state has lineage {}: they are the histories of different experiments",
-                other.lineage, current.lineage
-            ))
-        );
-        let mut older = current.clone();
-        older.serial = 4;
-        assert_eq!(
-            refuse_push(Some(&current), &older).as_deref(),
-            Some(
-                "it has serial 4 but the backend's state is newer (serial 5): pull the newer state first"
-            )
-        );
-        assert_eq!(refuse_push(Some(&current), &current), None);
-        assert_eq!(refuse_push(None, &other), None);
-    }
 }

@@ -265,6 +265,7 @@ fn arch_name(arch: GpuArch) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Price;
 
     fn day(text: &str) -> NaiveDate {
         NaiveDate::parse_from_str(text, "%Y-%m-%d").expect("a date")
