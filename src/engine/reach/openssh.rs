@@ -729,4 +729,63 @@ mod tests {
         };
         assert_eq!(unpinned_hosts, ["exp-gpu"]);
     }
+
+    fn reached() -> Reached {
+        Reached {
+            experiment: "exp".into(),
+            dir: PathBuf::from("/work/x/.dsinfra/exp"),
+            nodes: nodes(),
+        }
+    }
+
+    #[test]
+    fn a_node_that_cannot_be_reached_is_named_with_its_vm_and_why() {
+        assert_eq!(
+            reached().host("train[2]").expect_err("parked").to_string(),
+            "node cluster.train[2] (exp-train-2) cannot be reached: it is parked (deallocated): `dsinfra unpark` starts it"
+        );
+        assert_eq!(
+            reached()
+                .host("gpu")
+                .expect("reachable")
+                .unpinned_warnings(),
+            [
+                "vm.gpu (exp-gpu) has no pinned host key in the state (an adopted VM): OpenSSH will trust the key it presents the first time (StrictHostKeyChecking accept-new) and refuse any other key after that"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_config_has_a_block_per_reachable_node_and_says_what_it_left_out_in_node_order() {
+        let reached = reached();
+        let config = reached.config(&files());
+        let all = nodes();
+        let block = |i: usize| {
+            config_block(
+                &ssh_host("exp", &all, &all[i]).expect("reachable"),
+                &files(),
+            )
+        };
+        assert_eq!(
+            config.text,
+            format!(
+                "# dsinfra ssh-config for experiment exp: host keys pinned in /work/x/.dsinfra/exp/known_hosts\n\
+                 \n{}\n{}\n# exp-train-2 (cluster.train[2]): not reachable: it is parked (deallocated): `dsinfra unpark` starts it\n\n{}",
+                block(0),
+                block(1),
+                block(3)
+            )
+        );
+        let gpu = ssh_host("exp", &all, &all[3]).expect("reachable");
+        assert_eq!(
+            config.notices,
+            [
+                Notice::LeftOut(
+                    "cluster.train[2] (exp-train-2) is left out: it is parked (deallocated): `dsinfra unpark` starts it"
+                        .to_owned()
+                ),
+                Notice::Unpinned(unpinned_warning(&gpu)),
+            ]
+        );
+    }
 }
