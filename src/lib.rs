@@ -18,6 +18,7 @@ pub mod diag;
 pub mod emulator;
 pub mod engine;
 pub mod graph;
+pub mod log;
 pub mod manifest;
 pub mod model;
 pub mod openapi;

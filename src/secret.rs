@@ -9,7 +9,7 @@
 //!   seen in this process, in the forms it is likely to appear in (raw, percent-encoded, base64),
 //!   and replaces any occurrence in a text with `***`. It is the last line of defence for texts we
 //!   do not control, such as a service's error message or a library's log line;
-//!   [`RedactingWriter`] plugs it into the tracing subscriber the CLI installs (`cli::logging`).
+//!   [`RedactingWriter`] plugs it into the tracing subscriber the CLI installs (`crate::log`).
 //!   The `azure` and `ssh` modules have their own `Secret` types (they import nothing from the
 //!   rest of dsinfra); every value those wrap is remembered there, and the process-wide registry
 //!   reads the new ones before each redaction ([`absorb_module_secrets`]), so tokens, storage

@@ -913,3 +913,23 @@ async fn ctrl_c_in_status_or_output_ends_the_read_and_changes_nothing() {
         "the state was not written"
     );
 }
+
+/// Guards Ctrl-C in `ssh` and `ssh-config` while they read the VMs' addresses from ARM: the read
+/// is abandoned and the command exits 130 saying nothing was changed (it used to be swallowed by
+/// a listener nobody consulted, so the command went on waiting for ARM).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_in_ssh_or_ssh_config_ends_the_read() {
+    let world = World::applied(config()).await;
+    world.emulator.add_fault(slowed("GET", None));
+    for command in [
+        &["ssh-config", "exp.hcl"][..],
+        &["ssh", "exp.hcl", "gpu"][..],
+    ] {
+        let (code, err) = interrupted_once(&world, command, None).await;
+        assert_eq!(code, 130, "{command:?}: {err}");
+        assert_eq!(
+            err, "note: interrupted: nothing was changed\n",
+            "{command:?}"
+        );
+    }
+}

@@ -11,6 +11,7 @@
 //! a guess; the preflight fills it from the subscription's live Resource SKUs when connected.
 
 mod locations;
+pub mod query;
 mod table;
 
 use std::collections::HashMap;

@@ -1,4 +1,5 @@
-//! The raw command line, as clap parses it (ripgrep's "low args"). Validation and defaults that
+//! The raw command line, as clap parses it (ripgrep's "low args"): every command's clap structs
+//! are here, and this file imports nothing from the command files. Validation and defaults that
 //! need the file system happen in the command modules, not here.
 
 use std::path::PathBuf;
@@ -162,7 +163,7 @@ Examples:
   dsinfra ssh exp.hcl train                    a shell on the head of cluster \"train\"
   dsinfra ssh exp.hcl train[2] -- nvidia-smi   run a command on node 2 (through the head)
   dsinfra ssh exp.hcl gpu -i ~/.ssh/exp_key --emulator")]
-    Ssh(super::ssh_cmds::SshArgs),
+    Ssh(SshArgs),
     /// Print an ssh_config block for every node, with pinned host keys and jumps through the head.
     ///
     /// Each node gets a `Host <experiment>-<name>` block (`cosmoflow-train-1`) with its address,
@@ -177,7 +178,7 @@ Examples:
 
 Save the output to a file: `ssh -F <(dsinfra ssh-config ...)` cannot work, as ssh closes
 inherited descriptors before it reads -F.")]
-    SshConfig(super::ssh_cmds::SshConfigArgs),
+    SshConfig(SshConfigArgs),
     /// List VM sizes with their facts and, in a region, their prices, to choose a `size`.
     ///
     /// vCPUs, memory, GPUs, temp disk, InfiniBand, accelerated networking, Hyper-V generations,
@@ -193,7 +194,7 @@ Examples:
   dsinfra sizes --infiniband --min-gpus 8 --region southcentralus
   dsinfra sizes --name d8ds --json                    every D8ds size and the regions offering it
   dsinfra sizes --name H100 --json | jq '.[] | {name, regions}'")]
-    Sizes(super::sizes_cmd::SizesArgs),
+    Sizes(SizesArgs),
     /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.
     #[command(subcommand)]
     State(StateCommands),
@@ -204,7 +205,7 @@ Examples:
     #[command(after_help = "\
 Example:
   dsinfra force-unlock exp.hcl --yes")]
-    ForceUnlock(super::state_cmds::ForceUnlockArgs),
+    ForceUnlock(ForceUnlockArgs),
     /// Run the built-in ARM emulator as a server (for offline CI and tests).
     ///
     /// It behaves as Azure Resource Manager does for every resource dsinfra creates: long-running
@@ -403,10 +404,10 @@ pub enum StateCommands {
     #[command(flatten)]
     Inspect(StateCommand),
     /// Print the state as JSON on stdout, from the backend the manifest names.
-    Pull(super::state_cmds::PullArgs),
+    Pull(PullArgs),
     /// Upload a state file to the manifest's backend (refuses another lineage or an older
     /// serial unless --force).
-    Push(super::state_cmds::PushArgs),
+    Push(PushArgs),
 }
 
 /// `state list`, `state show`
@@ -513,6 +514,125 @@ pub struct ShowArgs {
     /// secret; without them the check reports the manifest's variables as changed).
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub vars: Vec<String>,
+}
+
+/// `dsinfra ssh`
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// The node: its address (`vm.gpu`, `cluster.train[1]`), short form (`gpu`, `train[1]`,
+    /// `train` for the head) or VM name (`cosmoflow-train-1`).
+    #[arg(value_name = "NODE")]
+    pub node: String,
+    /// Log in with this private key (passed to `ssh -i`, and to the jump through the head).
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// A command to run instead of an interactive shell (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `dsinfra ssh-config`
+#[derive(Debug, Args)]
+pub struct SshConfigArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// Add `IdentityFile FILE` to every host (and use it for the jump through the head).
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `dsinfra sizes`
+// Each flag is an independent filter switch, as clap models them.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Args)]
+pub struct SizesArgs {
+    /// Only sizes with GPUs (a whole GPU or part of one).
+    #[arg(long)]
+    pub gpu: bool,
+    /// Only sizes Azure offers in this region (`eastus`; `East US` works too), with their price
+    /// there, cheapest first.
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Only sizes whose Linux pay-as-you-go price in --region (required with it) is at most
+    /// this many USD per hour.
+    #[arg(long, value_name = "USD", requires = "region", value_parser = non_negative)]
+    pub max_price: Option<f64>,
+    /// Only sizes with at least this many vCPUs.
+    #[arg(long, value_name = "N")]
+    pub min_vcpus: Option<u32>,
+    /// Only sizes with at least this many GPUs (`1` leaves out sizes with part of a GPU).
+    #[arg(long, value_name = "N", value_parser = non_negative)]
+    pub min_gpus: Option<f64>,
+    /// Only sizes whose name contains this text, in any case (`d8ds`, `H100`, `_v5`).
+    #[arg(long, value_name = "TEXT")]
+    pub name: Option<String>,
+    /// Only sizes with an InfiniBand (RDMA) network, for MPI and NCCL across nodes.
+    #[arg(long)]
+    pub infiniband: bool,
+    /// Only sizes known to have a local temp disk (BeeOND scratch, blobfuse caches); sizes whose
+    /// temp disk the catalog does not know (`?`) are left out too.
+    #[arg(long)]
+    pub temp_disk: bool,
+    /// Also list sizes Azure has retired (hidden by default: they can no longer be created).
+    #[arg(long)]
+    pub include_retired: bool,
+    /// Print the sizes as a JSON array: every fact (`null` when unknown), and the region's
+    /// `price` and `spot` with --region, else the `regions` that offer each size.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--max-price`, `--min-gpus`: a number of at least 0.
+fn non_negative(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of at least 0 (for example 1.5)"
+        )),
+    }
+}
+
+/// `state pull`
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The manifest whose state to print (its `backend` block says where it is).
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+}
+
+/// `state push`
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The manifest whose backend receives the state.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The state file to upload (e.g. from `dsinfra state pull`).
+    #[arg(value_name = "STATEFILE")]
+    pub state_file: PathBuf,
+    /// Replace the backend's state even if it is another lineage or a newer serial.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `force-unlock`
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The manifest whose remote state lock to break.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// Terraform users type `-var x=1`, `-target a.b`, `-out f`. clap has no multi-letter short

@@ -9,7 +9,6 @@ mod args;
 mod emulator_cmd;
 mod interrupt;
 mod live_sizes;
-mod logging;
 mod manifest_cmds;
 mod ops_cmds;
 mod output;
@@ -73,7 +72,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         }
     };
     let out = Output::new(cli.color);
-    if let Err(err) = logging::init(cli.log_file.as_deref(), out.stderr_colour()) {
+    if let Err(err) = crate::log::init(cli.log_file.as_deref(), out.stderr_colour()) {
         out.error(&err.into());
         return 1;
     }
@@ -194,13 +193,17 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         }
         Command::Status(args) => ops_cmds::status(&args, out),
         Command::Output(args) => ops_cmds::output(&args, out),
-        Command::Ssh(args) => ssh_cmds::ssh(&args, out),
-        Command::SshConfig(args) => ssh_cmds::ssh_config(&args, out),
+        Command::Ssh(args) => block_on(|cancel| ssh_cmds::ssh(&args, out, cancel)),
+        Command::SshConfig(args) => block_on(|cancel| ssh_cmds::ssh_config(&args, out, cancel)),
         Command::Sizes(args) => sizes_cmd::sizes(&args, out),
         Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
-        Command::State(args::StateCommands::Pull(args)) => state_cmds::pull(&args, out),
+        Command::State(args::StateCommands::Pull(args)) => {
+            block_on(|cancel| state_cmds::pull(&args, out, cancel))
+        }
         Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),
-        Command::ForceUnlock(args) => state_cmds::force_unlock(&args, out),
+        Command::ForceUnlock(args) => {
+            block_on(|cancel| state_cmds::force_unlock(&args, out, cancel))
+        }
         Command::Emulator(args) => block_on(|cancel| emulator_cmd::emulator(&args, out, cancel)),
     }
 }

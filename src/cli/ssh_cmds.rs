@@ -1,190 +1,82 @@
 //! `dsinfra ssh FILE NODE` and `dsinfra ssh-config FILE`: reach the experiment's VMs with the
 //! system OpenSSH client, checking each VM's host key against the key pinned in the state.
 //!
-//! Both commands work from the state (which VMs exist, their pinned keys, users) and the IP
-//! addresses ARM reports ([`crate::engine::reach`] decides direct or through the head). They
-//! write the pinned keys to `.dsinfra/<manifest>/known_hosts`, one line per VM keyed by the VM's
-//! name, and tell OpenSSH to use exactly that file with `HostKeyAlias` and
-//! `StrictHostKeyChecking yes`, so the user's own `known_hosts` plays no part and a VM presenting
-//! any other key is refused.
-//!
-//! Nodes behind the head: the printed ssh_config says `ProxyJump <head alias>` (OpenSSH starts
-//! the jump with the same `-F` file, so the head's own block applies to it). `dsinfra ssh` has no
-//! config file, and options given with `-o` never reach a `-J` jump, so it spells the jump out as
-//! a `ProxyCommand` running `ssh -W` to the head with the head's alias and options.
+//! The command reads the state and the IP addresses ARM reports; what OpenSSH is told (the
+//! known_hosts file of pinned keys, the command line, the ssh_config text) is worked out by
+//! [`crate::engine::reach::openssh`]. What is left here is the arguments, the messages, and the
+//! `exec` of `ssh`.
 //!
 //! The printed config must be saved to a file (or `Include`d): `ssh -F <(dsinfra ssh-config ..)`
 //! cannot work, because ssh closes every descriptor above stderr before reading `-F`.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
-use clap::Args;
 
 use super::Outcome;
-use super::args::ConnectArgs;
-use super::args::ManifestArgs;
+use super::args::{ConnectArgs, ManifestArgs, SshArgs, SshConfigArgs};
 use super::output::Output;
 use super::request::load;
 use crate::connect::connect;
-use crate::engine::op::endpoints;
-use crate::engine::reach::{self, NodeReach, Route};
-use crate::ssh::shell_quote;
+use crate::engine::op::{Cancel, endpoints};
+use crate::engine::reach::openssh::{Notice, Reached};
 use crate::state::{LocalBackend, State, StateError};
 
-/// The known-hosts file's name in the state directory.
-const KNOWN_HOSTS: &str = "known_hosts";
-
-/// `dsinfra ssh`
-#[derive(Debug, Args)]
-pub struct SshArgs {
-    /// The manifest and its variables.
-    #[command(flatten)]
-    pub manifest: ManifestArgs,
-    /// The node: its address (`vm.gpu`, `cluster.train[1]`), short form (`gpu`, `train[1]`,
-    /// `train` for the head) or VM name (`cosmoflow-train-1`).
-    #[arg(value_name = "NODE")]
-    pub node: String,
-    /// Log in with this private key (passed to `ssh -i`, and to the jump through the head).
-    #[arg(short = 'i', long = "identity", value_name = "FILE")]
-    pub identity: Option<PathBuf>,
-    /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// A command to run instead of an interactive shell (after `--`).
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-/// `dsinfra ssh-config`
-#[derive(Debug, Args)]
-pub struct SshConfigArgs {
-    /// The manifest and its variables.
-    #[command(flatten)]
-    pub manifest: ManifestArgs,
-    /// Add `IdentityFile FILE` to every host (and use it for the jump through the head).
-    #[arg(short = 'i', long = "identity", value_name = "FILE")]
-    pub identity: Option<PathBuf>,
-    /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
-    #[command(flatten)]
-    pub connect: ConnectArgs,
-}
-
-/// How OpenSSH reaches one node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct SshHost {
-    /// The `Host` alias: `<experiment>-<short name>` (`cosmoflow-train-1`).
-    alias: String,
-    /// The node's address, for messages (`cluster.train[1]`).
-    node: String,
-    /// The name its key is filed under in known_hosts: the VM's Azure name.
-    key_alias: String,
-    /// What to dial (for a node behind the head: what the head dials).
-    host: String,
-    /// Port.
-    port: u16,
-    /// Login user.
-    user: String,
-    /// The pinned key (OpenSSH public key line), if the state has one.
-    pinned: Option<String>,
-    /// The head to go through, for nodes without a public IP.
-    jump: Option<Box<SshHost>>,
-}
-
-/// Where the files OpenSSH reads live, and who logs in with which key.
-#[derive(Debug, Clone)]
-struct Files {
-    /// Absolute path of the known-hosts file.
-    known_hosts: PathBuf,
-    /// The private key to use, if given.
-    identity: Option<PathBuf>,
-}
-
-/// Every node of the experiment, and where its files go.
-struct Reached {
-    experiment: String,
-    dir: PathBuf,
-    nodes: Vec<NodeReach>,
-}
-
 /// `dsinfra ssh`.
-pub fn ssh(args: &SshArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let reached = reach_all(&args.manifest, &args.connect, out)?;
-    let node = find_node(&reached.nodes, &reached.experiment, &args.node)?;
-    let host = match ssh_host(&reached.experiment, &reached.nodes, node) {
-        Ok(host) => host,
-        Err(why) => anyhow::bail!(
-            "node {} ({}) cannot be reached: it {why}",
-            node.node(),
-            node.name
-        ),
-    };
-    let files = write_known_hosts(&reached, args.identity.as_deref())?;
-    for unpinned in unpinned(&host) {
-        out.message(&format!("warning: {}\n", unpinned_warning(unpinned)));
+pub async fn ssh(args: &SshArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
+    let reached = reach_all(&args.manifest, &args.connect, out, &cancel).await?;
+    let host = reached.host(&args.node)?;
+    let files = reached.write_known_hosts(args.identity.as_deref())?;
+    for warning in host.unpinned_warnings() {
+        out.message(&format!("warning: {warning}\n"));
     }
-    let command_line = ssh_argv(&host, &files, &args.command);
-    exec_ssh(&command_line)
+    exec_ssh(&host.argv(&files, &args.command))
 }
 
 /// `dsinfra ssh-config`.
-pub fn ssh_config(args: &SshConfigArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let reached = reach_all(&args.manifest, &args.connect, out)?;
-    let files = write_known_hosts(&reached, args.identity.as_deref())?;
-    let mut text = format!(
-        "# dsinfra ssh-config for experiment {}: host keys pinned in {}\n",
-        reached.experiment,
-        files.known_hosts.display()
-    );
-    for node in &reached.nodes {
-        text.push('\n');
-        match ssh_host(&reached.experiment, &reached.nodes, node) {
-            Ok(host) => {
-                if host.pinned.is_none() {
-                    out.message(&format!("warning: {}\n", unpinned_warning(&host)));
-                }
-                text.push_str(&config_block(&host, &files));
-            }
-            Err(why) => {
-                let alias = alias(&reached.experiment, node);
-                out.note(&format!("{} ({alias}) is left out: it {why}", node.node()));
-                let _ = writeln!(text, "# {alias} ({}): not reachable: it {why}", node.node());
-            }
+pub async fn ssh_config(
+    args: &SshConfigArgs,
+    out: &Output,
+    cancel: Cancel,
+) -> anyhow::Result<Outcome> {
+    let reached = reach_all(&args.manifest, &args.connect, out, &cancel).await?;
+    let files = reached.write_known_hosts(args.identity.as_deref())?;
+    let config = reached.config(&files);
+    for notice in &config.notices {
+        match notice {
+            Notice::Unpinned(warning) => out.message(&format!("warning: {warning}\n")),
+            Notice::LeftOut(note) => out.note(note),
         }
     }
     if reached.nodes.is_empty() {
         out.note("the state has no VMs: nothing to write");
     }
-    out.result(&text);
+    out.result(&config.text);
     Ok(Outcome::Success)
 }
 
 /// Load the state, read the IP addresses from ARM (or the emulator) and work out every node's
-/// route.
-fn reach_all(
+/// route. Nothing is changed, so a Ctrl-C simply abandons the wait.
+async fn reach_all(
     manifest: &ManifestArgs,
     connect_args: &ConnectArgs,
     out: &Output,
+    cancel: &Cancel,
 ) -> anyhow::Result<Reached> {
     let loaded = load(manifest, out)?;
     let path = &manifest.manifest;
     let state = read_state(path, loaded.backend.as_ref())?;
-    let rt = super::interrupt::runtime()?;
-    let endpoints = rt.block_on(async {
-        let conn = connect(&connect_args.options(), path, &loaded.desired.azure).await?;
-        endpoints::for_state(&conn, &state).await
-    })?;
-    drop(rt);
-    let nodes = reach::blocks(&state)
-        .iter()
-        .flat_map(|block| reach::block_nodes(&state, block, &endpoints))
-        .collect();
-    Ok(Reached {
-        experiment: state.experiment.clone(),
-        dir: LocalBackend::state_dir(path)?,
-        nodes,
-    })
+    let endpoints = cancel
+        .interruptible(async {
+            let conn = connect(&connect_args.options(), path, &loaded.desired.azure).await?;
+            endpoints::for_state(&conn, &state).await
+        })
+        .await??;
+    Ok(Reached::new(
+        &state,
+        &endpoints,
+        LocalBackend::state_dir(path)?,
+    ))
 }
 
 /// The manifest's state, read without holding its lock for longer than the read: a session on
@@ -215,305 +107,6 @@ fn read_state(
     })
 }
 
-/// A node's short name: the block label, with the index for cluster nodes (`train[1]`).
-fn short_name(node: &NodeReach) -> String {
-    match node.vm.index {
-        Some(i) => format!("{}[{i}]", node.vm.name),
-        None => node.vm.name.clone(),
-    }
-}
-
-/// A node's `Host` alias in ssh-config: `<experiment>-<label>[-<index>]`.
-fn alias(experiment: &str, node: &NodeReach) -> String {
-    match node.vm.index {
-        Some(i) => format!("{experiment}-{}-{i}", node.vm.name),
-        None => format!("{experiment}-{}", node.vm.name),
-    }
-}
-
-/// Every name `dsinfra ssh` accepts for a node.
-fn names_of(experiment: &str, node: &NodeReach) -> Vec<String> {
-    let mut names = vec![
-        node.node().to_string(),
-        node.vm.to_string(),
-        short_name(node),
-        node.name.clone(),
-        alias(experiment, node),
-    ];
-    if node.vm.index.is_some() && node.is_head() {
-        names.push(node.block.to_string());
-        names.push(node.block.name.clone());
-    }
-    names
-}
-
-/// The node `name` refers to.
-fn find_node<'a>(
-    nodes: &'a [NodeReach],
-    experiment: &str,
-    name: &str,
-) -> anyhow::Result<&'a NodeReach> {
-    let matching: Vec<&NodeReach> = nodes
-        .iter()
-        .filter(|n| names_of(experiment, n).iter().any(|m| m == name))
-        .collect();
-    match matching.as_slice() {
-        [one] => Ok(one),
-        [] if nodes.is_empty() => {
-            anyhow::bail!("no node `{name}`: the state has no VMs (nothing applied yet?)")
-        }
-        [] => {
-            let all: Vec<String> = nodes.iter().map(|n| n.node().to_string()).collect();
-            let candidates: Vec<String> =
-                nodes.iter().flat_map(|n| names_of(experiment, n)).collect();
-            let hint = crate::diag::did_you_mean(name, candidates.iter().map(String::as_str))
-                .map_or_else(
-                    || "; a node is named by its address, its short form such as `train[1]`, or its VM name".to_owned(),
-                    |s| format!("; did you mean `{s}`?"),
-                );
-            anyhow::bail!(
-                "no node `{name}` in the state (nodes: {}){hint}",
-                all.join(", ")
-            )
-        }
-        many => {
-            let all: Vec<String> = many.iter().map(|n| n.node().to_string()).collect();
-            anyhow::bail!(
-                "`{name}` names more than one node ({}): give its address",
-                all.join(", ")
-            )
-        }
-    }
-}
-
-/// How OpenSSH reaches `node`, or why it cannot.
-fn ssh_host(experiment: &str, nodes: &[NodeReach], node: &NodeReach) -> Result<SshHost, String> {
-    let host = |host: &str, port: u16, jump| SshHost {
-        alias: alias(experiment, node),
-        node: node.node().to_string(),
-        key_alias: node.name.clone(),
-        host: host.to_owned(),
-        port,
-        user: node.user.clone(),
-        pinned: node.host_key.clone(),
-        jump,
-    };
-    match &node.route {
-        Route::Direct { host: h, port } => Ok(host(h, *port, None)),
-        Route::Unreachable { why } => Err(why.clone()),
-        Route::ViaHead { host: h, port } => {
-            let head = nodes
-                .iter()
-                .find(|n| n.block == node.block && n.is_head())
-                .ok_or_else(|| {
-                    "is reached through its head node, which is not in the state".to_owned()
-                })?;
-            let head = ssh_host(experiment, nodes, head).map_err(|why| {
-                format!("is reached through its head {}, which {why}", head.node())
-            })?;
-            Ok(host(h, *port, Some(Box::new(head))))
-        }
-    }
-}
-
-/// The hosts of a connection (the node, then its head) whose key is not pinned.
-fn unpinned(host: &SshHost) -> Vec<&SshHost> {
-    std::iter::successors(Some(host), |h| h.jump.as_deref())
-        .filter(|h| h.pinned.is_none())
-        .collect()
-}
-
-fn unpinned_warning(host: &SshHost) -> String {
-    format!(
-        "{} ({}) has no pinned host key in the state (an adopted VM): OpenSSH will trust the key it presents the first time (StrictHostKeyChecking accept-new) and refuse any other key after that",
-        host.node, host.alias
-    )
-}
-
-/// The known-hosts file: the pinned key of every node, filed under its VM name. Nodes without a
-/// pinned key keep the line OpenSSH recorded for them (accept-new), if any, from `previous`.
-fn known_hosts_text(nodes: &[NodeReach], previous: &str) -> String {
-    let mut text = String::from(
-        "# Written by dsinfra from the host keys pinned in the state; do not edit.\n\
-         # Lines of VMs without a pinned key are what OpenSSH accepted the first time.\n",
-    );
-    for node in nodes {
-        match &node.host_key {
-            Some(key) => {
-                let _ = writeln!(text, "{} {}", node.name, key.trim());
-            }
-            None => {
-                for line in previous
-                    .lines()
-                    .filter(|l| l.split_whitespace().next() == Some(node.name.as_str()))
-                {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-            }
-        }
-    }
-    text
-}
-
-/// Write `<state dir>/known_hosts` (atomically) and return where the files are.
-fn write_known_hosts(reached: &Reached, identity: Option<&Path>) -> anyhow::Result<Files> {
-    std::fs::create_dir_all(&reached.dir)
-        .with_context(|| format!("could not create {}", reached.dir.display()))?;
-    let dir = std::path::absolute(&reached.dir)
-        .with_context(|| format!("could not resolve {}", reached.dir.display()))?;
-    let path = dir.join(KNOWN_HOSTS);
-    let previous = std::fs::read_to_string(&path).unwrap_or_default();
-    let text = known_hosts_text(&reached.nodes, &previous);
-    let staging = dir.join(format!("{KNOWN_HOSTS}.tmp-{}", std::process::id()));
-    std::fs::write(&staging, text)
-        .and_then(|()| std::fs::rename(&staging, &path))
-        .with_context(|| format!("could not write {}", path.display()))?;
-    let identity = identity
-        .map(|p| {
-            std::path::absolute(p).with_context(|| format!("could not resolve {}", p.display()))
-        })
-        .transpose()?;
-    Ok(Files {
-        known_hosts: path,
-        identity,
-    })
-}
-
-/// A path as OpenSSH reads it in a configuration value: `%` escaped (it starts a token in
-/// `UserKnownHostsFile`, `IdentityFile` and `ProxyCommand`).
-fn ssh_path(path: &Path) -> String {
-    path.display().to_string().replace('%', "%%")
-}
-
-/// A value in an ssh_config line or `-o` option: double-quoted when it contains whitespace.
-fn config_value(value: &str) -> String {
-    if value.chars().any(char::is_whitespace) || value.contains('"') {
-        format!("\"{}\"", value.replace('"', "\\\""))
-    } else {
-        value.to_owned()
-    }
-}
-
-/// A word for `sh -c`: as it is when it has no special characters, else single-quoted.
-fn sh_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./:@=,+-%".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        shell_quote(word)
-    }
-}
-
-/// `StrictHostKeyChecking` for a host: `yes` with a pinned key, else OpenSSH's trust on first use.
-fn strictness(host: &SshHost) -> &'static str {
-    if host.pinned.is_some() {
-        "yes"
-    } else {
-        "accept-new"
-    }
-}
-
-/// The options every connection to `host` needs, as (keyword, value) pairs, values escaped
-/// for OpenSSH's `%` tokens but not yet quoted ([`option_text`] does that).
-fn host_options(host: &SshHost, files: &Files) -> Vec<(&'static str, String)> {
-    let mut options = vec![
-        ("HostKeyAlias", host.key_alias.clone()),
-        ("UserKnownHostsFile", ssh_path(&files.known_hosts)),
-        ("StrictHostKeyChecking", strictness(host).to_owned()),
-    ];
-    // `IdentityFile` rather than `-i`: OpenSSH checks a `-i` path before expanding `%%`, so a
-    // path with `%` in it works only as an option.
-    if let Some(identity) = &files.identity {
-        options.push(("IdentityFile", ssh_path(identity)));
-    }
-    options
-}
-
-/// An option's value as written after its keyword: `ProxyCommand` takes the rest of the line as
-/// it is, every other value is quoted when it has spaces.
-fn option_text(key: &str, value: &str) -> String {
-    if key == "ProxyCommand" {
-        value.to_owned()
-    } else {
-        config_value(value)
-    }
-}
-
-/// The command that carries a connection through `head`: `ssh` to the head with its own alias,
-/// known hosts and key policy, forwarding stdin/stdout to the node (`-W`). OpenSSH expands `%`
-/// tokens in the whole command before running it, so every `%` of the head's options is escaped
-/// once more (the jump's own `ssh` expands them again).
-fn proxy_command(head: &SshHost, files: &Files) -> String {
-    let mut words = vec![
-        "ssh".to_owned(),
-        "-p".to_owned(),
-        head.port.to_string(),
-        "-l".to_owned(),
-        sh_word(&head.user),
-    ];
-    for (key, value) in host_options(head, files) {
-        let option = format!("{key}={}", option_text(key, &value)).replace('%', "%%");
-        words.push("-o".to_owned());
-        words.push(sh_word(&option));
-    }
-    words.push("-W".to_owned());
-    words.push("'[%h]:%p'".to_owned());
-    words.push(sh_word(&head.host));
-    words.join(" ")
-}
-
-/// The `Host` block for `host`. A node behind the head jumps through the head's own block.
-fn config_block(host: &SshHost, files: &Files) -> String {
-    let mut text = format!("Host {}\n", host.alias);
-    match &host.jump {
-        Some(head) => {
-            let _ = writeln!(
-                text,
-                "  # {}: no public IP; reached through the head {}",
-                host.node, head.node
-            );
-        }
-        None => {
-            let _ = writeln!(text, "  # {}", host.node);
-        }
-    }
-    let _ = writeln!(text, "  HostName {}", host.host);
-    let _ = writeln!(text, "  Port {}", host.port);
-    let _ = writeln!(text, "  User {}", config_value(&host.user));
-    for (key, value) in host_options(host, files) {
-        let _ = writeln!(text, "  {key} {}", option_text(key, &value));
-    }
-    if let Some(head) = &host.jump {
-        let _ = writeln!(text, "  ProxyJump {}", head.alias);
-    }
-    text
-}
-
-/// The `ssh` command line (without the program) for `host`, then `command` if any.
-fn ssh_argv(host: &SshHost, files: &Files, command: &[String]) -> Vec<String> {
-    let mut argv = vec![
-        "-p".to_owned(),
-        host.port.to_string(),
-        "-l".to_owned(),
-        host.user.clone(),
-    ];
-    let mut options = host_options(host, files);
-    if let Some(head) = &host.jump {
-        options.push(("ProxyCommand", proxy_command(head, files)));
-    }
-    for (key, value) in options {
-        argv.push("-o".to_owned());
-        argv.push(format!("{key}={}", option_text(key, &value)));
-    }
-    argv.push(host.host.clone());
-    argv.extend(command.iter().cloned());
-    argv
-}
-
 /// Replace this process with `ssh argv...` (unix); elsewhere run it and exit with its code.
 fn exec_ssh(argv: &[String]) -> anyhow::Result<Outcome> {
     let mut command = std::process::Command::new("ssh");
@@ -536,220 +129,5 @@ fn exec_ssh(argv: &[String]) -> anyhow::Result<Outcome> {
     {
         let status = command.status().map_err(not_found)?;
         std::process::exit(status.code().unwrap_or(1));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::addr::Address;
-
-    fn node(address: &str, index: usize, route: Route, key: Option<&str>) -> NodeReach {
-        let vm: Address = format!("{address}.vm").parse().expect("valid address");
-        let name = match vm.index {
-            Some(i) => format!("exp-{}-{i}", vm.name),
-            None => format!("exp-{}", vm.name),
-        };
-        NodeReach {
-            block: vm.block_address(),
-            vm,
-            index,
-            name,
-            user: "azureuser".into(),
-            public_ip: None,
-            private_ip: None,
-            host_key: key.map(str::to_owned),
-            route,
-        }
-    }
-
-    fn direct(port: u16) -> Route {
-        Route::Direct {
-            host: "127.0.0.1".into(),
-            port,
-        }
-    }
-
-    /// `cluster.train` of three nodes (head public, node 2 unreachable) and `vm.gpu`.
-    fn nodes() -> Vec<NodeReach> {
-        vec![
-            node(
-                "cluster.train[0]",
-                0,
-                direct(2200),
-                Some("ssh-ed25519 AAAAhead"),
-            ),
-            node(
-                "cluster.train[1]",
-                1,
-                Route::ViaHead {
-                    host: "10.0.0.5".into(),
-                    port: 22,
-                },
-                Some("ssh-ed25519 AAAAone"),
-            ),
-            node(
-                "cluster.train[2]",
-                2,
-                Route::Unreachable {
-                    why: "is parked (deallocated): `dsinfra unpark` starts it".into(),
-                },
-                None,
-            ),
-            node("vm.gpu", 0, direct(2209), None),
-        ]
-    }
-
-    fn files() -> Files {
-        Files {
-            known_hosts: PathBuf::from("/work/x/.dsinfra/exp/known_hosts"),
-            identity: None,
-        }
-    }
-
-    fn found(name: &str) -> String {
-        find_node(&nodes(), "exp", name).map_or_else(|e| e.to_string(), |n| n.node().to_string())
-    }
-
-    #[test]
-    fn nodes_are_found_by_address_short_form_vm_name_or_alias() {
-        assert_eq!(found("cluster.train[1]"), "cluster.train[1]");
-        assert_eq!(found("cluster.train[1].vm"), "cluster.train[1]");
-        assert_eq!(found("train[1]"), "cluster.train[1]");
-        assert_eq!(found("exp-train-1"), "cluster.train[1]");
-        assert_eq!(found("train"), "cluster.train[0]");
-        assert_eq!(found("cluster.train"), "cluster.train[0]");
-        assert_eq!(found("gpu"), "vm.gpu");
-        assert_eq!(found("vm.gpu"), "vm.gpu");
-        assert_eq!(found("exp-gpu"), "vm.gpu");
-    }
-
-    #[test]
-    fn unknown_names_list_the_nodes_and_suggest_the_closest() {
-        assert_eq!(
-            found("trian[1]"),
-            "no node `trian[1]` in the state (nodes: cluster.train[0], cluster.train[1], cluster.train[2], vm.gpu); did you mean `train[1]`?"
-        );
-        assert_eq!(
-            found("zzz"),
-            "no node `zzz` in the state (nodes: cluster.train[0], cluster.train[1], cluster.train[2], vm.gpu); a node is named by its address, its short form such as `train[1]`, or its VM name"
-        );
-        assert_eq!(
-            find_node(&[], "exp", "gpu")
-                .expect_err("no nodes")
-                .to_string(),
-            "no node `gpu`: the state has no VMs (nothing applied yet?)"
-        );
-        let mut two = nodes();
-        two.push(node("cluster.gpu[0]", 0, direct(2210), None));
-        assert_eq!(
-            find_node(&two, "exp", "gpu")
-                .expect_err("ambiguous")
-                .to_string(),
-            "`gpu` names more than one node (vm.gpu, cluster.gpu[0]): give its address"
-        );
-    }
-
-    #[test]
-    fn private_nodes_go_through_their_head_and_unreachable_ones_say_why() {
-        let all = nodes();
-        let one = ssh_host("exp", &all, &all[1]).expect("reachable");
-        assert_eq!(one.alias, "exp-train-1");
-        assert_eq!(one.key_alias, "exp-train-1");
-        assert_eq!((one.host.as_str(), one.port), ("10.0.0.5", 22));
-        let head = one.jump.as_deref().expect("through the head");
-        assert_eq!((head.alias.as_str(), head.port), ("exp-train-0", 2200));
-        assert_eq!(
-            ssh_host("exp", &all, &all[2]).expect_err("parked"),
-            "is parked (deallocated): `dsinfra unpark` starts it"
-        );
-    }
-
-    #[test]
-    fn config_blocks_pin_keys_and_jump_through_the_head_block() {
-        let all = nodes();
-        let one = ssh_host("exp", &all, &all[1]).expect("reachable");
-        assert_eq!(
-            config_block(&one, &files()),
-            "Host exp-train-1\n\
-             \x20 # cluster.train[1]: no public IP; reached through the head cluster.train[0]\n\
-             \x20 HostName 10.0.0.5\n\
-             \x20 Port 22\n\
-             \x20 User azureuser\n\
-             \x20 HostKeyAlias exp-train-1\n\
-             \x20 UserKnownHostsFile /work/x/.dsinfra/exp/known_hosts\n\
-             \x20 StrictHostKeyChecking yes\n\
-             \x20 ProxyJump exp-train-0\n"
-        );
-        let gpu = ssh_host("exp", &all, &all[3]).expect("reachable");
-        let with_key = Files {
-            identity: Some(PathBuf::from("/home/a b/id_ed25519")),
-            ..files()
-        };
-        assert_eq!(
-            config_block(&gpu, &with_key),
-            "Host exp-gpu\n\
-             \x20 # vm.gpu\n\
-             \x20 HostName 127.0.0.1\n\
-             \x20 Port 2209\n\
-             \x20 User azureuser\n\
-             \x20 HostKeyAlias exp-gpu\n\
-             \x20 UserKnownHostsFile /work/x/.dsinfra/exp/known_hosts\n\
-             \x20 StrictHostKeyChecking accept-new\n\
-             \x20 IdentityFile \"/home/a b/id_ed25519\"\n"
-        );
-    }
-
-    #[test]
-    fn ssh_argv_carries_the_alias_the_known_hosts_and_the_jump() {
-        let all = nodes();
-        let one = ssh_host("exp", &all, &all[1]).expect("reachable");
-        let spaced = Files {
-            known_hosts: PathBuf::from("/a b/100%/known_hosts"),
-            identity: Some(PathBuf::from("/k/id")),
-        };
-        assert_eq!(
-            ssh_argv(&one, &spaced, &["echo".into(), "hi".into()]),
-            [
-                "-p",
-                "22",
-                "-l",
-                "azureuser",
-                "-o",
-                "HostKeyAlias=exp-train-1",
-                "-o",
-                "UserKnownHostsFile=\"/a b/100%%/known_hosts\"",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "IdentityFile=/k/id",
-                "-o",
-                "ProxyCommand=ssh -p 2200 -l azureuser -o HostKeyAlias=exp-train-0 -o 'UserKnownHostsFile=\"/a b/100%%%%/known_hosts\"' -o StrictHostKeyChecking=yes -o IdentityFile=/k/id -W '[%h]:%p' 127.0.0.1",
-                "10.0.0.5",
-                "echo",
-                "hi"
-            ]
-        );
-    }
-
-    #[test]
-    fn known_hosts_has_pinned_keys_and_keeps_what_openssh_accepted_for_unpinned_vms() {
-        let previous = "exp-gpu ssh-ed25519 AAAAaccepted\nexp-old ssh-ed25519 AAAAgone\nexp-train-0 ssh-ed25519 AAAAstale\n";
-        let text = known_hosts_text(&nodes(), previous);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(
-            lines,
-            [
-                "exp-train-0 ssh-ed25519 AAAAhead",
-                "exp-train-1 ssh-ed25519 AAAAone",
-                "exp-gpu ssh-ed25519 AAAAaccepted"
-            ]
-        );
-        let unpinned_hosts: Vec<String> = {
-            let all = nodes();
-            let gpu = ssh_host("exp", &all, &all[3]).expect("reachable");
-            unpinned(&gpu).iter().map(|h| h.alias.clone()).collect()
-        };
-        assert_eq!(unpinned_hosts, ["exp-gpu"]);
     }
 }

@@ -7,52 +7,24 @@
 //! writer and refuses to replace another lineage or a newer serial unless `--force`.
 //! `force-unlock` exists only for the remote backend: the local lock is an operating-system
 //! lock that disappears with its holder.
+//!
+//! `pull` and `force-unlock` call the storage API themselves, so they are async and run inside
+//! `cli::block_on`; a Ctrl-C while they read abandons the read (nothing was changed, exit 130),
+//! and the one request that breaks a lease is let finish. `push` goes through the state backend,
+//! which drives its own I/O.
 
 use std::io::IsTerminal as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use clap::Args;
 
+use super::args::{ForceUnlockArgs, PullArgs, PushArgs};
 use super::{AlreadyReported, Outcome, Output};
+use crate::engine::op::Cancel;
 use crate::manifest::{self, LoadFailed};
 use crate::model::BackendConfig;
 use crate::render;
-use crate::state::{self, LocalBackend, State, remote};
-use crate::storage::RemoteState;
-
-/// `state pull`
-#[derive(Debug, Args)]
-pub struct PullArgs {
-    /// The manifest whose state to print (its `backend` block says where it is).
-    #[arg(value_name = "MANIFEST")]
-    pub manifest: PathBuf,
-}
-
-/// `state push`
-#[derive(Debug, Args)]
-pub struct PushArgs {
-    /// The manifest whose backend receives the state.
-    #[arg(value_name = "MANIFEST")]
-    pub manifest: PathBuf,
-    /// The state file to upload (e.g. from `dsinfra state pull`).
-    #[arg(value_name = "STATEFILE")]
-    pub state_file: PathBuf,
-    /// Replace the backend's state even if it is another lineage or a newer serial.
-    #[arg(long)]
-    pub force: bool,
-}
-
-/// `force-unlock`
-#[derive(Debug, Args)]
-pub struct ForceUnlockArgs {
-    /// The manifest whose remote state lock to break.
-    #[arg(value_name = "MANIFEST")]
-    pub manifest: PathBuf,
-    /// Do not ask for confirmation (required when stdin is not a terminal).
-    #[arg(long)]
-    pub yes: bool,
-}
+use crate::state::{self, State, transfer};
 
 /// The backend block of a manifest; problems in it are printed with their source.
 fn backend_of(manifest: &Path, out: &Output) -> anyhow::Result<Option<BackendConfig>> {
@@ -67,64 +39,14 @@ fn backend_of(manifest: &Path, out: &Output) -> anyhow::Result<Option<BackendCon
     })
 }
 
-/// A small runtime for the commands that call the storage API directly.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("could not start the async runtime")
-}
-
-fn remote_state(config: &BackendConfig) -> anyhow::Result<RemoteState> {
-    let store = remote::store_for(config)?;
-    Ok(RemoteState::new(store, &config.container, &config.key))
-}
-
 /// `dsinfra state pull MANIFEST`: the state, byte for byte, on stdout.
-pub fn pull(args: &PullArgs, out: &Output) -> anyhow::Result<Outcome> {
-    let bytes = if let Some(config) = backend_of(&args.manifest, out)? {
-        let remote = remote_state(&config)?;
-        let read = runtime()?
-            .block_on(remote.read())
-            .map_err(|source| state::StateError::remote("read", remote.url(), source))?;
-        let Some(bytes) = read.and_then(|version| version.content) else {
-            bail!("there is no state at {} yet: nothing to pull", remote.url());
-        };
-        bytes
-    } else {
-        let path = LocalBackend::state_dir(&args.manifest)?.join("state.json");
-        match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => bail!(
-                "there is no state at {} yet: nothing to pull",
-                path.display()
-            ),
-            Err(err) => {
-                return Err(err).with_context(|| format!("could not read {}", path.display()));
-            }
-        }
-    };
+pub async fn pull(args: &PullArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
+    let backend = backend_of(&args.manifest, out)?;
+    let bytes = cancel
+        .interruptible(transfer::pull(&args.manifest, backend.as_ref()))
+        .await??;
     out.result(&String::from_utf8_lossy(&bytes));
     Ok(Outcome::Success)
-}
-
-/// Why a push must be refused without `--force`, if it must. Pure, so the rules are tested
-/// on their own.
-fn refuse_push(current: Option<&State>, pushed: &State) -> Option<String> {
-    let current = current?;
-    if current.lineage != pushed.lineage {
-        return Some(format!(
-            "it has lineage {} but the backend's state has lineage {}: they are the histories of different experiments",
-            pushed.lineage, current.lineage
-        ));
-    }
-    if pushed.serial < current.serial {
-        return Some(format!(
-            "it has serial {} but the backend's state is newer (serial {}): pull the newer state first",
-            pushed.serial, current.serial
-        ));
-    }
-    None
 }
 
 /// `dsinfra state push MANIFEST STATEFILE`: upload a state to the manifest's backend.
@@ -136,7 +58,7 @@ pub fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
     let command = format!("dsinfra state push {}", args.manifest.display());
     let mut backend = state::open_backend(&args.manifest, config.as_ref(), &command)?;
     let current = backend.load()?;
-    if let Some(why) = refuse_push(current.as_ref(), &pushed) {
+    if let Some(why) = transfer::push_refusal(current.as_ref(), &pushed) {
         if !args.force {
             bail!(
                 "refusing to push {} to {}: {why}; use --force to replace it anyway (the replaced version is kept)",
@@ -161,19 +83,23 @@ pub fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
 }
 
 /// `dsinfra force-unlock MANIFEST`: break the remote state's lease after confirmation.
-pub fn force_unlock(args: &ForceUnlockArgs, out: &Output) -> anyhow::Result<Outcome> {
+pub async fn force_unlock(
+    args: &ForceUnlockArgs,
+    out: &Output,
+    cancel: Cancel,
+) -> anyhow::Result<Outcome> {
     let Some(config) = backend_of(&args.manifest, out)? else {
         bail!(
             "the state of {} is local: its lock is an operating-system lock that is released when its holder exits, even if it crashes, so there is nothing to force-unlock",
             args.manifest.display()
         );
     };
-    let remote = remote_state(&config)?;
-    let runtime = runtime()?;
+    let remote = transfer::remote_state(&config)?;
     let url = remote.url();
     let storage_error = |action, source| state::StateError::remote(action, url.clone(), source);
-    let Some(holder) = runtime
-        .block_on(remote.holder())
+    let Some(holder) = cancel
+        .interruptible(remote.holder())
+        .await?
         .map_err(|e| storage_error("read", e))?
     else {
         out.message(&format!("the state {url} is not locked: nothing to do\n"));
@@ -196,8 +122,9 @@ pub fn force_unlock(args: &ForceUnlockArgs, out: &Output) -> anyhow::Result<Outc
             bail!("force-unlock cancelled: the lock is still held by {holder}");
         }
     }
-    let broken = runtime
-        .block_on(remote.force_unlock())
+    let broken = remote
+        .force_unlock()
+        .await
         .map_err(|e| storage_error("unlock", e))?;
     match broken {
         Some(was) => out.message(&format!("broke the lock on {url}, held by {was}\n")),
@@ -206,33 +133,4 @@ pub fn force_unlock(args: &ForceUnlockArgs, out: &Output) -> anyhow::Result<Outc
         )),
     }
     Ok(Outcome::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn push_refuses_another_lineage_and_an_older_serial() {
-        let mut current = State::new("exp");
-        current.serial = 5;
-        let other = State::new("exp");
-        assert_eq!(
-            refuse_push(Some(&current), &other),
-            Some(format!(
-                "it has lineage {} but the backend's state has lineage {}: they are the histories of different experiments",
-                other.lineage, current.lineage
-            ))
-        );
-        let mut older = current.clone();
-        older.serial = 4;
-        assert_eq!(
-            refuse_push(Some(&current), &older).as_deref(),
-            Some(
-                "it has serial 4 but the backend's state is newer (serial 5): pull the newer state first"
-            )
-        );
-        assert_eq!(refuse_push(Some(&current), &current), None);
-        assert_eq!(refuse_push(None, &other), None);
-    }
 }

@@ -18,6 +18,8 @@
 //! over with [`Endpoints::with_addresses`]; an IP found in a resource's state attributes
 //! (`ip_address` of a public IP, `private_ip` of a NIC) is used first.
 
+pub mod openssh;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 

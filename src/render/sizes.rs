@@ -15,18 +15,8 @@ use serde_json::{Value, json};
 use super::money::rate;
 use super::paint::{bold, paint, red, yellow};
 use super::table::{Align, aligned};
-use crate::catalog::{GpuArch, Price, Retirement, VmSize};
-
-/// One size of the listing.
-#[derive(Debug, Clone)]
-pub struct SizeRow {
-    /// The size and its facts.
-    pub size: &'static VmSize,
-    /// Its price in the region asked for (`None` when no region was asked for).
-    pub price: Option<Price>,
-    /// Every region that offers it, sorted (shown in JSON when no region was asked for).
-    pub regions: Vec<&'static str>,
-}
+use crate::catalog::query::SizeRow;
+use crate::catalog::{GpuArch, Retirement, VmSize};
 
 /// What `dsinfra sizes` found, and what the footer says about it.
 #[derive(Debug, Clone)]
@@ -275,6 +265,7 @@ fn arch_name(arch: GpuArch) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Price;
 
     fn day(text: &str) -> NaiveDate {
         NaiveDate::parse_from_str(text, "%Y-%m-%d").expect("a date")

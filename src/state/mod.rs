@@ -20,6 +20,7 @@ mod model;
 pub mod open;
 pub mod remote;
 mod secret;
+pub mod transfer;
 
 pub use backend::Backend;
 pub use error::StateError;

@@ -1,5 +1,9 @@
 //! The tracing subscriber: where dsinfra's log events go, always through the redaction registry.
 //!
+//! This is not a CLI concern: which events are kept (the filters), the redacting writer and the
+//! short terminal format are the library's logging policy; the CLI only passes `--log-file` and
+//! its colour choice to [`init`].
+//!
 //! The library logs with `tracing` (ARM retries, lock renewals, trust-on-first-use host keys,
 //! SSH waits); nothing is written unless the binary installs a subscriber, which [`init`] does
 //! once per process. Three cases, chosen so that the terminal stays the renderer's:
