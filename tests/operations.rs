@@ -913,3 +913,7 @@ async fn ctrl_c_in_status_or_output_ends_the_read_and_changes_nothing() {
         "the state was not written"
     );
 }
+
+/// The same operations called through the library's API (`engine::op`).
+#[path = "operations/api.rs"]
+mod api;
