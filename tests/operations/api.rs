@@ -255,6 +255,27 @@ async fn a_press_while_the_question_is_asked_interrupts_with_nothing_changed() {
     assert_eq!(live_power(&world, &conn).await, Some(PowerState::Running));
     // The lock went with the operation: the next one opens the state at once.
     LocalBackend::open(&world.manifest).expect("not locked");
+
+    // The same for an unpark, which has no BeeOND to stop between the question and the actions.
+    op::park(
+        request(&world, &loaded, &conn, PowerChange::Park),
+        &(Arc::new(op::Quiet) as Events),
+        &AutoApprove,
+        &Cancel::never(),
+    )
+    .await
+    .expect("parks");
+    let (canceller, cancel) = op::cancel::pair();
+    let err = op::park(
+        request(&world, &loaded, &conn, PowerChange::Unpark),
+        &(Arc::new(op::Quiet) as Events),
+        &Answer::new(true, Some(canceller)),
+        &cancel,
+    )
+    .await
+    .expect_err("interrupted");
+    assert!(matches!(err, op::Error::Interrupted(_)), "{err:?}");
+    assert_eq!(live_power(&world, &conn).await, Some(PowerState::Deallocated));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
