@@ -189,7 +189,9 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Show(args) => plan_cmd::show(&args, out),
         Command::Apply(args) => apply_cmd::apply(&args, out),
         Command::Destroy(args) => apply_cmd::destroy(&args, out),
-        Command::Park(args) => block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Park, cancel)),
+        Command::Park(args) => {
+            block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Park, cancel))
+        }
         Command::Unpark(args) => {
             block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Unpark, cancel))
         }

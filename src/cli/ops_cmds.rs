@@ -142,7 +142,9 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
         found.refreshed.is_some(),
         out.stdout_colour(),
     ));
-    if let Some(report) = found.refreshed.filter(|r| r.has_drift()) {
+    if let Some(report) = found.refreshed
+        && report.has_drift()
+    {
         out.note(&format!(
             "{} resource(s) were deleted and {} changed outside dsinfra: `dsinfra plan` shows what apply would do about it",
             report.deleted.len(),

@@ -53,7 +53,7 @@ impl Listener for Collect {
 /// Answers `answer`, after pressing `press` (a Ctrl-C while the question is on screen), and
 /// remembers the question.
 struct Answer {
-    answer: bool,
+    says: bool,
     press: Option<Canceller>,
     asked: Mutex<Option<Question>>,
 }
@@ -61,7 +61,7 @@ struct Answer {
 impl Answer {
     fn new(answer: bool, press: Option<Canceller>) -> Self {
         Self {
-            answer,
+            says: answer,
             press,
             asked: Mutex::new(None),
         }
@@ -74,7 +74,7 @@ impl Approver for Answer {
             canceller.press();
         }
         *self.asked.lock().expect("not poisoned") = Some(question.clone());
-        Ok(self.answer)
+        Ok(self.says)
     }
 }
 
@@ -151,7 +151,10 @@ async fn park_and_unpark_report_progress_as_events_and_return_the_cost() {
     assert!(parked.after.now < parked.before.now, "{parked:?}");
     assert!(parked.after.now > 0.0, "{parked:?}");
     let lines = collect.lines();
-    assert!(lines[0].starts_with("note: parking deallocates the VMs"), "{lines:?}");
+    assert!(
+        lines[0].starts_with("note: parking deallocates the VMs"),
+        "{lines:?}"
+    );
     assert_eq!(
         lines[1..],
         [
@@ -162,8 +165,14 @@ async fn park_and_unpark_report_progress_as_events_and_return_the_cost() {
         ],
         "{lines:?}"
     );
-    assert_eq!(world.power_state("vm.gpu.vm"), Some(PowerState::Deallocated));
-    assert_eq!(live_power(&world, &conn).await, Some(PowerState::Deallocated));
+    assert_eq!(
+        world.power_state("vm.gpu.vm"),
+        Some(PowerState::Deallocated)
+    );
+    assert_eq!(
+        live_power(&world, &conn).await,
+        Some(PowerState::Deallocated)
+    );
 
     let unparked = op::park(
         request(&world, &loaded, &conn, PowerChange::Unpark),
@@ -218,7 +227,12 @@ async fn a_park_declined_at_the_question_changes_nothing() {
     .await
     .expect_err("declined");
     assert_eq!(err.to_string(), "cancelled: nothing was changed");
-    let asked = no.asked.lock().expect("not poisoned").clone().expect("asked");
+    let asked = no
+        .asked
+        .lock()
+        .expect("not poisoned")
+        .clone()
+        .expect("asked");
     assert_eq!(asked.verb, "park");
     assert_eq!(
         asked.text,
@@ -228,7 +242,11 @@ async fn a_park_declined_at_the_question_changes_nothing() {
         )
     );
     assert!(!collect.lines().contains(&"work started".to_owned()));
-    assert_eq!(world.state().serial, before.serial, "the state was not written");
+    assert_eq!(
+        world.state().serial,
+        before.serial,
+        "the state was not written"
+    );
     assert_eq!(live_power(&world, &conn).await, Some(PowerState::Running));
 }
 
@@ -251,7 +269,11 @@ async fn a_press_while_the_question_is_asked_interrupts_with_nothing_changed() {
     .expect_err("interrupted");
     assert!(matches!(err, op::Error::Interrupted(_)), "{err:?}");
     assert_eq!(err.to_string(), "interrupted: nothing was changed");
-    assert_eq!(world.state().serial, before.serial, "the state was not written");
+    assert_eq!(
+        world.state().serial,
+        before.serial,
+        "the state was not written"
+    );
     assert_eq!(live_power(&world, &conn).await, Some(PowerState::Running));
     // The lock went with the operation: the next one opens the state at once.
     LocalBackend::open(&world.manifest).expect("not locked");
@@ -275,7 +297,10 @@ async fn a_press_while_the_question_is_asked_interrupts_with_nothing_changed() {
     .await
     .expect_err("interrupted");
     assert!(matches!(err, op::Error::Interrupted(_)), "{err:?}");
-    assert_eq!(live_power(&world, &conn).await, Some(PowerState::Deallocated));
+    assert_eq!(
+        live_power(&world, &conn).await,
+        Some(PowerState::Deallocated)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -364,5 +389,8 @@ async fn status_and_output_work_offline_from_the_state() {
     let err = op::output(ask(Some("sshh"), false), &Cancel::never())
         .await
         .expect_err("no such output");
-    assert_eq!(err.to_string(), "no output named `sshh`: did you mean `ssh`?");
+    assert_eq!(
+        err.to_string(),
+        "no output named `sshh`: did you mean `ssh`?"
+    );
 }

@@ -95,6 +95,7 @@ pub async fn park(
         steps,
     } = request;
     let note = |text: &str| events.event(OpEvent::Note(text));
+    // Refreshed first, so a VM parked by its auto-shutdown schedule is not parked again.
     cancel
         .interruptible(refresh::refresh(&arm.client, &arm.subscription, &mut state))
         .await??;
@@ -102,14 +103,7 @@ pub async fn park(
     let todo = power::needing_change(&state, &selected, change);
     let before = power::hourly_cost(&state);
     if todo.is_empty() {
-        let verb = match change {
-            PowerChange::Park => "parked",
-            PowerChange::Unpark => "running",
-        };
-        note(&format!(
-            "nothing to do: {} VM(s) selected, all already {verb}",
-            selected.len()
-        ));
+        note(&nothing_to_do(change, selected.len()));
         return Ok(ParkOutcome {
             sent: Vec::new(),
             before,
@@ -136,7 +130,11 @@ pub async fn park(
     let job = StepsJob::new(arm, manifest, &steps, change.verb(), events);
     if change == PowerChange::Park {
         (backend, state) = cancel
-            .interruptible(job.before_park(&loaded.desired, (backend, state), &todo))
+            .interruptible(Box::pin(job.before_park(
+                &loaded.desired,
+                (backend, state),
+                &todo,
+            )))
             .await?;
     }
     // The last moment at which a Ctrl-C means "nothing was changed".
@@ -148,14 +146,14 @@ pub async fn park(
     // The engine's client: against an emulator it waits at the emulator's latency scale, as
     // apply's does; either way it is gated by the connection's limiter.
     let sent = cancel
-        .interruptible(power::set_power(
+        .interruptible(Box::pin(power::set_power(
             &arm.engine_client,
             backend.as_mut(),
             &mut state,
             &todo,
             change,
             &sink,
-        ))
+        )))
         .await;
     events.event(OpEvent::WorkFinished);
     let mut outcome = ParkOutcome {
@@ -175,32 +173,70 @@ pub async fn park(
         ));
         return Ok(outcome);
     };
-    outcome.problem = match sent {
-        Ok(()) => None,
-        Err(PowerError::State(e)) => Some(Error::State(e)),
-        Err(err) => {
-            if let PowerError::Failed { failures, .. } = &err {
-                outcome.failures = described(failures, change, loaded);
-            }
-            Some(Error::Failed(err.to_string()))
-        }
-    };
+    (outcome.failures, outcome.problem) = problems(sent, change, loaded);
     if change == PowerChange::Unpark {
-        match cancel
-            .interruptible(job.after_unpark(&loaded.desired, (backend, state), &outcome.sent))
-            .await
-        {
-            Ok(ran) => outcome.problem = outcome.problem.or(ran.err()),
-            Err(_) => {
-                outcome.interrupted = Some(
-                    "interrupted: the VMs are running; the steps that had not finished run at \
-                     the next `dsinfra apply`"
-                        .to_owned(),
-                );
-            }
-        }
+        after_unpark(
+            &job,
+            &loaded.desired,
+            (backend, state),
+            cancel,
+            &mut outcome,
+        )
+        .await;
     }
     Ok(outcome)
+}
+
+/// The started VMs' steps (they boot afresh, so their per-boot steps run again). A press stops
+/// them: the VMs run, and what had not finished runs at the next apply.
+async fn after_unpark(
+    job: &StepsJob<'_>,
+    desired: &crate::model::Desired,
+    parts: (Box<dyn Backend + Send>, State),
+    cancel: &Cancel,
+    outcome: &mut ParkOutcome,
+) {
+    let ran = cancel
+        .interruptible(Box::pin(job.after_unpark(desired, parts, &outcome.sent)))
+        .await;
+    match ran {
+        Ok(ran) => outcome.problem = outcome.problem.take().or(ran.err()),
+        Err(_) => {
+            outcome.interrupted = Some(
+                "interrupted: the VMs are running; the steps that had not finished run at the \
+                 next `dsinfra apply`"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+/// The note when every selected VM is already where it was asked to go.
+fn nothing_to_do(change: PowerChange, selected: usize) -> String {
+    let verb = match change {
+        PowerChange::Park => "parked",
+        PowerChange::Unpark => "running",
+    };
+    format!("nothing to do: {selected} VM(s) selected, all already {verb}")
+}
+
+/// What went wrong with the actions: each failed VM described, and the operation's problem.
+fn problems(
+    sent: Result<(), PowerError>,
+    change: PowerChange,
+    loaded: &Loaded,
+) -> (Vec<ResourceError>, Option<Error>) {
+    match sent {
+        Ok(()) => (Vec::new(), None),
+        Err(PowerError::State(e)) => (Vec::new(), Some(Error::State(e))),
+        Err(err) => {
+            let failures = match &err {
+                PowerError::Failed { failures, .. } => described(failures, change, loaded),
+                PowerError::NoSuchVm { .. } | PowerError::State(_) => Vec::new(),
+            };
+            (failures, Some(Error::Failed(err.to_string())))
+        }
+    }
 }
 
 /// `Deallocate 2 VM(s) on <target>: vm.a.vm, vm.b.vm?`
