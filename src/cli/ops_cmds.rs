@@ -74,7 +74,8 @@ pub async fn park(
         .await??;
     let request = op::ParkRequest {
         change,
-        loaded: &loaded,
+        desired: &loaded.desired,
+        sources: &loaded.sources,
         manifest,
         backend,
         state,

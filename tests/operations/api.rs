@@ -104,7 +104,8 @@ fn request<'a>(
     let state = backend.load().expect("reads").expect("applied");
     op::ParkRequest {
         change,
-        loaded,
+        desired: &loaded.desired,
+        sources: &loaded.sources,
         manifest: &world.manifest,
         backend,
         state,

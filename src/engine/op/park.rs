@@ -19,11 +19,12 @@ use std::sync::Arc;
 use super::steps::{StepsJob, StepsOptions};
 use super::{Approver, Arm, Cancel, Error, Events, OpEvent, Question};
 use crate::addr::Address;
+use crate::diag::SourceMap;
 use crate::engine::advice::{self, ResourceError};
 use crate::engine::events::{Event, EventSink, Operation};
 use crate::engine::power::{self, HourlyCost, PowerChange, PowerError};
 use crate::engine::{preflight, refresh};
-use crate::manifest::Loaded;
+use crate::model::Desired;
 use crate::state::{Backend, State};
 
 /// The temp-disk warning every park gives before asking.
@@ -33,9 +34,11 @@ const TEMP_DISK_WARNING: &str = "parking deallocates the VMs: compute is no long
 pub struct ParkRequest<'a> {
     /// Park or unpark.
     pub change: PowerChange,
-    /// The manifest, loaded: its blocks locate quota problems and advice, its steps run after an
-    /// unpark.
-    pub loaded: &'a Loaded,
+    /// The manifest's world: its blocks locate quota problems and advice, its steps run after
+    /// an unpark.
+    pub desired: &'a Desired,
+    /// The manifest's text, for the snippets of located problems and advice.
+    pub sources: &'a SourceMap,
     /// The manifest's path: the steps' logs go next to it, and notes name it.
     pub manifest: &'a Path,
     /// The opened state backend (holding the lock) and the state it read.
@@ -86,7 +89,8 @@ pub async fn park(
 ) -> Result<ParkOutcome, Error> {
     let ParkRequest {
         change,
-        loaded,
+        desired,
+        sources,
         manifest,
         mut backend,
         mut state,
@@ -117,7 +121,7 @@ pub async fn park(
         note(TEMP_DISK_WARNING);
     }
     if change == PowerChange::Unpark {
-        check_start(arm, &state, &todo, loaded, events, cancel).await?;
+        check_start(arm, &state, &todo, (desired, sources), events, cancel).await?;
     }
     let question = Question {
         verb: change.verb(),
@@ -130,11 +134,7 @@ pub async fn park(
     let job = StepsJob::new(arm, manifest, &steps, change.verb(), events);
     if change == PowerChange::Park {
         (backend, state) = cancel
-            .interruptible(Box::pin(job.before_park(
-                &loaded.desired,
-                (backend, state),
-                &todo,
-            )))
+            .interruptible(Box::pin(job.before_park(desired, (backend, state), &todo)))
             .await?;
     }
     // The last moment at which a Ctrl-C means "nothing was changed".
@@ -173,16 +173,9 @@ pub async fn park(
         ));
         return Ok(outcome);
     };
-    (outcome.failures, outcome.problem) = problems(sent, change, loaded);
+    (outcome.failures, outcome.problem) = problems(sent, change, desired, sources);
     if change == PowerChange::Unpark {
-        after_unpark(
-            &job,
-            &loaded.desired,
-            (backend, state),
-            cancel,
-            &mut outcome,
-        )
-        .await;
+        after_unpark(&job, desired, (backend, state), cancel, &mut outcome).await;
     }
     Ok(outcome)
 }
@@ -191,7 +184,7 @@ pub async fn park(
 /// them: the VMs run, and what had not finished runs at the next apply.
 async fn after_unpark(
     job: &StepsJob<'_>,
-    desired: &crate::model::Desired,
+    desired: &Desired,
     parts: (Box<dyn Backend + Send>, State),
     cancel: &Cancel,
     outcome: &mut ParkOutcome,
@@ -224,14 +217,17 @@ fn nothing_to_do(change: PowerChange, selected: usize) -> String {
 fn problems(
     sent: Result<(), PowerError>,
     change: PowerChange,
-    loaded: &Loaded,
+    desired: &Desired,
+    sources: &SourceMap,
 ) -> (Vec<ResourceError>, Option<Error>) {
     match sent {
         Ok(()) => (Vec::new(), None),
         Err(PowerError::State(e)) => (Vec::new(), Some(Error::State(e))),
         Err(err) => {
             let failures = match &err {
-                PowerError::Failed { failures, .. } => described(failures, change, loaded),
+                PowerError::Failed { failures, .. } => {
+                    described(failures, change, desired, sources)
+                }
                 PowerError::NoSuchVm { .. } | PowerError::State(_) => Vec::new(),
             };
             (failures, Some(Error::Failed(err.to_string())))
@@ -260,7 +256,7 @@ async fn check_start(
     arm: &Arm,
     state: &State,
     todo: &[Address],
-    loaded: &Loaded,
+    (desired, sources): (&Desired, &SourceMap),
     events: &Events,
     cancel: &Cancel,
 ) -> Result<(), Error> {
@@ -272,13 +268,13 @@ async fn check_start(
             &locations,
         ))
         .await??;
-    let problems = preflight::check_start(state, todo, &loaded.desired, &capacity);
+    let problems = preflight::check_start(state, todo, desired, &capacity);
     if problems.is_empty() {
         return Ok(());
     }
     events.event(OpEvent::Diagnostics {
         diagnostics: &problems,
-        sources: &loaded.sources,
+        sources,
     });
     Err(Error::Reported {
         count: problems.len(),
@@ -289,7 +285,8 @@ async fn check_start(
 fn described(
     failures: &[(Address, crate::azure::ArmError)],
     change: PowerChange,
-    loaded: &Loaded,
+    desired: &Desired,
+    sources: &SourceMap,
 ) -> Vec<ResourceError> {
     failures
         .iter()
@@ -300,8 +297,8 @@ fn described(
                 err,
                 address,
                 Operation::Update,
-                loaded.desired.resource(address),
-                Some(&loaded.sources),
+                desired.resource(address),
+                Some(sources),
             );
             described.operation = change.operation();
             described
