@@ -933,3 +933,7 @@ async fn ctrl_c_in_ssh_or_ssh_config_ends_the_read() {
         );
     }
 }
+
+/// The same operations called through the library's API (`engine::op`).
+#[path = "operations/api.rs"]
+mod api;

@@ -25,6 +25,7 @@ use std::ffi::OsString;
 use clap::Parser;
 
 use crate::engine::op;
+use crate::engine::power::PowerChange;
 
 pub use args::{Cli, ColorChoice, Command};
 pub use output::Output;
@@ -187,12 +188,14 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Show(args) => plan_cmd::show(&args, out),
         Command::Apply(args) => apply_cmd::apply(&args, out),
         Command::Destroy(args) => apply_cmd::destroy(&args, out),
-        Command::Park(args) => ops_cmds::park(&args, out, crate::engine::power::PowerChange::Park),
-        Command::Unpark(args) => {
-            ops_cmds::park(&args, out, crate::engine::power::PowerChange::Unpark)
+        Command::Park(args) => {
+            block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Park, cancel))
         }
-        Command::Status(args) => ops_cmds::status(&args, out),
-        Command::Output(args) => ops_cmds::output(&args, out),
+        Command::Unpark(args) => {
+            block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Unpark, cancel))
+        }
+        Command::Status(args) => block_on(|cancel| ops_cmds::status(&args, out, cancel)),
+        Command::Output(args) => block_on(|cancel| ops_cmds::output(&args, out, cancel)),
         Command::Ssh(args) => block_on(|cancel| ssh_cmds::ssh(&args, out, cancel)),
         Command::SshConfig(args) => block_on(|cancel| ssh_cmds::ssh_config(&args, out, cancel)),
         Command::Sizes(args) => sizes_cmd::sizes(&args, out),

@@ -30,7 +30,7 @@ use crate::model::Desired;
 use crate::plan::Plan;
 use crate::render;
 use crate::ssh::WaitPolicy;
-use crate::state::{Backend, LocalBackend, State};
+use crate::state::LocalBackend;
 
 /// The steps part of one command.
 pub(super) struct StepsJob<'a> {
@@ -281,58 +281,6 @@ impl<'a> StepsJob<'a> {
             }
             Err(why) => Err(anyhow::anyhow!("{why}\nnothing was changed in Azure")),
         }
-    }
-
-    /// `park`: stops BeeOND on the blocks of the VMs about to be deallocated (best effort),
-    /// then hands the backend and state back.
-    pub async fn before_park(
-        &self,
-        desired: &Desired,
-        (backend, state): (Box<dyn Backend + Send>, State),
-        vms: &[Address],
-        out: &Output,
-    ) -> (Box<dyn Backend + Send>, State) {
-        if self.mode == StepsMode::Skip {
-            return (backend, state);
-        }
-        let store = StateStore::new(backend, state);
-        self.stop_beeond(
-            (&self.conn.client, &self.conn.subscription),
-            desired,
-            &store,
-            vms,
-            out,
-        )
-        .await;
-        store.into_parts()
-    }
-
-    /// `unpark`: the started VMs have new temp disks, so their blocks' steps run again
-    /// (per-boot ones re-run, see `engine::post_boot::records`); the state is saved as they end.
-    ///
-    /// # Errors
-    ///
-    /// As [`Self::conclude`].
-    pub async fn after_unpark(
-        &self,
-        desired: &Desired,
-        (backend, state): (Box<dyn Backend + Send>, State),
-        vms: &[Address],
-        out: &Output,
-    ) -> anyhow::Result<()> {
-        if self.mode == StepsMode::Skip || desired.steps.is_empty() {
-            return self.conclude(desired, &[], out);
-        }
-        let store = StateStore::new(backend, state);
-        let outcomes = self
-            .now(
-                (&self.conn.client, &self.conn.subscription),
-                desired,
-                &store,
-                Some(vms),
-            )
-            .await;
-        self.conclude(desired, &outcomes, out)
     }
 
     /// What the command says at the end about steps, and whether they failed it.

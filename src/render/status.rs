@@ -164,16 +164,8 @@ pub fn cost_change(before: &HourlyCost, after: &HourlyCost) -> String {
     )
 }
 
-/// One output value for `dsinfra output`: hidden when sensitive and not asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutputValue {
-    /// Name.
-    pub name: String,
-    /// Value, `None` when hidden.
-    pub value: Option<Value>,
-    /// Whether it is sensitive.
-    pub sensitive: bool,
-}
+/// One output value for `dsinfra output`, as the `output` operation returns it.
+pub use crate::engine::op::output::OutputValue;
 
 /// Every output as `name = value` lines; hidden ones as `(sensitive)`.
 pub fn outputs_text(outputs: &[OutputValue]) -> String {

@@ -10,11 +10,17 @@
 
 pub mod cancel;
 pub mod endpoints;
+pub mod output;
+pub mod park;
+pub mod status;
 pub mod steps;
 
 use std::sync::Arc;
 
 pub use cancel::{Cancel, Canceller, Interrupted};
+pub use output::{OutputOutcome, OutputRequest, OutputValue, output};
+pub use park::{ParkOutcome, ParkRequest, park};
+pub use status::{StatusOutcome, StatusRequest, status};
 
 use crate::azure::{ArmClient, ArmError};
 use crate::diag::{Diagnostic, SourceMap};
