@@ -8,7 +8,6 @@ mod apply_cmd;
 mod args;
 mod emulator_cmd;
 mod interrupt;
-mod live_sizes;
 mod logging;
 mod manifest_cmds;
 mod ops_cmds;
@@ -184,10 +183,10 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Validate(args) => manifest_cmds::validate(&args, out),
         Command::Fmt(args) => manifest_cmds::fmt(&args, out),
         Command::Graph(args) => manifest_cmds::graph(&args, out),
-        Command::Plan(args) => plan_cmd::plan(&args, out),
+        Command::Plan(args) => block_on(|cancel| plan_cmd::plan(&args, out, cancel)),
         Command::Show(args) => plan_cmd::show(&args, out),
-        Command::Apply(args) => apply_cmd::apply(&args, out),
-        Command::Destroy(args) => apply_cmd::destroy(&args, out),
+        Command::Apply(args) => block_on(|cancel| apply_cmd::apply(&args, out, cancel)),
+        Command::Destroy(args) => block_on(|cancel| apply_cmd::destroy(&args, out, cancel)),
         Command::Park(args) => ops_cmds::park(&args, out, crate::engine::power::PowerChange::Park),
         Command::Unpark(args) => {
             ops_cmds::park(&args, out, crate::engine::power::PowerChange::Unpark)

@@ -1,3 +1,6 @@
+//! Transitional (issue 16): what `ops_cmds` (park, unpark) still uses until it moves onto
+//! `engine::op::steps`, whose job this file was; delete it with that move.
+//!
 //! The CLI side of post-boot steps: `--steps`, `--rerun-step` and `-i` turned into
 //! [`post_boot::Options`], the run alongside an apply's walk or on its own (an apply with no
 //! resource changes, `unpark`), BeeOND stop before `park`/`destroy`, and what the user is told.
@@ -9,25 +12,19 @@
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use chrono::Utc;
 use futures::FutureExt as _;
-use tokio::sync::{mpsc, watch};
 
 use super::args::{StepsArgs, StepsChoice};
 use super::{AlreadyReported, Output};
 use crate::addr::Address;
 use crate::azure::ArmClient;
 use crate::connect::Connection;
-use crate::engine::events::{Event, EventSink};
 use crate::engine::execute::StateStore;
 use crate::engine::op::{Target, endpoints};
-use crate::engine::post_boot::{
-    self, Azure, BlockOutcome, EndpointsFn, Message, PostBoot, Readiness, StepsMode, auth,
-};
+use crate::engine::post_boot::{self, Azure, BlockOutcome, EndpointsFn, PostBoot, StepsMode, auth};
 use crate::model::Desired;
-use crate::plan::Plan;
 use crate::render;
 use crate::ssh::WaitPolicy;
 use crate::state::{Backend, LocalBackend, State};
@@ -67,18 +64,6 @@ impl<'a> StepsJob<'a> {
             rerun: args.rerun_steps.iter().cloned().collect(),
             identity: args.identity.as_deref(),
             verb,
-        }
-    }
-
-    /// A job that only stops BeeOND (`destroy`, `park`).
-    pub fn stopping(conn: &'a Connection, manifest: &'a Path, identity: Option<&'a Path>) -> Self {
-        Self {
-            conn,
-            manifest,
-            mode: StepsMode::Auto,
-            rerun: BTreeSet::new(),
-            identity,
-            verb: "stop",
         }
     }
 
@@ -158,33 +143,6 @@ impl<'a> StepsJob<'a> {
         })
     }
 
-    /// Runs the blocks of `desired` alongside the walk whose events arrive on `messages`
-    /// (ending with [`Message::WalkDone`]).
-    pub async fn during(
-        &self,
-        (client, subscription): (&ArmClient, &str),
-        (plan, desired): (&Plan, &Desired),
-        store: &StateStore,
-        messages: mpsc::UnboundedReceiver<Message>,
-        cancelled: watch::Receiver<bool>,
-    ) -> Vec<BlockOutcome> {
-        if self.mode == StepsMode::Skip {
-            return Vec::new();
-        }
-        let post_boot = self.post_boot(client, subscription, desired, store);
-        let endpoints = self.endpoints(store);
-        let readiness = Readiness::new(plan, desired);
-        post_boot::drive(
-            &post_boot,
-            readiness,
-            messages,
-            &endpoints,
-            cancelled,
-            &mut |outcome| self.print(outcome),
-        )
-        .await
-    }
-
     /// Runs the blocks of `desired` now (nothing to wait for); with `only`, just the blocks of
     /// its addresses (VMs or blocks).
     pub async fn now(
@@ -237,49 +195,6 @@ impl<'a> StepsJob<'a> {
         };
         for line in lines {
             out.note(&line);
-        }
-    }
-
-    /// Unmounts every data disk `plan` detaches from a VM, on that VM, before the walk
-    /// (best effort for a VM that cannot be reached); prints what happened.
-    ///
-    /// # Errors
-    ///
-    /// A release failed on a reachable VM (a busy disk): nothing was changed in Azure.
-    pub async fn release_disks(
-        &self,
-        (client, subscription): (&ArmClient, &str),
-        plan: &Plan,
-        desired: &Desired,
-        store: &StateStore,
-        out: &Output,
-    ) -> anyhow::Result<()> {
-        let detaches = plan.disk_detaches();
-        if detaches.is_empty() {
-            return Ok(());
-        }
-        if self.mode == StepsMode::Skip {
-            out.note("data disks are detached without unmounting them first (--steps skip)");
-            return Ok(());
-        }
-        let post_boot = self.post_boot(client, subscription, desired, store);
-        let endpoints = match (self.endpoints(store))().await {
-            Ok(endpoints) => endpoints,
-            Err(why) => {
-                out.note(&format!(
-                    "data disks were not unmounted before detaching ({why}); continuing"
-                ));
-                return Ok(());
-            }
-        };
-        match post_boot.release_disks(&detaches, &endpoints).await {
-            Ok(lines) => {
-                for line in lines {
-                    out.note(&line);
-                }
-                Ok(())
-            }
-            Err(why) => Err(anyhow::anyhow!("{why}\nnothing was changed in Azure")),
         }
     }
 
@@ -359,12 +274,4 @@ impl<'a> StepsJob<'a> {
         }
         Ok(())
     }
-}
-
-/// Sends every engine event to the driver as well as to `sink`.
-pub(super) fn tee(sink: EventSink, messages: mpsc::UnboundedSender<Message>) -> EventSink {
-    Arc::new(move |event: &Event| {
-        sink(event);
-        let _ = messages.send(Message::Event(event.clone()));
-    })
 }
