@@ -97,11 +97,6 @@ fn is_saved_plan(path: &Path) -> anyhow::Result<bool> {
 }
 
 async fn run(job: Job<'_>, out: &Output, cancel: &op::Cancel) -> anyhow::Result<Outcome> {
-    let targets = job
-        .targets
-        .iter()
-        .map(|t| t.parse::<Address>())
-        .collect::<Result<Vec<_>, _>>()?;
     let events: op::Events = Terminal::new(out, ProgressOn::Stdout);
     let path = &job.manifest.manifest;
     let options = job.connect.options();
@@ -109,6 +104,11 @@ async fn run(job: Job<'_>, out: &Output, cancel: &op::Cancel) -> anyhow::Result<
         connect(&options, path, azure).await
     })
     .await?;
+    let targets = job
+        .targets
+        .iter()
+        .map(|t| t.parse::<Address>())
+        .collect::<Result<Vec<_>, _>>()?;
     let request = op::ApplyRequest {
         manifest: manifest_of(&loaded, path),
         arm: &conn,

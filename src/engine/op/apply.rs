@@ -134,23 +134,19 @@ pub async fn apply(
         targets,
         now: Utc::now(),
         rerun_steps: if destroy {
-            Default::default()
+            std::collections::BTreeSet::new()
         } else {
             steps_options.rerun.clone()
         },
     };
-    let Planned { plan: planned, .. } = super::plan::plan(
-        PlanRequest {
-            desired: &mut desired,
-            sources: manifest.sources,
-            state: &mut state,
-            live: Live::Apply(arm),
-            options,
-        },
-        events,
-        cancel,
-    )
-    .await?;
+    let request = PlanRequest {
+        desired: &mut desired,
+        sources: manifest.sources,
+        state: &mut state,
+        live: Live::Apply(arm),
+        options,
+    };
+    let Planned { plan: planned, .. } = super::plan::plan(request, events, cancel).await?;
     let steps =
         (!destroy).then(|| StepsJob::new(arm, manifest.path, &steps_options, "apply", events));
     if !planned.has_changes() {
@@ -164,7 +160,7 @@ pub async fn apply(
             // Only the blocks the plan lists (`-target` narrows them).
             let blocks: Vec<Address> = planned.steps.iter().map(|s| s.block.clone()).collect();
             let outcomes = cancel
-                .interruptible(job.now(&desired, &store, Some(&blocks)))
+                .interruptible(Box::pin(job.now(&desired, &store, Some(&blocks))))
                 .await?;
             job.conclude(&desired, &outcomes)?;
         }
@@ -195,7 +191,7 @@ pub async fn apply(
             events,
         );
         cancel
-            .interruptible(stop.stop_beeond(&desired, &store, &[]))
+            .interruptible(Box::pin(stop.stop_beeond(&desired, &store, &[])))
             .await?;
         cancel.check()?;
         store.into_parts()
@@ -210,7 +206,9 @@ pub async fn apply(
         verb,
         steps: steps.as_ref(),
     };
-    walk(run, (backend, state), events, cancel).await
+    // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
+    // together), and an operation's future should not be.
+    Box::pin(walk(run, (backend, state), events, cancel)).await
 }
 
 /// What a saved plan was made from, opened again: its backend (locked) and state.
@@ -298,5 +296,7 @@ pub async fn apply_saved(
         verb: verb(saved.mode),
         steps: steps.as_ref(),
     };
-    walk(run, (backend, state), events, cancel).await
+    // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
+    // together), and an operation's future should not be.
+    Box::pin(walk(run, (backend, state), events, cancel)).await
 }

@@ -19,9 +19,9 @@ use super::steps::{StepsJob, tee};
 use super::{Arm, Cancel, Error, Events, OpEvent};
 use crate::diag::SourceMap;
 use crate::engine::events::{Event, EventSink};
-use crate::engine::execute::{Execution, StateStore, execute};
+use crate::engine::execute::{Execution, Report, StateStore, execute};
 use crate::engine::outputs;
-use crate::engine::post_boot::Message;
+use crate::engine::post_boot::{BlockOutcome, Message};
 use crate::model::Desired;
 use crate::plan::Plan;
 use crate::state::{Backend, State};
@@ -70,19 +70,7 @@ pub(super) async fn walk(
         verb,
         steps,
     } = run;
-    // Data disks leaving a VM are unmounted there first (a step before an ARM change, like
-    // BeeOND's stop before destroy). A busy disk ends the apply here, before any change.
-    let (backend, state) = match steps.filter(|_| !plan.disk_detaches().is_empty()) {
-        Some(job) => {
-            let store = StateStore::new(backend, state);
-            cancel
-                .interruptible(job.release_disks(plan, desired, &store))
-                .await??;
-            cancel.check()?;
-            store.into_parts()
-        }
-        None => (backend, state),
-    };
+    let (backend, state) = release_disks(steps, plan, desired, (backend, state), cancel).await?;
     events.event(OpEvent::WorkStarted);
     let in_flight = Arc::new(AtomicUsize::new(0));
     let listener = Arc::clone(events);
@@ -158,25 +146,10 @@ pub(super) async fn walk(
         }
     };
     events.event(OpEvent::WorkFinished);
-    // After a successful run: the outputs, with what only ARM knows filled in. The resources are
-    // in place whatever happens here, so a failure is a note, not a failed apply.
-    if report.is_success() && !interrupted {
-        if let Err(e) = outputs::record(&arm.engine_client, desired, &store).await {
-            events.event(OpEvent::Note(&format!(
-                "{e}; `dsinfra output` reads them from Azure instead"
-            )));
-        }
-    }
     let failed = if interrupted {
         0
-    } else if !report.is_success() {
-        report.failed.len().max(1)
     } else {
-        match steps.map(|job| job.conclude(desired, &outcomes)) {
-            Some(Err(Error::Reported { count })) => count,
-            Some(Err(other)) => return Err(other),
-            Some(Ok(())) | None => 0,
-        }
+        conclude(&report, steps, (desired, &outcomes), &store, arm, events).await?
     };
     Ok(ApplyOutcome::Walked(Walked {
         verb,
@@ -185,6 +158,53 @@ pub(super) async fn walk(
         interrupted,
         failed,
     }))
+}
+
+/// Data disks leaving a VM are unmounted there first (a step before an ARM change, like BeeOND's
+/// stop before destroy). A busy disk ends the apply here, before any change.
+async fn release_disks(
+    steps: Option<&StepsJob<'_>>,
+    plan: &Plan,
+    desired: &Desired,
+    (backend, state): (Box<dyn Backend + Send>, State),
+    cancel: &Cancel,
+) -> Result<(Box<dyn Backend + Send>, State), Error> {
+    let Some(job) = steps.filter(|_| !plan.disk_detaches().is_empty()) else {
+        return Ok((backend, state));
+    };
+    let store = StateStore::new(backend, state);
+    cancel
+        .interruptible(job.release_disks(plan, desired, &store))
+        .await??;
+    cancel.check()?;
+    Ok(store.into_parts())
+}
+
+/// After a walk that ran to its end: the outputs recorded when it succeeded, and the steps
+/// concluded. Returns how many resources (or else blocks of steps) failed.
+async fn conclude(
+    report: &Report,
+    steps: Option<&StepsJob<'_>>,
+    (desired, outcomes): (&Desired, &[BlockOutcome]),
+    store: &StateStore,
+    arm: &Arm,
+    events: &Events,
+) -> Result<usize, Error> {
+    if !report.is_success() {
+        return Ok(report.failed.len().max(1));
+    }
+    // The outputs, with what only ARM knows filled in. The resources are in place whatever
+    // happens here, so a failure is a note, not a failed apply.
+    if let Err(e) = outputs::record(&arm.engine_client, desired, store).await {
+        events.event(OpEvent::Note(&format!(
+            "{e}; `dsinfra output` reads them from Azure instead"
+        )));
+    }
+    match steps.map(|job| job.conclude(desired, outcomes)) {
+        Some(Err(Error::Reported { count })) => Ok(count),
+        Some(Err(other)) => Err(other),
+        Some(Ok(())) | None => Ok(0),
+    }
 }
 
 /// Counts resources in flight (for the Ctrl-C message) on the way to `sink`.
