@@ -21,6 +21,9 @@ use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule};
 use serde_json::Value;
 
+#[path = "apply/operation.rs"]
+mod operation;
+
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
 /// Emulator latency scale: a VM takes 90 ms, an ND VM 300 ms.
 const SCALE: f64 = 0.001;

@@ -7,8 +7,6 @@
 mod apply_cmd;
 mod args;
 mod emulator_cmd;
-mod interrupt;
-mod live_sizes;
 mod manifest_cmds;
 mod ops_cmds;
 mod output;
@@ -17,7 +15,6 @@ mod request;
 mod sizes_cmd;
 mod ssh_cmds;
 mod state_cmds;
-mod steps_run;
 pub(crate) mod terminal;
 
 use std::ffi::OsString;
@@ -99,8 +96,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
 
 /// Ctrl-C before anything was changed, from the CLI's own waits or from an operation.
 fn is_interrupted(err: &anyhow::Error) -> bool {
-    err.downcast_ref::<interrupt::Interrupted>().is_some()
-        || err.downcast_ref::<op::Interrupted>().is_some()
+    err.downcast_ref::<op::Interrupted>().is_some()
         || matches!(
             err.downcast_ref::<op::Error>(),
             Some(op::Error::Interrupted(_))
@@ -184,10 +180,10 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Validate(args) => manifest_cmds::validate(&args, out),
         Command::Fmt(args) => manifest_cmds::fmt(&args, out),
         Command::Graph(args) => manifest_cmds::graph(&args, out),
-        Command::Plan(args) => plan_cmd::plan(&args, out),
+        Command::Plan(args) => block_on(|cancel| plan_cmd::plan(&args, out, cancel)),
         Command::Show(args) => plan_cmd::show(&args, out),
-        Command::Apply(args) => apply_cmd::apply(&args, out),
-        Command::Destroy(args) => apply_cmd::destroy(&args, out),
+        Command::Apply(args) => block_on(|cancel| apply_cmd::apply(&args, out, cancel)),
+        Command::Destroy(args) => block_on(|cancel| apply_cmd::destroy(&args, out, cancel)),
         Command::Park(args) => {
             block_on(|cancel| ops_cmds::park(&args, out, PowerChange::Park, cancel))
         }

@@ -1,11 +1,15 @@
 //! Arguments turned into what the operations take: the manifest loaded with its `-var` and
 //! `-var-file` values (warnings shown, problems shown and counted).
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
 use super::args::ManifestArgs;
 use super::{AlreadyReported, Output};
+use crate::connect::Connection;
+use crate::engine::op;
 use crate::manifest::{self, LoadOptions, Loaded};
+use crate::model::AzureSettings;
+use crate::plan::{Plan, PlanSource};
 use crate::render;
 
 /// Load a manifest with its `-var`/`-var-file` values; print warnings, or print every problem
@@ -55,4 +59,91 @@ fn parse_vars(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
             _ => bail!("`-var {pair}` is not NAME=VALUE (for example: -var nodes=6)"),
         })
         .collect()
+}
+
+/// A connection as a command asked for it: required ([`Connection`]) or when available
+/// (`Option<Connection>`).
+pub trait Connected {
+    /// The connection's [`op::Arm`], if there is one.
+    fn arm(&self) -> Option<&op::Arm>;
+}
+
+impl Connected for Connection {
+    fn arm(&self) -> Option<&op::Arm> {
+        Some(self)
+    }
+}
+
+impl Connected for Option<Connection> {
+    fn arm(&self) -> Option<&op::Arm> {
+        self.as_deref()
+    }
+}
+
+/// [`load`] for a command that connects (`plan`, `apply`, `destroy`): connects once with
+/// `connect` (given the manifest's Azure settings) and, through that connection, learns from the
+/// live Resource SKUs the sizes the shipped catalog lacks before the manifest is judged
+/// ([`op::learn_sizes`]). A connection that fails is reported after the manifest's own warnings
+/// and problems, as if it had been made after loading.
+///
+/// # Errors
+///
+/// The manifest has errors (printed), connecting failed, Ctrl-C.
+pub async fn load_connected<C: Connected>(
+    args: &ManifestArgs,
+    out: &Output,
+    events: &op::Events,
+    cancel: &op::Cancel,
+    connect: impl AsyncFnOnce(&AzureSettings) -> Result<C, op::Error>,
+) -> anyhow::Result<(Loaded, C)> {
+    let mut lenient = load_options(args)?;
+    lenient.collect_unknown_sizes = true;
+    let Ok(first) = manifest::load(&args.manifest, &lenient) else {
+        // The lenient load forgives unknown sizes only: the usual one fails too, and says why.
+        let loaded = load(args, out)?;
+        let conn = cancel
+            .interruptible(connect(&loaded.desired.azure))
+            .await??;
+        return Ok((loaded, conn));
+    };
+    let conn = cancel.interruptible(connect(&first.desired.azure)).await?;
+    let arm = match &conn {
+        Ok(conn) => conn.arm().map(Ok),
+        Err(err) => Some(Err(err)),
+    };
+    if let Some(arm) = arm {
+        let learning = op::learn_sizes(arm, &first.desired, &first.unknown_sizes, events);
+        cancel.interruptible(learning).await?;
+    }
+    let loaded = load(args, out)?;
+    Ok((loaded, conn?))
+}
+
+/// A saved plan, read from its file.
+pub fn read_saved(path: &std::path::Path) -> anyhow::Result<Plan> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("could not read {file}"))?;
+    Ok(Plan::from_saved_json(&text, &file)?)
+}
+
+/// The manifest arguments a saved plan was made with, with the `-var` values given again.
+pub fn source_args(source: &PlanSource, vars: &[String]) -> ManifestArgs {
+    ManifestArgs {
+        manifest: source.manifest.clone(),
+        vars: vars.to_vec(),
+        var_files: source.var_files.clone(),
+    }
+}
+
+/// The operations' view of a loaded manifest.
+pub fn manifest_of<'a>(
+    loaded: &'a crate::manifest::Loaded,
+    path: &'a std::path::Path,
+) -> op::Manifest<'a> {
+    op::Manifest {
+        path,
+        desired: &loaded.desired,
+        sources: &loaded.sources,
+        backend: loaded.backend.as_ref(),
+    }
 }

@@ -6,10 +6,6 @@
 //! the cost they leave), as live lines on a terminal and timestamped lines elsewhere; step lines
 //! and block outcomes on stdout, a whole line at a time.
 
-// Transitional: the commands move onto engine::op one by one (issue 16); whoever moves the last
-// one removes this allow.
-#![allow(dead_code)]
-
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -8,25 +8,40 @@
 //! What every operation shares is here: the connection it works through ([`Arm`]), the events
 //! ([`OpEvent`]), the question ([`Question`]) and the one error type of the layer ([`Error`]).
 
+pub mod apply;
 pub mod cancel;
 pub mod endpoints;
 pub mod output;
 pub mod park;
+pub mod plan;
+pub mod sizes;
 pub mod status;
 pub mod steps;
+mod walk;
 
 use std::sync::Arc;
 
+pub use apply::{
+    ApplyOutcome, ApplyRequest, Manifest, Reopened, SavedRequest, Walked, apply, apply_saved,
+    open_saved,
+};
 pub use cancel::{Cancel, Canceller, Interrupted};
 pub use output::{OutputOutcome, OutputRequest, OutputValue, output};
 pub use park::{ParkOutcome, ParkRequest, park};
+pub use plan::{Live, PlanRequest, Planned, plan};
+pub use sizes::learn_sizes;
 pub use status::{StatusOutcome, StatusRequest, status};
+pub use steps::{StepsJob, StepsOptions};
+
+/// How post-boot steps run (`--steps`).
+pub use crate::engine::post_boot::StepsMode;
+pub use walk::GRACE;
 
 use crate::azure::{ArmClient, ArmError};
 use crate::diag::{Diagnostic, SourceMap};
 use crate::engine::events::{Event, LroBridge};
 use crate::engine::limiter::Limiter;
-use crate::engine::post_boot::{BlockOutcome, StepsMode};
+use crate::engine::post_boot::BlockOutcome;
 use crate::plan::Plan;
 use crate::state::StateError;
 

@@ -1,0 +1,244 @@
+//! The walk of an approved plan: data disks released first, then the engine's walk
+//! (`engine::execute`) with the post-boot steps alongside, Ctrl-C handled as the user expects,
+//! the outputs recorded and the steps concluded.
+//!
+//! Ctrl-C once stops new work and lets running operations finish (at most [`GRACE`]); what
+//! finished is saved and the outcome says the walk was interrupted. A second Ctrl-C (or the end
+//! of the grace period) gives up waiting at once, after a state save in progress, if any: the
+//! outcome is [`ApplyOutcome::Abandoned`], and what still runs in Azure has an intent in the
+//! state, so the next apply adopts it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::apply::{ApplyOutcome, Walked};
+use super::steps::{StepsJob, tee};
+use super::{Arm, Cancel, Error, Events, OpEvent};
+use crate::diag::SourceMap;
+use crate::engine::events::{Event, EventSink};
+use crate::engine::execute::{Execution, Report, StateStore, execute};
+use crate::engine::outputs;
+use crate::engine::post_boot::{BlockOutcome, Message};
+use crate::model::Desired;
+use crate::plan::Plan;
+use crate::state::{Backend, State};
+
+/// How long the first Ctrl-C waits for running operations before giving up on them.
+pub const GRACE: Duration = Duration::from_mins(1);
+
+/// The engine's first pause before retrying a call ARM kept throttling (ARM's write buckets
+/// refill within a minute).
+const THROTTLE_PAUSE: Duration = Duration::from_secs(20);
+
+/// Everything the walk of one plan needs.
+pub(super) struct Walk<'a> {
+    /// The approved plan.
+    pub plan: &'a Plan,
+    /// What it was made from (fallbacks resolved).
+    pub desired: &'a Desired,
+    /// Manifest texts, to name manifest lines in advice.
+    pub sources: &'a SourceMap,
+    /// The connection: the walk's requests count against the same limiter as the refresh and
+    /// preflight before it.
+    pub arm: &'a Arm,
+    /// `Apply` or `Destroy`.
+    pub verb: &'static str,
+    /// Post-boot steps, run alongside the walk (`None`: destroy).
+    pub steps: Option<&'a StepsJob<'a>>,
+}
+
+/// Walks `run.plan` against the state, reporting resource progress between
+/// [`OpEvent::WorkStarted`] and [`OpEvent::WorkFinished`].
+///
+/// # Errors
+///
+/// Before the walk: a data disk could not be released, or Ctrl-C ([`Error::Interrupted`]).
+pub(super) async fn walk(
+    run: Walk<'_>,
+    (backend, state): (Box<dyn Backend + Send>, State),
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<ApplyOutcome, Error> {
+    let Walk {
+        plan,
+        desired,
+        sources,
+        arm,
+        verb,
+        steps,
+    } = run;
+    let (backend, state) = release_disks(steps, plan, desired, (backend, state), cancel).await?;
+    events.event(OpEvent::WorkStarted);
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let listener = Arc::clone(events);
+    let sink = counting(
+        Arc::new(move |event: &Event| listener.event(OpEvent::Resource(event))),
+        Arc::clone(&in_flight),
+    );
+    // Post-boot steps hear the engine's events, so each block starts once it is ready.
+    let (messages, received) = mpsc::unbounded_channel();
+    let sink = match steps {
+        Some(_) => tee(sink, messages.clone()),
+        None => sink,
+    };
+    let store = Arc::new(StateStore::new(backend, state));
+    let (stop, stopped) = watch::channel(false);
+    let execution = Execution {
+        client: arm.engine_client.clone(),
+        subscription: arm.subscription.clone(),
+        limiter: Arc::clone(&arm.limiter),
+        events: Arc::clone(&sink),
+        bridge: Some(Arc::clone(&arm.bridge)),
+        sources: Some(sources.clone()),
+        throttle_pause: THROTTLE_PAUSE.mul_f64(arm.time_scale),
+    };
+    let engine = async {
+        let report = execute(
+            plan,
+            desired,
+            Arc::clone(&store),
+            execution,
+            stopped.clone(),
+        )
+        .await;
+        let _ = messages.send(Message::WalkDone);
+        report
+    };
+    let run_steps = async {
+        match steps {
+            Some(job) => {
+                job.during((plan, desired), &store, received, stopped.clone())
+                    .await
+            }
+            None => Vec::new(),
+        }
+    };
+    let work = async { tokio::join!(engine, run_steps) };
+    tokio::pin!(work);
+    // Armed (reset) by the first Ctrl-C; the branch is disabled until then.
+    let grace = tokio::time::sleep(GRACE);
+    tokio::pin!(grace);
+    let mut presses = cancel.clone();
+    let mut interrupted = false;
+    let (report, outcomes) = loop {
+        tokio::select! {
+            done = &mut work => break done,
+            () = presses.pressed() => {
+                // Two presses close together may be seen as one wake-up: count them.
+                if interrupted || presses.presses() >= 2 {
+                    return Ok(abandon(&store, events));
+                }
+                interrupted = true;
+                let _ = stop.send(true);
+                sink(&Event::Stopping { in_flight: in_flight.load(Ordering::SeqCst) });
+                grace.as_mut().reset(tokio::time::Instant::now() + GRACE);
+            }
+            () = &mut grace, if interrupted => {
+                events.event(OpEvent::Note(&format!(
+                    "operations still running after {}s; exiting without waiting for them",
+                    GRACE.as_secs()
+                )));
+                return Ok(abandon(&store, events));
+            }
+        }
+    };
+    events.event(OpEvent::WorkFinished);
+    let failed = if interrupted {
+        0
+    } else {
+        conclude(&report, steps, (desired, &outcomes), &store, arm, events).await?
+    };
+    Ok(ApplyOutcome::Walked(Walked {
+        verb,
+        cost: report.is_success().then_some(plan.cost.after),
+        report,
+        interrupted,
+        failed,
+    }))
+}
+
+/// Data disks leaving a VM are unmounted there first (a step before an ARM change, like BeeOND's
+/// stop before destroy). A busy disk ends the apply here, before any change.
+async fn release_disks(
+    steps: Option<&StepsJob<'_>>,
+    plan: &Plan,
+    desired: &Desired,
+    (backend, state): (Box<dyn Backend + Send>, State),
+    cancel: &Cancel,
+) -> Result<(Box<dyn Backend + Send>, State), Error> {
+    let Some(job) = steps.filter(|_| !plan.disk_detaches().is_empty()) else {
+        return Ok((backend, state));
+    };
+    let store = StateStore::new(backend, state);
+    cancel
+        .interruptible(job.release_disks(plan, desired, &store))
+        .await??;
+    cancel.check()?;
+    Ok(store.into_parts())
+}
+
+/// After a walk that ran to its end: the outputs recorded when it succeeded, and the steps
+/// concluded. Returns how many resources (or else blocks of steps) failed.
+async fn conclude(
+    report: &Report,
+    steps: Option<&StepsJob<'_>>,
+    (desired, outcomes): (&Desired, &[BlockOutcome]),
+    store: &StateStore,
+    arm: &Arm,
+    events: &Events,
+) -> Result<usize, Error> {
+    if !report.is_success() {
+        return Ok(report.failed.len().max(1));
+    }
+    // The outputs, with what only ARM knows filled in. The resources are in place whatever
+    // happens here, so a failure is a note, not a failed apply.
+    if let Err(e) = outputs::record(&arm.engine_client, desired, store).await {
+        events.event(OpEvent::Note(&format!(
+            "{e}; `dsinfra output` reads them from Azure instead"
+        )));
+    }
+    match steps.map(|job| job.conclude(desired, outcomes)) {
+        Some(Err(Error::Reported { count })) => Ok(count),
+        Some(Err(other)) => Err(other),
+        Some(Ok(())) | None => Ok(0),
+    }
+}
+
+/// Counts resources in flight (for the Ctrl-C message) on the way to `sink`.
+fn counting(sink: EventSink, in_flight: Arc<AtomicUsize>) -> EventSink {
+    Arc::new(move |event: &Event| {
+        match event {
+            Event::Started { .. } => {
+                in_flight.fetch_add(1, Ordering::SeqCst);
+            }
+            Event::Done { .. } | Event::Failed { .. } => {
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        sink(event);
+    })
+}
+
+/// Gives up waiting: waits for a save in progress, saves what is only staged, and says what that
+/// means. Everything finished is then saved; what still runs in Azure has an intent in the state,
+/// so the next apply adopts it.
+fn abandon(store: &StateStore, events: &Events) -> ApplyOutcome {
+    let (held, saved) = store.hold();
+    // The backend stays held: the tasks still running are dropped with the walk, and none of
+    // them may start a save that the process's exit (which follows) would cut in half.
+    std::mem::forget(held);
+    match saved {
+        Ok(()) => events.event(OpEvent::Note(
+            "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
+        )),
+        Err(e) => events.event(OpEvent::Note(&format!(
+            "exiting now; the last save failed ({e}): the state holds the intents of everything started, and the next apply adopts what exists"
+        ))),
+    }
+    events.event(OpEvent::WorkFinished);
+    ApplyOutcome::Abandoned
+}
