@@ -164,6 +164,15 @@ pub fn redact(text: &str) -> String {
     REGISTRY.redact(text)
 }
 
+/// Every message of an error's chain (outermost first), each with every registered secret
+/// redacted: the last line of defence for a service's or a library's text before it is printed
+/// (the layers below already keep secrets out of their own messages).
+pub fn redact_chain<'a>(
+    chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> Vec<String> {
+    chain.map(|cause| redact(&cause.to_string())).collect()
+}
+
 /// How many of the `azure` and `ssh` modules' remembered values the registry has read.
 static ABSORBED: Mutex<(usize, usize)> = Mutex::new((0, 0));
 

@@ -11,13 +11,13 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 
-use super::args::{ApplyArgs, ConnectArgs, DestroyArgs, ManifestArgs, StepsArgs, StepsChoice};
+use super::args::{ApplyArgs, ConnectArgs, DestroyArgs, ManifestArgs};
 use super::request::{load, load_connected, manifest_of, read_saved, source_args};
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
 use crate::connect::connect;
-use crate::engine::op::{self, ApplyOutcome, StepsMode, StepsOptions};
+use crate::engine::op::{self, ApplyOutcome, StepsOptions};
 use crate::plan::Mode;
 use crate::render::progress::summary;
 
@@ -42,7 +42,7 @@ pub async fn apply(args: &ApplyArgs, out: &Output, cancel: op::Cancel) -> anyhow
         auto_approve: args.auto_approve,
         targets: &args.targets,
         mode: Mode::Normal,
-        steps: steps_options(&args.steps),
+        steps: args.steps.options(),
     };
     run(job, out, &cancel).await
 }
@@ -68,19 +68,6 @@ pub async fn destroy(
         },
     };
     run(job, out, &cancel).await
-}
-
-/// The step flags as the operations take them.
-fn steps_options(args: &StepsArgs) -> StepsOptions {
-    StepsOptions {
-        mode: match args.mode {
-            StepsChoice::Auto => StepsMode::Auto,
-            StepsChoice::Run => StepsMode::Run,
-            StepsChoice::Skip => StepsMode::Skip,
-        },
-        rerun: args.rerun_steps.iter().cloned().collect(),
-        identity: args.identity.clone(),
-    }
 }
 
 /// A manifest ends in `.hcl`; anything else that reads as JSON is taken for a saved plan.
@@ -157,7 +144,7 @@ async fn apply_saved(
         manifest,
         reopened,
         arm: &conn,
-        steps: steps_options(&args.steps),
+        steps: args.steps.options(),
     };
     let events: op::Events = Terminal::new(out, ProgressOn::Stdout);
     let outcome = op::apply_saved(request, &events, cancel).await?;

@@ -478,6 +478,22 @@ pub struct StepsArgs {
     pub identity: Option<PathBuf>,
 }
 
+impl StepsArgs {
+    /// The step flags as the operations take them.
+    pub fn options(&self) -> crate::engine::op::StepsOptions {
+        use crate::engine::op::StepsMode;
+        crate::engine::op::StepsOptions {
+            mode: match self.mode {
+                StepsChoice::Auto => StepsMode::Auto,
+                StepsChoice::Run => StepsMode::Run,
+                StepsChoice::Skip => StepsMode::Skip,
+            },
+            rerun: self.rerun_steps.iter().cloned().collect(),
+            identity: self.identity.clone(),
+        }
+    }
+}
+
 /// `destroy`
 #[derive(Debug, Args)]
 pub struct DestroyArgs {

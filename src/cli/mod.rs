@@ -87,7 +87,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         }
         Err(err) => {
             if !is_reported(&err) {
-                out.error(&redacted(&err));
+                out.error(&err);
             }
             1
         }
@@ -159,21 +159,6 @@ fn ctrl_c_presses() -> Option<tokio::signal::windows::CtrlC> {
     tokio::signal::windows::ctrl_c().ok()
 }
 
-/// `err` with every registered secret redacted from each message of its chain (the layers
-/// below already keep secrets out of their messages; this is the last line of defence for a
-/// service's or a library's text). The chain keeps its shape, so it prints the same way.
-fn redacted(err: &anyhow::Error) -> anyhow::Error {
-    let mut messages = err
-        .chain()
-        .map(|cause| crate::secret::redact(&cause.to_string()))
-        .collect::<Vec<_>>();
-    let innermost = messages.pop().unwrap_or_default();
-    messages
-        .into_iter()
-        .rev()
-        .fold(anyhow::anyhow!(innermost), anyhow::Error::context)
-}
-
 fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Init(args) => manifest_cmds::init(&args, out),
@@ -204,28 +189,5 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
             block_on(|cancel| state_cmds::force_unlock(&args, out, cancel))
         }
         Command::Emulator(args) => block_on(|cancel| emulator_cmd::emulator(&args, out, cancel)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn printed_errors_are_redacted_and_keep_their_chain() {
-        crate::secret::register("printed-error-secret-0001");
-        let err = anyhow::anyhow!("the service said: key printed-error-secret-0001 is wrong")
-            .context("listKeys failed")
-            .context("could not sign sas.read");
-        let shown = redacted(&err);
-        let chain: Vec<String> = shown.chain().map(ToString::to_string).collect();
-        assert_eq!(
-            chain,
-            [
-                "could not sign sas.read",
-                "listKeys failed",
-                "the service said: key *** is wrong"
-            ]
-        );
     }
 }

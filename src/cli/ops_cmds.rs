@@ -6,51 +6,21 @@
 //! listener and prompt, and renders the outcome (park's progress goes to stderr: stdout is the
 //! cost it leaves). `state` commands read the state only.
 
-use std::fmt::Write as _;
-
-use anyhow::Context as _;
-
-use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs, StepsArgs, StepsChoice};
+use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use super::request::load;
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
-use crate::engine::op::{self, Cancel, Events, steps::StepsOptions};
-use crate::engine::post_boot::StepsMode;
+use crate::engine::op::{self, Cancel, Events};
 use crate::engine::power::PowerChange;
 use crate::render::status as view;
 use crate::state::{Backend, State};
 
-/// Open the manifest's state (local, or the `backend` block's blob) and read it; only the
-/// `backend` block of the manifest is read here, so no `-var` values are needed.
+/// The applied state ([`op::open_applied`]); only the `backend` block of the manifest is read
+/// here, so no `-var` values are needed.
 fn load_state(manifest: &std::path::Path) -> anyhow::Result<(Box<dyn Backend + Send>, State)> {
     let config = crate::manifest::load_backend(manifest)?;
-    let mut backend = crate::state::open_backend(
-        manifest,
-        config.as_ref(),
-        &format!("dsinfra {}", manifest.display()),
-    )?;
-    let state = backend.load()?.with_context(|| {
-        format!(
-            "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
-            manifest.display(),
-            manifest.display()
-        )
-    })?;
-    Ok((backend, state))
-}
-
-/// `--steps`, `--rerun-step`, `-i` as the operations take them.
-fn steps_options(args: &StepsArgs) -> StepsOptions {
-    StepsOptions {
-        mode: match args.mode {
-            StepsChoice::Auto => StepsMode::Auto,
-            StepsChoice::Run => StepsMode::Run,
-            StepsChoice::Skip => StepsMode::Skip,
-        },
-        rerun: args.rerun_steps.iter().cloned().collect(),
-        identity: args.identity.clone(),
-    }
+    Ok(op::open_applied(manifest, config.as_ref())?)
 }
 
 /// `dsinfra park` and `dsinfra unpark` (`engine::op::park`, whose docs say what a Ctrl-C means
@@ -81,7 +51,7 @@ pub async fn park(
         state,
         arm: &conn,
         only: &args.only,
-        steps: steps_options(&args.steps),
+        steps: args.steps.options(),
     };
     let events: Events = Terminal::new(out, ProgressOn::Stderr);
     let prompt = Prompt {
@@ -94,17 +64,8 @@ pub async fn park(
     }
     // After the progress lines, each failed VM with ARM's words and the engine's advice, as
     // apply's summary lists its failures.
-    for failure in &outcome.failures {
-        let mut text = format!(
-            "{}: {} failed: {}\n",
-            failure.address,
-            failure.operation.progressive(),
-            failure.message
-        );
-        for help in &failure.advice {
-            let _ = writeln!(text, "  = help: {help}");
-        }
-        out.message(&text);
+    if !outcome.failures.is_empty() {
+        out.message(&view::power_failures(&outcome.failures));
     }
     out.result(&view::cost_change(&outcome.before, &outcome.after));
     if let Some(note) = &outcome.interrupted {
@@ -143,14 +104,8 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
         found.refreshed.is_some(),
         out.stdout_colour(),
     ));
-    if let Some(report) = found.refreshed
-        && report.has_drift()
-    {
-        out.note(&format!(
-            "{} resource(s) were deleted and {} changed outside dsinfra: `dsinfra plan` shows what apply would do about it",
-            report.deleted.len(),
-            report.changed.len()
-        ));
+    if let Some(note) = found.refreshed.as_ref().and_then(view::drift_note) {
+        out.note(&note);
     }
     Ok(Outcome::Success)
 }

@@ -67,10 +67,14 @@ impl Output {
         self.message(&format!("{label}: {text}\n"));
     }
 
-    /// Print an error and its causes to stderr: the one place errors are printed.
+    /// Print an error and its causes to stderr: the one place errors are printed, each message
+    /// of the chain with every registered secret redacted (`secret::redact_chain`).
     pub fn error(&self, err: &anyhow::Error) {
         let label = self.paint_stderr(Style::new().red().bold(), "error");
-        self.message(&error_text(&label, err));
+        self.message(&error_text(
+            &label,
+            &crate::secret::redact_chain(err.chain()),
+        ));
     }
 
     fn paint_stderr(&self, style: Style, text: &str) -> String {
@@ -85,11 +89,13 @@ impl Output {
 /// An error and its causes, a line each. A cause whose words the lines above already show is
 /// left out: many errors spell their source into their own message (`could not read the state
 /// URL: <storage error>`), and printing it again as "caused by" says the same thing twice.
-fn error_text(label: &str, err: &anyhow::Error) -> String {
-    let mut text = format!("{label}: {err}\n");
-    for cause in err.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
+fn error_text(label: &str, chain: &[String]) -> String {
+    let (first, causes) = chain
+        .split_first()
+        .map_or(("", &[][..]), |(f, c)| (f.as_str(), c));
+    let mut text = format!("{label}: {first}\n");
+    for cause in causes {
+        if !text.contains(cause.as_str()) {
             let _ = writeln!(text, "  caused by: {cause}");
         }
     }
@@ -99,6 +105,23 @@ fn error_text(label: &str, err: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::error_text;
+
+    fn chain(err: &anyhow::Error) -> Vec<String> {
+        crate::secret::redact_chain(err.chain())
+    }
+
+    #[test]
+    fn printed_errors_are_redacted_and_keep_their_chain() {
+        crate::secret::register("printed-error-secret-0001");
+        let err = anyhow::anyhow!("the service said: key printed-error-secret-0001 is wrong")
+            .context("listKeys failed")
+            .context("could not sign sas.read");
+        assert_eq!(
+            error_text("error", &chain(&err)),
+            "error: could not sign sas.read\n  caused by: listKeys failed\n  caused by: the \
+             service said: key *** is wrong\n"
+        );
+    }
 
     /// Regression: a remote-state failure printed the storage error twice, once inside its own
     /// message and again as "caused by".
@@ -115,7 +138,7 @@ mod tests {
         }
         let err = anyhow::Error::new(Remote { source: Storage }).context("apply stopped");
         assert_eq!(
-            error_text("error", &err),
+            error_text("error", &chain(&err)),
             "error: apply stopped\n  caused by: could not lock the state https://a.blob/s: the \
              lease is held by another writer\n"
         );
@@ -127,7 +150,7 @@ mod tests {
             .context("listKeys failed")
             .context("could not sign sas.read");
         assert_eq!(
-            error_text("error", &err),
+            error_text("error", &chain(&err)),
             "error: could not sign sas.read\n  caused by: listKeys failed\n  caused by: the \
              service said no\n"
         );

@@ -28,16 +28,19 @@ pub fn load(args: &ManifestArgs, out: &Output) -> anyhow::Result<Loaded> {
             }
             Ok(loaded)
         }
-        Err(failed) => {
-            out.message(&render::diagnostics(
-                &failed.diagnostics,
-                &failed.sources,
-                out.stderr_colour(),
-            ));
-            let count = failed.diagnostics.iter().filter(|d| d.is_error()).count();
-            Err(AlreadyReported { count }.into())
-        }
+        Err(failed) => Err(reported(&failed, out)),
     }
+}
+
+/// Print a manifest's problems with their source; the error that says they were shown.
+pub fn reported(failed: &manifest::LoadFailed, out: &Output) -> anyhow::Error {
+    out.message(&render::diagnostics(
+        &failed.diagnostics,
+        &failed.sources,
+        out.stderr_colour(),
+    ));
+    let count = failed.diagnostics.iter().filter(|d| d.is_error()).count();
+    AlreadyReported { count }.into()
 }
 
 /// The loader's options for these arguments.

@@ -19,24 +19,15 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 
 use super::args::{ForceUnlockArgs, PullArgs, PushArgs};
-use super::{AlreadyReported, Outcome, Output};
+use super::{Outcome, Output};
 use crate::engine::op::Cancel;
-use crate::manifest::{self, LoadFailed};
+use crate::manifest;
 use crate::model::BackendConfig;
-use crate::render;
 use crate::state::{self, State, transfer};
 
 /// The backend block of a manifest; problems in it are printed with their source.
 fn backend_of(manifest: &Path, out: &Output) -> anyhow::Result<Option<BackendConfig>> {
-    manifest::load_backend(manifest).map_err(|failed: LoadFailed| {
-        out.message(&render::diagnostics(
-            &failed.diagnostics,
-            &failed.sources,
-            out.stderr_colour(),
-        ));
-        let count = failed.diagnostics.iter().filter(|d| d.is_error()).count();
-        AlreadyReported { count }.into()
-    })
+    manifest::load_backend(manifest).map_err(|failed| super::request::reported(&failed, out))
 }
 
 /// `dsinfra state pull MANIFEST`: the state, byte for byte, on stdout.

@@ -144,6 +144,36 @@ fn other_resources(state: &State) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// After park/unpark's progress lines: each VM that could not be changed, with ARM's words and
+/// the engine's advice, as apply's summary lists its failures.
+pub fn power_failures(failures: &[crate::engine::advice::ResourceError]) -> String {
+    let mut text = String::new();
+    for failure in failures {
+        let _ = writeln!(
+            text,
+            "{}: {} failed: {}",
+            failure.address,
+            failure.operation.progressive(),
+            failure.message
+        );
+        for help in &failure.advice {
+            let _ = writeln!(text, "  = help: {help}");
+        }
+    }
+    text
+}
+
+/// The note after `status` when a refresh found drift.
+pub fn drift_note(report: &crate::engine::refresh::RefreshReport) -> Option<String> {
+    report.has_drift().then(|| {
+        format!(
+            "{} resource(s) were deleted and {} changed outside dsinfra: `dsinfra plan` shows what apply would do about it",
+            report.deleted.len(),
+            report.changed.len()
+        )
+    })
+}
+
 /// The cost per hour now and in both extremes.
 pub fn cost_lines(cost: &HourlyCost) -> String {
     format!(

@@ -105,6 +105,31 @@ pub struct Arm {
     pub ssh_map: Option<EndpointMap>,
 }
 
+/// Opens the state of an applied manifest (local, or its `backend` block's blob), taking its lock
+/// for `dsinfra MANIFEST`: what the day-two operations (park, unpark, status, state) act on.
+///
+/// # Errors
+///
+/// The state is locked or unreadable, or there is none yet (nothing was applied).
+pub fn open_applied(
+    manifest: &std::path::Path,
+    backend: Option<&crate::model::BackendConfig>,
+) -> Result<(Box<dyn crate::state::Backend + Send>, crate::state::State), Error> {
+    let mut opened = crate::state::open_backend(
+        manifest,
+        backend,
+        &format!("dsinfra {}", manifest.display()),
+    )?;
+    let state = opened.load()?.ok_or_else(|| {
+        Error::Failed(format!(
+            "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
+            manifest.display(),
+            manifest.display()
+        ))
+    })?;
+    Ok((opened, state))
+}
+
 /// What an operation reports while it works. The CLI renders these (`render`); tests collect
 /// them. Borrowed: a listener that keeps one clones what it needs.
 #[derive(Debug)]
