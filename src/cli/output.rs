@@ -48,6 +48,9 @@ impl Output {
     }
 
     /// Write a result to stdout as-is.
+    // A method although it needs no field: commands write through the one `Output` they are
+    // given, so where output goes stays one decision.
+    #[allow(clippy::unused_self)]
     pub fn result(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
@@ -55,6 +58,7 @@ impl Output {
     }
 
     /// Write diagnostics or other pre-rendered messages to stderr as-is.
+    #[allow(clippy::unused_self)]
     pub fn message(&self, text: &str) {
         let mut stderr = std::io::stderr().lock();
         let _ = stderr.write_all(text.as_bytes());

@@ -35,7 +35,7 @@ use crate::plan::{Action, Change, Plan};
 use crate::state::{PowerState, ResourceState, ResourceStatus, State};
 
 use store::relock;
-pub use store::{Held, Staged, StateStore};
+pub use store::{Staged, StateStore};
 
 /// Which half of a change a walk node does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -19,16 +19,16 @@
 
 pub mod post_boot;
 pub mod power;
-pub mod preflight;
+pub(crate) mod preflight;
 pub mod reach;
 pub mod refresh;
-pub mod registration;
+pub(crate) mod registration;
 
-pub mod advice;
-pub mod bodies;
+pub(crate) mod advice;
+pub(crate) mod bodies;
 pub mod events;
-pub mod execute;
-pub mod limiter;
+pub(crate) mod execute;
+pub(crate) mod limiter;
 pub mod op;
-pub mod outputs;
-pub mod sas;
+pub(crate) mod outputs;
+pub(crate) mod sas;
