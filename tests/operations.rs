@@ -781,7 +781,9 @@ fn slowed(method: &str, path: Option<&str>) -> FaultRule {
         method: Some(method.into()),
         path: path.map(Into::into),
         resource_type: None,
-        count: None,
+        // Counted (never running out) so that a test sees when a request is being held:
+        // `interrupted_once` presses Ctrl-C only then.
+        count: Some(u32::MAX),
         action: FaultAction::Delay {
             millis: 30_000,
             jitter_millis: 0,
@@ -790,8 +792,9 @@ fn slowed(method: &str, path: Option<&str>) -> FaultRule {
 }
 
 /// `dsinfra ARGS --endpoint` in the world's directory, started in the background, and
-/// interrupted (SIGINT) once it has printed `ready` to stderr (`None`: half a second after it
-/// starts): how it exited and everything it printed to stderr.
+/// interrupted (SIGINT) once it has printed `ready` to stderr (`None`: once the emulator holds one
+/// of its requests in a [`slowed`] fault, so the command is inside its wait whatever the load of
+/// the machine): how it exited and everything it printed to stderr.
 async fn interrupted_once(world: &World, args: &[&str], ready: Option<&str>) -> (i32, String) {
     use std::io::{BufRead as _, BufReader, Read as _};
     let endpoint = world.emulator.endpoint();
@@ -806,6 +809,23 @@ async fn interrupted_once(world: &World, args: &[&str], ready: Option<&str>) -> 
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("dsinfra starts");
+    if ready.is_none() {
+        let held = || {
+            world
+                .emulator
+                .faults()
+                .iter()
+                .any(|f| f.rule.count.is_some_and(|left| left < u32::MAX))
+        };
+        let since = std::time::Instant::now();
+        while !held() {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(60),
+                "{args:?} never reached a slowed request"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
     let ready = ready.map(str::to_owned);
     let what = format!("{args:?}");
     tokio::task::spawn_blocking(move || {
