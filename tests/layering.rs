@@ -97,10 +97,14 @@ fn backticked(cell: &str) -> BTreeSet<String> {
 fn declared_modules(lib: &str) -> BTreeSet<String> {
     lib.lines()
         .filter_map(|line| {
+            // Any visibility: `mod x;`, `pub mod x;`, `pub(crate) mod x;`.
             let line = line.trim();
-            let rest = line
-                .strip_prefix("pub mod ")
-                .or(line.strip_prefix("mod "))?;
+            let line = match line.strip_prefix("pub") {
+                Some(rest) if rest.starts_with('(') => rest.split_once(')')?.1.trim_start(),
+                Some(rest) => rest.trim_start(),
+                None => line,
+            };
+            let rest = line.strip_prefix("mod ")?;
             Some(rest.strip_suffix(';')?.trim().to_owned())
         })
         .collect()
@@ -464,6 +468,15 @@ fn scanner_resolves_super_chains_from_files_and_inline_modules() {
         paths(source, &["engine", "post_boot"]),
         ["1:5:emulator::X", "4:9:azure::Z"]
     );
+}
+
+/// Regression: a crate-private module (`pub(crate) mod log;`) was not read as declared, so its
+/// row looked stale and its files unchecked.
+#[test]
+fn modules_of_every_visibility_are_declared() {
+    let lib = "pub mod addr;\nmod cli;\npub(crate) mod log;\npub(super) mod x;\n// mod not;\n";
+    let declared: Vec<String> = declared_modules(lib).into_iter().collect();
+    assert_eq!(declared, ["addr", "cli", "log", "x"]);
 }
 
 #[test]
