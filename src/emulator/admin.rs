@@ -114,5 +114,6 @@ pub(crate) fn endpoint(ip: String, endpoint: &str, public_ip_id: Option<String>)
         ip_address: ip,
         endpoint: endpoint.to_owned(),
         public_ip_id,
+        port: None,
     }
 }

@@ -295,6 +295,7 @@ impl Booting {
                 ip_address: ip.clone(),
                 endpoint: endpoint.to_owned(),
                 public_ip_id: id,
+                port: None,
             });
             ips.push(ip);
         }

@@ -60,6 +60,11 @@ pub struct SshEndpoint {
         skip_serializing_if = "Option::is_none"
     )]
     pub public_ip_id: Option<String>,
+    /// The public port this entry stands for, when the address is shared by many nodes behind
+    /// distinct ports (an AmlCompute cluster: `listNodes` gives every node the cluster's public
+    /// IP and a port of its own). `None`: the address's SSH port 22, as for a VM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 /// Where SSH connections for an IP address go: the address itself on port 22 (Azure), or the
@@ -87,7 +92,7 @@ impl Endpoints {
             .filter_map(|e| {
                 let socket: SocketAddr = e.endpoint.parse().ok()?;
                 Some((
-                    e.ip_address.clone(),
+                    emulated_key(&e.ip_address, e.port),
                     (socket.ip().to_string(), socket.port()),
                 ))
             })
@@ -127,6 +132,15 @@ impl Endpoints {
         }
     }
 
+    /// Where to dial `ip` on `port` (an AmlCompute node's public address and port, as
+    /// `listNodes` gives them): `(host, port)`. `None` only when emulated and not mapped.
+    pub fn resolve_port(&self, ip: &str, port: u16) -> Option<(String, u16)> {
+        match &self.emulated {
+            None => Some((ip.to_owned(), port)),
+            Some(map) => map.get(&emulated_key(ip, Some(port))).cloned(),
+        }
+    }
+
     /// A value only ARM knows (`attr` of the resource at `address`), from the state's attributes
     /// when recorded there, else from the addresses read from ARM. Placeholders do not count.
     fn known(&self, state: &State, address: &Address, attr: &str) -> Option<String> {
@@ -145,6 +159,14 @@ impl Endpoints {
                     .and_then(|a| a.get(attr))
                     .and_then(real)
             })
+    }
+}
+
+/// The key of an emulated endpoint: the address alone for port 22, `ip:port` otherwise.
+fn emulated_key(ip: &str, port: Option<u16>) -> String {
+    match port {
+        None | Some(SSH_PORT) => ip.to_owned(),
+        Some(port) => format!("{ip}:{port}"),
     }
 }
 

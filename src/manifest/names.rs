@@ -153,6 +153,13 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
             Ok(())
         }
         ResourceKind::AutoShutdownSchedule | ResourceKind::Sas => Ok(()),
+        // Issue 17 (in progress): the Azure Machine Learning kinds' rules come with their blocks.
+        ResourceKind::KeyVault
+        | ResourceKind::LogAnalyticsWorkspace
+        | ResourceKind::AppInsights
+        | ResourceKind::ContainerRegistry
+        | ResourceKind::MlWorkspace
+        | ResourceKind::MlCompute => Ok(()),
     }
 }
 

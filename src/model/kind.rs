@@ -37,11 +37,26 @@ pub enum ResourceKind {
     AutoShutdownSchedule,
     /// A shared access signature signed locally; never sent to ARM, never stored in clear.
     Sas,
+    /// `Microsoft.KeyVault/vaults`: a key vault an Azure Machine Learning workspace requires.
+    KeyVault,
+    /// `Microsoft.OperationalInsights/workspaces`: the Log Analytics workspace that a
+    /// workspace-based Application Insights component stores into (Azure retired classic
+    /// components, so a new one needs this).
+    LogAnalyticsWorkspace,
+    /// `Microsoft.Insights/components`: the Application Insights an ML workspace requires.
+    AppInsights,
+    /// `Microsoft.ContainerRegistry/registries`: an ML workspace's optional image registry.
+    ContainerRegistry,
+    /// `Microsoft.MachineLearningServices/workspaces`
+    MlWorkspace,
+    /// `Microsoft.MachineLearningServices/workspaces/computes`: an AmlCompute cluster (a child
+    /// of its workspace: `parent` is the workspace's name).
+    MlCompute,
 }
 
 impl ResourceKind {
     /// Every kind, in a stable order.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 20] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::NetworkSecurityGroup,
@@ -56,6 +71,12 @@ impl ResourceKind {
         Self::FileShare,
         Self::AutoShutdownSchedule,
         Self::Sas,
+        Self::KeyVault,
+        Self::LogAnalyticsWorkspace,
+        Self::AppInsights,
+        Self::ContainerRegistry,
+        Self::MlWorkspace,
+        Self::MlCompute,
     ];
 
     /// The ARM resource type, as in ids and in the plan's JSON `type` field.
@@ -75,6 +96,12 @@ impl ResourceKind {
             Self::FileShare => "Microsoft.Storage/storageAccounts/fileServices/shares",
             Self::AutoShutdownSchedule => "Microsoft.DevTestLab/schedules",
             Self::Sas => "dsinfra/sas",
+            Self::KeyVault => "Microsoft.KeyVault/vaults",
+            Self::LogAnalyticsWorkspace => "Microsoft.OperationalInsights/workspaces",
+            Self::AppInsights => "Microsoft.Insights/components",
+            Self::ContainerRegistry => "Microsoft.ContainerRegistry/registries",
+            Self::MlWorkspace => "Microsoft.MachineLearningServices/workspaces",
+            Self::MlCompute => "Microsoft.MachineLearningServices/workspaces/computes",
         }
     }
 
@@ -125,6 +152,27 @@ impl ResourceKind {
             Self::FileShare => &["protocol"],
             Self::AutoShutdownSchedule => &["vm"],
             Self::Sas => &["account", "scope", "permissions", "start", "https_only"],
+            Self::KeyVault | Self::LogAnalyticsWorkspace | Self::ContainerRegistry => &["location"],
+            Self::AppInsights => &["location", "logs"],
+            // Azure fixes a workspace's dependent resources at creation.
+            Self::MlWorkspace => &[
+                "location",
+                "storage_account",
+                "key_vault",
+                "application_insights",
+                "container_registry",
+            ],
+            // A compute's PATCH (ClusterUpdateParameters) carries only its scale settings: the
+            // node count and idle time change in place, everything else replaces the cluster.
+            Self::MlCompute => &[
+                "location",
+                "size",
+                "priority",
+                "admin_username",
+                "ssh_public_key",
+                "subnet",
+                "subnet_name",
+            ],
         }
     }
 
@@ -144,7 +192,11 @@ impl ResourceKind {
     pub fn is_data(self) -> bool {
         matches!(
             self,
-            Self::StorageAccount | Self::BlobContainer | Self::FileShare | Self::ManagedDisk
+            Self::StorageAccount
+                | Self::BlobContainer
+                | Self::FileShare
+                | Self::ManagedDisk
+                | Self::MlWorkspace
         )
     }
 

@@ -103,6 +103,9 @@ pub fn arm_id(
             "{group}/providers/Microsoft.Storage/storageAccounts/{parent}/fileServices/default/shares/{name}"
         ),
         ResourceKind::Sas => format!("{group}/sas/{parent}/{name}"),
+        ResourceKind::MlCompute => format!(
+            "{group}/providers/Microsoft.MachineLearningServices/workspaces/{parent}/computes/{name}"
+        ),
         other => format!("{group}/providers/{}/{name}", other.arm_type()),
     }
 }

@@ -232,6 +232,19 @@ pub fn request_for(
         ResourceKind::BlobContainer => Body::BlobContainer(b.container()?),
         ResourceKind::FileShare => Body::FileShare(b.file_share()?),
         ResourceKind::AutoShutdownSchedule => Body::AutoShutdownSchedule(b.schedule()?),
+        // Issue 17 (in progress): the Azure Machine Learning bodies come with the engine's part.
+        ResourceKind::KeyVault
+        | ResourceKind::LogAnalyticsWorkspace
+        | ResourceKind::AppInsights
+        | ResourceKind::ContainerRegistry
+        | ResourceKind::MlWorkspace
+        | ResourceKind::MlCompute => {
+            return Err(BodyError::Invalid {
+                address: resource.address.to_string(),
+                attribute: "kind".to_owned(),
+                message: format!("{} is not supported yet", resource.kind),
+            });
+        }
     };
     Ok(Some(Request {
         id: ResourceId::from_raw(resource.arm_id(subscription)),

@@ -455,6 +455,7 @@ mod tests {
             ip_address: "10.0.0.4".into(),
             endpoint: "127.0.0.1:2201".into(),
             public_ip_id: None,
+            port: None,
         }]);
         let ctx = base_context(&d, &block, &[node], &emulated, &refs);
         assert_eq!(

@@ -90,6 +90,7 @@ fn mapped(pairs: &[(&str, &str)]) -> Endpoints {
             ip_address: (*ip).to_owned(),
             endpoint: (*endpoint).to_owned(),
             public_ip_id: None,
+            port: None,
         })
         .collect();
     Endpoints::from_emulator(&map).with_addresses(ips())
@@ -366,4 +367,35 @@ fn markers_live_in_a_directory_per_vm() {
         marker_dir(std::env::var(MARKER_DIR_ENV).ok().as_deref(), "exp-gpu")
     );
     assert!(spec.marker_dir.ends_with("/exp-gpu"));
+}
+
+#[test]
+fn nodes_sharing_one_address_are_told_apart_by_their_port() {
+    let entry = |ip: &str, port: Option<u16>, endpoint: &str| SshEndpoint {
+        ip_address: ip.to_owned(),
+        endpoint: endpoint.to_owned(),
+        public_ip_id: None,
+        port,
+    };
+    let emulated = Endpoints::from_emulator(&[
+        entry("20.1.2.3", Some(50000), "127.0.0.1:2301"),
+        entry("20.1.2.3", Some(50001), "127.0.0.1:2302"),
+        entry("10.0.0.4", None, "127.0.0.1:2303"),
+    ]);
+    assert_eq!(
+        emulated.resolve_port("20.1.2.3", 50001),
+        Some(("127.0.0.1".to_owned(), 2302))
+    );
+    assert_eq!(emulated.resolve_port("20.1.2.3", 50002), None);
+    // Port 22 is the address's own entry, as a VM's is.
+    assert_eq!(
+        emulated.resolve_port("10.0.0.4", 22),
+        Some(("127.0.0.1".to_owned(), 2303))
+    );
+    assert_eq!(emulated.resolve("20.1.2.3"), None);
+    // Against Azure the address and port are dialled as listNodes gives them.
+    assert_eq!(
+        Endpoints::direct().resolve_port("20.1.2.3", 50000),
+        Some(("20.1.2.3".to_owned(), 50000))
+    );
 }

@@ -381,5 +381,11 @@ fn kind_noun(kind: ResourceKind) -> &'static str {
         ResourceKind::FileShare => "file share",
         ResourceKind::AutoShutdownSchedule => "auto-shutdown schedule",
         ResourceKind::Sas => "SAS",
+        ResourceKind::KeyVault => "key vault",
+        ResourceKind::LogAnalyticsWorkspace => "Log Analytics workspace",
+        ResourceKind::AppInsights => "Application Insights component",
+        ResourceKind::ContainerRegistry => "container registry",
+        ResourceKind::MlWorkspace => "Azure Machine Learning workspace",
+        ResourceKind::MlCompute => "AmlCompute cluster",
     }
 }
