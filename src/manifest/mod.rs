@@ -446,16 +446,31 @@ impl<'a> Evaluation<'a> {
                     let skip = |attr: &RawAttr| graph.skip(attr, failed);
                     let block = self.evaluator.block(raw, &self.scope, quiet, &skip, diags);
                     if schema::RESOURCE_KINDS.contains(&raw.ident.as_str()) {
+                        let group = self.resource_group(experiment);
                         self.scope.set_block(
                             &raw.ident,
                             raw.label(),
-                            values::block_value(&block, experiment),
+                            values::block_value(&block, experiment, &group),
                         );
                     }
                     self.blocks.insert(id, block);
                 }
             }
         }
+    }
+}
+
+impl Evaluation<'_> {
+    /// The experiment's resource group as `azure_settings` will read it. The `azure` block is
+    /// the graph's first node and refers to no block, so it is evaluated before any block that
+    /// asks (a new `aml_workspace` exposes the group it is created in).
+    fn resource_group(&self, experiment: &str) -> String {
+        self.blocks
+            .get("azure")
+            .and_then(|azure| azure.attr("resource_group"))
+            .and_then(|attr| attr.value.as_ref())
+            .and_then(Json::as_str)
+            .map_or_else(|| format!("dsinfra-{experiment}"), str::to_owned)
     }
 }
 

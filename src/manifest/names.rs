@@ -58,14 +58,50 @@ pub(super) fn compose(experiment: &str, label: &str, suffix: &str) -> String {
 /// label (at most 18), then 6 hex digits of a hash of both. Storage names are global across Azure,
 /// so the hash makes collisions with other people's accounts unlikely while staying stable.
 pub(super) fn storage_account_name(experiment: &str, label: &str) -> String {
-    let readable: String = format!("{experiment}{label}")
+    hashed_name(experiment, label, "", 18)
+}
+
+/// Lowercase letters and digits of the experiment and the label (at most `readable`), then 6 hex
+/// digits of a hash of both and `seed`: the shape of names that are global across Azure. The
+/// experiment id starts with a letter, so the name does too.
+fn hashed_name(experiment: &str, label: &str, seed: &str, readable: usize) -> String {
+    let prefix: String = format!("{experiment}{label}")
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
-        .take(18)
+        .take(readable)
         .collect();
-    let digest = Sha256::digest(format!("{experiment}/{label}").as_bytes());
-    format!("{readable}{}", &hex::encode(digest)[..6])
+    let digest = Sha256::digest(format!("{experiment}/{label}{seed}").as_bytes());
+    format!("{prefix}{}", &hex::encode(digest)[..6])
+}
+
+/// The storage account an `aml_workspace` creates: the storage account rule, seeded apart so it
+/// never takes the name of a `storage_account` block with the same label.
+pub(super) fn aml_storage_name(experiment: &str, label: &str) -> String {
+    hashed_name(experiment, label, "/aml_workspace.storage", 18)
+}
+
+/// The key vault an `aml_workspace` creates: vault names are global too (3-24 letters, digits
+/// and `-`, starting with a letter), so they take the storage account shape.
+pub(super) fn key_vault_name(experiment: &str, label: &str) -> String {
+    hashed_name(experiment, label, "/aml_workspace.key_vault", 18)
+}
+
+/// The container registry an `aml_workspace` may create: registry names are global (5-50
+/// letters and digits).
+pub(super) fn registry_name(experiment: &str, label: &str) -> String {
+    hashed_name(experiment, label, "/aml_workspace.registry", 40)
+}
+
+/// The default AmlCompute name: the label (`_` as `-`, at most 11 characters), `-`, and 4 hex
+/// digits of a hash of the experiment and the label. A compute name is at most 16 characters and
+/// unique only within its workspace, which several experiments may share (an existing one): the
+/// hash keeps theirs apart while the label keeps it readable in the studio.
+pub(super) fn aml_compute_name(experiment: &str, label: &str) -> String {
+    let readable: String = label_part(label).chars().take(11).collect();
+    let readable = readable.trim_end_matches('-');
+    let digest = Sha256::digest(format!("{experiment}/aml_cluster.{label}").as_bytes());
+    format!("{readable}-{}", &hex::encode(digest)[..4])
 }
 
 /// The auto-shutdown schedule name Azure expects for a VM.
@@ -153,14 +189,102 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
             Ok(())
         }
         ResourceKind::AutoShutdownSchedule | ResourceKind::Sas => Ok(()),
-        // Issue 17 (in progress): the Azure Machine Learning kinds' rules come with their blocks.
         ResourceKind::KeyVault
         | ResourceKind::LogAnalyticsWorkspace
         | ResourceKind::AppInsights
         | ResourceKind::ContainerRegistry
         | ResourceKind::MlWorkspace
-        | ResourceKind::MlCompute => Ok(()),
+        | ResourceKind::MlCompute => machine_learning_name(kind, name, length),
     }
+}
+
+/// The rules of an Azure Machine Learning workspace's resources and of AmlCompute clusters
+/// (`length` checks the count of characters, as in [`check`]).
+fn machine_learning_name(
+    kind: ResourceKind,
+    name: &str,
+    length: impl Fn(usize, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    match kind {
+        ResourceKind::KeyVault => {
+            length(3, 24)?;
+            dashed(name, "a key vault")?;
+            if name.contains("--") {
+                return Err("`--` is not allowed in a key vault name".to_owned());
+            }
+            Ok(())
+        }
+        ResourceKind::LogAnalyticsWorkspace => {
+            length(4, 63)?;
+            only(
+                name,
+                |c| c.is_ascii_alphanumeric() || c == '-',
+                "letters, digits and -",
+            )?;
+            if name.starts_with('-') || name.ends_with('-') {
+                return Err("it must start and end with a letter or digit".to_owned());
+            }
+            Ok(())
+        }
+        ResourceKind::AppInsights => {
+            length(1, 255)?;
+            only(
+                name,
+                |c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '(' | ')'),
+                "letters, digits, _ - . ( )",
+            )?;
+            if name.ends_with('.') {
+                return Err("it may not end with `.`".to_owned());
+            }
+            Ok(())
+        }
+        ResourceKind::ContainerRegistry => {
+            length(5, 50)?;
+            only(name, |c| c.is_ascii_alphanumeric(), "letters and digits")
+        }
+        ResourceKind::MlWorkspace => {
+            length(3, 33)?;
+            only(
+                name,
+                |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'),
+                "letters, digits, _ and -",
+            )?;
+            if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                return Err("it must start with a letter or digit".to_owned());
+            }
+            Ok(())
+        }
+        ResourceKind::MlCompute => {
+            length(2, 16)?;
+            dashed(name, "an AmlCompute")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Only characters `allowed` accepts (`what` lists them for the message).
+fn only(name: &str, allowed: impl Fn(char) -> bool, what: &str) -> Result<(), String> {
+    match name.chars().find(|c| !allowed(*c)) {
+        Some(c) => Err(format!("`{c}` is not allowed ({what} only)")),
+        None => Ok(()),
+    }
+}
+
+/// Letters, digits and `-`, starting with a letter and ending with a letter or digit: the rule
+/// of key vaults and AmlCompute clusters (`what` names the kind in the message).
+fn dashed(name: &str, what: &str) -> Result<(), String> {
+    only(
+        name,
+        |c| c.is_ascii_alphanumeric() || c == '-',
+        "letters, digits and -",
+    )?;
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return Err(format!("{what} name must start with a letter"));
+    }
+    if name.ends_with('-') {
+        return Err(format!("{what} name must end with a letter or digit"));
+    }
+    Ok(())
 }
 
 /// The rule shared by network resources, PPGs and disks: letters, digits, `_`, `.`, `-`; start
@@ -237,5 +361,54 @@ mod tests {
         assert!(check(ResourceKind::BlobContainer, "ab").is_err());
         assert!(check(ResourceKind::FileShare, "scratch").is_ok());
         assert!(check(ResourceKind::ResourceGroup, "dsinfra-x.").is_err());
+    }
+
+    #[test]
+    fn machine_learning_rules_follow_the_azure_docs() {
+        assert!(check(ResourceKind::MlWorkspace, "cosmoflow-ws").is_ok());
+        assert!(check(ResourceKind::MlWorkspace, "my_ws-1").is_ok());
+        assert!(check(ResourceKind::MlWorkspace, "_ws").is_err());
+        assert_eq!(
+            check(ResourceKind::MlWorkspace, &"w".repeat(34)),
+            Err("it is 34 characters; Azure allows 3 to 33".to_owned())
+        );
+        assert!(check(ResourceKind::MlCompute, "beeond-1a2b").is_ok());
+        assert_eq!(
+            check(ResourceKind::MlCompute, "1beeond"),
+            Err("an AmlCompute name must start with a letter".to_owned())
+        );
+        assert!(check(ResourceKind::MlCompute, "b").is_err());
+        assert!(check(ResourceKind::MlCompute, &"b".repeat(17)).is_err());
+        assert!(check(ResourceKind::MlCompute, "bee_ond").is_err());
+        assert!(check(ResourceKind::KeyVault, "kv-one").is_ok());
+        assert!(check(ResourceKind::KeyVault, "kv--one").is_err());
+        assert!(check(ResourceKind::KeyVault, "9kv").is_err());
+        assert!(check(ResourceKind::LogAnalyticsWorkspace, "abc").is_err());
+        assert!(check(ResourceKind::LogAnalyticsWorkspace, "exp-ws-logs").is_ok());
+        assert!(check(ResourceKind::AppInsights, "exp-ws-insights").is_ok());
+        assert!(check(ResourceKind::AppInsights, "x.").is_err());
+        assert!(check(ResourceKind::ContainerRegistry, "exp-ws").is_err());
+        assert!(check(ResourceKind::ContainerRegistry, "expws1a2b3c").is_ok());
+    }
+
+    #[test]
+    fn generated_machine_learning_names_are_valid_and_distinct() {
+        let long = "a-very-long-experiment-name-indeed";
+        let compute = aml_compute_name(long, "beeond_cluster_x");
+        assert_eq!(compute.len(), 16);
+        assert!(compute.starts_with("beeond-clus"));
+        assert!(check(ResourceKind::MlCompute, &compute).is_ok());
+        // A label cut at a `-` does not leave it at the end of the readable part.
+        assert!(!aml_compute_name("e", "abcdefghij-k").contains("--"));
+        assert_ne!(aml_compute_name("one", "c"), aml_compute_name("two", "c"));
+        for name in [key_vault_name(long, "ws"), aml_storage_name(long, "ws")] {
+            assert_eq!(name.len(), 24);
+        }
+        assert!(check(ResourceKind::KeyVault, &key_vault_name(long, "ws")).is_ok());
+        assert!(check(ResourceKind::ContainerRegistry, &registry_name(long, "ws")).is_ok());
+        assert_ne!(
+            aml_storage_name("e", "data"),
+            storage_account_name("e", "data")
+        );
     }
 }

@@ -191,6 +191,8 @@ pub(super) fn exposed_attrs(kind: &str) -> &'static [&'static str] {
         ],
         "sas" => &["address", "permissions"],
         "disk" => &["address", "name", "size_gb"],
+        "aml_workspace" => &["address", "name", "resource_group"],
+        "aml_cluster" => &["address", "name", "size", "count", "admin_username"],
         _ => &[],
     }
 }

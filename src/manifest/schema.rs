@@ -185,10 +185,43 @@ static DISK: BlockSchema = BlockSchema {
     attrs: &["size_gb", "sku", "attach_to", "lun", "zone", "mount", "fs"],
     blocks: &[nested("lifecycle", &LIFECYCLE)],
 };
+static AML_WORKSPACE: BlockSchema = BlockSchema {
+    attrs: &[
+        "existing",
+        "name",
+        "resource_group",
+        "location",
+        "container_registry",
+    ],
+    blocks: &[nested("lifecycle", &LIFECYCLE)],
+};
+static AML_CLUSTER: BlockSchema = BlockSchema {
+    attrs: &[
+        "workspace",
+        "name",
+        "size",
+        "count",
+        "ssh_key",
+        "admin_username",
+        "priority",
+        "idle_seconds_before_scaledown",
+        "network",
+        "subnet",
+    ],
+    blocks: &[nested("lifecycle", &LIFECYCLE), STEP],
+};
 
 /// Block kinds that expand into Azure resources, in the order the docs present them.
-pub(super) const RESOURCE_KINDS: [&str; 6] =
-    ["network", "vm", "cluster", "storage_account", "sas", "disk"];
+pub(super) const RESOURCE_KINDS: [&str; 8] = [
+    "network",
+    "vm",
+    "cluster",
+    "storage_account",
+    "sas",
+    "disk",
+    "aml_workspace",
+    "aml_cluster",
+];
 
 fn resource_schema(kind: &str) -> Option<&'static BlockSchema> {
     Some(match kind {
@@ -198,11 +231,13 @@ fn resource_schema(kind: &str) -> Option<&'static BlockSchema> {
         "storage_account" => &STORAGE_ACCOUNT,
         "sas" => &SAS,
         "disk" => &DISK,
+        "aml_workspace" => &AML_WORKSPACE,
+        "aml_cluster" => &AML_CLUSTER,
         _ => return None,
     })
 }
 
-const TOP_LEVEL_BLOCKS: [&str; 11] = [
+const TOP_LEVEL_BLOCKS: [&str; 13] = [
     "azure",
     "backend",
     "variable",
@@ -214,6 +249,8 @@ const TOP_LEVEL_BLOCKS: [&str; 11] = [
     "storage_account",
     "sas",
     "disk",
+    "aml_workspace",
+    "aml_cluster",
 ];
 
 /// The manifest's top level, sorted by meaning. Blocks keep their source order.

@@ -602,3 +602,5 @@ vm "standard" {{
         ["Secure Boot on cluster \"strict\", whose beeond step builds kernel modules"]
     );
 }
+
+mod aml;

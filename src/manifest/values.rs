@@ -29,8 +29,9 @@ fn text(block: &EvalBlock, name: &str) -> Option<String> {
     attr(block, name).and_then(Json::as_str).map(str::to_owned)
 }
 
-/// The value a resource block exposes, given the experiment id.
-pub(super) fn block_value(block: &EvalBlock, experiment: &str) -> Json {
+/// The value a resource block exposes, given the experiment id and the experiment's resource
+/// group (what a new `aml_workspace` lives in).
+pub(super) fn block_value(block: &EvalBlock, experiment: &str, group: &str) -> Json {
     let of = Of {
         block,
         experiment,
@@ -51,6 +52,21 @@ pub(super) fn block_value(block: &EvalBlock, experiment: &str) -> Json {
             "address": of.address,
             "name": names::compose(experiment, of.label, ""),
             "size_gb": attr(block, "size_gb").cloned(),
+        }),
+        "aml_workspace" => json!({
+            "address": of.address,
+            "name": text(block, "name")
+                .unwrap_or_else(|| names::compose(experiment, of.label, "")),
+            // An existing workspace's own group; a new one is created in the experiment's.
+            "resource_group": text(block, "resource_group").unwrap_or_else(|| group.to_owned()),
+        }),
+        "aml_cluster" => json!({
+            "address": of.address,
+            "name": text(block, "name")
+                .unwrap_or_else(|| names::aml_compute_name(experiment, of.label)),
+            "size": text(block, "size"),
+            "count": attr(block, "count").and_then(Json::as_i64).unwrap_or(1),
+            "admin_username": admin_username(block),
         }),
         _ => json!({ "address": of.address }),
     }
@@ -217,6 +233,7 @@ mod tests {
         let v = block_value(
             &block("vm", "gpu", &[("size", json!("Standard_NC4as_T4_v3"))]),
             "exp",
+            "rg",
         );
         assert_eq!(v["name"], "exp-gpu");
         assert_eq!(
@@ -227,7 +244,11 @@ mod tests {
             v["public_ip"],
             "(known after apply: vm.gpu.public_ip.ip_address)"
         );
-        let private = block_value(&block("vm", "gpu", &[("public_ip", json!(false))]), "exp");
+        let private = block_value(
+            &block("vm", "gpu", &[("public_ip", json!(false))]),
+            "exp",
+            "rg",
+        );
         assert_eq!(private["public_ip"], Json::Null);
     }
 
@@ -240,6 +261,7 @@ mod tests {
                 &[("size", json!("Standard_ND40rs_v2")), ("count", json!(2))],
             ),
             "cf",
+            "rg",
         );
         assert_eq!(v["nodes"][1]["name"], "cf-train-1");
         assert_eq!(v["private_ips"].as_array().map(Vec::len), Some(2));

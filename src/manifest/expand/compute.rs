@@ -236,7 +236,7 @@ fn choose_network(
 }
 
 /// `subnet`, which the network must have; its first subnet when not written.
-fn choose_subnet(
+pub(super) fn choose_subnet(
     check: &mut Check<'_>,
     written: Option<Located<String>>,
     subnets: &[String],
@@ -309,7 +309,7 @@ fn read_sizes(
 
 /// A size must be one Azure has (the catalog's full list), offered in the manifest's region;
 /// a retired or retiring size is a warning with its date.
-fn check_size(
+pub(super) fn check_size(
     check: &mut Check<'_>,
     size: &Located<String>,
     location: &str,
@@ -472,7 +472,7 @@ fn list_some(items: &[&str], at_most: usize) -> String {
 
 /// `ssh_key`: one public key or a list of them (required; reported missing here rather than by
 /// the decoder, so that it comes after the image's problems, as it always has).
-fn read_keys(check: &mut Check<'_>, keys: Option<Located<Vec<String>>>) -> Vec<String> {
+pub(super) fn read_keys(check: &mut Check<'_>, keys: Option<Located<Vec<String>>>) -> Vec<String> {
     let title = check.title();
     let Some(keys) = keys else {
         if !check.has("ssh_key") {
@@ -512,7 +512,7 @@ fn read_keys(check: &mut Check<'_>, keys: Option<Located<Vec<String>>>) -> Vec<S
     out
 }
 
-fn check_username(check: &mut Check<'_>, user: &Located<String>) -> bool {
+pub(super) fn check_username(check: &mut Check<'_>, user: &Located<String>) -> bool {
     let name = user.value.as_str();
     let why = if RESERVED_USERS.contains(&name.to_ascii_lowercase().as_str()) {
         Some("Azure reserves this name")

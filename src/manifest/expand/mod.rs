@@ -7,6 +7,7 @@
 //! needs its VNet) and from references between blocks. Values are checked on the way, each
 //! problem located at the attribute that caused it.
 
+mod aml;
 mod boot;
 mod check;
 mod compute;
@@ -116,6 +117,8 @@ struct Expander<'a> {
     sas_scopes: BTreeMap<String, String>,
     /// Protocol of each file share, by address.
     share_protocols: BTreeMap<String, String>,
+    /// Each `aml_workspace`, by label, for the clusters that run in it.
+    aml_workspaces: BTreeMap<String, aml::WorkspaceInfo>,
     /// Block address -> the resources a reference to it depends on.
     primaries: BTreeMap<String, Vec<Address>>,
     /// Names the user chose (storage accounts): checked where written, not as generated names.
@@ -152,6 +155,7 @@ pub(super) fn expand(
         share_protocols: BTreeMap::new(),
         primaries: BTreeMap::new(),
         user_named: BTreeSet::new(),
+        aml_workspaces: BTreeMap::new(),
     };
     let mut rg_attrs = Attrs::new();
     rg_attrs.insert("location".into(), json!(azure.location));
@@ -186,6 +190,12 @@ pub(super) fn expand(
         .filter(|b| b.ident == "vm" || b.ident == "cluster")
     {
         compute::expand(&mut ex, block);
+    }
+    for block in of_kind("aml_workspace") {
+        aml::expand_workspace(&mut ex, block);
+    }
+    for block in of_kind("aml_cluster") {
+        aml::expand_cluster(&mut ex, block);
     }
     ex.check_lun_conflicts();
     ex.add_reference_dependencies(references);

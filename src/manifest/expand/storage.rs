@@ -150,14 +150,7 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     let mut children = containers(&mut check, &kind);
     let (shares, nfs_protocol) = shares(&mut check, &kind);
     children.extend(shares);
-    let mut values = Attrs::new();
-    values.insert("location".into(), ex.location());
-    values.insert("sku".into(), json!(sku));
-    values.insert("kind".into(), json!(kind));
-    values.insert("hns".into(), json!(attrs.hns.unwrap_or(false)));
-    values.insert("https_only".into(), json!(true));
-    values.insert("min_tls_version".into(), json!("TLS1_2"));
-    values.insert("allow_blob_public_access".into(), json!(false));
+    let mut values = account_values(ex.location(), &sku, &kind, attrs.hns.unwrap_or(false));
     let mut deps = Vec::new();
     if let Some(span) = nfs_protocol
         && let Some((rules, vnets)) = nfs_access::nfs_account_access(ex, &block.title(), &span)
@@ -184,6 +177,19 @@ pub(super) fn expand_account(ex: &mut Expander<'_>, block: &EvalBlock) {
     }
     push_children(ex, &account, &name, children, &lifecycle);
     ex.set_primaries(block, vec![account]);
+}
+
+/// A storage account's attributes (an `aml_workspace`'s account is built the same way).
+pub(super) fn account_values(location: Json, sku: &str, kind: &str, hns: bool) -> Attrs {
+    let mut values = Attrs::new();
+    values.insert("location".into(), location);
+    values.insert("sku".into(), json!(sku));
+    values.insert("kind".into(), json!(kind));
+    values.insert("hns".into(), json!(hns));
+    values.insert("https_only".into(), json!(true));
+    values.insert("min_tls_version".into(), json!("TLS1_2"));
+    values.insert("allow_blob_public_access".into(), json!(false));
+    values
 }
 
 /// The account's blob containers (none in a FileStorage account).

@@ -15,6 +15,17 @@ impl Target for Network {
     }
 }
 
+/// `aml_workspace.NAME`: what an `aml_cluster` runs in.
+pub(super) struct AmlWorkspace;
+
+impl Target for AmlWorkspace {
+    const WHAT_AND_EXAMPLE: &'static [&'static str] = &["an aml_workspace", "aml_workspace.ws"];
+
+    fn accepts(address: &str) -> bool {
+        address.starts_with("aml_workspace.") && address.matches('.').count() == 1
+    }
+}
+
 /// `vm.NAME`: what a disk attaches to.
 pub(super) struct Vm;
 
