@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::addr::Address;
-use crate::catalog;
+use crate::catalog::{self, Price};
 use crate::model::{Attrs, ResourceKind};
 
 /// $/hour of one resource in each power state.
@@ -199,6 +199,7 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
             };
             (rate, format!("{size} GiB {sku} disk"))
         }
+        ResourceKind::MlCompute => ml_compute_rate(attrs),
         ResourceKind::PublicIp => {
             let rate = Rate {
                 running_per_hour: catalog::PUBLIC_IP_PER_HOUR,
@@ -208,6 +209,43 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
         }
         _ => (Rate::default(), String::new()),
     }
+}
+
+/// An AmlCompute cluster: its size's price in its region per node, times `count` (Azure Machine
+/// Learning adds no surcharge for compute). Low-priority nodes take the catalog's spot price,
+/// the same discounted capacity; without one they are priced at pay-as-you-go, an upper bound
+/// the description admits. Parked, a cluster is scaled to zero nodes: nothing is billed.
+fn ml_compute_rate(attrs: &Attrs) -> (Rate, String) {
+    let size = text(attrs, "size").unwrap_or("unknown size");
+    let region = text(attrs, "location").unwrap_or_default();
+    let count = attrs.get("count").and_then(Value::as_u64).unwrap_or(0);
+    let low_priority = text(attrs, "priority") == Some("LowPriority");
+    let (per_node, note) = match catalog::price(size, region) {
+        Some(Price {
+            spot: Some(spot), ..
+        }) if low_priority => (spot, " low priority"),
+        Some(price) if low_priority => (
+            price.linux_payg,
+            " low priority (no spot price in the catalog: priced at pay-as-you-go)",
+        ),
+        Some(price) => (price.linux_payg, ""),
+        None if catalog::vm_size(size).is_none() => {
+            let what = format!("{count} x {size} AmlCompute (not in the catalog{UNPRICED}");
+            return (Rate::default(), what);
+        }
+        None => {
+            let what = format!("{count} x {size} AmlCompute (no {region} price{UNPRICED}");
+            return (Rate::default(), what);
+        }
+    };
+    // Node counts are small: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let nodes = count as f64;
+    let rate = Rate {
+        running_per_hour: micro(per_node * nodes),
+        parked_per_hour: 0.0,
+    };
+    (rate, format!("{count} x {size} AmlCompute{note}"))
 }
 
 #[cfg(test)]
@@ -260,6 +298,50 @@ mod tests {
         assert_eq!(what, "1024 GiB Premium_LRS disk");
         let (storage, _) = rate_of(ResourceKind::StorageAccount, &Attrs::new());
         assert!(storage.is_zero());
+    }
+
+    /// Issue 17: an AmlCompute is its size's price per node times its nodes, nothing parked
+    /// (scaled to zero); a workspace and what it needs are billed by use, like storage.
+    #[test]
+    fn an_aml_compute_costs_its_nodes_and_nothing_parked() {
+        let compute = |priority: &str, region: &str| {
+            rate_of(
+                ResourceKind::MlCompute,
+                &attrs(&[
+                    ("size", Value::from("Standard_ND40rs_v2")),
+                    ("location", Value::from(region)),
+                    ("count", Value::from(4)),
+                    ("priority", Value::from(priority)),
+                ]),
+            )
+        };
+        let price = catalog::price("Standard_ND40rs_v2", "southcentralus").expect("priced");
+        let (rate, what) = compute("Dedicated", "southcentralus");
+        assert!((rate.running_per_hour - 4.0 * price.linux_payg).abs() < 1e-6);
+        assert!(rate.parked_per_hour.abs() < f64::EPSILON);
+        assert_eq!(what, "4 x Standard_ND40rs_v2 AmlCompute");
+        let (low, what) = compute("LowPriority", "southcentralus");
+        let spot = price
+            .spot
+            .expect("the catalog has a spot price for ND40rs_v2");
+        assert!((low.running_per_hour - 4.0 * spot).abs() < 1e-6);
+        assert_eq!(what, "4 x Standard_ND40rs_v2 AmlCompute low priority");
+        // The shipped catalog has no brazilsouth row for this size: unpriced, not free.
+        let (none, what) = compute("Dedicated", "brazilsouth");
+        assert!(none.is_zero());
+        assert_eq!(
+            what,
+            "4 x Standard_ND40rs_v2 AmlCompute (no brazilsouth price: unpriced)"
+        );
+        for kind in [
+            ResourceKind::MlWorkspace,
+            ResourceKind::KeyVault,
+            ResourceKind::LogAnalyticsWorkspace,
+            ResourceKind::AppInsights,
+            ResourceKind::ContainerRegistry,
+        ] {
+            assert!(rate_of(kind, &Attrs::new()).0.is_zero(), "{kind:?}");
+        }
     }
 
     #[test]

@@ -134,16 +134,18 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
     Ok(plan)
 }
 
-/// The manifest's notes on blocks whose VMs this plan creates or replaces (the only time a
-/// VM's security settings, say, take effect), as `block: note`.
+/// The manifest's notes on blocks whose VMs (or AmlCompute) this plan creates or replaces (the
+/// only time a VM's security settings, say, take effect), as `block: note`.
 fn block_notes(desired: &Desired, changes: &BTreeMap<Address, Change>) -> Vec<String> {
     desired
         .notes
         .iter()
         .filter(|(block, _)| {
             changes.values().any(|c| {
-                c.kind == ResourceKind::VirtualMachine
-                    && c.address.block_address() == *block
+                matches!(
+                    c.kind,
+                    ResourceKind::VirtualMachine | ResourceKind::MlCompute
+                ) && c.address.block_address() == *block
                     && matches!(c.action, Action::Create | Action::Replace { .. })
             })
         })

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::change::{Action, Change};
 use crate::addr::Address;
 use crate::diag::{Diagnostic, did_you_mean};
-use crate::model::{Desired, ResourceKind, RunPolicy, Step, StepScope};
+use crate::model::{Desired, Resource, ResourceKind, RunPolicy, Step, StepScope};
 use crate::state::{ResourceState, State};
 
 /// One step and where it would run.
@@ -242,6 +242,13 @@ pub(super) fn planned_steps(
 }
 
 fn plan_step(desired: &Desired, inputs: &StepInputs<'_>, step: &Step) -> PlannedStep {
+    if let Some(compute) = desired
+        .resources
+        .iter()
+        .find(|r| r.kind == ResourceKind::MlCompute && r.address.block_address() == step.block)
+    {
+        return plan_aml_step(compute, inputs, step);
+    }
     let mut nodes: Vec<Address> = desired
         .resources
         .iter()
@@ -272,6 +279,62 @@ fn plan_step(desired: &Desired, inputs: &StepInputs<'_>, step: &Step) -> Planned
             }
         })
         .collect();
+    PlannedStep {
+        block: step.block.clone(),
+        name: step.name.clone(),
+        kind: step.kind.clone(),
+        scope: step.scope,
+        run: step.run,
+        nodes,
+        reasons,
+    }
+}
+
+/// A step of an `aml_cluster`: its nodes are `aml_cluster.NAME[i].node`, one per node of the
+/// compute's `count` in `listNodes` order (index 0 is the head), because Azure Machine Learning
+/// makes the nodes and names them only once they exist. Every node of a compute this plan creates
+/// or replaces is new, and so is each node a larger `count` adds. On the other nodes the step's
+/// record is per node id, read when the apply lists and reaches the nodes: offline the plan
+/// predicts from the run policy and `--rerun-step` only, and the apply's records and markers
+/// decide (a changed step shows as changed there).
+fn plan_aml_step(compute: &Resource, inputs: &StepInputs<'_>, step: &Step) -> PlannedStep {
+    let count = |attrs: &crate::model::Attrs| {
+        attrs
+            .get("count")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    let wanted = count(&compute.attrs);
+    let fresh = inputs.changes.iter().any(|c| {
+        c.address == compute.address && matches!(c.action, Action::Create | Action::Replace { .. })
+    });
+    let existing = match inputs.state.resource(&compute.address) {
+        Some(before) if !fresh => count(&before.attrs),
+        _ => 0,
+    };
+    let last = if step.scope == StepScope::All {
+        wanted
+    } else {
+        wanted.min(1)
+    };
+    let forced = rerun_selects(inputs.rerun_steps, &step.block, &step.name);
+    let mut nodes = Vec::new();
+    let mut reasons = Vec::new();
+    for index in 0..last {
+        let node = Address::new(&step.block.kind, &step.block.name, Some(index), "node");
+        let reason = if index >= existing {
+            StepReason::NewNode
+        } else if step.run == RunPolicy::Always {
+            StepReason::Always
+        } else if forced {
+            StepReason::Forced
+        } else {
+            StepReason::UpToDate
+        };
+        nodes.push(node.clone());
+        reasons.push(NodeReason { node, reason });
+    }
     PlannedStep {
         block: step.block.clone(),
         name: step.name.clone(),

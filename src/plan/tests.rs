@@ -529,3 +529,5 @@ fn a_newer_or_broken_plan_file_is_refused() {
     assert_eq!(value["binding"]["serial"], json!(1));
     assert_eq!(value["format_version"], json!(PLAN_FORMAT_VERSION));
 }
+
+mod aml;
