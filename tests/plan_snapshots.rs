@@ -493,3 +493,49 @@ fn graph_dot() {
     let (desired, _) = load("exp.hcl", &dual("Standard_NC4as_T4_v3", true));
     insta::assert_snapshot!(render::desired_dot(&desired));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Azure Machine Learning (issue 17).
+// ---------------------------------------------------------------------------------------------
+
+/// examples/aml-beeond.hcl as shipped, with its count replaced by `count` (it reads its key
+/// from examples/keys, so it is loaded from its own directory).
+fn aml_example(count: u32) -> Desired {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/aml-beeond.hcl");
+    let text = std::fs::read_to_string(&path)
+        .expect("the example exists")
+        .replace("count     = 4", &format!("count     = {count}"));
+    let opts = LoadOptions {
+        env: Box::new(|_| None),
+        ..LoadOptions::default()
+    };
+    match manifest::load_str(&path, &text, &opts) {
+        Ok(loaded) => loaded.desired,
+        Err(failed) => panic!(
+            "aml-beeond.hcl does not load:\n{}",
+            render::diagnostics(&failed.diagnostics, &failed.sources, false)
+        ),
+    }
+}
+
+/// The whole example from nothing: the workspace and what it needs, the fixed-size compute
+/// priced per node, its steps on four new nodes, and the notes on host keys and parking.
+#[test]
+fn aml_beeond_from_empty() {
+    let plan = plan::plan(
+        &aml_example(4),
+        &State::new("aml-beeond"),
+        &options(Mode::Normal),
+    )
+    .expect("plans");
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+/// Two more nodes: the compute's scale settings change in place, and only the new nodes run the
+/// steps.
+#[test]
+fn aml_cluster_grows_in_place() {
+    let state = State::from_applied(&aml_example(4), "00000000-sub");
+    let plan = plan::plan(&aml_example(6), &state, &options(Mode::Normal)).expect("plans");
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}

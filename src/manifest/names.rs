@@ -82,9 +82,17 @@ pub(super) fn aml_storage_name(experiment: &str, label: &str) -> String {
 }
 
 /// The key vault an `aml_workspace` creates: vault names are global too (3-24 letters, digits
-/// and `-`, starting with a letter), so they take the storage account shape.
+/// and `-`), so they take the storage account shape; but a vault's name must start with a
+/// letter, and an experiment id from a file name may start with a digit (`87-beeond.hcl`), so
+/// such a name starts with `kv` instead.
 pub(super) fn key_vault_name(experiment: &str, label: &str) -> String {
-    hashed_name(experiment, label, "/aml_workspace.key_vault", 18)
+    let seed = "/aml_workspace.key_vault";
+    let name = hashed_name(experiment, label, seed, 18);
+    if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        name
+    } else {
+        format!("kv{}", hashed_name(experiment, label, seed, 16))
+    }
 }
 
 /// The container registry an `aml_workspace` may create: registry names are global (5-50
@@ -405,6 +413,11 @@ mod tests {
             assert_eq!(name.len(), 24);
         }
         assert!(check(ResourceKind::KeyVault, &key_vault_name(long, "ws")).is_ok());
+        // An experiment id from a file name may start with a digit; a vault's name may not.
+        let from_digits = key_vault_name("87-aml", "ws");
+        assert!(from_digits.starts_with("kv87amlws"), "{from_digits}");
+        assert_eq!(check(ResourceKind::KeyVault, &from_digits), Ok(()));
+        assert_eq!(key_vault_name(&"9".repeat(40), "ws").len(), 24);
         assert!(check(ResourceKind::ContainerRegistry, &registry_name(long, "ws")).is_ok());
         assert_ne!(
             aml_storage_name("e", "data"),

@@ -358,6 +358,9 @@ impl Expander<'_> {
                 ResourceKind::ResourceGroup => d.with_help(
                     "set `resource_group` in the `azure` block to a valid name, or shorten the experiment id".to_owned(),
                 ),
+                ResourceKind::MlWorkspace => d.with_help(format!(
+                    "the name is `<experiment>-<block name>`: choose one with `name = \"...\"` in the block (3-33 letters, digits, `_` and `-`), or shorten the experiment id `{id}` or the block name `{label}`"
+                )),
                 _ if resource.name.contains(id.as_str()) => d.with_help(format!(
                     "the name is `<experiment>-<block name>...`: shorten the experiment id `{id}` ({} characters, {}) or the block name `{label}`",
                     id.chars().count(),
