@@ -1,5 +1,5 @@
 //! Issue 17: `aml_workspace` and `aml_cluster` blocks, from text to the resources and steps the
-//! engine reads (the shapes in docs/decisions.md, decision 47).
+//! engine reads (the shapes in docs/decisions.md, decision 42).
 
 use super::*;
 
