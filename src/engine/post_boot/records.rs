@@ -210,6 +210,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            nodes: std::collections::BTreeMap::new(),
             drift: None,
         }
     }
