@@ -182,7 +182,13 @@ pub fn base_context(
         &block.to_string(),
         nodes.iter().map(|n| cluster_node(n, endpoints)).collect(),
     );
-    let head_vm = nodes.first().and_then(|n| desired.resource(&n.vm));
+    // An AML node is no resource: its size is its compute's (which has no image: the service
+    // picks the node OS, so the Ubuntu release stays unknown and steps read /etc/os-release).
+    let head_vm = nodes.first().and_then(|n| {
+        desired
+            .resource(&n.vm)
+            .or_else(|| n.aml_compute().and_then(|c| desired.resource(&c)))
+    });
     if let Some(vm) = head_vm {
         ctx.infiniband = vm
             .attrs

@@ -194,6 +194,36 @@ pub(super) fn block_nodes(state: &State, block: &Address, endpoints: &Endpoints)
     nodes
 }
 
+/// One line per listed node of the `aml_cluster` block `block`, in node order, for the apply's
+/// report: address, node id, public address and port, private IP and node state
+/// (`aml_cluster.c[0]  tvmps_1  20.1.2.3:50000  private 10.0.0.4  idle`). Empty when the nodes
+/// were not listed.
+pub fn describe(block: &Address, endpoints: &Endpoints) -> Vec<String> {
+    let Some(listed) = endpoints.aml_nodes(&compute_of(block)) else {
+        return Vec::new();
+    };
+    let mut listed = listed.to_vec();
+    listed.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    let unknown = || "?".to_owned();
+    listed
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let public = match (&n.public_ip_address, n.port) {
+                (Some(ip), Some(port)) => format!("{ip}:{port}"),
+                _ => "(no public SSH)".to_owned(),
+            };
+            format!(
+                "{}[{i}]  {}  {public}  private {}  {}",
+                block,
+                n.node_id,
+                n.private_ip_address.clone().unwrap_or_else(unknown),
+                n.node_state.clone().unwrap_or_else(unknown)
+            )
+        })
+        .collect()
+}
+
 /// The route to one listed node.
 fn route_of(node: &AmlNode, endpoints: &Endpoints) -> Route {
     let unreachable = |why: String| Route::Unreachable { why };
