@@ -516,3 +516,35 @@ fn relock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17: an AML node presenting another key than the one pinned for its node id is
+    /// refused by the SSH layer; the block's result then says what that means for an AML node
+    /// and what to do. VM blocks keep the SSH layer's own message.
+    #[test]
+    fn a_changed_aml_node_key_comes_with_advice() {
+        let state = crate::state::State::new("exp");
+        let endpoints = Endpoints::direct();
+        let aml: Address = "aml_cluster.scratch".parse().expect("ok");
+        let vm: Address = "cluster.train".parse().expect("ok");
+        let block = |address| Block {
+            address,
+            steps: &[],
+            state: &state,
+            nodes: &[],
+            endpoints: &endpoints,
+        };
+        let report = "aml_cluster.scratch[1]  failed: node aml_cluster.scratch[1]: host key mismatch: expected SHA256:a, server presented SHA256:b; refusing to connect";
+        let advice = changed_key_advice(&block(&aml), report).expect("advice");
+        assert!(
+            advice.starts_with("an AML node of aml_cluster.scratch presented a host key other than the one dsinfra pinned for its node id"),
+            "{advice}"
+        );
+        assert!(advice.contains("`dsinfra park` then `dsinfra unpark`"), "{advice}");
+        assert_eq!(changed_key_advice(&block(&vm), report), None);
+        assert_eq!(changed_key_advice(&block(&aml), "exit status 1"), None);
+    }
+}
