@@ -543,7 +543,10 @@ mod tests {
             advice.starts_with("an AML node of aml_cluster.scratch presented a host key other than the one dsinfra pinned for its node id"),
             "{advice}"
         );
-        assert!(advice.contains("`dsinfra park` then `dsinfra unpark`"), "{advice}");
+        assert!(
+            advice.contains("`dsinfra park` then `dsinfra unpark`"),
+            "{advice}"
+        );
         assert_eq!(changed_key_advice(&block(&vm), report), None);
         assert_eq!(changed_key_advice(&block(&aml), "exit status 1"), None);
     }
