@@ -277,10 +277,10 @@ fn the_config_has_a_block_per_reachable_node_and_says_what_it_left_out_in_node_o
 /// and the warning says why there is no pin.
 #[test]
 fn aml_nodes_are_dialled_at_their_port_with_keys_filed_under_their_node_id() {
-    let aml = |i: usize, port: u16, key: Option<&str>| NodeReach {
-        vm: Address::new("aml_cluster", "scratch", Some(i as u32), "node"),
+    let aml = |i: u8, port: u16, key: Option<&str>| NodeReach {
+        vm: Address::new("aml_cluster", "scratch", Some(u32::from(i)), "node"),
         block: Address::block("aml_cluster", "scratch"),
-        index: i,
+        index: usize::from(i),
         name: format!("tvmps_{i}"),
         user: "azureuser".into(),
         public_ip: Some("20.1.2.3".into()),
