@@ -535,7 +535,24 @@ fn aml_beeond_from_empty() {
 /// steps.
 #[test]
 fn aml_cluster_grows_in_place() {
-    let state = State::from_applied(&aml_example(4), "00000000-sub");
+    let applied = aml_example(4);
+    let mut state = State::from_applied(&applied, "00000000-sub");
+    // As an apply leaves it: the four nodes it listed, every step succeeded on each.
+    let compute: dsinfra::addr::Address = "aml_cluster.beeond.compute".parse().expect("address");
+    let compute = state.resource_mut(&compute).expect("recorded");
+    for i in 0..4 {
+        let node = compute.node_mut(&format!("tvm-{i}"));
+        for step in &applied.steps {
+            node.steps.insert(
+                step.name.clone(),
+                dsinfra::state::StepRecord {
+                    fingerprint: step.fingerprint(),
+                    boot: 0,
+                    at: "2026-11-26T18:00:00Z".to_owned(),
+                },
+            );
+        }
+    }
     let plan = plan::plan(&aml_example(6), &state, &options(Mode::Normal)).expect("plans");
     insta::assert_snapshot!(render::plan_text(&plan, false));
 }

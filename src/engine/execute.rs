@@ -666,6 +666,9 @@ fn record_of(
         host_key,
         boots: previous.map_or(0, |p| p.boots),
         steps: previous.map(|p| p.steps.clone()).unwrap_or_default(),
+        // An AmlCompute's nodes keep their pinned keys and step records across scale updates;
+        // nodes that went away are dropped when the nodes are next listed.
+        nodes: previous.map(|p| p.nodes.clone()).unwrap_or_default(),
         drift: None,
     }
 }

@@ -195,6 +195,7 @@ mod tests {
             host_key: None,
             boots: 0,
             steps: BTreeMap::new(),
+            nodes: std::collections::BTreeMap::new(),
             drift: None,
         });
         state

@@ -388,6 +388,7 @@ mod tests {
             host_key: None,
             boots: 0,
             steps: std::collections::BTreeMap::new(),
+            nodes: std::collections::BTreeMap::new(),
             drift: None,
         }
     }

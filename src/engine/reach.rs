@@ -13,11 +13,16 @@
 //! * Host keys: a VM dsinfra created has its key pinned in state; an adopted VM is trusted on
 //!   first use (see [`NodeReach::node_spec`]).
 //!
+//! * An `aml_cluster` (Azure Machine Learning AmlCompute) has nodes the service makes: they are
+//!   listed with `listNodes` and each is dialled at the cluster's public IP and its own port;
+//!   their host keys are trusted on first use and pinned per node id (see [`aml`]).
+//!
 //! IP addresses are values only ARM knows. The state does not record them (the plan compares its
 //! attributes with the manifest's), so callers read them with [`read_addresses`] and hand them
 //! over with [`Endpoints::with_addresses`]; an IP found in a resource's state attributes
 //! (`ip_address` of a public IP, `private_ip` of a NIC) is used first.
 
+pub mod aml;
 pub mod openssh;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +37,8 @@ use crate::model::{Attrs, ResourceKind};
 use crate::ssh::{BOOT_ID_PATH, HostKey, HostKeyPolicy, RecordHostKey, Target};
 use crate::state::{Drift, PowerState, ResourceStatus, State};
 use crate::steps::{DEFAULT_MARKER_DIR, Hop, NodeSpec};
+
+pub use aml::{AML_CLUSTER, AmlNode, read_aml_nodes};
 
 /// The SSH port of a real VM.
 pub const SSH_PORT: u16 = 22;
@@ -76,6 +83,8 @@ pub struct Endpoints {
     emulated: Option<BTreeMap<String, (String, u16)>>,
     /// Values only ARM knows, by resource (`ip_address` of public IPs, `private_ip` of NICs).
     addresses: BTreeMap<Address, Attrs>,
+    /// The nodes `listNodes` gave, by AmlCompute resource (`aml_cluster.c.compute`).
+    aml_nodes: BTreeMap<Address, Vec<AmlNode>>,
 }
 
 impl Endpoints {
@@ -100,6 +109,7 @@ impl Endpoints {
         Self {
             emulated: Some(emulated),
             addresses: BTreeMap::new(),
+            aml_nodes: BTreeMap::new(),
         }
     }
 
@@ -109,6 +119,19 @@ impl Endpoints {
     pub fn with_addresses(mut self, addresses: BTreeMap<Address, Attrs>) -> Self {
         self.addresses.extend(addresses);
         self
+    }
+
+    /// The same endpoints, knowing the nodes of AmlCompute clusters (what [`aml::read_aml_nodes`]
+    /// returns).
+    #[must_use]
+    pub fn with_aml_nodes(mut self, nodes: BTreeMap<Address, Vec<AmlNode>>) -> Self {
+        self.aml_nodes.extend(nodes);
+        self
+    }
+
+    /// The nodes listed for the AmlCompute at `compute`; `None` when they were not read.
+    pub fn aml_nodes(&self, compute: &Address) -> Option<&[AmlNode]> {
+        self.aml_nodes.get(compute).map(Vec::as_slice)
     }
 
     /// Whether Secure Boot is on for the VM at `vm`, as ARM reported it (`None`: not read).
@@ -194,16 +217,17 @@ pub enum Route {
     },
 }
 
-/// One VM of a `vm` or `cluster` block and how to reach it.
+/// One node of a `vm`, `cluster` or `aml_cluster` block and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeReach {
-    /// The VM resource (`cluster.train[1].vm`).
+    /// The VM resource (`cluster.train[1].vm`); for an AML node, its address
+    /// `aml_cluster.c[1].node` (not a resource: the service owns the nodes).
     pub vm: Address,
     /// Its block (`cluster.train`).
     pub block: Address,
     /// Its position in the block: 0 is the head.
     pub index: usize,
-    /// Its Azure VM name.
+    /// Its Azure VM name; for an AML node, its node id.
     pub name: String,
     /// The login user (`admin_username`).
     pub user: String,
@@ -211,7 +235,8 @@ pub struct NodeReach {
     pub public_ip: Option<String>,
     /// Its private IP address, when known.
     pub private_ip: Option<String>,
-    /// The pinned host key (an OpenSSH public key line); `None` for adopted VMs.
+    /// The pinned host key (an OpenSSH public key line); `None` for adopted VMs and AML nodes
+    /// not reached yet (both trusted on first use).
     pub host_key: Option<String>,
     /// How to reach it.
     pub route: Route,
@@ -250,6 +275,12 @@ impl NodeReach {
     /// The node's address without a part: `cluster.train[1]`, `vm.gpu`. Its name in messages.
     pub fn node(&self) -> Address {
         Address::new(&self.vm.kind, &self.vm.name, self.vm.index, "")
+    }
+
+    /// The AmlCompute resource this node belongs to (`aml_cluster.c.compute`), for an AML node;
+    /// `None` for a VM. Its pinned key and step records live there, under its node id.
+    pub fn aml_compute(&self) -> Option<Address> {
+        (self.block.kind == AML_CLUSTER).then(|| aml::compute_of(&self.block))
     }
 
     /// Whether this is the block's head (the first node; the only node of a `vm` block).
@@ -341,9 +372,11 @@ fn live_vms(state: &State) -> impl Iterator<Item = &crate::state::ResourceState>
     })
 }
 
-/// The `vm` and `cluster` blocks that have VMs in the state, sorted (`cluster.train`, `vm.gpu`).
+/// The `vm`, `cluster` and `aml_cluster` blocks that have VMs (or an AmlCompute) in the state,
+/// sorted (`aml_cluster.scratch`, `cluster.train`, `vm.gpu`).
 pub fn blocks(state: &State) -> Vec<Address> {
     live_vms(state)
+        .chain(aml::live_computes(state))
         .map(|r| r.address.block_address())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -351,9 +384,13 @@ pub fn blocks(state: &State) -> Vec<Address> {
 }
 
 /// The nodes of `block` (`cluster.train` or `vm.gpu`; any address of the block works), head
-/// first then by index, each with how to reach it through `endpoints`.
+/// first then by index, each with how to reach it through `endpoints`. An `aml_cluster`'s nodes
+/// are those `listNodes` gave ([`Endpoints::with_aml_nodes`]), in node-id order.
 pub fn block_nodes(state: &State, block: &Address, endpoints: &Endpoints) -> Vec<NodeReach> {
     let block = block.block_address();
+    if block.kind == AML_CLUSTER {
+        return aml::block_nodes(state, &block, endpoints);
+    }
     let mut vms: Vec<_> = live_vms(state)
         .filter(|r| r.address.block_address() == block)
         .collect();

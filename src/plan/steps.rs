@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::change::{Action, Change};
 use crate::addr::Address;
 use crate::diag::{Diagnostic, did_you_mean};
-use crate::model::{Desired, Resource, ResourceKind, RunPolicy, Step, StepScope};
+use crate::model::{Desired, ResourceKind, RunPolicy, Step, StepScope};
 use crate::state::{ResourceState, State};
 
 /// One step and where it would run.
@@ -242,12 +242,8 @@ pub(super) fn planned_steps(
 }
 
 fn plan_step(desired: &Desired, inputs: &StepInputs<'_>, step: &Step) -> PlannedStep {
-    if let Some(compute) = desired
-        .resources
-        .iter()
-        .find(|r| r.kind == ResourceKind::MlCompute && r.address.block_address() == step.block)
-    {
-        return plan_aml_step(compute, inputs, step);
+    if step.block.kind == AML_CLUSTER {
+        return plan_aml_step(desired, inputs, step);
     }
     let mut nodes: Vec<Address> = desired
         .resources
@@ -290,51 +286,56 @@ fn plan_step(desired: &Desired, inputs: &StepInputs<'_>, step: &Step) -> Planned
     }
 }
 
-/// A step of an `aml_cluster`: its nodes are `aml_cluster.NAME[i].node`, one per node of the
-/// compute's `count` in `listNodes` order (index 0 is the head), because Azure Machine Learning
-/// makes the nodes and names them only once they exist. Every node of a compute this plan creates
-/// or replaces is new, and so is each node a larger `count` adds. On the other nodes the step's
-/// record is per node id, read when the apply lists and reaches the nodes: offline the plan
-/// predicts from the run policy and `--rerun-step` only, and the apply's records and markers
-/// decide (a changed step shows as changed there).
-fn plan_aml_step(compute: &Resource, inputs: &StepInputs<'_>, step: &Step) -> PlannedStep {
-    let count = |attrs: &crate::model::Attrs| {
-        attrs
-            .get("count")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0)
-    };
-    let wanted = count(&compute.attrs);
+/// The block kind of Azure Machine Learning clusters, whose nodes are no resources.
+const AML_CLUSTER: &str = "aml_cluster";
+
+/// [`plan_step`] for an `aml_cluster`: its nodes are `aml_cluster.c[i].node` for `i` below the
+/// compute's `count`. The service makes the nodes, so they have no state of their own: node `i`
+/// is the `i`-th node id the compute's records hold (they are sorted by node id, as apply
+/// numbers the nodes), and a node without one is new. A compute this plan creates or replaces,
+/// or a parked one (unpark makes new nodes), has only new nodes.
+fn plan_aml_step(desired: &Desired, inputs: &StepInputs<'_>, step: &Step) -> PlannedStep {
+    let compute = Address::new(&step.block.kind, &step.block.name, None, "compute");
+    let count = desired
+        .resource(&compute)
+        .and_then(|r| r.attrs.get("count"))
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|c| u32::try_from(c).ok())
+        .unwrap_or(1);
     let fresh = inputs.changes.iter().any(|c| {
-        c.address == compute.address && matches!(c.action, Action::Create | Action::Replace { .. })
+        c.address == compute && matches!(c.action, Action::Create | Action::Replace { .. })
     });
-    let existing = match inputs.state.resource(&compute.address) {
-        Some(before) if !fresh => count(&before.attrs),
-        _ => 0,
-    };
+    let known = inputs
+        .state
+        .resource(&compute)
+        .filter(|r| !fresh && r.power_state != Some(crate::state::PowerState::Deallocated));
+    let records: Vec<&crate::state::NodeRecord> = known
+        .map(|r| r.nodes.values().collect())
+        .unwrap_or_default();
     let last = if step.scope == StepScope::All {
-        wanted
+        count
     } else {
-        wanted.min(1)
+        count.min(1)
     };
+    let nodes: Vec<Address> = (0..last)
+        .map(|i| Address::new(&step.block.kind, &step.block.name, Some(i), "node"))
+        .collect();
+    let fingerprint = step.fingerprint();
     let forced = rerun_selects(inputs.rerun_steps, &step.block, &step.name);
-    let mut nodes = Vec::new();
-    let mut reasons = Vec::new();
-    for index in 0..last {
-        let node = Address::new(&step.block.kind, &step.block.name, Some(index), "node");
-        let reason = if index >= existing {
-            StepReason::NewNode
-        } else if step.run == RunPolicy::Always {
-            StepReason::Always
-        } else if forced {
-            StepReason::Forced
-        } else {
-            StepReason::UpToDate
-        };
-        nodes.push(node.clone());
-        reasons.push(NodeReason { node, reason });
-    }
+    let reasons = nodes
+        .iter()
+        .zip(0..)
+        .map(|(node, i): (&Address, usize)| NodeReason {
+            node: node.clone(),
+            reason: record_reason(
+                &step.name,
+                step.run,
+                &fingerprint,
+                records.get(i).map(|r| (&r.steps, 0)),
+                forced,
+            ),
+        })
+        .collect();
     PlannedStep {
         block: step.block.clone(),
         name: step.name.clone(),
@@ -355,13 +356,34 @@ fn node_reason(
     vm: Option<&ResourceState>,
     forced: bool,
 ) -> StepReason {
-    let Some(vm) = vm else {
+    record_reason(
+        name,
+        run,
+        fingerprint,
+        vm.map(|vm| (&vm.steps, vm.boots)),
+        forced,
+    )
+}
+
+/// [`node_reason`] from a node's step records and boots (a VM's, or an AML node's record on its
+/// compute); `None` for a new node.
+fn record_reason(
+    name: &str,
+    run: RunPolicy,
+    fingerprint: &str,
+    records: Option<(
+        &std::collections::BTreeMap<String, crate::state::StepRecord>,
+        u64,
+    )>,
+    forced: bool,
+) -> StepReason {
+    let Some((steps, boots)) = records else {
         return StepReason::NewNode;
     };
-    match vm.steps.get(name) {
+    match steps.get(name) {
         None => StepReason::New,
         Some(record) if record.fingerprint != fingerprint => StepReason::Changed,
-        Some(record) if run == RunPolicy::PerBoot && record.boot < vm.boots => StepReason::Rebooted,
+        Some(record) if run == RunPolicy::PerBoot && record.boot < boots => StepReason::Rebooted,
         Some(_) if run == RunPolicy::Always => StepReason::Always,
         Some(_) if forced => StepReason::Forced,
         Some(_) => StepReason::UpToDate,
@@ -652,5 +674,116 @@ mod tests {
         value.as_object_mut().expect("an object").remove("reasons");
         let old: PlannedStep = serde_json::from_value(value).expect("loads without reasons");
         assert!(old.reasons.is_empty() && !old.runs());
+    }
+}
+
+#[cfg(test)]
+mod aml_tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{Lifecycle, Resource, StepScope};
+    use crate::state::StepRecord;
+
+    fn desired(count: u64) -> Desired {
+        let mut d = crate::plan::fixtures::dual();
+        d.resources.push(Resource {
+            address: "aml_cluster.scratch.compute".parse().expect("ok"),
+            kind: ResourceKind::MlCompute,
+            name: "scratch-1a2b".into(),
+            parent: Some("exp-ws".into()),
+            resource_group: "rg".into(),
+            attrs: crate::model::Attrs::from([("count".to_owned(), json!(count))]),
+            depends_on: BTreeSet::new(),
+            lifecycle: Lifecycle::default(),
+            span: None,
+            attr_spans: BTreeMap::new(),
+        });
+        d
+    }
+
+    fn step(scope: StepScope) -> Step {
+        Step {
+            block: "aml_cluster.scratch".parse().expect("ok"),
+            name: "prep".into(),
+            kind: "script".into(),
+            scope,
+            run: RunPolicy::Once,
+            params: BTreeMap::new(),
+            span: None,
+        }
+    }
+
+    /// Issue 17: an AML cluster's steps are planned per node `aml_cluster.c[i].node`; node `i`
+    /// is the `i`-th node id recorded on the compute, so a second plan after an apply says "up
+    /// to date", and nodes without a record (scaled up, or all after a park) are new.
+    #[test]
+    fn aml_nodes_are_planned_from_the_records_on_the_compute() {
+        let desired = desired(3);
+        let all = step(StepScope::All);
+        let mut state = State::from_applied(&desired, "sub");
+        let compute: Address = "aml_cluster.scratch.compute".parse().expect("ok");
+        {
+            let r = state.resource_mut(&compute).expect("applied");
+            for id in ["tvmps_b", "tvmps_a"] {
+                r.node_mut(id).steps.insert(
+                    "prep".into(),
+                    StepRecord {
+                        fingerprint: all.fingerprint(),
+                        boot: 0,
+                        at: "t".into(),
+                    },
+                );
+            }
+        }
+        let rerun = BTreeSet::new();
+        let inputs = StepInputs {
+            state: &state,
+            changes: &[],
+            rerun_steps: &rerun,
+        };
+        let planned = plan_step(&desired, &inputs, &all);
+        let reasons: Vec<(String, StepReason)> = planned
+            .reasons
+            .iter()
+            .map(|r| (r.node.to_string(), r.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (
+                    "aml_cluster.scratch[0].node".to_owned(),
+                    StepReason::UpToDate
+                ),
+                (
+                    "aml_cluster.scratch[1].node".to_owned(),
+                    StepReason::UpToDate
+                ),
+                (
+                    "aml_cluster.scratch[2].node".to_owned(),
+                    StepReason::NewNode
+                ),
+            ]
+        );
+        assert_eq!(planned.nodes_text(), "aml_cluster.scratch[0..2] (3 nodes)");
+        let head = plan_step(&desired, &inputs, &step(StepScope::Head));
+        assert_eq!(head.nodes.len(), 1);
+        // Parked: unpark makes new nodes, whatever was recorded for the old ones.
+        state.resource_mut(&compute).expect("applied").power_state =
+            Some(crate::state::PowerState::Deallocated);
+        let inputs = StepInputs {
+            state: &state,
+            changes: &[],
+            rerun_steps: &rerun,
+        };
+        let parked = plan_step(&desired, &inputs, &all);
+        assert!(
+            parked
+                .reasons
+                .iter()
+                .all(|r| r.reason == StepReason::NewNode)
+        );
     }
 }

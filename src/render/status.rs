@@ -374,6 +374,7 @@ mod tests {
             host_key: None,
             boots: 0,
             steps: std::collections::BTreeMap::new(),
+            nodes: std::collections::BTreeMap::new(),
             drift: Some(Drift::Deleted),
         });
         assert_eq!(

@@ -113,6 +113,13 @@ pub fn block_outcome(outcome: &BlockOutcome, mode: StepsMode, map_hint: &str) ->
             let _ = writeln!(text, "the steps of {block} were skipped (--steps skip)");
         }
     }
+    // An AML cluster's nodes appear nowhere else: the service makes them, the plan cannot know.
+    if !outcome.nodes.is_empty() {
+        let _ = writeln!(text, "  nodes of {block} (listNodes):");
+        for node in &outcome.nodes {
+            let _ = writeln!(text, "    {node}");
+        }
+    }
     text
 }
 
@@ -188,6 +195,7 @@ mod tests {
                 fetched: vec![".dsinfra/x/elbencho/head.csv".into()],
                 warnings: vec![],
             },
+            nodes: Vec::new(),
         };
         assert_eq!(
             block_outcome(&ran, StepsMode::Auto, ""),
@@ -202,6 +210,7 @@ mod tests {
                 ],
                 emulated: true,
             },
+            nodes: Vec::new(),
         };
         assert_eq!(
             block_outcome(&unreachable, StepsMode::Auto, "Map one with X."),
@@ -215,5 +224,16 @@ mod tests {
         assert!(block_outcome(&unreachable, StepsMode::Run, "").starts_with("error: "));
         assert!(unreachable.is_failure(StepsMode::Run));
         assert!(!unreachable.is_failure(StepsMode::Auto));
+        // An AML cluster's nodes, as listNodes gave them, follow its outcome.
+        let aml = BlockOutcome {
+            block: "aml_cluster.s".parse().expect("ok"),
+            result: BlockResult::Skipped,
+            nodes: vec!["aml_cluster.s[0]  tvmps_a  20.1.2.3:50000  private 10.0.0.4  idle".into()],
+        };
+        assert_eq!(
+            block_outcome(&aml, StepsMode::Skip, ""),
+            "the steps of aml_cluster.s were skipped (--steps skip)\n  nodes of aml_cluster.s \
+             (listNodes):\n    aml_cluster.s[0]  tvmps_a  20.1.2.3:50000  private 10.0.0.4  idle\n"
+        );
     }
 }

@@ -118,6 +118,12 @@ pub struct ResourceState {
     /// For VMs: the post-boot steps that last succeeded on this node, by step name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub steps: BTreeMap<String, StepRecord>,
+    /// For AmlCompute clusters: what dsinfra learnt about each node it reached, by node id
+    /// (`listNodes`' `nodeId`). The nodes are not resources of their own (Azure Machine Learning
+    /// makes and deletes them), so their host keys and step records live on the compute. A node
+    /// that no longer exists loses its record the next time the nodes are listed and reached.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nodes: BTreeMap<String, NodeRecord>,
     /// Drift found by the refresh of this run (not saved).
     #[serde(skip)]
     pub drift: Option<Drift>,
@@ -133,6 +139,43 @@ pub struct StepRecord {
     pub boot: u64,
     /// When it finished (RFC 3339, UTC).
     pub at: String,
+}
+
+/// One node of an AmlCompute cluster, as dsinfra last reached it (see [`ResourceState::nodes`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// The host key the node presented the first time dsinfra reached it (an OpenSSH public key
+    /// line). Azure Machine Learning generates the nodes' host keys, so dsinfra cannot know them
+    /// beforehand: the first key is trusted, pinned here, and any other key for the same node id
+    /// is refused afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<String>,
+    /// The post-boot steps that last succeeded on this node, by step name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub steps: BTreeMap<String, StepRecord>,
+}
+
+impl ResourceState {
+    /// The record of the AmlCompute node `node_id`, created empty if it has none yet.
+    pub fn node_mut(&mut self, node_id: &str) -> &mut NodeRecord {
+        self.nodes.entry(node_id.to_owned()).or_default()
+    }
+
+    /// Drops the records of nodes not in `live` (node ids the cluster lists now): a node Azure
+    /// deleted (scale down, park) takes its pinned host key and step records with it, and a new
+    /// node is trusted on first use and runs every step. Returns the node ids dropped.
+    pub fn forget_nodes_except(&mut self, live: &BTreeSet<String>) -> Vec<String> {
+        let gone: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|id| !live.contains(*id))
+            .cloned()
+            .collect();
+        for id in &gone {
+            self.nodes.remove(id);
+        }
+        gone
+    }
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
@@ -212,6 +255,7 @@ impl State {
                 host_key: None,
                 boots: 0,
                 steps: std::collections::BTreeMap::new(),
+                nodes: BTreeMap::new(),
                 drift: None,
             });
         }
@@ -449,6 +493,31 @@ mod tests {
         let back = State::from_json(&text, Path::new("state.json")).expect("parses");
         state.resources[1].drift = None;
         assert_eq!(back, state);
+    }
+
+    /// Issue 17: AML nodes' pinned keys and step records live on the compute, by node id; states
+    /// written before the field existed load, and a state without node records does not write it.
+    #[test]
+    fn aml_node_records_round_trip_and_nodes_that_went_away_lose_theirs() {
+        let mut state = State::from_applied(&tiny_desired(), "sub");
+        assert!(!state.to_json().contains("\"nodes\""));
+        let vm = &mut state.resources[1];
+        vm.node_mut("tvmps_b").host_key = Some("ssh-ed25519 AAAA b".into());
+        vm.node_mut("tvmps_a").steps.insert(
+            "beeond".into(),
+            StepRecord {
+                fingerprint: "f".into(),
+                boot: 0,
+                at: "t".into(),
+            },
+        );
+        let back = State::from_json(&state.to_json(), Path::new("s.json")).expect("parses");
+        assert_eq!(back, state);
+        let live = BTreeSet::from(["tvmps_b".to_owned(), "tvmps_c".to_owned()]);
+        let gone = state.resources[1].forget_nodes_except(&live);
+        assert_eq!(gone, ["tvmps_a"]);
+        let ids: Vec<&String> = state.resources[1].nodes.keys().collect();
+        assert_eq!(ids, ["tvmps_b"], "a node never reached gets no record");
     }
 
     #[test]

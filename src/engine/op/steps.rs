@@ -225,6 +225,7 @@ impl<'a> StepsJob<'a> {
                 Err(why) => BlockOutcome {
                     block,
                     result: post_boot::BlockResult::Failed(why),
+                    nodes: Vec::new(),
                 },
             };
             self.report(&outcome);

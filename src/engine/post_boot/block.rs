@@ -17,7 +17,7 @@ use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
 use super::secure_boot;
 use crate::addr::Address;
 use crate::engine::execute::StateStore;
-use crate::engine::reach::{Endpoints, NodeReach, Route, block_nodes};
+use crate::engine::reach::{AML_CLUSTER, Endpoints, NodeReach, Route, aml, block_nodes};
 use crate::model::Step;
 use crate::ssh::{Auth, HostKey, RecordHostKey, WaitPolicy};
 use crate::steps::library::{
@@ -102,6 +102,10 @@ pub struct BlockOutcome {
     pub block: Address,
     /// What happened.
     pub result: BlockResult,
+    /// For an `aml_cluster`: its nodes as `listNodes` gave them, one line each (address, node
+    /// id, public address and port, private IP, state), since nothing else shows them. Empty
+    /// for `vm` and `cluster` blocks, whose nodes are resources the plan shows.
+    pub nodes: Vec<String>,
 }
 
 impl BlockOutcome {
@@ -171,6 +175,7 @@ impl<'a> PostBoot<'a> {
         BlockOutcome {
             block: block.clone(),
             result,
+            nodes: aml::describe(block, endpoints),
         }
     }
 
@@ -214,9 +219,25 @@ impl<'a> PostBoot<'a> {
             nodes: &nodes,
             endpoints,
         };
-        self.run_reachable(&block)
-            .await
-            .unwrap_or_else(BlockResult::Failed)
+        match self.run_reachable(&block).await {
+            Ok(BlockResult::Ran {
+                report,
+                fetched,
+                mut warnings,
+            }) => {
+                warnings.extend(changed_key_advice(&block, &report.to_string()));
+                BlockResult::Ran {
+                    report,
+                    fetched,
+                    warnings,
+                }
+            }
+            Ok(other) => other,
+            Err(why) => {
+                let advice = changed_key_advice(&block, &why);
+                BlockResult::Failed(advice.into_iter().fold(why, |text, a| text + "; " + &a))
+            }
+        }
     }
 
     /// Runs a block whose nodes are all reachable.
@@ -299,7 +320,8 @@ impl<'a> PostBoot<'a> {
     }
 
     /// Records what succeeded on each VM, drops records of steps the manifest no longer has,
-    /// and pins host keys first seen in this run.
+    /// and pins host keys first seen in this run. An AML node's records and key go to its
+    /// compute, under its node id, and nodes the cluster no longer lists lose theirs.
     async fn save(
         &self,
         block: &Block<'_>,
@@ -318,6 +340,9 @@ impl<'a> PostBoot<'a> {
             &at,
         );
         let names: BTreeSet<&str> = block.steps.iter().map(|s| s.name.as_str()).collect();
+        if block.address.kind == AML_CLUSTER {
+            return self.save_aml(block, &names, records, keys).await;
+        }
         self.store
             .update(|state| {
                 for node in block.nodes {
@@ -336,6 +361,47 @@ impl<'a> PostBoot<'a> {
                         && r.host_key.is_none()
                     {
                         r.host_key = Some(key.clone());
+                    }
+                }
+            })
+            .await
+    }
+
+    /// [`Self::save`] for an `aml_cluster`: every record goes to the compute's
+    /// [`crate::state::NodeRecord`] of the node id. The block's nodes are every node the cluster
+    /// lists now (all were reachable, or nothing ran), so records of other node ids belong to
+    /// nodes Azure deleted (a park, a scale down): they are dropped with their pinned keys.
+    async fn save_aml(
+        &self,
+        block: &Block<'_>,
+        names: &BTreeSet<&str>,
+        records: Vec<(Address, String, crate::state::StepRecord)>,
+        keys: &[(String, String)],
+    ) -> Result<(), crate::state::StateError> {
+        let compute = aml::compute_of(block.address);
+        let live: BTreeSet<String> = block.nodes.iter().map(|n| n.name.clone()).collect();
+        self.store
+            .update(|state| {
+                let Some(r) = state.resource_mut(&compute) else {
+                    return;
+                };
+                r.forget_nodes_except(&live);
+                for node in block.nodes {
+                    r.node_mut(&node.name)
+                        .steps
+                        .retain(|name, _| names.contains(name.as_str()));
+                }
+                for (address, name, record) in records {
+                    if let Some(n) = block.nodes.iter().find(|n| n.vm == address) {
+                        r.node_mut(&n.name).steps.insert(name, record);
+                    }
+                }
+                for (node, key) in keys {
+                    if let Some(n) = block.nodes.iter().find(|n| &n.node().to_string() == node) {
+                        let pinned = &mut r.node_mut(&n.name).host_key;
+                        if pinned.is_none() {
+                            *pinned = Some(key.clone());
+                        }
                     }
                 }
             })
@@ -365,6 +431,7 @@ fn run_nodes(block: &Block<'_>, specs: &[NodeSpec]) -> Vec<RunNode> {
             name: s.name().to_owned(),
             vm: n.vm.clone(),
             index: n.index,
+            node_id: n.aml_compute().map(|_| n.name.clone()),
         })
         .collect()
 }
@@ -376,6 +443,24 @@ struct Block<'b> {
     state: &'b crate::state::State,
     nodes: &'b [NodeReach],
     endpoints: &'b Endpoints,
+}
+
+/// What to do when an AML node presented a host key other than the one pinned for its node id,
+/// if `text` (a run's report or error) says one did; `None` otherwise or for VM blocks, whose
+/// SSH error already says what a changed key means for a VM.
+fn changed_key_advice(block: &Block<'_>, text: &str) -> Option<String> {
+    if block.address.kind != AML_CLUSTER || !text.contains("host key mismatch") {
+        return None;
+    }
+    Some(format!(
+        "an AML node of {block} presented a host key other than the one dsinfra pinned for its \
+         node id the first time it reached it. Azure Machine Learning keeps a node's host key for \
+         the node's life, so this is either someone between you and the node or a node the \
+         service re-imaged in place. If you trust the node, `dsinfra park` then `dsinfra unpark` \
+         replaces the cluster's nodes (new node ids, keys trusted on first use, every step run \
+         again); otherwise do not connect to it",
+        block = block.address
+    ))
 }
 
 /// The runner's nodes, head first.
@@ -430,4 +515,39 @@ fn relock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17: an AML node presenting another key than the one pinned for its node id is
+    /// refused by the SSH layer; the block's result then says what that means for an AML node
+    /// and what to do. VM blocks keep the SSH layer's own message.
+    #[test]
+    fn a_changed_aml_node_key_comes_with_advice() {
+        let state = crate::state::State::new("exp");
+        let endpoints = Endpoints::direct();
+        let aml: Address = "aml_cluster.scratch".parse().expect("ok");
+        let vm: Address = "cluster.train".parse().expect("ok");
+        let block = |address| Block {
+            address,
+            steps: &[],
+            state: &state,
+            nodes: &[],
+            endpoints: &endpoints,
+        };
+        let report = "aml_cluster.scratch[1]  failed: node aml_cluster.scratch[1]: host key mismatch: expected SHA256:a, server presented SHA256:b; refusing to connect";
+        let advice = changed_key_advice(&block(&aml), report).expect("advice");
+        assert!(
+            advice.starts_with("an AML node of aml_cluster.scratch presented a host key other than the one dsinfra pinned for its node id"),
+            "{advice}"
+        );
+        assert!(
+            advice.contains("`dsinfra park` then `dsinfra unpark`"),
+            "{advice}"
+        );
+        assert_eq!(changed_key_advice(&block(&vm), report), None);
+        assert_eq!(changed_key_advice(&block(&aml), "exit status 1"), None);
+    }
 }

@@ -182,7 +182,13 @@ pub fn base_context(
         &block.to_string(),
         nodes.iter().map(|n| cluster_node(n, endpoints)).collect(),
     );
-    let head_vm = nodes.first().and_then(|n| desired.resource(&n.vm));
+    // An AML node is no resource: its size is its compute's (which has no image: the service
+    // picks the node OS, so the Ubuntu release stays unknown and steps read /etc/os-release).
+    let head_vm = nodes.first().and_then(|n| {
+        desired
+            .resource(&n.vm)
+            .or_else(|| n.aml_compute().and_then(|c| desired.resource(&c)))
+    });
     if let Some(vm) = head_vm {
         ctx.infiniband = vm
             .attrs
@@ -382,6 +388,65 @@ mod tests {
                 "vm.gpu.vm",
             ]
         );
+    }
+
+    /// Issue 17: the nodes of an `aml_cluster` reach each other on their private IPs (port 22
+    /// inside the cluster's network), not on the public address and port dsinfra dials: the
+    /// nodefile and the mesh list those, named by node id; the compute gives the size.
+    #[test]
+    fn aml_nodes_mesh_on_their_private_ips_and_the_compute_gives_the_size() {
+        let mut d = desired();
+        let mut compute = resource(
+            "aml_cluster.scratch.compute",
+            ResourceKind::MlCompute,
+            "scratch-1a2b",
+            Some("exp-ws"),
+        );
+        compute
+            .attrs
+            .insert("size".into(), json!("Standard_ND40rs_v2"));
+        d.resources.push(compute);
+        let block: Address = "aml_cluster.scratch".parse().expect("ok");
+        let nodes: Vec<NodeReach> = (0..2u8)
+            .map(|i| NodeReach {
+                vm: Address::new("aml_cluster", "scratch", Some(u32::from(i)), "node"),
+                block: block.clone(),
+                index: usize::from(i),
+                name: format!("tvmps_{i}"),
+                user: "azureuser".into(),
+                public_ip: Some("20.1.2.3".into()),
+                private_ip: Some(format!("10.0.0.{}", 4 + i)),
+                host_key: None,
+                route: Route::Direct {
+                    host: "20.1.2.3".into(),
+                    port: 50000 + u16::from(i),
+                },
+            })
+            .collect();
+        let ctx = base_context(
+            &d,
+            &block,
+            &nodes,
+            &Endpoints::direct(),
+            &References::default(),
+        );
+        assert_eq!(
+            ctx.nodes,
+            [
+                ClusterNode {
+                    name: "tvmps_0".into(),
+                    private_ip: "10.0.0.4".into(),
+                    ssh_port: 22
+                },
+                ClusterNode {
+                    name: "tvmps_1".into(),
+                    private_ip: "10.0.0.5".into(),
+                    ssh_port: 22
+                }
+            ]
+        );
+        assert!(ctx.infiniband, "ND40rs_v2 from the compute's size");
+        assert_eq!(ctx.ubuntu, None, "the service picks the node image");
     }
 
     #[test]

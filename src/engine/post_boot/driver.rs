@@ -96,6 +96,7 @@ async fn run_or_block<'a, 'p: 'a, 'e: 'a>(
         return BlockOutcome {
             block,
             result: BlockResult::Blocked(why),
+            nodes: Vec::new(),
         };
     }
     match endpoints().await {
@@ -103,6 +104,7 @@ async fn run_or_block<'a, 'p: 'a, 'e: 'a>(
         Err(why) => BlockOutcome {
             block,
             result: BlockResult::Failed(why),
+            nodes: Vec::new(),
         },
     }
 }

@@ -59,15 +59,15 @@ pub fn rebooted_steps(
 ) -> BTreeMap<String, BTreeSet<String>> {
     let mut restarted = BTreeMap::new();
     for node in nodes {
-        let Some(vm) = state.resource(&node.vm) else {
+        let Some((records, boots)) = node_records(state, node) else {
             continue;
         };
         let outdated: Vec<&str> = steps
             .iter()
             .filter(|step| {
-                vm.steps
+                records
                     .get(&step.name)
-                    .is_some_and(|record| record.boot < vm.boots)
+                    .is_some_and(|record| record.boot < boots)
             })
             .map(|step| step.name.as_str())
             .collect();
@@ -90,10 +90,28 @@ pub fn rebooted_steps(
 pub struct RunNode {
     /// The runner's node name.
     pub name: String,
-    /// The VM resource.
+    /// The VM resource (for an AML node, its address `aml_cluster.c[i].node`).
     pub vm: Address,
     /// Its index in the block.
     pub index: usize,
+    /// For an AML node: its node id, under which its compute keeps its step records.
+    pub node_id: Option<String>,
+}
+
+/// A node's step records and how many times dsinfra restarted it: the VM's own, or for an AML
+/// node the record on its compute (never restarted: a restarted AML node is a new node id).
+fn node_records<'s>(
+    state: &'s State,
+    node: &RunNode,
+) -> Option<(&'s BTreeMap<String, StepRecord>, u64)> {
+    match &node.node_id {
+        Some(id) => {
+            let compute = crate::engine::reach::aml::compute_of(&node.vm.block_address());
+            let record = state.resource(&compute)?.nodes.get(id)?;
+            Some((&record.steps, 0))
+        }
+        None => state.resource(&node.vm).map(|vm| (&vm.steps, vm.boots)),
+    }
 }
 
 /// The records to store after a run: `(vm, manifest step name, record)` for every manifest step
@@ -112,7 +130,8 @@ pub fn succeeded(
         let Some(node_report) = report.node(&node.name) else {
             continue;
         };
-        let boot = state.resource(&node.vm).map_or(0, |r| r.boots);
+        let records = node_records(state, node);
+        let boot = records.map_or(0, |(_, boots)| boots);
         for step in steps {
             let mut parts = runner
                 .iter()
@@ -133,9 +152,8 @@ pub fn succeeded(
             let fingerprint = step.fingerprint();
             // A step that only skipped keeps its record (when and in which boot it last ran),
             // so an apply that runs nothing leaves the state as it was.
-            let recorded = state
-                .resource(&node.vm)
-                .and_then(|r| r.steps.get(&step.name))
+            let recorded = records
+                .and_then(|(steps, _)| steps.get(&step.name))
                 .is_some_and(|r| r.fingerprint == fingerprint);
             if all_ok && (any_ran || !recorded) {
                 out.push((
@@ -210,6 +228,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            nodes: std::collections::BTreeMap::new(),
             drift: None,
         }
     }
@@ -269,6 +288,7 @@ mod tests {
                 name: format!("train-{index}"),
                 vm: a.parse().expect("ok"),
                 index,
+                node_id: None,
             })
             .collect();
         // Only node 0 was restarted since its mount ran; node 1 ran everything at boot 2.
@@ -277,6 +297,59 @@ mod tests {
             restarted,
             BTreeMap::from([("train-0".to_owned(), BTreeSet::from(["mount".to_owned()]))])
         );
+    }
+
+    /// Issue 17: an AML node's records are on its compute under its node id; a step it only
+    /// skipped keeps its record, a node seen for the first time gets one.
+    #[test]
+    fn aml_node_records_are_read_from_the_compute_by_node_id() {
+        let mut state = State::new("exp");
+        let mut compute = vm("aml_cluster.s.compute", 0, &[]);
+        compute.kind = ResourceKind::MlCompute;
+        let prep = step("prep", crate::model::RunPolicy::Once);
+        compute.node_mut("tvmps_a").steps.insert(
+            "prep".into(),
+            StepRecord {
+                fingerprint: prep.fingerprint(),
+                boot: 0,
+                at: "then".into(),
+            },
+        );
+        state.upsert(compute);
+        let runner = [runner("prep", Scope::All, RunPolicy::Once)];
+        let node_report = |node: &str, outcome: StepOutcome| NodeReport {
+            node: node.into(),
+            steps: vec![StepReport {
+                step: "prep".into(),
+                outcome,
+            }],
+            status: NodeStatus::Done,
+        };
+        let report = RunReport {
+            nodes: vec![
+                node_report(
+                    "aml_cluster.s[0]",
+                    StepOutcome::Skipped(SkipReason::UpToDate),
+                ),
+                node_report(
+                    "aml_cluster.s[1]",
+                    StepOutcome::Skipped(SkipReason::UpToDate),
+                ),
+            ],
+        };
+        let nodes: Vec<RunNode> = ["tvmps_a", "tvmps_b"]
+            .iter()
+            .enumerate()
+            .map(|(index, id)| RunNode {
+                name: format!("aml_cluster.s[{index}]"),
+                vm: format!("aml_cluster.s[{index}].node").parse().expect("ok"),
+                index,
+                node_id: Some((*id).to_owned()),
+            })
+            .collect();
+        let records = succeeded(&[&prep], &runner, &report, &nodes, &state, "now");
+        let got: Vec<String> = records.iter().map(|(a, n, _)| format!("{a} {n}")).collect();
+        assert_eq!(got, ["aml_cluster.s[1].node prep"]);
     }
 
     #[test]
@@ -334,11 +407,13 @@ mod tests {
                 name: "head".into(),
                 vm: "cluster.train[0].vm".parse().expect("ok"),
                 index: 0,
+                node_id: None,
             },
             RunNode {
                 name: "node1".into(),
                 vm: "cluster.train[1].vm".parse().expect("ok"),
                 index: 1,
+                node_id: None,
             },
         ];
         let records = succeeded(&[&mesh, &prep], &runner, &report, &nodes, &state, "now");

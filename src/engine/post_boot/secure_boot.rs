@@ -28,8 +28,12 @@ pub(super) fn refusal(
     if kinds.is_empty() {
         return None;
     }
+    // AML nodes are left out: they are not VMs in the subscription (the service runs them in
+    // its own), so ARM has no securityProfile to read for them, and the node image the service
+    // chooses is not something a manifest or `az vm update` can change.
     let on: Vec<String> = nodes
         .iter()
+        .filter(|n| n.aml_compute().is_none())
         .filter(|n| endpoints.secure_boot(&n.vm) == Some(true))
         .map(|n| n.node().to_string())
         .collect();

@@ -328,8 +328,14 @@ fn unpinned(host: &SshHost) -> Vec<&SshHost> {
 
 /// Why OpenSSH will trust `host`'s key on first use.
 fn unpinned_warning(host: &SshHost) -> String {
+    // An AML node's key is made by the service; dsinfra pins it once it first reaches the node.
+    let why = if host.node.starts_with(&format!("{}.", super::AML_CLUSTER)) {
+        "an AML node dsinfra has not reached yet"
+    } else {
+        "an adopted VM"
+    };
     format!(
-        "{} ({}) has no pinned host key in the state (an adopted VM): OpenSSH will trust the key it presents the first time (StrictHostKeyChecking accept-new) and refuse any other key after that",
+        "{} ({}) has no pinned host key in the state ({why}): OpenSSH will trust the key it presents the first time (StrictHostKeyChecking accept-new) and refuse any other key after that",
         host.node, host.alias
     )
 }

@@ -16,8 +16,27 @@ fn example() -> Desired {
 
 const COMPUTE: &str = "aml_cluster.beeond.compute";
 
+/// The example as an apply leaves it: every resource created, and the compute's four nodes
+/// recorded (by node id, as apply lists them) with every step of the block succeeded on them.
 fn applied_example() -> State {
-    State::from_applied(&example(), "sub")
+    let desired = example();
+    let mut state = State::from_applied(&desired, "sub");
+    let compute = state.resource_mut(&addr(COMPUTE)).expect("recorded");
+    for i in 0..4 {
+        let node = compute.node_mut(&format!("tvm-{i}"));
+        node.host_key = Some(format!("ssh-ed25519 KEY{i}"));
+        for step in &desired.steps {
+            node.steps.insert(
+                step.name.clone(),
+                crate::state::StepRecord {
+                    fingerprint: step.fingerprint(),
+                    boot: 0,
+                    at: "2026-11-26T18:00:00Z".to_owned(),
+                },
+            );
+        }
+    }
+    state
 }
 
 /// Where each planned step runs and why, as the plan text puts it.

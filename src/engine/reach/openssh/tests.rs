@@ -271,3 +271,48 @@ fn the_config_has_a_block_per_reachable_node_and_says_what_it_left_out_in_node_o
         ]
     );
 }
+
+/// Issue 17: an AML node is reached directly at the cluster's public IP and its own port, its
+/// key filed under its node id; before dsinfra first reached it, OpenSSH trusts it on first use
+/// and the warning says why there is no pin.
+#[test]
+fn aml_nodes_are_dialled_at_their_port_with_keys_filed_under_their_node_id() {
+    let aml = |i: u8, port: u16, key: Option<&str>| NodeReach {
+        vm: Address::new("aml_cluster", "scratch", Some(u32::from(i)), "node"),
+        block: Address::block("aml_cluster", "scratch"),
+        index: usize::from(i),
+        name: format!("tvmps_{i}"),
+        user: "azureuser".into(),
+        public_ip: Some("20.1.2.3".into()),
+        private_ip: Some(format!("10.0.0.{}", 4 + i)),
+        host_key: key.map(str::to_owned),
+        route: Route::Direct {
+            host: "20.1.2.3".into(),
+            port,
+        },
+    };
+    let reached = Reached {
+        experiment: "exp".into(),
+        dir: PathBuf::from("/work/x/.dsinfra/exp"),
+        nodes: vec![
+            aml(0, 50000, Some("ssh-ed25519 AAAAzero")),
+            aml(1, 50001, None),
+        ],
+    };
+    let host = reached.host("scratch[1]").expect("reachable");
+    assert_eq!((host.host.as_str(), host.port), ("20.1.2.3", 50001));
+    assert_eq!(host.key_alias, "tvmps_1");
+    assert_eq!(
+        host.unpinned_warnings(),
+        [
+            "aml_cluster.scratch[1] (exp-scratch-1) has no pinned host key in the state (an AML node dsinfra has not reached yet): OpenSSH will trust the key it presents the first time (StrictHostKeyChecking accept-new) and refuse any other key after that"
+        ]
+    );
+    assert_eq!(
+        known_hosts_text(&reached.nodes, "")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        ["tvmps_0 ssh-ed25519 AAAAzero"]
+    );
+}

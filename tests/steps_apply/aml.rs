@@ -1,0 +1,162 @@
+//! Steps on the nodes of an Azure Machine Learning cluster, end to end: the emulator's AML node
+//! hook maps each of the four nodes of an `aml_cluster` (at the cluster's public IP and the
+//! node's own port, as `listNodes` gives them) to a local sshd that made its own host key
+//! (tests/common/aml_nodes.rs), and the real binary applies.
+//!
+//! Held: the steps run on all four nodes, head-only ones on node 0 after the others; every
+//! node's key is trusted on first use and pinned in the state on the compute, under its node
+//! id, with the step records; apply lists the nodes; a second apply runs nothing and changes no
+//! record; a node presenting a key other than its pinned one is refused, with what to do.
+
+use super::*;
+
+use common::aml_nodes::AmlNodeFarm;
+use dsinfra::ssh::HostKeyPair;
+
+/// A workspace and a fixed-size cluster of four nodes whose steps write where they ran.
+fn write_aml_manifest(w: &World, farm: &AmlNodeFarm) {
+    let out = w.out().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"aml_workspace "ws" {{}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2s_v3"
+  count          = 4
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name   = "prep"
+    script = <<EOT
+if [ "$DSINFRA_RANK" != 0 ]; then sleep 1; fi
+echo "$DSINFRA_NODE of $DSINFRA_NODES" >> {out}/prep-$DSINFRA_RANK
+EOT
+  }}
+  step "script" {{
+    name   = "gather"
+    scope  = "head"
+    script = "ls {out} | grep -c '^prep-' > {out}/gather"
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+}
+
+/// The compute's node records in the state: node id -> (pinned key, recorded step names).
+fn node_records(w: &World) -> BTreeMap<String, (String, Vec<String>)> {
+    let compute = w.resource("aml_cluster.scratch.compute");
+    compute["nodes"]
+        .as_object()
+        .map(|nodes| {
+            nodes
+                .iter()
+                .map(|(id, record)| {
+                    let key = record["host_key"].as_str().unwrap_or_default().to_owned();
+                    let steps = record["steps"]
+                        .as_object()
+                        .map(|s| s.keys().cloned().collect())
+                        .unwrap_or_default();
+                    (id.clone(), (key, steps))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_use() {
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    write_aml_manifest(&w, &farm);
+
+    let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    let booted = farm.booted();
+    assert_eq!(booted.len(), 4, "{first}");
+    let mut ids: Vec<String> = booted.iter().map(|b| b.node_id.clone()).collect();
+    ids.sort();
+    // Every node ran `prep` once, as node i of 4, and the head counted them after.
+    for rank in 0..4 {
+        assert_eq!(
+            w.read(&format!("prep-{rank}")),
+            format!("aml_cluster.scratch[{rank}] of 4\n"),
+            "{first}"
+        );
+    }
+    assert_eq!(w.read("gather").trim(), "4", "{first}");
+    // Apply lists the nodes as listNodes gave them, in node-id order, at their own ports.
+    assert!(first.contains("nodes of aml_cluster.scratch (listNodes):"), "{first}");
+    for (i, id) in ids.iter().enumerate() {
+        let boot = booted
+            .iter()
+            .find(|b| &b.node_id == id)
+            .expect("booted");
+        let line = format!(
+            "aml_cluster.scratch[{i}]  {id}  {}:{}  private {}  ",
+            boot.public_ip, boot.port, boot.private_ip
+        );
+        assert!(first.contains(&line), "{line}\n{first}");
+    }
+    // Each node's own key was trusted on first use and pinned under its node id, with what
+    // succeeded there (`gather` on the head only).
+    let records = node_records(&w);
+    assert_eq!(records.keys().cloned().collect::<Vec<_>>(), ids);
+    for (i, id) in ids.iter().enumerate() {
+        let (key, steps) = &records[id];
+        let farm_key = farm.host_key(id).expect("a host per node").to_openssh();
+        assert_eq!(
+            key.split_whitespace().take(2).collect::<Vec<_>>(),
+            farm_key.split_whitespace().take(2).collect::<Vec<_>>(),
+            "node {id}"
+        );
+        let expected: &[&str] = if i == 0 { &["gather", "prep"] } else { &["prep"] };
+        assert_eq!(steps, expected, "node {id}");
+    }
+
+    // Nothing to do: no step starts, every node is checked against its pinned key, and the
+    // records stay as they were.
+    let before = w.state_text();
+    let second = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+    assert_eq!(w.read("gather").trim(), "4");
+    assert_eq!(node_records(&w), records);
+    assert_eq!(
+        serde_json::from_str::<Value>(&before).expect("json")["resources"],
+        w.state()["resources"],
+        "{second}"
+    );
+
+    // Node 2 now presents another key than the one pinned for its id (here: the pin changed,
+    // which is the same mismatch seen from dsinfra): refused, nothing runs there, and the
+    // message says what it means for an AML node and what to do.
+    let other = HostKeyPair::generate().expect("a key").public().to_openssh();
+    let path = farm_apply::state_path(w.dir.path(), "stepsdemo");
+    let mut state = w.state();
+    for r in state["resources"].as_array_mut().expect("resources") {
+        if r["address"] == "aml_cluster.scratch.compute" {
+            r["nodes"][&ids[2]]["host_key"] = Value::from(other.clone());
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&state).expect("json"))
+        .expect("state written");
+    let (out, text) = w.run(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("node aml_cluster.scratch[2]: host key mismatch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("an AML node of aml_cluster.scratch presented a host key other than the one dsinfra pinned for its node id"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`dsinfra park` then `dsinfra unpark`"),
+        "{text}"
+    );
+    assert_eq!(node_records(&w)[&ids[2]].0, other, "a refused key is not pinned");
+}
