@@ -303,3 +303,26 @@ fn a_new_workspace_exposes_the_experiments_resource_group() {
         "my-rg"
     );
 }
+
+#[test]
+fn counts_above_amls_limits_warn_by_family() {
+    let warnings = |size: &str, count: u32| -> Vec<String> {
+        let text = aml(&format!(
+            "aml_workspace \"ws\" {{}}\naml_cluster \"c\" {{\n  size = \"{size}\"\n  count = {count}\n  ssh_key = \"{KEY}\"\n}}\n"
+        ));
+        load_aml(&text)
+            .warnings
+            .iter()
+            .map(|w| w.summary.clone())
+            .collect()
+    };
+    assert!(warnings("Standard_ND40rs_v2", 100).is_empty());
+    assert_eq!(
+        warnings("Standard_ND40rs_v2", 101),
+        [
+            "aml_cluster \"c\" has 101 nodes, above Azure Machine Learning's limit of 100 per cluster"
+        ]
+    );
+    assert!(warnings("Standard_D8ds_v5", 300).is_empty());
+    assert_eq!(warnings("Standard_D8ds_v5", 301).len(), 1);
+}
