@@ -80,10 +80,13 @@ impl Choices for Priority {
 /// while nodes above the minimum exist.
 const DEFAULT_IDLE_SECONDS: i64 = 120;
 
-/// The nodes an AmlCompute cluster holds by default: Azure Machine Learning's service limits give
-/// 100 nodes to a cluster whose nodes talk to each other (MPI, InfiniBand), which is what BeeOND
-/// and distributed training need; support can raise it for some families, so more is a warning.
-const AML_DEFAULT_MAX_NODES: i64 = 100;
+/// The nodes Azure Machine Learning's service limits give one AmlCompute cluster whose nodes
+/// talk to each other (a "communication-enabled" pool, as BeeOND and MPI training need): 100 on
+/// an InfiniBand (RDMA) family, 300 on others. Above them Azure refuses to scale unless support
+/// raised the limit, which dsinfra cannot see offline: a warning, not an error.
+const AML_MAX_RDMA_NODES: i64 = 100;
+/// The same limit on families without InfiniBand (see [`AML_MAX_RDMA_NODES`]).
+const AML_MAX_NODES: i64 = 300;
 
 /// Expand an `aml_workspace` block.
 pub(super) fn expand_workspace(ex: &mut Expander<'_>, block: &EvalBlock) {
@@ -520,20 +523,20 @@ fn read_count(check: &mut Check<'_>, count: Option<Located<i64>>, infiniband: bo
     let Some(count) = check.in_range(count, "count", (1, MAX_NODES), " nodes") else {
         return 1;
     };
-    if count.value > AML_DEFAULT_MAX_NODES {
+    let (limit, what) = if infiniband {
+        (AML_MAX_RDMA_NODES, "InfiniBand (RDMA) nodes")
+    } else {
+        (AML_MAX_NODES, "nodes that talk to each other (MPI, BeeOND)")
+    };
+    if count.value > limit {
         let title = check.title();
-        let what = if infiniband {
-            "InfiniBand (RDMA) nodes"
-        } else {
-            "nodes that talk to each other (MPI, BeeOND)"
-        };
         check.report(
             Diagnostic::warning(format!(
-                "{title} has {} nodes, above Azure Machine Learning's limit of {AML_DEFAULT_MAX_NODES} per cluster",
+                "{title} has {} nodes, above Azure Machine Learning's limit of {limit} per cluster",
                 count.value
             ))
             .with_span(count.span.clone())
-            .with_label(format!("at most {AML_DEFAULT_MAX_NODES} {what} by default"))
+            .with_label(format!("at most {limit} {what} by default"))
             .with_help("ask Azure support to raise the limit before applying, or split the work over several clusters"),
         );
     }

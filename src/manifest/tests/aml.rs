@@ -266,3 +266,63 @@ fn the_example_reproduces_the_beeond_tutorial() {
     assert_eq!(kinds, ["beeond", "stage", "elbencho"]);
     assert!(resource(&loaded, "aml_workspace.ws.workspace").kind == ResourceKind::MlWorkspace);
 }
+
+#[test]
+fn temp_disk_steps_are_checked_against_the_cluster_size() {
+    let text = aml(&format!(
+        "aml_workspace \"ws\" {{}}\naml_cluster \"c\" {{\n  size = \"Standard_D4s_v5\"\n  count = 2\n  ssh_key = \"{KEY}\"\n  step \"beeond\" {{}}\n}}\n"
+    ));
+    assert_eq!(
+        problems(&text),
+        [
+            "step \"beeond\" of aml_cluster \"c\" keeps `data_dir` on the temp disk, but Standard_D4s_v5 has none"
+        ]
+    );
+}
+
+#[test]
+fn references_read_what_a_cluster_exposes() {
+    let loaded = load_aml(&aml(&format!(
+        "aml_workspace \"ws\" {{}}\n{}\noutput \"o\" {{ value = \"${{aml_cluster.c.size}}/${{aml_cluster.c.count}}/${{aml_cluster.c.admin_username}}/${{aml_workspace.ws.name}}/${{aml_workspace.ws.resource_group}}\" }}\n",
+        cluster("")
+    )));
+    assert_eq!(
+        loaded.desired.outputs[0].value,
+        json!("Standard_ND40rs_v2/4/azureuser/aml-ws/dsinfra-aml")
+    );
+}
+
+#[test]
+fn a_new_workspace_exposes_the_experiments_resource_group() {
+    let loaded = load_aml(
+        "aml_workspace \"ws\" {}\nazure {\n  location = \"eastus\"\n  resource_group = \"my-rg\"\n}\noutput \"g\" { value = aml_workspace.ws.resource_group }\n",
+    );
+    assert_eq!(loaded.desired.outputs[0].value, json!("my-rg"));
+    assert_eq!(
+        resource(&loaded, "aml_workspace.ws.workspace").resource_group,
+        "my-rg"
+    );
+}
+
+#[test]
+fn counts_above_amls_limits_warn_by_family() {
+    let warnings = |size: &str, count: u32| -> Vec<String> {
+        let text = aml(&format!(
+            "aml_workspace \"ws\" {{}}\naml_cluster \"c\" {{\n  size = \"{size}\"\n  count = {count}\n  ssh_key = \"{KEY}\"\n}}\n"
+        ));
+        load_aml(&text)
+            .warnings
+            .iter()
+            .map(|w| w.summary.clone())
+            .collect()
+    };
+    assert!(warnings("Standard_ND40rs_v2", 100).is_empty());
+    assert_eq!(
+        warnings("Standard_ND40rs_v2", 101),
+        [
+            "aml_cluster \"c\" has 101 nodes, above Azure Machine Learning's limit of 100 per cluster"
+        ]
+    );
+    assert!(warnings("Standard_D8ds_v5", 300).is_empty());
+    assert_eq!(warnings("Standard_D8ds_v5", 301).len(), 1);
+}
