@@ -211,6 +211,64 @@ vm "gpu" {
         }
     }
 
+    /// Issue 17: an `aml_cluster`'s steps start once its compute is done (which needs the
+    /// workspace and everything the workspace needs), not before.
+    #[test]
+    fn an_aml_cluster_is_ready_once_its_compute_is_done() {
+        let text = r#"
+experiment = "t"
+azure { location = "eastus" }
+aml_workspace "ws" {}
+aml_cluster "scratch" {
+  workspace = aml_workspace.ws
+  size      = "Standard_D2s_v3"
+  count     = 2
+  ssh_key   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBm0QmKkWB0DMyVv0GGEBkOwgkEHVGbz7fHhJ5yDmHPe t"
+  step "script" {
+    script = "true"
+  }
+}
+"#;
+        let d = crate::manifest::load_str(
+            std::path::Path::new("t.hcl"),
+            text,
+            &crate::manifest::LoadOptions::default(),
+        )
+        .expect("the test manifest loads")
+        .desired;
+        let planned = plan(
+            &d,
+            &State::new("t"),
+            &PlanOptions {
+                mode: crate::plan::Mode::Normal,
+                targets: Vec::new(),
+                now: chrono::Utc::now(),
+                rerun_steps: BTreeSet::new(),
+            },
+        )
+        .expect("plans");
+        let mut r = Readiness::new(&planned, &d);
+        assert_eq!(r.ready(), []);
+        let compute = "aml_cluster.scratch.compute";
+        let mut signals = Vec::new();
+        for change in planned
+            .changes
+            .iter()
+            .filter(|c| c.address.to_string() != compute)
+        {
+            signals.extend(r.observe(&done(&change.address.to_string())));
+        }
+        assert_eq!(
+            signals,
+            [],
+            "the workspace's parts alone do not start the steps"
+        );
+        assert_eq!(
+            r.observe(&done(compute)),
+            [Signal::Ready("aml_cluster.scratch".parse().expect("ok"))]
+        );
+    }
+
     #[test]
     fn a_block_is_ready_once_its_own_resources_and_its_storage_are_done() {
         let d = desired();
