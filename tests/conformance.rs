@@ -295,6 +295,16 @@ fn version_for(id: &str) -> &'static str {
         "2024-11-01"
     } else if lower.contains("/microsoft.storage/") {
         "2025-01-01"
+    } else if lower.contains("/microsoft.machinelearningservices/") {
+        "2024-10-01"
+    } else if lower.contains("/microsoft.keyvault/")
+        || lower.contains("/microsoft.containerregistry/")
+    {
+        "2023-07-01"
+    } else if lower.contains("/microsoft.operationalinsights/") {
+        "2022-10-01"
+    } else if lower.contains("/microsoft.insights/") {
+        "2020-02-02"
     } else {
         "2025-04-01"
     }
@@ -376,6 +386,14 @@ fn ensure<'a>(
                 .split("/fileServices/")
                 .next()
                 .unwrap_or(id);
+            // Names are case-insensitive in ARM, but a storage account's is created in lower case
+            // (ARM refuses capitals): the AML examples' `testStorageAccount` is this account.
+            let lowered = account
+                .rsplit_once('/')
+                .map_or(account.to_owned(), |(head, name)| {
+                    format!("{head}/{}", name.to_ascii_lowercase())
+                });
+            let account = lowered.as_str();
             let made = send(http, endpoint, "PUT", &versioned(account, version), Some(&json!({"location": "westus", "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"}))).await;
             assert!(
                 matches!(made.status, 200 | 202),
@@ -394,6 +412,39 @@ fn ensure<'a>(
                 assert_eq!(child.status, 201, "prerequisite {id}");
             }
             return;
+        } else if let Some(at) = lower.find("/computes/") {
+            ensure(http, endpoint, &id[..at]).await;
+            json!({"location": "westus", "properties": {"computeType": "AmlCompute",
+                "description": "prerequisite compute", "properties": {"vmSize": "Standard_D2_v2",
+                "scaleSettings": {"minNodeCount": 1, "maxNodeCount": 1}}}})
+        } else if lower.contains("/microsoft.machinelearningservices/workspaces/") {
+            let deps = [
+                (
+                    "storageAccount",
+                    format!("{group}/providers/Microsoft.Storage/storageAccounts/prereqmlsa"),
+                ),
+                (
+                    "keyVault",
+                    format!("{group}/providers/Microsoft.KeyVault/vaults/prereq-ml-kv"),
+                ),
+                (
+                    "applicationInsights",
+                    format!("{group}/providers/microsoft.insights/components/prereq-ai"),
+                ),
+            ];
+            let mut properties = serde_json::Map::new();
+            for (property, dep) in deps {
+                ensure(http, endpoint, &dep).await;
+                properties.insert(property.into(), json!(dep));
+            }
+            json!({"location": "westus", "properties": properties})
+        } else if lower.contains("/microsoft.keyvault/vaults/") {
+            json!({"location": "westus", "properties": {"tenantId": "d51f0000-0000-4000-8000-00000000e317",
+                "sku": {"family": "A", "name": "standard"}}})
+        } else if lower.contains("/microsoft.insights/components/") {
+            json!({"location": "westus", "kind": "web", "properties": {"Application_Type": "web"}})
+        } else if lower.contains("/microsoft.containerregistry/registries/") {
+            json!({"location": "westus", "sku": {"name": "Basic"}})
         } else if lower.contains("/microsoft.devtestlab/schedules/") {
             json!({"location": "westus", "properties": {"status": "Enabled", "taskType": "LabVmsStartupTask", "timeZoneId": "UTC", "dailyRecurrence": {"time": "0700"}}})
         } else {
@@ -418,6 +469,34 @@ async fn put_and_wait(
         made.body
     );
 }
+
+/// The resources a workspace body names in its own properties (not under `id`): the storage
+/// account, key vault, Application Insights and container registry it is created with.
+fn workspace_references(body: &Value, out: &mut BTreeSet<String>) {
+    for property in [
+        "storageAccount",
+        "keyVault",
+        "applicationInsights",
+        "containerRegistry",
+    ] {
+        if let Some(id) = body
+            .pointer(&format!("/properties/{property}"))
+            .and_then(Value::as_str)
+            .filter(|id| id.starts_with("/subscriptions/"))
+        {
+            out.insert(id.to_owned());
+        }
+    }
+}
+
+/// Ids an example refers to that name resource types the emulator does not serve, and why the
+/// emulator accepts the example without them.
+const PREREQ_NOT_EMULATED: &[(&str, &str)] = &[(
+    // A custom image for AmlCompute nodes: Compute galleries are not emulated, and the emulator
+    // does not check that a cluster's custom image exists (docs/emulator.md).
+    "/providers/microsoft.compute/galleries/",
+    "gallery images are not emulated",
+)];
 
 /// Every ARM id an example body refers to.
 fn referenced_ids(value: &Value, out: &mut BTreeSet<String>) {
@@ -577,22 +656,36 @@ const EXAMPLE_ARTIFACTS: &[(&str, &str)] = &[
 /// Parts of a GET example's response that cannot seed the resource it describes, by pointer: the
 /// generated example's placement group id is a path template naming an availability set, which
 /// ARM (and the emulator) refuses as a reference that does not exist.
-const SEED_ARTIFACTS: &[(&str, &str)] = &[(
-    "AvailabilitySet_Get_MaximumSet_Gen.json",
-    "/properties/proximityPlacementGroup",
-)];
+const SEED_ARTIFACTS: &[(&str, &str)] = &[
+    (
+        "AvailabilitySet_Get_MaximumSet_Gen.json",
+        "/properties/proximityPlacementGroup",
+    ),
+    // The compute examples' subnet id is `test-subnet-resource-id`, not an ARM id: AML, like the
+    // emulator, refuses a subnet that does not exist.
+    (
+        "Compute/get/AmlCompute.json",
+        "/properties/properties/subnet",
+    ),
+    (
+        "Compute/createOrUpdate/AmlCompute.json",
+        "/properties/properties/subnet",
+    ),
+];
+
+/// PUT examples that update a resource the example assumes exists: their bodies carry only what
+/// changes (this one has no vmSize, which a creation requires), so the resource is first created
+/// from the example's own 200 response.
+const UPDATE_EXAMPLES: &[&str] = &["Compute/createOrUpdate/AmlCompute.json"];
 
 /// Providers whose specs are in shared/azure-specs for work not done yet, with the issue that
 /// brings them to the emulator. Their examples are not replayed; instead the test checks that the
 /// emulator still refuses their resource types, so a provider that gets emulated must leave this
 /// list (and have its examples replayed) instead of hiding behind it.
-const NOT_YET_EMULATED: &[(&str, &str)] = &[
-    ("Microsoft.MachineLearningServices", "issue 17 (AmlCompute)"),
-    (
-        "Microsoft.Authorization",
-        "issue 18 (role assignments for idle parking)",
-    ),
-];
+const NOT_YET_EMULATED: &[(&str, &str)] = &[(
+    "Microsoft.Authorization",
+    "issue 18 (role assignments for idle parking)",
+)];
 
 /// The provider namespace an operation's path names last (`.../providers/NS/...`).
 fn provider_of(template: &str) -> Option<&str> {
@@ -669,12 +762,46 @@ async fn every_example_present_replays_against_the_emulator() {
         {
             ensure(&http, &endpoint, &group).await;
         }
+        // A compute's workspace, before anything is seeded into it.
+        if let Some((workspace, _)) = decoded.split_once("/computes/") {
+            ensure(&http, &endpoint, workspace).await;
+        }
+        let seed_of = |pointer: &str| {
+            let mut seed = example.body.pointer(pointer)?.clone();
+            for (_, artifact) in SEED_ARTIFACTS
+                .iter()
+                .filter(|(file, _)| example.file.ends_with(file))
+            {
+                let (parent, key) = artifact.rsplit_once('/').unwrap_or_default();
+                if let Some(map) = seed.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    map.remove(key);
+                }
+            }
+            Some(seed)
+        };
         let mut ids = BTreeSet::new();
         if let Some(body) = &body {
             referenced_ids(body, &mut ids);
+            workspace_references(body, &mut ids);
         }
+        if method == "GET"
+            && let Some(seed) = seed_of("/responses/200/body")
+        {
+            workspace_references(&seed, &mut ids);
+        }
+        ids.retain(|id| {
+            !PREREQ_NOT_EMULATED
+                .iter()
+                .any(|(part, _)| id.to_ascii_lowercase().contains(part))
+        });
         for id in &ids {
             ensure(&http, &endpoint, id).await;
+        }
+        if method == "PUT"
+            && UPDATE_EXAMPLES.iter().any(|f| example.file.ends_with(f))
+            && let Some(seed) = seed_of("/responses/200/body")
+        {
+            put_and_wait(&http, &endpoint, &decoded, op.api_version(), &seed).await;
         }
         let target_segments = decoded.split('/').count();
         let resource_like = decoded.contains("/providers/") && group_of(&decoded).is_some();
@@ -688,20 +815,10 @@ async fn every_example_present_replays_against_the_emulator() {
             };
             // A GET example describes a resource created with what its response shows: create it
             // from that body (ARM ignores read-only properties in requests, as the emulator does).
-            let seed = example.body.pointer("/responses/200/body").filter(|b| {
+            let seed = seed_of("/responses/200/body").filter(|b| {
                 method == "GET" && b.get("properties").is_some() && b.get("location").is_some()
             });
             if let Some(seed) = seed {
-                let mut seed = seed.clone();
-                for (_, pointer) in SEED_ARTIFACTS
-                    .iter()
-                    .filter(|(file, _)| example.file.ends_with(file))
-                {
-                    let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
-                    if let Some(map) = seed.pointer_mut(parent).and_then(Value::as_object_mut) {
-                        map.remove(key);
-                    }
-                }
                 put_and_wait(&http, &endpoint, &target, op.api_version(), &seed).await;
             }
             ensure(&http, &endpoint, &target).await;

@@ -37,6 +37,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::json::At as _;
+use super::ml::{AmlBoots, AmlNodeHook, forget};
 use super::path::{self, Route};
 use super::providers::key;
 use super::server::{self, Shared, lock};
@@ -111,11 +112,13 @@ pub(crate) struct Boots {
     gate: tokio::sync::Mutex<()>,
 }
 
-/// The request handler with boots: the plain handler, then the gate.
+/// The request handler with boots: the plain handler, then the gate. Either hook may be absent.
 pub(crate) struct Booting {
     pub shared: Arc<Shared>,
-    pub hook: VmBootHook,
+    pub hook: Option<VmBootHook>,
+    pub aml_hook: Option<AmlNodeHook>,
     pub boots: Boots,
+    pub aml_boots: AmlBoots,
 }
 
 /// Whether `route` addresses a VM itself (not an action or sub-view of one).
@@ -157,7 +160,7 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let vm = (method == Method::PUT)
+    let vm = (method == Method::PUT && booting.hook.is_some())
         .then(|| vm_key(&path::parse(uri.path())))
         .flatten();
     // A failed VM that is PUT again is provisioned again, so it boots like a new one.
@@ -191,21 +194,47 @@ pub(crate) async fn handle(
 }
 
 impl Booting {
-    /// Runs the boots that are due and forgets the endpoints of deleted VMs; returns once done.
+    /// Runs the boots that are due (VMs and AmlCompute nodes) and forgets the endpoints of
+    /// deleted VMs and departed nodes; returns once done.
     async fn settle(&self) {
         let _gate = self.boots.gate.lock().await;
-        let (due, gone) = {
+        // Read after the handler answered, so every node an answer shows idle is due here.
+        let now = self.shared.clock.now();
+        let (due, gone, nodes_due, nodes_gone) = {
             let cloud = lock(&self.shared.cloud);
-            (self.take_due(&cloud), self.take_gone(&cloud))
+            let (nodes_due, nodes_gone) = match self.aml_hook {
+                Some(_) => (
+                    self.aml_boots.take_due(&cloud, now),
+                    self.aml_boots.take_gone(&cloud, now),
+                ),
+                None => (Vec::new(), Vec::new()),
+            };
+            (
+                self.take_due(&cloud),
+                self.take_gone(&cloud),
+                nodes_due,
+                nodes_gone,
+            )
         };
         let mut booted = Vec::new();
-        for (vm, boot) in due {
-            let hook = Arc::clone(&self.hook);
-            let task = tokio::task::spawn_blocking(move || {
-                let endpoint = hook(&boot);
-                (vm, boot, endpoint)
-            });
-            booted.push(task);
+        if let Some(hook) = &self.hook {
+            for (vm, boot) in due {
+                let hook = Arc::clone(hook);
+                booted.push(tokio::task::spawn_blocking(move || {
+                    let endpoint = hook(&boot);
+                    (vm, boot, endpoint)
+                }));
+            }
+        }
+        let mut nodes_booted = Vec::new();
+        if let Some(hook) = &self.aml_hook {
+            for (node, boot) in nodes_due {
+                let hook = Arc::clone(hook);
+                nodes_booted.push(tokio::task::spawn_blocking(move || {
+                    let endpoint = hook(&boot);
+                    (node, boot, endpoint)
+                }));
+            }
         }
         let mut recorded = Vec::new();
         for task in booted {
@@ -215,15 +244,31 @@ impl Booting {
                 Err(err) => tracing::error!(%err, "the emulator's VM boot hook panicked"),
             }
         }
-        if recorded.is_empty() && gone.is_empty() {
+        let mut nodes_recorded = Vec::new();
+        for task in nodes_booted {
+            match task.await {
+                Ok((node, boot, Some(endpoint))) => nodes_recorded.push((node, boot, endpoint)),
+                Ok((_, _, None)) => {}
+                Err(err) => tracing::error!(%err, "the emulator's AmlCompute node hook panicked"),
+            }
+        }
+        if recorded.is_empty()
+            && gone.is_empty()
+            && nodes_recorded.is_empty()
+            && nodes_gone.is_empty()
+        {
             return;
         }
         let mut cloud = lock(&self.shared.cloud);
         for ips in gone.values() {
             cloud.ssh_endpoints.retain(|e| !ips.contains(&e.ip_address));
         }
+        forget(&mut cloud, &nodes_gone);
         for (vm, boot, endpoint) in recorded {
             self.record(&mut cloud, vm, &boot, &endpoint);
+        }
+        for (node, boot, endpoint) in nodes_recorded {
+            self.aml_boots.record(&mut cloud, &node, &boot, endpoint);
         }
         if let Err(err) = self.shared.save(&mut cloud) {
             tracing::error!(message = %err.message, "the emulator could not save SSH endpoints");

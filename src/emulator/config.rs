@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::boot::VmBootHook;
 use super::faults::FaultRule;
+use super::ml::AmlNodeHook;
 
 /// One VM size the emulated compute provider knows, with what Resource SKUs reports for it.
 ///
@@ -294,6 +295,11 @@ pub struct EmulatorConfig {
     /// endpoint of the VM's public and private IP until the VM is deleted. Tests start a real
     /// sshd per VM here; `None` (the default) boots nothing.
     pub on_vm_boot: Option<VmBootHook>,
+    /// Called once for every AmlCompute node as it becomes idle, outside every emulator lock,
+    /// with the node's addresses, port and the cluster's admin user and key. A returned address
+    /// becomes the SSH endpoint of the cluster's public IP at the node's port, and of the node's
+    /// private IP, until the node leaves (scale-down, delete). `None` (the default) boots nothing.
+    pub on_aml_node: Option<AmlNodeHook>,
 }
 
 /// What a validator is told about one ARM request.
@@ -382,6 +388,7 @@ impl Default for EmulatorConfig {
             request_validator: None,
             response_validator: None,
             on_vm_boot: None,
+            on_aml_node: None,
         }
     }
 }
@@ -410,6 +417,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("request_validator", &self.request_validator.is_some())
             .field("response_validator", &self.response_validator.is_some())
             .field("on_vm_boot", &self.on_vm_boot.is_some())
+            .field("on_aml_node", &self.on_aml_node.is_some())
             .finish()
     }
 }

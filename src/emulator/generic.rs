@@ -87,6 +87,7 @@ pub(crate) fn top_level(kind: Kind) -> bool {
             | Kind::SecurityRule
             | Kind::BlobContainer
             | Kind::FileShare
+            | Kind::MlCompute
     )
 }
 

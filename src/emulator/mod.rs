@@ -22,6 +22,7 @@ mod faults;
 mod generic;
 mod groups;
 mod json;
+mod ml;
 mod network;
 mod ops;
 mod paging;
@@ -49,6 +50,7 @@ pub use config::{
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
+pub use ml::{AmlNodeBoot, AmlNodeHook};
 
 use crate::engine::reach::SshEndpoint;
 use json::At as _;
@@ -121,19 +123,24 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         request_violations: Mutex::new(Vec::new()),
         response_violations: Mutex::new(Vec::new()),
     });
-    // With a boot hook every answer also passes the boot gate (see boot.rs); without one the
-    // plain handler serves, exactly as before.
-    let app = match shared.config.on_vm_boot.clone() {
-        Some(hook) => axum::Router::new()
+    // With a boot hook (VMs or AmlCompute nodes) every answer also passes the boot gate (see
+    // boot.rs); without one the plain handler serves, exactly as before.
+    let vm_hook = shared.config.on_vm_boot.clone();
+    let aml_hook = shared.config.on_aml_node.clone();
+    let app = if vm_hook.is_some() || aml_hook.is_some() {
+        axum::Router::new()
             .fallback(boot::handle)
             .with_state(Arc::new(boot::Booting {
                 shared: Arc::clone(&shared),
-                hook,
+                hook: vm_hook,
+                aml_hook,
                 boots: boot::Boots::default(),
-            })),
-        None => axum::Router::new()
+                aml_boots: ml::AmlBoots::default(),
+            }))
+    } else {
+        axum::Router::new()
             .fallback(server::handle)
-            .with_state(Arc::clone(&shared)),
+            .with_state(Arc::clone(&shared))
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {

@@ -23,7 +23,12 @@ pub(crate) fn base_latency(kind: Kind, op: &OpKind, vm_size: Option<&str>) -> Du
         ) => 3,
         (Kind::NetworkInterface, _) | (Kind::Disk, OpKind::Delete) => 2,
         (Kind::VirtualNetwork | Kind::Disk, _) => 5,
-        (Kind::StorageAccount, _) => 20,
+        (Kind::StorageAccount | Kind::ContainerRegistry, _) => 20,
+        // The cluster resource itself; its nodes take longer (see ml/nodes.rs).
+        (Kind::MlCompute, OpKind::Put) => 30,
+        (Kind::MlCompute, OpKind::Delete) => 60,
+        (Kind::MlWorkspace, OpKind::Put) => 45,
+        (Kind::MlWorkspace, OpKind::Delete) => 30,
         (Kind::VirtualMachine, OpKind::Put) if heavy_vm => 300,
         (Kind::VirtualMachine, OpKind::Put) => 90,
         (Kind::VirtualMachine, OpKind::Delete) => 45,

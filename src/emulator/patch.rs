@@ -16,7 +16,7 @@ use super::json::At as _;
 use super::providers::{Target, render};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, network, storage};
+use super::{compute, ml, network, storage};
 
 /// Applies `patch` over `base` as a JSON merge patch: objects merge member by member, `null`
 /// removes a member, anything else (arrays included: `dataDisks` is replaced whole) replaces.
@@ -72,6 +72,7 @@ pub(crate) fn patch(
             compute::put_avset(cloud, ctx, target)
         }),
         Kind::StorageAccount => patch_account(cloud, ctx, target, &stored, &update),
+        Kind::MlCompute => ml::patch_compute(cloud, ctx, target, stored, &update),
         _ => Ok(patch_tags(cloud, ctx, target, &update)),
     }
 }

@@ -8,7 +8,7 @@ use super::error::ArmError;
 use super::path::{ResourcePath, Route};
 use super::server::{Ctx, Reply};
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, generic, groups, network, ops, paging, registry, schedules, storage};
+use super::{compute, generic, groups, ml, network, ops, paging, registry, schedules, storage};
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -313,6 +313,12 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
             storage::render(cloud, resource)
         }
         Kind::Schedule | Kind::ResourceGroup => resource.body.clone(),
+        Kind::KeyVault
+        | Kind::LogAnalyticsWorkspace
+        | Kind::AppInsights
+        | Kind::ContainerRegistry
+        | Kind::MlWorkspace
+        | Kind::MlCompute => ml::render(resource, ctx.now),
     }
 }
 
@@ -403,6 +409,12 @@ fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Repl
         Kind::StorageAccount => storage::put_account(cloud, ctx, target),
         Kind::BlobContainer | Kind::FileShare => Ok(storage::put_child(cloud, ctx, target)),
         Kind::Schedule => schedules::put(cloud, ctx, target),
+        Kind::KeyVault => ml::put_vault(cloud, ctx, target),
+        Kind::LogAnalyticsWorkspace => ml::put_log_analytics(cloud, ctx, target),
+        Kind::AppInsights => ml::put_insights(cloud, ctx, target),
+        Kind::ContainerRegistry => ml::put_registry(cloud, ctx, target),
+        Kind::MlWorkspace => ml::put_workspace(cloud, ctx, target),
+        Kind::MlCompute => ml::put_compute(cloud, ctx, target),
         Kind::ResourceGroup => Err(ArmError::method_not_allowed("PUT")),
     }
 }
@@ -439,7 +451,10 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
         | Kind::FileShare
         | Kind::Schedule
         | Kind::ProximityPlacementGroup
-        | Kind::AvailabilitySet => {
+        | Kind::AvailabilitySet
+        | Kind::KeyVault
+        | Kind::LogAnalyticsWorkspace
+        | Kind::AppInsights => {
             cloud.remove_tree(&target.key);
             Ok(Reply::empty(200))
         }
@@ -469,6 +484,7 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
                 if stored.kind == Kind::VirtualMachine {
                     stored.power = Some("deallocating".into());
                 }
+                ml::on_delete(stored, ctx.now, op.due);
             }
             Ok(Reply::empty(202).headers(ops::accepted_headers(ctx, &op)))
         }
@@ -484,6 +500,7 @@ fn action(
     match target.kind {
         Kind::VirtualMachine => compute::vm_action(cloud, ctx, target, tail),
         Kind::StorageAccount => storage::account_action(cloud, ctx, target, tail),
+        Kind::MlCompute => ml::action(cloud, ctx, target, tail),
         _ => Err(not_implemented(ctx)),
     }
 }

@@ -86,8 +86,30 @@ const NAMESPACES: &[Namespace] = &[
         ],
     },
     Namespace {
+        name: "Microsoft.ContainerRegistry",
+        endpoints: &[
+            ("locations/operations", "2023-07-01", true),
+            ("locations/operationResults", "2023-07-01", true),
+        ],
+    },
+    Namespace {
         name: "Microsoft.DevTestLab",
         endpoints: &[],
+    },
+    Namespace {
+        name: "Microsoft.Insights",
+        endpoints: &[],
+    },
+    Namespace {
+        name: "Microsoft.KeyVault",
+        endpoints: &[],
+    },
+    Namespace {
+        name: "Microsoft.MachineLearningServices",
+        endpoints: &[
+            ("locations/operations", "2024-10-01", true),
+            ("locations/operationResults", "2024-10-01", true),
+        ],
     },
     Namespace {
         name: "Microsoft.Network",
@@ -95,6 +117,10 @@ const NAMESPACES: &[Namespace] = &[
             ("locations/operations", "2024-07-01", true),
             ("locations/operationResults", "2024-07-01", true),
         ],
+    },
+    Namespace {
+        name: "Microsoft.OperationalInsights",
+        endpoints: &[],
     },
     Namespace {
         name: RESOURCES,
@@ -123,6 +149,10 @@ fn api_version(kind: Kind) -> &'static str {
         Kind::Disk => "2025-01-02",
         Kind::StorageAccount | Kind::BlobContainer | Kind::FileShare => "2025-01-01",
         Kind::Schedule => "2018-09-15",
+        Kind::KeyVault | Kind::ContainerRegistry => "2023-07-01",
+        Kind::LogAnalyticsWorkspace => "2022-10-01",
+        Kind::AppInsights => "2020-02-02",
+        Kind::MlWorkspace | Kind::MlCompute => "2024-10-01",
     }
 }
 

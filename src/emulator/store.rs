@@ -44,11 +44,17 @@ pub(crate) enum Kind {
     BlobContainer,
     FileShare,
     Schedule,
+    KeyVault,
+    LogAnalyticsWorkspace,
+    AppInsights,
+    ContainerRegistry,
+    MlWorkspace,
+    MlCompute,
 }
 
 impl Kind {
     /// Every kind, in the order the providers API lists their types.
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 21] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::Subnet,
@@ -64,6 +70,12 @@ impl Kind {
         Self::BlobContainer,
         Self::FileShare,
         Self::Schedule,
+        Self::KeyVault,
+        Self::LogAnalyticsWorkspace,
+        Self::AppInsights,
+        Self::ContainerRegistry,
+        Self::MlWorkspace,
+        Self::MlCompute,
     ];
 
     /// Maps a URL resource type (any casing) to a kind.
@@ -83,6 +95,12 @@ impl Kind {
             "microsoft.storage/storageaccounts/blobservices/containers" => Self::BlobContainer,
             "microsoft.storage/storageaccounts/fileservices/shares" => Self::FileShare,
             "microsoft.devtestlab/schedules" => Self::Schedule,
+            "microsoft.keyvault/vaults" => Self::KeyVault,
+            "microsoft.operationalinsights/workspaces" => Self::LogAnalyticsWorkspace,
+            "microsoft.insights/components" => Self::AppInsights,
+            "microsoft.containerregistry/registries" => Self::ContainerRegistry,
+            "microsoft.machinelearningservices/workspaces" => Self::MlWorkspace,
+            "microsoft.machinelearningservices/workspaces/computes" => Self::MlCompute,
             _ => return None,
         };
         Some(kind)
@@ -107,6 +125,13 @@ impl Kind {
             Self::FileShare => "Microsoft.Storage/storageAccounts/fileServices/shares",
             // DevTestLab answers in lower case (its spec examples do too).
             Self::Schedule => "microsoft.devtestlab/schedules",
+            Self::KeyVault => "Microsoft.KeyVault/vaults",
+            Self::LogAnalyticsWorkspace => "Microsoft.OperationalInsights/workspaces",
+            // Application Insights answers in lower case, as its ids in the AML examples show.
+            Self::AppInsights => "microsoft.insights/components",
+            Self::ContainerRegistry => "Microsoft.ContainerRegistry/registries",
+            Self::MlWorkspace => "Microsoft.MachineLearningServices/workspaces",
+            Self::MlCompute => "Microsoft.MachineLearningServices/workspaces/computes",
         }
     }
 
@@ -149,6 +174,9 @@ pub(crate) struct Resource {
     /// The error that failed the last operation on it (shown in a VM's instance view).
     #[serde(default)]
     pub failure: Option<ArmError>,
+    /// The nodes of an AmlCompute cluster, present, coming and leaving (see `ml/nodes.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<super::ml::Node>,
 }
 
 impl Resource {
@@ -299,7 +327,7 @@ pub(crate) struct Cloud {
 }
 
 impl Cloud {
-    fn next_seq(&mut self) -> u64 {
+    pub fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
@@ -316,6 +344,7 @@ impl Cloud {
             power: None,
             keys: Vec::new(),
             failure: None,
+            nodes: Vec::new(),
         }
     }
 

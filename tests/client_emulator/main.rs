@@ -13,6 +13,7 @@
 //! When the specs are not beside the checkout the tests say so on stderr and pass, except under
 //! CI (`CI=true`), where they fail.
 
+mod aml;
 mod catalog;
 mod errors;
 mod fields;

@@ -21,7 +21,7 @@ use nic::{all_ip_configurations, vm_using_nic};
 use nsg::{default_rules, nsg_users};
 pub(crate) use nsg::{put_nsg, put_rule};
 use public_ip::attached_to_running_vm;
-pub(crate) use public_ip::{put_public_ip, vm_public_ip};
+pub(crate) use public_ip::{next_public_address, put_public_ip, vm_public_ip};
 use vnet::check_subnet_unused;
 pub(crate) use vnet::{put_subnet, put_vnet};
 

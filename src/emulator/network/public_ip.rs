@@ -52,16 +52,7 @@ pub(crate) fn put_public_ip(
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })
-        .unwrap_or_else(|| {
-            cloud.ip_counter += 1;
-            let n = cloud.ip_counter;
-            format!(
-                "20.{}.{}.{}",
-                100 + (n >> 16) % 100,
-                (n >> 8) & 0xff,
-                (n & 0xff).max(1)
-            )
-        });
+        .unwrap_or_else(|| next_public_address(cloud));
     let mut props = writable_properties(&body, &["ipAddress", "ipConfiguration"]);
     props.insert("publicIPAllocationMethod".into(), json!(allocation));
     props
@@ -133,4 +124,17 @@ pub(crate) fn vm_public_ip(cloud: &Cloud, vm_key: &str) -> Option<(String, Strin
         }
     }
     None
+}
+
+/// A public address not handed out before in this cloud (public IP resources and the AmlCompute
+/// clusters' own addresses draw from the same counter).
+pub(crate) fn next_public_address(cloud: &mut Cloud) -> String {
+    cloud.ip_counter += 1;
+    let n = cloud.ip_counter;
+    format!(
+        "20.{}.{}.{}",
+        100 + (n >> 16) % 100,
+        (n >> 8) & 0xff,
+        (n & 0xff).max(1)
+    )
 }
