@@ -112,7 +112,10 @@ impl ResourceKind {
             Self::ResourceGroup
             | Self::VirtualNetwork
             | Self::NetworkSecurityGroup
-            | Self::ProximityPlacementGroup => &["location"],
+            | Self::ProximityPlacementGroup
+            | Self::KeyVault
+            | Self::LogAnalyticsWorkspace
+            | Self::ContainerRegistry => &["location"],
             Self::PublicIp => &["location", "sku", "zone"],
             // A managed disk's SKU changes in place (a PATCH, while the disk is unattached or its
             // VM deallocated): replacing the disk would delete its data to do what Azure does
@@ -152,7 +155,6 @@ impl ResourceKind {
             Self::FileShare => &["protocol"],
             Self::AutoShutdownSchedule => &["vm"],
             Self::Sas => &["account", "scope", "permissions", "start", "https_only"],
-            Self::KeyVault | Self::LogAnalyticsWorkspace | Self::ContainerRegistry => &["location"],
             Self::AppInsights => &["location", "logs"],
             // Azure fixes a workspace's dependent resources at creation.
             Self::MlWorkspace => &[

@@ -86,13 +86,18 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
         namespaces,
         [
             "Microsoft.Compute",
+            "Microsoft.ContainerRegistry",
             "Microsoft.DevTestLab",
+            "Microsoft.Insights",
+            "Microsoft.KeyVault",
+            "Microsoft.MachineLearningServices",
             "Microsoft.Network",
+            "Microsoft.OperationalInsights",
             "Microsoft.Resources",
             "Microsoft.Storage"
         ]
     );
-    assert_eq!(pages, 3, "five providers, two per page");
+    assert_eq!(pages, 5, "ten providers, two per page");
 
     let path = provider_path("microsoft.compute");
     let compute = env.get(&path, RESOURCES).await;
@@ -365,12 +370,9 @@ async fn requests_the_emulator_does_not_serve_answer_not_implemented_naming_them
     let cases = [
         (
             "GET",
-            format!("/subscriptions/{SUB}/providers/Microsoft.MachineLearningServices"),
+            format!("/subscriptions/{SUB}/providers/Microsoft.Batch"),
         ),
-        (
-            "PUT",
-            res("rg", "Microsoft.MachineLearningServices/workspaces/ws"),
-        ),
+        ("PUT", res("rg", "Microsoft.Batch/batchAccounts/ba")),
         (
             "GET",
             format!("/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/publishers"),
