@@ -925,3 +925,71 @@ async fn policies_can_turn_retries_off() {
         format!("HTTP 503 from GET /subscriptions/{SUB}/resourceGroups/rg")
     );
 }
+
+/// Issue 17: the nodes of an AmlCompute are read with `POST .../listNodes` (retried like a read)
+/// and every page after it with a GET of `nextLink`, at the Machine Learning api-version.
+#[tokio::test]
+async fn aml_nodes_are_listed_with_a_post_and_their_next_pages_followed() {
+    let server = Server::start().await;
+    let client = server.client();
+    let compute_id = format!(
+        "/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.MachineLearningServices/workspaces/ws/computes/scratch"
+    );
+    let mut state = dsinfra::state::State::new("exp");
+    state.upsert(dsinfra::state::ResourceState {
+        address: "aml_cluster.scratch.compute".parse().expect("valid"),
+        kind: dsinfra::model::ResourceKind::MlCompute,
+        name: "scratch".into(),
+        parent: Some("ws".into()),
+        resource_group: "rg".into(),
+        id: Some(compute_id.clone()),
+        attrs: dsinfra::model::Attrs::new(),
+        depends_on: std::collections::BTreeSet::new(),
+        status: dsinfra::state::ResourceStatus::Created,
+        power_state: None,
+        secrets: std::collections::BTreeMap::new(),
+        host_key: None,
+        boots: 0,
+        steps: std::collections::BTreeMap::new(),
+        nodes: std::collections::BTreeMap::new(),
+        drift: None,
+    });
+    let node = |id: &str, port: u16| {
+        json!({"nodeId": id, "privateIpAddress": "10.0.0.4", "publicIpAddress": "20.1.2.3",
+               "port": port, "nodeState": "idle", "runId": null})
+    };
+    let next = server.url(&format!(
+        "{compute_id}/listNodes?api-version=2024-10-01&$skiptoken=1"
+    ));
+    server
+        .then(answer(
+            500,
+            Some(arm_error("InternalServerError", "try again")),
+        ))
+        .then(answer(
+            200,
+            Some(json!({"nodes": [node("tvmps_b", 50001)], "nextLink": next})),
+        ))
+        .then(answer(
+            200,
+            Some(json!({"nodes": [node("tvmps_a", 50000)]})),
+        ));
+    let found = dsinfra::engine::reach::read_aml_nodes(&client, &state)
+        .await
+        .expect("listed");
+    let nodes = &found[&"aml_cluster.scratch.compute".parse().expect("valid")];
+    let ids: Vec<(&str, Option<u16>)> =
+        nodes.iter().map(|n| (n.node_id.as_str(), n.port)).collect();
+    assert_eq!(ids, [("tvmps_b", Some(50001)), ("tvmps_a", Some(50000))]);
+    assert_eq!(
+        server.calls(),
+        [
+            format!("POST {compute_id}/listNodes"),
+            format!("POST {compute_id}/listNodes"),
+            format!("GET {compute_id}/listNodes"),
+        ]
+    );
+    let received = server.received();
+    assert_eq!(received[0].api_version(), Some("2024-10-01"));
+    assert!(received[2].query.contains("skiptoken=1"));
+}

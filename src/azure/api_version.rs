@@ -20,6 +20,8 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.Compute/skus", "2021-07-01"),
     ("Microsoft.Storage", "2025-01-01"),
     ("Microsoft.DevTestLab", "2018-09-15"),
+    // Workspaces, computes and their `listNodes` (issue 17).
+    ("Microsoft.MachineLearningServices", "2024-10-01"),
 ];
 
 /// The api-version for an ARM path such as
