@@ -8,21 +8,30 @@
 //! id, with the step records; apply lists the nodes; a second apply runs nothing and changes no
 //! record; a node presenting a key other than its pinned one is refused, with what to do.
 
+use std::collections::BTreeMap;
+
+use dsinfra::ssh::HostKeyPair;
+use serde_json::json;
+
 use super::*;
 
-use common::aml_nodes::AmlNodeFarm;
-use dsinfra::ssh::HostKeyPair;
+/// The experiment's emulated subscription.
+const SUB: &str = "00000000-0000-0000-0000-000000000000";
 
-/// A workspace and a fixed-size cluster of four nodes whose steps write where they ran.
+/// An existing workspace and a fixed-size cluster of four nodes whose steps write where they ran.
 fn write_aml_manifest(w: &World, farm: &AmlNodeFarm) {
     let out = w.out().display().to_string();
     w.write_hcl(
         "stepsdemo",
         &format!(
-            r#"aml_workspace "ws" {{}}
+            r#"aml_workspace "ws" {{
+  existing       = true
+  name           = "amlws"
+  resource_group = "ml-rg"
+}}
 aml_cluster "scratch" {{
   workspace      = aml_workspace.ws
-  size           = "Standard_D2s_v3"
+  size           = "Standard_D2_v2"
   count          = 4
   admin_username = "{user}"
   ssh_key        = "{key}"
@@ -44,6 +53,112 @@ EOT
             key = farm.client_public_key(),
         ),
     );
+}
+
+/// Sends one ARM request to the emulator; the answer's status and body.
+async fn arm(w: &World, method: &str, path: &str, version: &str, body: &Value) -> (u16, Value) {
+    let url = format!("{}{path}?api-version={version}", w.handle.endpoint());
+    let response = reqwest::Client::new()
+        .request(method.parse().expect("a method"), url)
+        .bearer_auth("dsinfra-emulator")
+        .json(body)
+        .send()
+        .await
+        .expect("the emulator answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The existing workspace (with what Azure requires of one) and the cluster, as they would be
+/// after an apply: made through the emulator's ARM API, the compute with the manifest's
+/// attributes and tags, waited for until its four nodes are idle; the state recorded as apply
+/// records it. The workspace's own resources stay out of the state: it is an existing one.
+async fn provision(w: &World, farm: &AmlNodeFarm) {
+    let loaded = dsinfra::manifest::load(
+        &w.path("stepsdemo.hcl"),
+        &dsinfra::manifest::LoadOptions::default(),
+    )
+    .expect("the manifest loads");
+    let desired = loaded.desired;
+    let group = format!("/subscriptions/{SUB}/resourceGroups/ml-rg");
+    let location = json!("eastus");
+    let put = |path: String, version: &'static str, body: Value| async move {
+        let (status, answer) = arm(w, "PUT", &path, version, &body).await;
+        assert!(status < 300, "PUT {path}: {status} {answer}");
+    };
+    put(group.clone(), "2025-04-01", json!({"location": location})).await;
+    let storage = format!("{group}/providers/Microsoft.Storage/storageAccounts/amlwssa");
+    put(
+        storage.clone(),
+        "2025-01-01",
+        json!({"location": location, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"}),
+    )
+    .await;
+    let vault = format!("{group}/providers/Microsoft.KeyVault/vaults/amlws-kv");
+    put(vault.clone(), "2023-07-01", json!({"location": location, "properties": {
+        "tenantId": "d51f0000-0000-4000-8000-00000000e317", "sku": {"family": "A", "name": "standard"}}})).await;
+    let logs = format!("{group}/providers/Microsoft.OperationalInsights/workspaces/amlws-logs");
+    put(logs.clone(), "2022-10-01", json!({"location": location})).await;
+    let insights = format!("{group}/providers/Microsoft.Insights/components/amlws-ai");
+    put(
+        insights.clone(),
+        "2020-02-02",
+        json!({"location": location, "kind": "web", "properties": {
+        "Application_Type": "web", "WorkspaceResourceId": logs}}),
+    )
+    .await;
+    // The storage account's create is long-running: the workspace needs it done.
+    for _ in 0..200 {
+        let (status, _) = arm(w, "GET", &storage, "2025-01-01", &Value::Null).await;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ws = format!("{group}/providers/Microsoft.MachineLearningServices/workspaces/amlws");
+    put(ws.clone(), "2024-10-01", json!({"location": location, "identity": {"type": "SystemAssigned"},
+        "properties": {"storageAccount": storage, "keyVault": vault, "applicationInsights": insights,
+                       "friendlyName": "ws"}})).await;
+    let compute = desired
+        .resource(&"aml_cluster.scratch.compute".parse().expect("valid"))
+        .expect("the cluster has a compute");
+    let id = compute.arm_id(SUB);
+    assert!(id.starts_with(&ws), "{id}");
+    let idle = |b: &Value| {
+        b["properties"]["provisioningState"] == "Succeeded"
+            && b["properties"]["properties"]["nodeStateCounts"]["idleNodeCount"] == json!(4)
+    };
+    for _ in 0..400 {
+        let (_, b) = arm(w, "GET", &ws, "2024-10-01", &Value::Null).await;
+        if b["properties"]["provisioningState"] == "Succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    put(id.clone(), "2024-10-01", json!({"location": location,
+        "tags": compute.attrs.get("tags").cloned().unwrap_or(Value::Null),
+        "properties": {"computeType": "AmlCompute", "properties": {
+        "vmSize": "Standard_D2_v2", "vmPriority": "Dedicated",
+        "scaleSettings": {"minNodeCount": 4, "maxNodeCount": 4, "nodeIdleTimeBeforeScaleDown": "PT120S"},
+        "userAccountCredentials": {"adminUserName": farm.user(), "adminUserSshPublicKey": farm.client_public_key()},
+        "remoteLoginPortPublicAccess": "Enabled"}}})).await;
+    let mut ready = false;
+    for _ in 0..600 {
+        let (_, b) = arm(w, "GET", &id, "2024-10-01", &Value::Null).await;
+        if idle(&b) {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "the compute's four nodes became idle");
+    let mut state = dsinfra::state::State::from_applied(&desired, SUB);
+    state
+        .resources
+        .retain(|r| r.kind == dsinfra::model::ResourceKind::MlCompute);
+    let path = farm_apply::state_path(w.dir.path(), "stepsdemo");
+    std::fs::create_dir_all(path.parent().expect("a directory")).expect("state dir");
+    std::fs::write(&path, state.to_json()).expect("state written");
 }
 
 /// The compute's node records in the state: node id -> (pinned key, recorded step names).
@@ -74,6 +189,7 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
     };
     let w = World::with_aml_farm(Arc::clone(&farm)).await;
     write_aml_manifest(&w, &farm);
+    provision(&w, &farm).await;
 
     let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
     let booted = farm.booted();
@@ -90,12 +206,12 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
     }
     assert_eq!(w.read("gather").trim(), "4", "{first}");
     // Apply lists the nodes as listNodes gave them, in node-id order, at their own ports.
-    assert!(first.contains("nodes of aml_cluster.scratch (listNodes):"), "{first}");
+    assert!(
+        first.contains("nodes of aml_cluster.scratch (listNodes):"),
+        "{first}"
+    );
     for (i, id) in ids.iter().enumerate() {
-        let boot = booted
-            .iter()
-            .find(|b| &b.node_id == id)
-            .expect("booted");
+        let boot = booted.iter().find(|b| &b.node_id == id).expect("booted");
         let line = format!(
             "aml_cluster.scratch[{i}]  {id}  {}:{}  private {}  ",
             boot.public_ip, boot.port, boot.private_ip
@@ -114,7 +230,11 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
             farm_key.split_whitespace().take(2).collect::<Vec<_>>(),
             "node {id}"
         );
-        let expected: &[&str] = if i == 0 { &["gather", "prep"] } else { &["prep"] };
+        let expected: &[&str] = if i == 0 {
+            &["gather", "prep"]
+        } else {
+            &["prep"]
+        };
         assert_eq!(steps, expected, "node {id}");
     }
 
@@ -134,7 +254,10 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
     // Node 2 now presents another key than the one pinned for its id (here: the pin changed,
     // which is the same mismatch seen from dsinfra): refused, nothing runs there, and the
     // message says what it means for an AML node and what to do.
-    let other = HostKeyPair::generate().expect("a key").public().to_openssh();
+    let other = HostKeyPair::generate()
+        .expect("a key")
+        .public()
+        .to_openssh();
     let path = farm_apply::state_path(w.dir.path(), "stepsdemo");
     let mut state = w.state();
     for r in state["resources"].as_array_mut().expect("resources") {
@@ -158,5 +281,9 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
         text.contains("`dsinfra park` then `dsinfra unpark`"),
         "{text}"
     );
-    assert_eq!(node_records(&w)[&ids[2]].0, other, "a refused key is not pinned");
+    assert_eq!(
+        node_records(&w)[&ids[2]].0,
+        other,
+        "a refused key is not pinned"
+    );
 }

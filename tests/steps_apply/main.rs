@@ -15,6 +15,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aml;
 mod beeond;
 mod disks;
 mod failures;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use dsinfra::emulator::{EmulatorHandle, FaultAction, FaultRule, RequestInfo};
 use serde_json::Value;
 
+use common::aml_nodes::AmlNodeFarm;
 use common::farm_apply::{self, describe, output, start_emulator};
 use common::nodes::NodeFarm;
 
@@ -60,6 +62,8 @@ struct World {
     handle: EmulatorHandle,
     dir: tempfile::TempDir,
     farm: Option<Arc<NodeFarm>>,
+    /// The sshd hosts standing in for AmlCompute nodes, if any.
+    aml: Option<Arc<AmlNodeFarm>>,
     /// Every ARM request the emulator received: (seconds since the epoch, method, path).
     requests: Arc<Mutex<Vec<(f64, String, String)>>>,
     /// A probe a test sets to look at the machine the moment a request arrives (what is
@@ -87,7 +91,16 @@ impl World {
         Some((farm, world))
     }
 
+    /// A world whose AmlCompute nodes boot into `aml` (no VM farm).
+    async fn with_aml_farm(aml: Arc<AmlNodeFarm>) -> Self {
+        Self::build(None, Some(aml)).await
+    }
+
     async fn new(farm: Option<Arc<NodeFarm>>) -> Self {
+        Self::build(farm, None).await
+    }
+
+    async fn build(farm: Option<Arc<NodeFarm>>, aml: Option<Arc<AmlNodeFarm>>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         std::fs::create_dir_all(dir.path().join("markers")).expect("markers dir");
@@ -97,7 +110,9 @@ impl World {
         let seen = Arc::clone(&requests);
         let on_request: RequestProbe = Arc::default();
         let probe = Arc::clone(&on_request);
+        let aml_hook = aml.as_ref().map(AmlNodeFarm::hook);
         let handle = start_emulator(dir.path(), farm.as_ref().map(NodeFarm::hook), |config| {
+            config.on_aml_node = aml_hook;
             config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
                 seen.lock().expect("not poisoned").push((
                     epoch_seconds(),
@@ -116,6 +131,7 @@ impl World {
             handle,
             dir,
             farm,
+            aml,
             requests,
             on_request,
         }
@@ -211,8 +227,13 @@ EOT
             args.first().copied(),
             Some("apply" | "park" | "unpark" | "destroy")
         );
-        if let Some(farm) = self.farm.as_ref().filter(|_| logs_in) {
-            cmd.arg("-i").arg(farm.client_key());
+        let identity = self
+            .farm
+            .as_ref()
+            .map(|f| f.client_key())
+            .or_else(|| self.aml.as_ref().map(|f| f.client_key()));
+        if let Some(key) = identity.filter(|_| logs_in) {
+            cmd.arg("-i").arg(key);
         }
         cmd
     }
