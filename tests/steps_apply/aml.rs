@@ -73,6 +73,7 @@ async fn arm(w: &World, method: &str, path: &str, version: &str, body: &Value) -
 /// after an apply: made through the emulator's ARM API, the compute with the manifest's
 /// attributes and tags, waited for until its four nodes are idle; the state recorded as apply
 /// records it. The workspace's own resources stay out of the state: it is an existing one.
+#[allow(clippy::too_many_lines)] // The ARM requests in order, each one line of setup.
 async fn provision(w: &World, farm: &AmlNodeFarm) {
     let loaded = dsinfra::manifest::load(
         &w.path("stepsdemo.hcl"),
@@ -182,6 +183,8 @@ fn node_records(w: &World) -> BTreeMap<String, (String, Vec<String>)> {
         .unwrap_or_default()
 }
 
+// One cluster's story, first apply to a refused key, told in order.
+#[allow(clippy::too_many_lines)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_use() {
     let Some(farm) = AmlNodeFarm::start() else {
