@@ -190,6 +190,21 @@ pub(crate) fn put_compute(
         return Err(invalid_name());
     }
     if let Some(existing) = cloud.resources.get(&target.key).cloned() {
+        return update_by_put(cloud, ctx, target, existing, &body);
+    }
+    create(cloud, ctx, target, &body)
+}
+
+/// A PUT of an existing cluster: its scale settings and description may change, not its size or
+/// priority.
+fn update_by_put(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    existing: Resource,
+    body: &Value,
+) -> Result<Reply, ArmError> {
+    {
         let mut update = json!({"properties": {"properties": {}}});
         if let Some(settings) = body.at("/properties/properties/scaleSettings") {
             update["properties"]["properties"]["scaleSettings"] = settings.clone();
@@ -212,8 +227,17 @@ pub(crate) fn put_compute(
         if let Some(description) = body.at("/properties/description") {
             update["properties"]["description"] = description.clone();
         }
-        return rescale(cloud, ctx, target, existing, &update);
+        rescale(cloud, ctx, target, existing, &update)
     }
+}
+
+/// A new cluster: checked, stored `Creating`, its nodes on their way.
+fn create(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    body: &Value,
+) -> Result<Reply, ArmError> {
     let workspace = workspace_of(cloud, target);
     let location = body
         .get("location")
@@ -274,29 +298,7 @@ pub(crate) fn put_compute(
         min,
     )?;
     let now = timestamp(ctx.now);
-    let mut props = json!({
-        "vmSize": size_name,
-        "vmPriority": priority,
-        "osType": asked.get("osType").cloned().unwrap_or(json!("Linux")),
-        "isolatedNetwork": asked.get("isolatedNetwork").cloned().unwrap_or(json!(false)),
-        "scaleSettings": {
-            "minNodeCount": min,
-            "maxNodeCount": max,
-            "nodeIdleTimeBeforeScaleDown": idle,
-        },
-        "remoteLoginPortPublicAccess": asked.get("remoteLoginPortPublicAccess").cloned()
-            .unwrap_or(json!("NotSpecified")),
-        "enableNodePublicIp": asked.get("enableNodePublicIp").cloned().unwrap_or(json!(true)),
-    });
-    for copied in ["virtualMachineImage", "subnet", "propertyBag"] {
-        if let Some(value) = asked.get(copied).filter(|v| !v.is_null()) {
-            props[copied] = value.clone();
-        }
-    }
-    if let Some(admin) = admin {
-        // The key and password are secrets in the spec (x-ms-secret): AML never shows them.
-        props["userAccountCredentials"] = json!({"adminUserName": admin});
-    }
+    let props = cluster_properties(&asked, size_name, priority, (min, max, &idle), admin);
     let mut compute_props = json!({
         "computeType": "AmlCompute",
         "computeLocation": location,
@@ -327,7 +329,26 @@ pub(crate) fn put_compute(
             stored[field] = value.clone();
         }
     }
-    let mut resource = cloud.new_resource(target.id.clone(), Kind::MlCompute, stored);
+    let resource = cloud.new_resource(target.id.clone(), Kind::MlCompute, stored);
+    Ok(start_cluster(cloud, ctx, target, resource, min))
+}
+
+/// Stores a new cluster with its first nodes on their way and starts its creation.
+fn start_cluster(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    mut resource: Resource,
+    min: u64,
+) -> Reply {
+    let size_name = resource
+        .body
+        .at("/properties/properties/vmSize")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let size_name = size_name.as_str();
+    let location = resource.location().to_owned();
     let cluster = Cluster {
         seq: resource.seq,
         vm_size: size_name,
@@ -355,7 +376,41 @@ pub(crate) fn put_compute(
     );
     resource.op = Some(op.id.clone());
     cloud.put_resource(target.key.clone(), resource.clone());
-    Ok(Reply::json(201, render(&resource, ctx.now)).headers(ops::put_headers(ctx, &op)))
+    Reply::json(201, render(&resource, ctx.now)).headers(ops::put_headers(ctx, &op))
+}
+
+/// `AmlComputeProperties` as stored: what was asked, with the service's defaults.
+fn cluster_properties(
+    asked: &Value,
+    size_name: &str,
+    priority: &str,
+    (min, max, idle): (u64, u64, &str),
+    admin: Option<&str>,
+) -> Value {
+    let mut props = json!({
+        "vmSize": size_name,
+        "vmPriority": priority,
+        "osType": asked.get("osType").cloned().unwrap_or(json!("Linux")),
+        "isolatedNetwork": asked.get("isolatedNetwork").cloned().unwrap_or(json!(false)),
+        "scaleSettings": {
+            "minNodeCount": min,
+            "maxNodeCount": max,
+            "nodeIdleTimeBeforeScaleDown": idle,
+        },
+        "remoteLoginPortPublicAccess": asked.get("remoteLoginPortPublicAccess").cloned()
+            .unwrap_or(json!("NotSpecified")),
+        "enableNodePublicIp": asked.get("enableNodePublicIp").cloned().unwrap_or(json!(true)),
+    });
+    for copied in ["virtualMachineImage", "subnet", "propertyBag"] {
+        if let Some(value) = asked.get(copied).filter(|v| !v.is_null()) {
+            props[copied] = value.clone();
+        }
+    }
+    if let Some(admin) = admin {
+        // The key and password are secrets in the spec (x-ms-secret): AML never shows them.
+        props["userAccountCredentials"] = json!({"adminUserName": admin});
+    }
+    props
 }
 
 /// The location of the compute's workspace (the parent exists: the router checked).
