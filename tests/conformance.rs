@@ -412,39 +412,8 @@ fn ensure<'a>(
                 assert_eq!(child.status, 201, "prerequisite {id}");
             }
             return;
-        } else if let Some(at) = lower.find("/computes/") {
-            ensure(http, endpoint, &id[..at]).await;
-            json!({"location": "westus", "properties": {"computeType": "AmlCompute",
-                "description": "prerequisite compute", "properties": {"vmSize": "Standard_D2_v2",
-                "scaleSettings": {"minNodeCount": 1, "maxNodeCount": 1}}}})
-        } else if lower.contains("/microsoft.machinelearningservices/workspaces/") {
-            let deps = [
-                (
-                    "storageAccount",
-                    format!("{group}/providers/Microsoft.Storage/storageAccounts/prereqmlsa"),
-                ),
-                (
-                    "keyVault",
-                    format!("{group}/providers/Microsoft.KeyVault/vaults/prereq-ml-kv"),
-                ),
-                (
-                    "applicationInsights",
-                    format!("{group}/providers/microsoft.insights/components/prereq-ai"),
-                ),
-            ];
-            let mut properties = serde_json::Map::new();
-            for (property, dep) in deps {
-                ensure(http, endpoint, &dep).await;
-                properties.insert(property.into(), json!(dep));
-            }
-            json!({"location": "westus", "properties": properties})
-        } else if lower.contains("/microsoft.keyvault/vaults/") {
-            json!({"location": "westus", "properties": {"tenantId": "d51f0000-0000-4000-8000-00000000e317",
-                "sku": {"family": "A", "name": "standard"}}})
-        } else if lower.contains("/microsoft.insights/components/") {
-            json!({"location": "westus", "kind": "web", "properties": {"Application_Type": "web"}})
-        } else if lower.contains("/microsoft.containerregistry/registries/") {
-            json!({"location": "westus", "sku": {"name": "Basic"}})
+        } else if let Some(body) = aml_prerequisite(http, endpoint, id, &group).await {
+            body
         } else if lower.contains("/microsoft.devtestlab/schedules/") {
             json!({"location": "westus", "properties": {"status": "Enabled", "taskType": "LabVmsStartupTask", "timeZoneId": "UTC", "dailyRecurrence": {"time": "0700"}}})
         } else {
@@ -452,6 +421,54 @@ fn ensure<'a>(
         };
         put_and_wait(http, endpoint, id, version_for(id), &body).await;
     })
+}
+
+/// The minimal body of an Azure Machine Learning resource or of a workspace's dependency, once
+/// what it needs exists; `None` for any other type.
+async fn aml_prerequisite(
+    http: &reqwest::Client,
+    endpoint: &str,
+    id: &str,
+    group: &str,
+) -> Option<Value> {
+    let lower = id.to_ascii_lowercase();
+    let body = if let Some(at) = lower.find("/computes/") {
+        ensure(http, endpoint, &id[..at]).await;
+        json!({"location": "westus", "properties": {"computeType": "AmlCompute",
+            "description": "prerequisite compute", "properties": {"vmSize": "Standard_D2_v2",
+            "scaleSettings": {"minNodeCount": 1, "maxNodeCount": 1}}}})
+    } else if lower.contains("/microsoft.machinelearningservices/workspaces/") {
+        let deps = [
+            (
+                "storageAccount",
+                format!("{group}/providers/Microsoft.Storage/storageAccounts/prereqmlsa"),
+            ),
+            (
+                "keyVault",
+                format!("{group}/providers/Microsoft.KeyVault/vaults/prereq-ml-kv"),
+            ),
+            (
+                "applicationInsights",
+                format!("{group}/providers/microsoft.insights/components/prereq-ai"),
+            ),
+        ];
+        let mut properties = serde_json::Map::new();
+        for (property, dep) in deps {
+            ensure(http, endpoint, &dep).await;
+            properties.insert(property.into(), json!(dep));
+        }
+        json!({"location": "westus", "properties": properties})
+    } else if lower.contains("/microsoft.keyvault/vaults/") {
+        json!({"location": "westus", "properties": {"tenantId": "d51f0000-0000-4000-8000-00000000e317",
+            "sku": {"family": "A", "name": "standard"}}})
+    } else if lower.contains("/microsoft.insights/components/") {
+        json!({"location": "westus", "kind": "web", "properties": {"Application_Type": "web"}})
+    } else if lower.contains("/microsoft.containerregistry/registries/") {
+        json!({"location": "westus", "sku": {"name": "Basic"}})
+    } else {
+        return None;
+    };
+    Some(body)
 }
 
 async fn put_and_wait(

@@ -25,13 +25,11 @@ pub(crate) fn base_latency(kind: Kind, op: &OpKind, vm_size: Option<&str>) -> Du
         (Kind::VirtualNetwork | Kind::Disk, _) => 5,
         (Kind::StorageAccount | Kind::ContainerRegistry, _) => 20,
         // The cluster resource itself; its nodes take longer (see ml/nodes.rs).
-        (Kind::MlCompute, OpKind::Put) => 30,
+        (Kind::MlCompute, OpKind::Put) | (Kind::MlWorkspace, OpKind::Delete) => 30,
         (Kind::MlCompute, OpKind::Delete) => 60,
-        (Kind::MlWorkspace, OpKind::Put) => 45,
-        (Kind::MlWorkspace, OpKind::Delete) => 30,
         (Kind::VirtualMachine, OpKind::Put) if heavy_vm => 300,
         (Kind::VirtualMachine, OpKind::Put) => 90,
-        (Kind::VirtualMachine, OpKind::Delete) => 45,
+        (Kind::VirtualMachine, OpKind::Delete) | (Kind::MlWorkspace, OpKind::Put) => 45,
         (Kind::VirtualMachine, OpKind::Action(action)) => match action.as_str() {
             "deallocate" => 60,
             "powerOff" => 20,

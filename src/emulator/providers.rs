@@ -30,6 +30,7 @@ pub(crate) fn dispatch(
         } => {
             served(cloud, ctx, sub, namespace)?;
             let compute = namespace.eq_ignore_ascii_case("Microsoft.Compute");
+            let aml = namespace.eq_ignore_ascii_case("Microsoft.MachineLearningServices");
             match rest.as_slice() {
                 [kind, id] if kind.eq_ignore_ascii_case("operations") => {
                     ops::status(ctx, cloud, sub, id)
@@ -42,6 +43,12 @@ pub(crate) fn dispatch(
                 }
                 [sizes] if compute && sizes.eq_ignore_ascii_case("vmSizes") => {
                     compute::vm_sizes(ctx, location)
+                }
+                [usages] if aml && usages.eq_ignore_ascii_case("usages") => {
+                    ml::usages(cloud, ctx, sub, location)
+                }
+                [sizes] if aml && sizes.eq_ignore_ascii_case("vmSizes") => {
+                    Ok(ml::vm_sizes(ctx, location))
                 }
                 _ => Err(not_implemented(ctx)),
             }

@@ -109,6 +109,8 @@ const NAMESPACES: &[Namespace] = &[
         endpoints: &[
             ("locations/operations", "2024-10-01", true),
             ("locations/operationResults", "2024-10-01", true),
+            ("locations/usages", "2024-10-01", true),
+            ("locations/vmSizes", "2024-10-01", true),
         ],
     },
     Namespace {

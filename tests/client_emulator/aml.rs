@@ -220,6 +220,42 @@ fn mapped(map: &[Value], ip: &str, port: Option<u16>, endpoint: &str) -> bool {
     })
 }
 
+/// AML's usages report the clusters' vCPUs against the same limits (6 DSv5 vCPUs held of 6), and
+/// its VM sizes list the emulator's sizes.
+async fn usages_count_the_clusters(http: &Http) {
+    let usages = format!(
+        "/subscriptions/{SUB}/providers/Microsoft.MachineLearningServices/locations/{LOCATION}/usages"
+    );
+    let (status, body) = http.send("GET", &usages, ML, None).await;
+    assert_eq!(status, 200, "{body}");
+    let family = body["value"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|u| u["name"]["value"] == "standardDSv5Family")
+        .expect("the DSv5 family is listed");
+    assert_eq!(
+        (family["currentValue"].clone(), family["limit"].clone()),
+        (json!(6), json!(6))
+    );
+    assert_eq!(
+        family["name"]["localizedValue"],
+        "Standard DSv5 family Cluster Dedicated vCPUs"
+    );
+    let sizes = format!(
+        "/subscriptions/{SUB}/providers/Microsoft.MachineLearningServices/locations/{LOCATION}/vmSizes"
+    );
+    let (status, body) = http.send("GET", &sizes, ML, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["value"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|s| s["name"] == "Standard_ND40rs_v2" && s["vCPUs"] == 40)
+    );
+}
+
 // One cluster's life, start to end, as apply, park and unpark drive it.
 #[allow(clippy::too_many_lines)]
 #[tokio::test]
@@ -441,6 +477,7 @@ async fn aml_refuses_a_bad_name_size_parent_and_quota_as_aml_does() {
          https://docs.microsoft.com/azure/machine-learning/how-to-manage-quotas#request-quota-increases \
          to increase the family quota"
     );
+    usages_count_the_clusters(&http).await;
     // Scaling the first one up is checked the same way.
     let (status, body) = http
         .send("PATCH", &format!("{ws}/computes/fits"), ML, Some(&scale(4)))

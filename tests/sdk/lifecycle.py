@@ -14,6 +14,8 @@ Each step prints one line, `PASS`, `FAIL` (naming what was expected and what was
 
 import argparse
 import concurrent.futures
+import datetime
+import json
 import math
 import sys
 import time
@@ -23,6 +25,8 @@ from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.machinelearningservices import MachineLearningServicesMgmtClient
+from azure.mgmt.machinelearningservices import models as ml_models
 from azure.mgmt.network import NetworkManagementClient
 from azure.mgmt.resource.resources import ResourceManagementClient
 from azure.mgmt.storage import StorageManagementClient
@@ -35,6 +39,23 @@ COMPUTE = {"api_version": "2024-11-01"}
 DISKS = {"api_version": "2025-01-02"}
 NETWORK = {"api_version": "2024-07-01"}
 STORAGE_API_VERSION = "2025-01-01"
+# azure-mgmt-machinelearningservices 1.0.1 was generated for 2020-08-01; its workspace and
+# AmlCompute models have the shape 2024-10-01 still has, so the client is called at the version
+# dsinfra speaks. Its ClusterUpdateParameters does not (2020-08-01 had one `properties` level, not
+# two): that PATCH is sent as the 2024-10-01 body, through the same client and poller.
+ML = {"api_version": "2024-10-01"}
+# The workspace's dependencies have no client in the pinned SDK: the generic resources client
+# creates them by id, at the versions dsinfra uses.
+DEPENDENCY_API_VERSIONS = {
+    "Microsoft.KeyVault/vaults": "2023-07-01",
+    "Microsoft.OperationalInsights/workspaces": "2022-10-01",
+    "Microsoft.Insights/components": "2020-02-02",
+}
+ML_GROUP = "rg-sdk-ml"
+ML_ACCOUNT = "sdkmlstore0001"
+ML_WORKSPACE = "ws-sdk"
+ML_COMPUTE = "gpu-sdk"
+ML_NODES = 2
 
 LOCATION = "eastus"
 GROUP = "rg-sdk"
@@ -150,6 +171,8 @@ class Lifecycle:
         self.storage = StorageManagementClient(
             credential, subscription, api_version=STORAGE_API_VERSION, **options
         )
+        self.ml = MachineLearningServicesMgmtClient(credential, subscription, **options)
+        self.subscription = subscription
         self.ids = {}
 
     # --- resource groups and network -------------------------------------------------------
@@ -624,6 +647,206 @@ class Lifecycle:
             "NicInUse",
         )
 
+
+    # --- Azure Machine Learning ------------------------------------------------------------------
+
+    def ml_dependencies(self):
+        """A workspace needs a storage account, a key vault and Application Insights (over a Log
+        Analytics workspace): created as a user's script would, all at once, in a group of their
+        own (the other steps list GROUP exactly)."""
+        self.resources.resource_groups.create_or_update(ML_GROUP, {"location": LOCATION})
+        group = f"/subscriptions/{self.subscription}/resourceGroups/{ML_GROUP}/providers"
+        bodies = {
+            f"{group}/Microsoft.KeyVault/vaults/kv-sdk": {
+                "location": LOCATION,
+                "properties": {
+                    "tenantId": "00000000-0000-0000-0000-0000000000aa",
+                    "sku": {"family": "A", "name": "standard"},
+                    "enableRbacAuthorization": True,
+                },
+            },
+            f"{group}/Microsoft.OperationalInsights/workspaces/logs-sdk": {
+                "location": LOCATION,
+                "properties": {"sku": {"name": "PerGB2018"}, "retentionInDays": 30},
+            },
+        }
+        pollers = {
+            resource_id: self.resources.resources.begin_create_or_update_by_id(
+                resource_id,
+                body,
+                api_version=DEPENDENCY_API_VERSIONS[
+                    resource_id.split("/providers/")[1].rsplit("/", 1)[0]
+                ],
+            )
+            for resource_id, body in bodies.items()
+        }
+        account = self.storage.storage_accounts.begin_create(
+            ML_GROUP,
+            ML_ACCOUNT,
+            {"location": LOCATION, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"},
+        )
+        for resource_id, poller in pollers.items():
+            done = poller.result()
+            expect(f"{resource_id} id", resource_id.lower(), done.id.lower())
+        logs = f"{group}/Microsoft.OperationalInsights/workspaces/logs-sdk"
+        insights = f"{group}/Microsoft.Insights/components/appi-sdk"
+        component = self.resources.resources.begin_create_or_update_by_id(
+            insights,
+            api_version=DEPENDENCY_API_VERSIONS["Microsoft.Insights/components"],
+            parameters={
+                "location": LOCATION,
+                "kind": "web",
+                "properties": {"Application_Type": "web", "WorkspaceResourceId": logs},
+            },
+        ).result()
+        expect("Application Insights id", insights.lower(), component.id.lower())
+        self.ids["ml_storage"] = account.result().id
+        self.ids["key_vault"] = f"{group}/Microsoft.KeyVault/vaults/kv-sdk"
+        self.ids["insights"] = insights
+
+    def ml_workspace(self):
+        workspaces = self.ml.workspaces
+        expect_error(
+            "create a workspace whose key vault does not exist",
+            lambda: workspaces.begin_create_or_update(
+                ML_GROUP,
+                "ws-broken",
+                ml_models.Workspace(
+                    location=LOCATION,
+                    identity=ml_models.Identity(type="SystemAssigned"),
+                    storage_account=self.ids["ml_storage"],
+                    key_vault=self.ids["key_vault"] + "-missing",
+                    application_insights=self.ids["insights"],
+                ),
+                **ML,
+            ).result(),
+            (400, 404),
+        )
+        created = workspaces.begin_create_or_update(
+            ML_GROUP,
+            ML_WORKSPACE,
+            ml_models.Workspace(
+                location=LOCATION,
+                identity=ml_models.Identity(type="SystemAssigned"),
+                sku=ml_models.Sku(name="Basic", tier="Basic"),
+                friendly_name="sdk lifecycle",
+                storage_account=self.ids["ml_storage"],
+                key_vault=self.ids["key_vault"],
+                application_insights=self.ids["insights"],
+            ),
+            **ML,
+        ).result()
+        expect("workspace provisioningState", "Succeeded", created.provisioning_state)
+        expect("workspace storage account", self.ids["ml_storage"].lower(), created.storage_account.lower())
+        got = workspaces.get(ML_GROUP, ML_WORKSPACE, **ML)
+        expect("workspace GET location", LOCATION, got.location)
+
+    def ml_compute(self):
+        computes = self.ml.machine_learning_compute
+        expect_error(
+            "create a compute in a workspace that does not exist",
+            lambda: computes.begin_create_or_update(
+                ML_GROUP, "ws-none", ML_COMPUTE, self.aml_compute(ML_NODES), **ML
+            ).result(),
+            (404,),
+        )
+        created = computes.begin_create_or_update(
+            ML_GROUP, ML_WORKSPACE, ML_COMPUTE, self.aml_compute(ML_NODES), **ML
+        ).result()
+        expect("compute provisioningState", "Succeeded", created.properties.provisioning_state)
+        expect("compute type", "AmlCompute", created.properties.compute_type)
+        nodes = self.wait_for_nodes(ML_NODES)
+        expect_true(
+            f"{ML_NODES} nodes listed, each with an address and a port",
+            len(nodes) == ML_NODES and all(n.public_ip_address and n.port for n in nodes),
+            [(n.node_id, n.public_ip_address, n.port, n.node_state) for n in nodes],
+        )
+        first_ids = {n.node_id for n in nodes}
+        listed = [c.name for c in paged(computes.list_by_workspace(ML_GROUP, ML_WORKSPACE, **ML))[0]]
+        expect("computes of the workspace", [ML_COMPUTE], listed)
+        # Scale to zero (what `dsinfra park` does) and back: the nodes come back as new nodes.
+        for count in (0, ML_NODES):
+            body = {
+                "properties": {
+                    "properties": {
+                        "scaleSettings": {
+                            "minNodeCount": count,
+                            "maxNodeCount": count,
+                            "nodeIdleTimeBeforeScaleDown": "PT120S",
+                        }
+                    }
+                }
+            }
+            computes.begin_update(
+                ML_GROUP, ML_WORKSPACE, ML_COMPUTE, json.dumps(body).encode(), content_type="application/json", **ML
+            ).result()
+            nodes = self.wait_for_nodes(count)
+            expect(f"nodes after scaling to {count}", count, len(nodes))
+        expect_true(
+            "nodes after scaling down and up again are new nodes",
+            not first_ids & {n.node_id for n in nodes},
+            [n.node_id for n in nodes],
+        )
+
+    def aml_compute(self, count):
+        return ml_models.ComputeResource(
+            location=LOCATION,
+            properties=ml_models.AmlCompute(
+                properties=ml_models.AmlComputeProperties(
+                    vm_size="Standard_D2s_v5",
+                    vm_priority="Dedicated",
+                    scale_settings=ml_models.ScaleSettings(
+                        max_node_count=count,
+                        min_node_count=count,
+                        node_idle_time_before_scale_down=datetime.timedelta(seconds=120),
+                    ),
+                    user_account_credentials=ml_models.UserAccountCredentials(
+                        admin_user_name="azureuser",
+                        admin_user_ssh_public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0sdk sdk",
+                    ),
+                    remote_login_port_public_access="Enabled",
+                )
+            ),
+        )
+
+    def wait_for_nodes(self, count):
+        """GET the compute until it is steady with `count` usable nodes, then list them."""
+        computes = self.ml.machine_learning_compute
+        deadline = time.monotonic() + 30
+        while True:
+            compute = computes.get(ML_GROUP, ML_WORKSPACE, ML_COMPUTE, **ML).properties.properties
+            states = compute.node_state_counts
+            usable = (states.idle_node_count or 0) + (states.running_node_count or 0) if states else 0
+            if compute.allocation_state == "Steady" and usable == count == compute.current_node_count:
+                return paged(computes.list_nodes(ML_GROUP, ML_WORKSPACE, ML_COMPUTE, **ML))[0]
+            if time.monotonic() > deadline:
+                raise StepFailed(
+                    f"the compute never reached {count} usable nodes: "
+                    f"{compute.allocation_state}, {compute.current_node_count}, {states}"
+                )
+            time.sleep(0.1)
+
+    def ml_deletes(self):
+        computes = self.ml.machine_learning_compute
+        computes.begin_delete(ML_GROUP, ML_WORKSPACE, ML_COMPUTE, underlying_resource_action="Delete", **ML).result()
+        expect_error(
+            "GET the compute after its delete",
+            lambda: computes.get(ML_GROUP, ML_WORKSPACE, ML_COMPUTE, **ML),
+            (404,),
+        )
+        self.ml.workspaces.begin_delete(ML_GROUP, ML_WORKSPACE, **ML).result()
+        expect_error(
+            "GET the workspace after its delete",
+            lambda: self.ml.workspaces.get(ML_GROUP, ML_WORKSPACE, **ML),
+            (404,),
+        )
+        self.resources.resource_groups.begin_delete(ML_GROUP).result()
+        expect(
+            "check_existence of the workspace's group after its delete",
+            False,
+            self.resources.resource_groups.check_existence(ML_GROUP),
+        )
+
     # --- deletes ---------------------------------------------------------------------------------
 
     def deletes(self):
@@ -689,6 +912,7 @@ class Lifecycle:
                 ("storage_account_keys", self.storage_account, ["group"]),
                 ("provider_get", self.provider, []),
                 ("vm_sizes", self.vm_sizes, []),
+                ("ml_dependencies", self.ml_dependencies, ["group"]),
             ],
             [
                 ("vm_create", self.vm_create, ["network"]),
@@ -696,13 +920,18 @@ class Lifecycle:
                 ("storage_regenerate_key", self.storage_regenerate_key, ["storage_account_keys"]),
                 ("storage_patch", self.storage_patch, ["storage_account_keys"]),
                 ("provider_register", self.provider_register, []),
+                ("ml_workspace", self.ml_workspace, ["ml_dependencies"]),
             ],
             [
                 ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
                 ("power_actions", self.power, ["vm_create"]),
                 ("error_codes", self.errors, ["vm_create", "storage_account_keys"]),
+                ("ml_compute", self.ml_compute, ["ml_workspace"]),
             ],
-            [("lists_paged", self.lists, ["vm_create", "disk_create", "storage_account_keys"])],
+            [
+                ("lists_paged", self.lists, ["vm_create", "disk_create", "storage_account_keys"]),
+                ("ml_deletes", self.ml_deletes, ["ml_compute"]),
+            ],
             [("deletes", self.deletes, ["vm_create", "disk_create", "storage_account_keys"])],
         ]
 

@@ -56,8 +56,11 @@ pub type AmlNodeHook = Arc<dyn Fn(&AmlNodeBoot) -> Option<SocketAddr> + Send + S
 /// entries recorded for each (address, port). In memory only, like the VM boots.
 #[derive(Default)]
 pub(crate) struct AmlBoots {
-    told: Mutex<BTreeMap<String, Vec<(String, Option<u16>)>>>,
+    told: Mutex<BTreeMap<String, Vec<MapEntry>>>,
 }
+
+/// One entry of the SSH endpoint map: an address, and the port for a shared public address.
+type MapEntry = (String, Option<u16>);
 
 fn node_key(compute_key: &str, node_id: &str) -> String {
     format!("{compute_key}|{node_id}")

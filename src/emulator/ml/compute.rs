@@ -121,23 +121,15 @@ fn check_quota(
     nodes: u64,
 ) -> Result<(), ArmError> {
     let location = normalize_location(location);
-    let prefix = key(&format!("/subscriptions/{}/", target.path.sub));
-    let used: u64 = cloud
-        .of_kind(Kind::MlCompute)
-        .into_iter()
-        .filter(|c| key(&c.id) != target.key && key(&c.id).starts_with(&prefix))
-        .filter(|c| normalize_location(c.location()) == location)
-        .filter(|c| is_low_priority(&c.body) == low_priority)
-        .filter_map(|c| {
-            let spec = c
-                .body
-                .at("/properties/properties/vmSize")
-                .and_then(Value::as_str)
-                .and_then(|s| config.vm_size(s))?;
-            (low_priority || spec.family.eq_ignore_ascii_case(&size.family))
-                .then(|| target_of(&c.body) * u64::from(spec.vcpus))
-        })
-        .sum();
+    let family = (!low_priority).then_some(size.family.as_str());
+    let used = cluster_vcpus(
+        cloud,
+        config,
+        (&target.path.sub, &location),
+        low_priority,
+        family,
+        &target.key,
+    );
     let (limit, what) = if low_priority {
         (config.quotas.regional_limit, "low-priority".to_owned())
     } else {
@@ -160,6 +152,137 @@ fn check_quota(
          to increase the family quota",
         short * vcpus
     )))
+}
+
+/// The vCPUs AML clusters of the subscription hold in `location` (their target nodes), of one
+/// priority and, when given, one family; the cluster at `except` left out.
+fn cluster_vcpus(
+    cloud: &Cloud,
+    config: &EmulatorConfig,
+    (sub, location): (&str, &str),
+    low_priority: bool,
+    family: Option<&str>,
+    except: &str,
+) -> u64 {
+    let prefix = key(&format!("/subscriptions/{sub}/"));
+    cloud
+        .of_kind(Kind::MlCompute)
+        .into_iter()
+        .filter(|c| key(&c.id) != except && key(&c.id).starts_with(&prefix))
+        .filter(|c| normalize_location(c.location()) == location)
+        .filter(|c| is_low_priority(&c.body) == low_priority)
+        .filter_map(|c| {
+            let spec = c
+                .body
+                .at("/properties/properties/vmSize")
+                .and_then(Value::as_str)
+                .and_then(|s| config.vm_size(s))?;
+            family
+                .is_none_or(|f| spec.family.eq_ignore_ascii_case(f))
+                .then(|| target_of(&c.body) * u64::from(spec.vcpus))
+        })
+        .sum()
+}
+
+/// `GET .../Microsoft.MachineLearningServices/locations/{loc}/usages`: AML's own vCPU usage
+/// and limits, per family of the sizes offered in the location (dedicated), and the regional
+/// dedicated and low-priority totals.
+pub(crate) fn usages(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    sub: &str,
+    location: &str,
+) -> Result<Reply, ArmError> {
+    let location = normalize_location(location);
+    let mut families: Vec<&str> = ctx
+        .config
+        .vm_sizes
+        .iter()
+        .filter(|s| s.offered_in(&location))
+        .map(|s| s.family.as_str())
+        .collect();
+    families.sort_unstable();
+    families.dedup();
+    let base = format!(
+        "/subscriptions/{sub}/providers/Microsoft.MachineLearningServices/locations/{location}/usages"
+    );
+    let usage = |kind: &str, name: &str, label: String, current: u64, limit: u32| {
+        json!({
+            "id": format!("{base}/{name}"),
+            "amlWorkspaceLocation": location,
+            "type": format!("Microsoft.MachineLearningServices/{kind}/usages"),
+            "unit": "Count",
+            "currentValue": current,
+            "limit": limit,
+            "name": {"value": name, "localizedValue": label},
+        })
+    };
+    let at = (sub, location.as_str());
+    let mut items = vec![
+        usage(
+            "totalCores",
+            "Cores",
+            "Total Cluster Dedicated Regional vCPUs".into(),
+            cluster_vcpus(cloud, ctx.config, at, false, None, ""),
+            ctx.config.quotas.regional_limit,
+        ),
+        usage(
+            "totalLowPriorityCores",
+            "LowPriorityCores",
+            "Total Cluster LowPriority Regional vCPUs".into(),
+            cluster_vcpus(cloud, ctx.config, at, true, None, ""),
+            ctx.config.quotas.regional_limit,
+        ),
+    ];
+    for family in families {
+        items.push(usage(
+            "vmFamily",
+            family,
+            format!("{} Cluster Dedicated vCPUs", family_label(family)),
+            cluster_vcpus(cloud, ctx.config, at, false, Some(family), ""),
+            ctx.config.quotas.family_limit(&location, family),
+        ));
+    }
+    paging::page(ctx, items)
+}
+
+/// `GET .../Microsoft.MachineLearningServices/locations/{loc}/vmSizes`: the sizes AmlCompute
+/// offers in the location, with what the emulator knows of them (one answer, no paging: the
+/// spec's list has no nextLink).
+pub(crate) fn vm_sizes(ctx: &Ctx<'_>, location: &str) -> Reply {
+    let location = normalize_location(location);
+    let value: Vec<Value> = ctx
+        .config
+        .vm_sizes
+        .iter()
+        .filter(|s| s.offered_in(&location))
+        .map(|s| {
+            let mut size = json!({
+                "name": s.name,
+                "family": s.family,
+                "vCPUs": s.vcpus,
+                "lowPriorityCapable": true,
+                "supportedComputeTypes": ["AmlCompute", "ComputeInstance"],
+            });
+            if let Some(gpus) = s.gpus {
+                // The spec counts whole GPUs; a fraction of one is none.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let whole = gpus.floor().max(0.0) as u32;
+                size["gpus"] = json!(whole);
+            }
+            if let Some(memory) = s.memory_mb {
+                size["memoryGB"] = json!(f64::from(memory) / 1024.0);
+            }
+            if let Some(disk) = s.resource_disk_mb {
+                size["maxResourceVolumeMB"] = json!(disk);
+            }
+            if let Some(premium) = s.premium_io {
+                size["premiumIO"] = json!(premium);
+            }
+            size
+        })
+        .collect();
+    Reply::json(200, json!({ "value": value }))
 }
 
 fn timestamp(time: DateTime<Utc>) -> String {
@@ -190,6 +313,21 @@ pub(crate) fn put_compute(
         return Err(invalid_name());
     }
     if let Some(existing) = cloud.resources.get(&target.key).cloned() {
+        return update_by_put(cloud, ctx, target, existing, &body);
+    }
+    create(cloud, ctx, target, &body)
+}
+
+/// A PUT of an existing cluster: its scale settings and description may change, not its size or
+/// priority.
+fn update_by_put(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    existing: Resource,
+    body: &Value,
+) -> Result<Reply, ArmError> {
+    {
         let mut update = json!({"properties": {"properties": {}}});
         if let Some(settings) = body.at("/properties/properties/scaleSettings") {
             update["properties"]["properties"]["scaleSettings"] = settings.clone();
@@ -212,8 +350,17 @@ pub(crate) fn put_compute(
         if let Some(description) = body.at("/properties/description") {
             update["properties"]["description"] = description.clone();
         }
-        return rescale(cloud, ctx, target, existing, &update);
+        rescale(cloud, ctx, target, existing, &update)
     }
+}
+
+/// A new cluster: checked, stored `Creating`, its nodes on their way.
+fn create(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    body: &Value,
+) -> Result<Reply, ArmError> {
     let workspace = workspace_of(cloud, target);
     let location = body
         .get("location")
@@ -274,29 +421,7 @@ pub(crate) fn put_compute(
         min,
     )?;
     let now = timestamp(ctx.now);
-    let mut props = json!({
-        "vmSize": size_name,
-        "vmPriority": priority,
-        "osType": asked.get("osType").cloned().unwrap_or(json!("Linux")),
-        "isolatedNetwork": asked.get("isolatedNetwork").cloned().unwrap_or(json!(false)),
-        "scaleSettings": {
-            "minNodeCount": min,
-            "maxNodeCount": max,
-            "nodeIdleTimeBeforeScaleDown": idle,
-        },
-        "remoteLoginPortPublicAccess": asked.get("remoteLoginPortPublicAccess").cloned()
-            .unwrap_or(json!("NotSpecified")),
-        "enableNodePublicIp": asked.get("enableNodePublicIp").cloned().unwrap_or(json!(true)),
-    });
-    for copied in ["virtualMachineImage", "subnet", "propertyBag"] {
-        if let Some(value) = asked.get(copied).filter(|v| !v.is_null()) {
-            props[copied] = value.clone();
-        }
-    }
-    if let Some(admin) = admin {
-        // The key and password are secrets in the spec (x-ms-secret): AML never shows them.
-        props["userAccountCredentials"] = json!({"adminUserName": admin});
-    }
+    let props = cluster_properties(&asked, size_name, priority, (min, max, &idle), admin);
     let mut compute_props = json!({
         "computeType": "AmlCompute",
         "computeLocation": location,
@@ -327,7 +452,26 @@ pub(crate) fn put_compute(
             stored[field] = value.clone();
         }
     }
-    let mut resource = cloud.new_resource(target.id.clone(), Kind::MlCompute, stored);
+    let resource = cloud.new_resource(target.id.clone(), Kind::MlCompute, stored);
+    Ok(start_cluster(cloud, ctx, target, resource, min))
+}
+
+/// Stores a new cluster with its first nodes on their way and starts its creation.
+fn start_cluster(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    target: &Target<'_>,
+    mut resource: Resource,
+    min: u64,
+) -> Reply {
+    let size_name = resource
+        .body
+        .at("/properties/properties/vmSize")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let size_name = size_name.as_str();
+    let location = resource.location().to_owned();
     let cluster = Cluster {
         seq: resource.seq,
         vm_size: size_name,
@@ -355,7 +499,41 @@ pub(crate) fn put_compute(
     );
     resource.op = Some(op.id.clone());
     cloud.put_resource(target.key.clone(), resource.clone());
-    Ok(Reply::json(201, render(&resource, ctx.now)).headers(ops::put_headers(ctx, &op)))
+    Reply::json(201, render(&resource, ctx.now)).headers(ops::put_headers(ctx, &op))
+}
+
+/// `AmlComputeProperties` as stored: what was asked, with the service's defaults.
+fn cluster_properties(
+    asked: &Value,
+    size_name: &str,
+    priority: &str,
+    (min, max, idle): (u64, u64, &str),
+    admin: Option<&str>,
+) -> Value {
+    let mut props = json!({
+        "vmSize": size_name,
+        "vmPriority": priority,
+        "osType": asked.get("osType").cloned().unwrap_or(json!("Linux")),
+        "isolatedNetwork": asked.get("isolatedNetwork").cloned().unwrap_or(json!(false)),
+        "scaleSettings": {
+            "minNodeCount": min,
+            "maxNodeCount": max,
+            "nodeIdleTimeBeforeScaleDown": idle,
+        },
+        "remoteLoginPortPublicAccess": asked.get("remoteLoginPortPublicAccess").cloned()
+            .unwrap_or(json!("NotSpecified")),
+        "enableNodePublicIp": asked.get("enableNodePublicIp").cloned().unwrap_or(json!(true)),
+    });
+    for copied in ["virtualMachineImage", "subnet", "propertyBag"] {
+        if let Some(value) = asked.get(copied).filter(|v| !v.is_null()) {
+            props[copied] = value.clone();
+        }
+    }
+    if let Some(admin) = admin {
+        // The key and password are secrets in the spec (x-ms-secret): AML never shows them.
+        props["userAccountCredentials"] = json!({"adminUserName": admin});
+    }
+    props
 }
 
 /// The location of the compute's workspace (the parent exists: the router checked).

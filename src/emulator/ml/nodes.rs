@@ -104,7 +104,7 @@ struct Timing {
 fn timing(vm_size: &str) -> Timing {
     let heavy = vm_size.to_ascii_lowercase().starts_with("standard_nd");
     Timing {
-        allocate: Duration::from_secs(60),
+        allocate: Duration::from_mins(1),
         prepare: Duration::from_secs(if heavy { 240 } else { 120 }),
         leave: Duration::from_secs(30),
     }
@@ -144,7 +144,7 @@ pub(crate) fn resize(
     let staying = nodes.iter().filter(|n| n.staying()).count();
     if staying > target {
         let mut surplus: Vec<&mut Node> = nodes.iter_mut().filter(|n| n.staying()).collect();
-        surplus.sort_by(|a, b| b.slot.cmp(&a.slot));
+        surplus.sort_by_key(|n| std::cmp::Reverse(n.slot));
         for node in surplus.into_iter().take(staying - target) {
             leave(node, config, now, timing.leave);
         }

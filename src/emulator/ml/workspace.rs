@@ -103,6 +103,52 @@ fn identity(asked: &Value) -> Value {
     identity
 }
 
+/// A new workspace's properties: what was asked, AML's defaults, and what AML computes.
+fn new_properties(
+    target: &Target<'_>,
+    location: &str,
+    asked: Map<String, Value>,
+) -> Map<String, Value> {
+    let name = target.name();
+    let group = &target.path.group;
+    let sub = &target.path.sub;
+    let region = crate::emulator::config::normalize_location(location);
+    let workspace_id = uuid::Uuid::new_v4();
+    let mut props = asked;
+    props.insert("workspaceId".into(), json!(workspace_id.to_string()));
+    props.insert("provisioningState".into(), json!("Creating"));
+    props.insert("tenantId".into(), json!(TENANT_ID));
+    props.entry("friendlyName").or_insert_with(|| json!(name));
+    props
+        .entry("discoveryUrl")
+        .or_insert_with(|| json!(format!("https://{region}.api.azureml.ms/discovery")));
+    props.entry("hbiWorkspace").or_insert(json!(false));
+    props
+        .entry("allowPublicAccessWhenBehindVnet")
+        .or_insert(json!(false));
+    props
+        .entry("publicNetworkAccess")
+        .or_insert(json!("Enabled"));
+    props.entry("v1LegacyMode").or_insert(json!(false));
+    props.insert(
+        "serviceProvisionedResourceGroup".into(),
+        json!(format!(
+            "{name}_{}",
+            &workspace_id.simple().to_string()[..16]
+        )),
+    );
+    props.insert("privateLinkCount".into(), json!(0));
+    props.insert("storageHnsEnabled".into(), json!(false));
+    props.insert(
+        "mlFlowTrackingUri".into(),
+        json!(format!(
+            "azureml://{region}.api.azureml.ms/mlflow/v1.0/subscriptions/{sub}/resourceGroups/\
+             {group}/providers/Microsoft.MachineLearningServices/workspaces/{name}"
+        )),
+    );
+    props
+}
+
 /// `PUT` of a workspace.
 pub(crate) fn put_workspace(
     cloud: &mut Cloud,
@@ -158,42 +204,7 @@ pub(crate) fn put_workspace(
     }
     check_associated(cloud, &asked)?;
     let name = target.name();
-    let group = &target.path.group;
-    let sub = &target.path.sub;
-    let region = crate::emulator::config::normalize_location(&location);
-    let workspace_id = uuid::Uuid::new_v4();
-    let mut props = asked;
-    props.insert("workspaceId".into(), json!(workspace_id.to_string()));
-    props.insert("provisioningState".into(), json!("Creating"));
-    props.insert("tenantId".into(), json!(TENANT_ID));
-    props.entry("friendlyName").or_insert_with(|| json!(name));
-    props
-        .entry("discoveryUrl")
-        .or_insert_with(|| json!(format!("https://{region}.api.azureml.ms/discovery")));
-    props.entry("hbiWorkspace").or_insert(json!(false));
-    props
-        .entry("allowPublicAccessWhenBehindVnet")
-        .or_insert(json!(false));
-    props
-        .entry("publicNetworkAccess")
-        .or_insert(json!("Enabled"));
-    props.entry("v1LegacyMode").or_insert(json!(false));
-    props.insert(
-        "serviceProvisionedResourceGroup".into(),
-        json!(format!(
-            "{name}_{}",
-            &workspace_id.simple().to_string()[..16]
-        )),
-    );
-    props.insert("privateLinkCount".into(), json!(0));
-    props.insert("storageHnsEnabled".into(), json!(false));
-    props.insert(
-        "mlFlowTrackingUri".into(),
-        json!(format!(
-            "azureml://{region}.api.azureml.ms/mlflow/v1.0/subscriptions/{sub}/resourceGroups/\
-             {group}/providers/Microsoft.MachineLearningServices/workspaces/{name}"
-        )),
-    );
+    let props = new_properties(target, &location, asked);
     let mut stored = envelope(&target.id, name, Kind::MlWorkspace, Some(&location), &body);
     if let Some(asked_identity) = body.get("identity") {
         stored["identity"] = identity(asked_identity);
