@@ -957,3 +957,7 @@ async fn ctrl_c_in_ssh_or_ssh_config_ends_the_read() {
 /// The same operations called through the library's API (`engine::op`).
 #[path = "operations/api.rs"]
 mod api;
+
+/// Azure Machine Learning clusters through apply, park, unpark and destroy (issue 17).
+#[path = "operations/aml.rs"]
+mod aml;

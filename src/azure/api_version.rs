@@ -20,9 +20,18 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.Compute/skus", "2021-07-01"),
     ("Microsoft.Storage", "2025-01-01"),
     ("Microsoft.DevTestLab", "2018-09-15"),
-    // Workspaces, computes and their `listNodes` (issue 17).
+    // Issue 17: Azure Machine Learning and what a new workspace needs. Only the first has a
+    // spec in shared/azure-specs; the others follow Azure's REST reference at these versions.
     ("Microsoft.MachineLearningServices", "2024-10-01"),
+    ("Microsoft.KeyVault", "2023-07-01"),
+    ("Microsoft.OperationalInsights", "2022-10-01"),
+    ("Microsoft.Insights/components", "2020-02-02"),
+    ("Microsoft.ContainerRegistry", "2023-07-01"),
 ];
+
+/// The Subscriptions API (`GET /subscriptions/{id}`, which names the tenant) is versioned on its
+/// own, apart from resource groups.
+pub const SUBSCRIPTIONS_API_VERSION: &str = "2022-12-01";
 
 /// The api-version for an ARM path such as
 /// `/subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/v/subnets/x`.
@@ -42,6 +51,8 @@ pub fn api_version_for_path(path: &str) -> Option<&'static str> {
         // `/subscriptions/{s}/providers/{namespace}` is the provider itself, which ARM's
         // Providers API (Microsoft.Resources) serves, not the namespace's own provider.
         Some(2) if segments.len() == 4 => ("Microsoft.Resources", ""),
+        // `/subscriptions/{s}` itself.
+        None if segments.len() == 2 => return Some(SUBSCRIPTIONS_API_VERSION),
         Some(i) => (
             segments.get(i + 1).copied()?,
             segments.get(i + 2).copied().unwrap_or_default(),
@@ -108,7 +119,28 @@ mod tests {
                 "2018-09-15",
             ),
         ];
-        for (path, version) in cases {
+        let ml = format!("{rg}/providers/Microsoft.MachineLearningServices/workspaces/w");
+        let more = [
+            (format!("{ml}/computes/c"), "2024-10-01"),
+            (format!("{ml}/computes/c/listNodes"), "2024-10-01"),
+            (
+                "/subscriptions/s/providers/Microsoft.MachineLearningServices/locations/eastus/usages"
+                    .into(),
+                "2024-10-01",
+            ),
+            (format!("{rg}/providers/Microsoft.KeyVault/vaults/v"), "2023-07-01"),
+            (
+                format!("{rg}/providers/Microsoft.OperationalInsights/workspaces/l"),
+                "2022-10-01",
+            ),
+            (format!("{rg}/providers/microsoft.insights/components/i"), "2020-02-02"),
+            (
+                format!("{rg}/providers/Microsoft.ContainerRegistry/registries/r"),
+                "2023-07-01",
+            ),
+            ("/subscriptions/s".into(), SUBSCRIPTIONS_API_VERSION),
+        ];
+        for (path, version) in cases.into_iter().chain(more) {
             assert_eq!(api_version_for_path(&path), Some(version), "{path}");
         }
     }

@@ -702,7 +702,17 @@ impl ArmClient {
     /// Deletes a resource and waits until it is gone. A 404 for the resource itself counts as
     /// already gone; 404 ResourceGroupNotFound for a resource inside a group is an error.
     pub async fn delete(&self, id: &ResourceId) -> Result<DeleteOutcome, ArmError> {
-        let url = self.url_for(id.as_str(), &[])?;
+        self.delete_with(id, &[]).await
+    }
+
+    /// [`ArmClient::delete`] with extra query pairs (a compute's required
+    /// `underlyingResourceAction`, a workspace's `forceToPurge`).
+    pub async fn delete_with(
+        &self,
+        id: &ResourceId,
+        query: &[(&str, &str)],
+    ) -> Result<DeleteOutcome, ArmError> {
+        let url = self.url_for(id.as_str(), query)?;
         let first = match self
             .execute(Method::Delete, url, None, Idempotency::Idempotent)
             .await

@@ -10,15 +10,19 @@ use super::types::compute::{
 };
 use super::types::devtestlab::Schedule;
 use super::types::disk::{Disk, DiskUpdate};
+use super::types::ml::{ClusterUpdateParameters, ComputeResource, Workspace};
+use super::types::monitor::{AppInsightsComponent, LogAnalyticsWorkspace};
 use super::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, Subnet, VirtualNetwork,
 };
 use super::types::placement::ProximityPlacementGroup;
 use super::types::quota::{ResourceSku, Usage};
-use super::types::resources::{Provider, ResourceGroup};
+use super::types::registry::Registry;
+use super::types::resources::{Provider, ResourceGroup, Subscription};
 use super::types::storage::{
     BlobContainer, FileShare, StorageAccount, StorageAccountCreate, StorageAccountKeys,
 };
+use super::types::vault::Vault;
 
 impl ArmClient {
     /// PUT a resource group.
@@ -222,5 +226,81 @@ impl ArmClient {
     /// Deletes a resource group and everything in it.
     pub async fn delete_resource_group(&self, id: &ResourceId) -> Result<DeleteOutcome, ArmError> {
         self.delete(id).await
+    }
+
+    /// The subscription (its tenant); `None` when ARM does not know it.
+    pub async fn subscription(
+        &self,
+        subscription_id: &str,
+    ) -> Result<Option<Subscription>, ArmError> {
+        self.get(&ResourceId::subscription(subscription_id)).await
+    }
+
+    /// PUT a key vault.
+    pub async fn put_key_vault(&self, id: &ResourceId, body: &Vault) -> Result<Vault, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a Log Analytics workspace.
+    pub async fn put_log_analytics(
+        &self,
+        id: &ResourceId,
+        body: &LogAnalyticsWorkspace,
+    ) -> Result<LogAnalyticsWorkspace, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT an Application Insights component.
+    pub async fn put_app_insights(
+        &self,
+        id: &ResourceId,
+        body: &AppInsightsComponent,
+    ) -> Result<AppInsightsComponent, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT a container registry.
+    pub async fn put_registry(
+        &self,
+        id: &ResourceId,
+        body: &Registry,
+    ) -> Result<Registry, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT an Azure Machine Learning workspace.
+    pub async fn put_ml_workspace(
+        &self,
+        id: &ResourceId,
+        body: &Workspace,
+    ) -> Result<Workspace, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PUT an AmlCompute cluster. ARM finishes the PUT when the cluster is provisioned, not when
+    /// its nodes are: callers that need nodes wait for them (`engine::aml_scale`).
+    pub async fn put_ml_compute(
+        &self,
+        id: &ResourceId,
+        body: &ComputeResource,
+    ) -> Result<ComputeResource, ArmError> {
+        self.put(id, body).await
+    }
+
+    /// PATCH an AmlCompute cluster's scale settings.
+    pub async fn patch_ml_compute(
+        &self,
+        id: &ResourceId,
+        body: &ClusterUpdateParameters,
+    ) -> Result<ComputeResource, ArmError> {
+        self.patch(id, body).await
+    }
+
+    /// Reads an AmlCompute cluster; `None` when it does not exist.
+    pub async fn get_ml_compute(
+        &self,
+        id: &ResourceId,
+    ) -> Result<Option<ComputeResource>, ArmError> {
+        self.get(id).await
     }
 }

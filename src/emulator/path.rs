@@ -4,6 +4,8 @@
 /// What a request path addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Route {
+    /// `/subscriptions/{s}`: the subscription itself (Subscriptions_Get names its tenant).
+    Subscription { sub: String },
     /// `/subscriptions/{s}/resourcegroups`
     Groups { sub: String },
     /// `/subscriptions/{s}/resources`: every resource of the subscription.
@@ -102,6 +104,11 @@ pub(crate) fn parse(path: &str) -> Route {
         .split('/')
         .map(percent_decode)
         .collect();
+    if segments.len() == 2 && segments[0].eq_ignore_ascii_case("subscriptions") {
+        return Route::Subscription {
+            sub: segments[1].clone(),
+        };
+    }
     if segments.len() < 3 || !segments[0].eq_ignore_ascii_case("subscriptions") {
         return Route::Unknown;
     }
@@ -227,6 +234,10 @@ mod tests {
             Route::Providers { sub: "s".into() }
         );
         assert_eq!(parse("/nope"), Route::Unknown);
+        assert_eq!(
+            parse("/subscriptions/s"),
+            Route::Subscription { sub: "s".into() }
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub(crate) fn dispatch(
     route: &Route,
 ) -> Result<Reply, ArmError> {
     match route {
+        Route::Subscription { sub } => subscription(ctx, sub),
         Route::Groups { sub } => groups::list(cloud, ctx, sub),
         Route::Providers { sub } => registry::list(cloud, ctx, sub),
         Route::Resources { sub } => generic::list(cloud, ctx, sub, None),
@@ -49,6 +50,13 @@ pub(crate) fn dispatch(
                 }
                 [sizes] if aml && sizes.eq_ignore_ascii_case("vmSizes") => {
                     Ok(ml::vm_sizes(ctx, location))
+                }
+                [deleted, name, purge]
+                    if namespace.eq_ignore_ascii_case("Microsoft.KeyVault")
+                        && deleted.eq_ignore_ascii_case("deletedVaults")
+                        && purge.eq_ignore_ascii_case("purge") =>
+                {
+                    ml::purge_vault(cloud, ctx, name)
                 }
                 _ => Err(not_implemented(ctx)),
             }
@@ -451,6 +459,17 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
         }
         _ => {}
     }
+    if target.kind == Kind::KeyVault {
+        // Soft delete, on for every vault since 2020: the name stays taken until a purge.
+        let location = resource
+            .body
+            .get("location")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        cloud
+            .deleted_vaults
+            .insert(target.name().to_ascii_lowercase(), location.to_owned());
+    }
     match target.kind {
         // Synchronous deletes: 200 when something was deleted.
         Kind::StorageAccount
@@ -571,6 +590,35 @@ pub(crate) fn require_reference(
             "Resource {reference} referenced by resource {referrer} was not found. Please make sure \
              that the referenced resource exists, and that both resources are in the same region."
         ),
+    ))
+}
+
+/// The tenant every emulated subscription belongs to: what `GET /subscriptions/{id}` names, and
+/// what a key vault body made from it carries (any tenant works here; it only has to be stable).
+pub(crate) const TENANT: &str = "72f988bf-0000-4000-8000-00000000e301";
+
+/// `GET /subscriptions/{s}` (Subscriptions_Get): the subscription and its tenant, which clients
+/// read before writing what must name the tenant (a key vault's `tenantId`). Every subscription
+/// exists here, as the emulator creates them on first use.
+fn subscription(ctx: &Ctx<'_>, sub: &str) -> Result<Reply, ArmError> {
+    if ctx.method != "GET" {
+        return Err(ArmError::method_not_allowed(&ctx.method));
+    }
+    Ok(Reply::json(
+        200,
+        json!({
+            "id": format!("/subscriptions/{sub}"),
+            "subscriptionId": sub,
+            "tenantId": TENANT,
+            "displayName": "dsinfra emulator",
+            "state": "Enabled",
+            "authorizationSource": "RoleBased",
+            "subscriptionPolicies": {
+                "locationPlacementId": "Public_2014-09-01",
+                "quotaId": "PayAsYouGo_2014-09-01",
+                "spendingLimit": "Off"
+            }
+        }),
     ))
 }
 

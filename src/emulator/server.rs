@@ -417,7 +417,8 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
 
 fn subscription(route: &Route) -> Option<&str> {
     match route {
-        Route::Groups { sub }
+        Route::Subscription { sub }
+        | Route::Groups { sub }
         | Route::Providers { sub }
         | Route::Resources { sub }
         | Route::GroupResources { sub, .. }

@@ -324,6 +324,10 @@ pub(crate) struct Cloud {
     /// `{subscription}/{namespace}` in lower case (see registry.rs).
     #[serde(default)]
     pub registrations: BTreeMap<String, super::registry::Registration>,
+    /// Key vaults deleted and not yet purged, by lower-cased name (names are global): Azure
+    /// keeps a deleted vault recoverable, its name reserved, until it is purged.
+    #[serde(default)]
+    pub deleted_vaults: BTreeMap<String, String>,
 }
 
 impl Cloud {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::advice::{ResourceError, describe};
-use super::bodies::{Request, request_for, update_request};
+use super::bodies::{Request, needs_tenant, request_for, update_request};
 use super::events::{Event, EventSink, LroBridge, Operation};
 use super::limiter::Limiter;
 use crate::addr::Address;
@@ -238,6 +238,8 @@ struct Shared {
     unsaved: Mutex<Vec<(Address, Operation, Staged)>>,
     /// The intents written before the walk (see `intents.rs`).
     early: Early,
+    /// The subscription's tenant, read the first time a body needs it (see `aml.rs`).
+    tenant: tokio::sync::OnceCell<Result<String, String>>,
 }
 
 fn operation_of(change: &Change, phase: Phase) -> Operation {
@@ -278,6 +280,7 @@ pub async fn execute(
         planned_at: plan.planned_at,
         unsaved: Mutex::new(Vec::new()),
         early,
+        tenant: tokio::sync::OnceCell::new(),
     });
     if let Some(bridge) = &shared.bridge {
         bridge.connect(Arc::clone(&shared.events));
@@ -496,15 +499,19 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
                 &change.name,
             )
         }));
+        let query = aml::delete_query(change.kind);
         call_described(
             shared,
             &id,
             address,
             operation,
             shared.desired.resource(address),
-            || shared.client.delete(&id),
+            || shared.client.delete_with(&id, query),
         )
         .await?;
+        if change.kind == ResourceKind::KeyVault {
+            aml::purge_vault(shared, change).await?;
+        }
     }
     shared
         .store
@@ -529,9 +536,7 @@ async fn apply(
                 .to_owned(),
         )
     })?;
-    let request = request_for(resource, &shared.desired, &shared.subscription)
-        .map_err(|e| local_error(address, operation, e.to_string()))?
-        .map(|request| to_send(change, resource, request));
+    let request = request_of(shared, change, resource, operation).await?;
     let id = resource.arm_id(&shared.subscription);
     // A new resource's intent may already be saved, with its VM's host key (see intents.rs).
     let early_key = match shared.early.take(address).await {
@@ -588,6 +593,11 @@ async fn apply(
             || request.send(&shared.client),
         )
         .await?;
+        // A compute is done when its nodes are usable (a tags-only PUT changes no count, and
+        // then the wait ends at its first read).
+        if resource.kind == ResourceKind::MlCompute {
+            aml::await_nodes(shared, resource, request.id.as_str(), operation).await?;
+        }
         let secrets = previous
             .as_ref()
             .map(|p| p.secrets.clone())
@@ -629,6 +639,30 @@ async fn apply(
 
 /// The request an apply node sends: the PUT `request_for` built, or, for an update that changes
 /// only what the type's update model carries, the PATCH of just that (decision 28).
+/// The request that makes the change (`None` for a SAS), with the subscription's tenant read
+/// first for the kinds whose body names it (a key vault).
+async fn request_of(
+    shared: &Shared,
+    change: &Change,
+    resource: &Resource,
+    operation: Operation,
+) -> Result<Option<Request>, ResourceError> {
+    let address = &change.address;
+    let tenant = if needs_tenant(resource.kind) {
+        Some(aml::tenant(shared, address, operation).await?)
+    } else {
+        None
+    };
+    Ok(request_for(
+        resource,
+        &shared.desired,
+        &shared.subscription,
+        tenant.as_deref(),
+    )
+    .map_err(|e| local_error(address, operation, e.to_string()))?
+    .map(|request| to_send(change, resource, request)))
+}
+
 fn to_send(change: &Change, resource: &Resource, request: Request) -> Request {
     match (&change.before, &change.action) {
         (Some(before), Action::Update) => update_request(request, before, &resource.attrs),
@@ -657,7 +691,8 @@ fn record_of(
         attrs: resource.attrs.clone(),
         depends_on: resource.depends_on.clone(),
         status,
-        power_state: (resource.kind == ResourceKind::VirtualMachine).then(|| {
+        // An AmlCompute's "power" is its node count: running at `count`, parked at zero nodes.
+        power_state: super::power::is_parkable(resource.kind).then(|| {
             previous
                 .and_then(|p| p.power_state)
                 .unwrap_or(PowerState::Running)
@@ -673,6 +708,7 @@ fn record_of(
     }
 }
 
+mod aml;
 mod host_key;
 mod intents;
 mod store;

@@ -25,6 +25,7 @@ pub mod refresh;
 pub(crate) mod registration;
 
 pub(crate) mod advice;
+pub(crate) mod aml_scale;
 pub(crate) mod bodies;
 pub mod events;
 pub(crate) mod execute;

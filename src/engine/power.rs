@@ -96,6 +96,13 @@ pub enum PowerError {
     },
 }
 
+/// Whether park and unpark act on resources of this kind: VMs (deallocated and started) and
+/// AmlCompute clusters (scaled to zero nodes and back to their `count`: the service deletes the
+/// nodes, so a parked cluster costs nothing and comes back as new nodes).
+pub fn is_parkable(kind: ResourceKind) -> bool {
+    matches!(kind, ResourceKind::VirtualMachine | ResourceKind::MlCompute)
+}
+
 /// Whether `name` (a block label such as `gpu`, a block address such as `cluster.train`, a node
 /// such as `cluster.train[1]`, or a full address) selects the VM at `vm`.
 fn name_selects(name: &str, vm: &Address) -> bool {
@@ -115,7 +122,7 @@ pub fn select_vms(state: &State, only: &[String]) -> Result<Vec<Address>, PowerE
         .resources
         .iter()
         .filter(|r| {
-            r.kind == ResourceKind::VirtualMachine
+            is_parkable(r.kind)
                 && r.status == ResourceStatus::Created
                 && r.drift != Some(Drift::Deleted)
         })
@@ -183,11 +190,25 @@ pub async fn set_power(
             address: address.clone(),
             operation,
         });
+        let cluster = state
+            .resource(address)
+            .filter(|r| r.kind == ResourceKind::MlCompute)
+            .map(|r| {
+                let number = |key: &str| r.attrs.get(key).and_then(serde_json::Value::as_i64);
+                (
+                    number("count").unwrap_or(1),
+                    number("idle_seconds_before_scaledown"),
+                )
+            });
         running.push(async move {
             let started = std::time::Instant::now();
-            let result = client
-                .vm_action(&ResourceId::from_raw(id), change.action())
-                .await;
+            let id = ResourceId::from_raw(id);
+            let result = match cluster {
+                None => client.vm_action(&id, change.action()).await,
+                Some((count, idle)) => {
+                    scale_cluster(client, &id, address, change, count, idle).await
+                }
+            };
             (address, started.elapsed(), result)
         });
     }
@@ -234,6 +255,30 @@ pub async fn set_power(
         });
     }
     Ok(())
+}
+
+/// Park (scale to zero) or unpark (scale to `count`) an AmlCompute cluster and wait until its
+/// nodes are gone or usable. A failure that is not ARM's own (a timeout, nodes Azure reports
+/// unusable) is carried as a message, which is how the park summary shows it.
+async fn scale_cluster(
+    client: &ArmClient,
+    id: &ResourceId,
+    address: &Address,
+    change: PowerChange,
+    count: i64,
+    idle: Option<i64>,
+) -> Result<(), ArmError> {
+    let nodes = match change {
+        PowerChange::Park => 0,
+        PowerChange::Unpark => i32::try_from(count).unwrap_or(i32::MAX),
+    };
+    super::aml_scale::scale_to(client, id, address, nodes, idle, &|_| {})
+        .await
+        .map(|_| ())
+        .map_err(|err| match err {
+            super::aml_scale::ScaleError::Arm { source, .. } => *source,
+            other => ArmError::usage(other.to_string()),
+        })
 }
 
 /// What the experiment costs per hour in its current power states, and in the two extremes.

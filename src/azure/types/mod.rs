@@ -16,11 +16,15 @@ pub mod common;
 pub mod compute;
 pub mod devtestlab;
 pub mod disk;
+pub mod ml;
+pub mod monitor;
 pub mod network;
 pub mod placement;
 pub mod quota;
+pub mod registry;
 pub mod resources;
 pub mod storage;
+pub mod vault;
 
 pub use common::{SubResource, Tags};
 

@@ -74,6 +74,19 @@ impl Provider {
     }
 }
 
+/// A subscription as `GET /subscriptions/{id}` answers (the Subscriptions API): read only,
+/// dsinfra reads it to learn the subscription's tenant (a key vault's `tenantId`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    /// The subscription GUID.
+    #[serde(default)]
+    pub subscription_id: Option<String>,
+    /// The Microsoft Entra tenant the subscription belongs to.
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,19 @@ pub(crate) fn put_vault(
     if sku.get("name").and_then(Value::as_str).is_none() {
         return Err(required("name", "properties.sku"));
     }
+    if cloud
+        .deleted_vaults
+        .contains_key(&name.to_ascii_lowercase())
+    {
+        return Err(ArmError::new(
+            409,
+            "ConflictError",
+            format!(
+                "Exist soft deleted vault with the same name. The vault name '{name}' is in a \
+                 deleted but recoverable state: recover it or purge it first."
+            ),
+        ));
+    }
     if named_elsewhere(cloud, Kind::KeyVault, name, &target.key) {
         return Err(ArmError::new(
             409,
@@ -340,6 +353,28 @@ pub(crate) fn put_registry(
     resource.op = Some(op.id.clone());
     cloud.put_resource(target.key.clone(), resource);
     Ok(Reply::json(201, stored).headers(ops::put_headers(ctx, &op)))
+}
+
+/// `POST .../providers/Microsoft.KeyVault/locations/{loc}/deletedVaults/{name}/purge`
+/// (Vaults_PurgeDeleted): forgets a soft-deleted vault, freeing its name. Azure may answer 202
+/// and purge in the background (a long-running operation) or 200 when done; here the purge is
+/// done when the answer leaves, so it is 200. A name with no deleted vault is 404.
+pub(crate) fn purge_vault(cloud: &mut Cloud, ctx: &Ctx<'_>, name: &str) -> Result<Reply, ArmError> {
+    if ctx.method != "POST" {
+        return Err(ArmError::method_not_allowed(&ctx.method));
+    }
+    if cloud
+        .deleted_vaults
+        .remove(&name.to_ascii_lowercase())
+        .is_none()
+    {
+        return Err(ArmError::new(
+            404,
+            "ResourceNotFound",
+            format!("The deleted vault '{name}' was not found."),
+        ));
+    }
+    Ok(Reply::empty(200))
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use super::store::{Cloud, Kind, Resource};
 pub(crate) use boot::{AmlBoots, forget};
 pub use boot::{AmlNodeBoot, AmlNodeHook};
 pub(crate) use compute::{patch_compute, put_compute, usages, vm_sizes};
-pub(crate) use deps::{put_insights, put_log_analytics, put_registry, put_vault};
+pub(crate) use deps::{purge_vault, put_insights, put_log_analytics, put_registry, put_vault};
 pub(crate) use nodes::Node;
 pub(crate) use workspace::put_workspace;
 

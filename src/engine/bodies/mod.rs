@@ -22,20 +22,27 @@ use crate::azure::types::availability::AvailabilitySet;
 use crate::azure::types::compute::{VirtualMachine, VirtualMachineUpdate};
 use crate::azure::types::devtestlab::Schedule;
 use crate::azure::types::disk::{Disk, DiskUpdate};
+use crate::azure::types::ml::{ClusterUpdateParameters, ComputeResource, Workspace};
+use crate::azure::types::monitor::{AppInsightsComponent, LogAnalyticsWorkspace};
 use crate::azure::types::network::{
     NetworkInterface, NetworkSecurityGroup, PublicIpAddress, VirtualNetwork,
 };
 use crate::azure::types::placement::ProximityPlacementGroup;
+use crate::azure::types::registry::Registry;
 use crate::azure::types::resources::ResourceGroup;
 use crate::azure::types::storage::{BlobContainer, FileShare, StorageAccountCreate};
+use crate::azure::types::vault::Vault;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::model::{Desired, Resource, ResourceKind};
 
 mod compute;
+mod ml;
 mod network;
 mod storage;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod tests_ml;
 mod update;
 
 pub use update::update_request;
@@ -107,6 +114,20 @@ pub enum Body {
     FileShare(FileShare),
     /// A DevTestLab auto-shutdown schedule.
     AutoShutdownSchedule(Schedule),
+    /// A key vault (an ML workspace's).
+    KeyVault(Vault),
+    /// A Log Analytics workspace.
+    LogAnalytics(LogAnalyticsWorkspace),
+    /// An Application Insights component.
+    AppInsights(AppInsightsComponent),
+    /// A container registry.
+    Registry(Registry),
+    /// An Azure Machine Learning workspace.
+    MlWorkspace(Box<Workspace>),
+    /// An AmlCompute cluster.
+    MlCompute(Box<ComputeResource>),
+    /// An AmlCompute PATCH: only its scale settings (see `update`).
+    MlComputeUpdate(ClusterUpdateParameters),
 }
 
 /// One PUT or PATCH: where, and what.
@@ -143,6 +164,13 @@ impl Request {
             Body::BlobContainer(b) => serde_json::to_value(b),
             Body::FileShare(b) => serde_json::to_value(b),
             Body::AutoShutdownSchedule(b) => serde_json::to_value(b),
+            Body::KeyVault(b) => serde_json::to_value(b),
+            Body::LogAnalytics(b) => serde_json::to_value(b),
+            Body::AppInsights(b) => serde_json::to_value(b),
+            Body::Registry(b) => serde_json::to_value(b),
+            Body::MlWorkspace(b) => serde_json::to_value(b),
+            Body::MlCompute(b) => serde_json::to_value(b),
+            Body::MlComputeUpdate(b) => serde_json::to_value(b),
         };
         value.expect("ARM bodies always serialise: their maps have string keys")
     }
@@ -168,7 +196,9 @@ impl Request {
     #[cfg(test)]
     pub fn method(&self) -> &'static str {
         match self.body {
-            Body::VirtualMachineUpdate(_) | Body::DiskUpdate(_) => "PATCH",
+            Body::VirtualMachineUpdate(_) | Body::DiskUpdate(_) | Body::MlComputeUpdate(_) => {
+                "PATCH"
+            }
             _ => "PUT",
         }
     }
@@ -197,21 +227,32 @@ impl Request {
             Body::BlobContainer(b) => client.put_blob_container(id, b).await.map(drop),
             Body::FileShare(b) => client.put_file_share(id, b).await.map(drop),
             Body::AutoShutdownSchedule(b) => client.put_schedule(id, b).await.map(drop),
+            Body::KeyVault(b) => client.put_key_vault(id, b).await.map(drop),
+            Body::LogAnalytics(b) => client.put_log_analytics(id, b).await.map(drop),
+            Body::AppInsights(b) => client.put_app_insights(id, b).await.map(drop),
+            Body::Registry(b) => client.put_registry(id, b).await.map(drop),
+            Body::MlWorkspace(b) => client.put_ml_workspace(id, b).await.map(drop),
+            Body::MlCompute(b) => client.put_ml_compute(id, b).await.map(drop),
+            Body::MlComputeUpdate(b) => client.patch_ml_compute(id, b).await.map(drop),
         }
     }
 }
 
 /// The request that creates or updates `resource`, with references resolved against `desired`
-/// in `subscription`. `None` for a SAS, which is signed locally and never sent to ARM.
+/// in `subscription`. `None` for a SAS, which is signed locally and never sent to ARM. `tenant`
+/// is the subscription's Microsoft Entra tenant, which only a key vault's body needs (the
+/// caller reads it from ARM once, when the plan has a vault: [`needs_tenant`]).
 pub fn request_for(
     resource: &Resource,
     desired: &Desired,
     subscription: &str,
+    tenant: Option<&str>,
 ) -> Result<Option<Request>, BodyError> {
     let b = Builder {
         resource,
         desired,
         subscription,
+        tenant,
     };
     let body = match resource.kind {
         ResourceKind::Sas => return Ok(None),
@@ -232,19 +273,12 @@ pub fn request_for(
         ResourceKind::BlobContainer => Body::BlobContainer(b.container()?),
         ResourceKind::FileShare => Body::FileShare(b.file_share()?),
         ResourceKind::AutoShutdownSchedule => Body::AutoShutdownSchedule(b.schedule()?),
-        // Issue 17 (in progress): the Azure Machine Learning bodies come with the engine's part.
-        ResourceKind::KeyVault
-        | ResourceKind::LogAnalyticsWorkspace
-        | ResourceKind::AppInsights
-        | ResourceKind::ContainerRegistry
-        | ResourceKind::MlWorkspace
-        | ResourceKind::MlCompute => {
-            return Err(BodyError::Invalid {
-                address: resource.address.to_string(),
-                attribute: "kind".to_owned(),
-                message: format!("{} is not supported yet", resource.kind),
-            });
-        }
+        ResourceKind::KeyVault => Body::KeyVault(b.key_vault()?),
+        ResourceKind::LogAnalyticsWorkspace => Body::LogAnalytics(b.log_analytics()?),
+        ResourceKind::AppInsights => Body::AppInsights(b.app_insights()?),
+        ResourceKind::ContainerRegistry => Body::Registry(b.registry()?),
+        ResourceKind::MlWorkspace => Body::MlWorkspace(Box::new(b.ml_workspace()?)),
+        ResourceKind::MlCompute => Body::MlCompute(Box::new(b.ml_compute()?)),
     };
     Ok(Some(Request {
         id: ResourceId::from_raw(resource.arm_id(subscription)),
@@ -252,11 +286,17 @@ pub fn request_for(
     }))
 }
 
+/// Whether the body of a `kind` names the subscription's tenant.
+pub fn needs_tenant(kind: ResourceKind) -> bool {
+    kind == ResourceKind::KeyVault
+}
+
 /// Reads one resource's attributes and resolves its references.
 struct Builder<'a> {
     resource: &'a Resource,
     desired: &'a Desired,
     subscription: &'a str,
+    tenant: Option<&'a str>,
 }
 
 impl Builder<'_> {

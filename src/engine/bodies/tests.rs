@@ -5,6 +5,7 @@ use serde_json::json;
 use std::path::Path;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
+const TENANT: &str = "11111111-2222-3333-4444-555555555555";
 
 fn example(name: &str) -> Desired {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,7 +21,7 @@ fn example(name: &str) -> Desired {
 fn request(desired: &Desired, address: &str) -> Request {
     let address: Address = address.parse().expect("valid address");
     let resource = desired.resource(&address).expect("the example has it");
-    request_for(resource, desired, SUB)
+    request_for(resource, desired, SUB, Some(TENANT))
         .expect("the body builds")
         .expect("an ARM resource")
 }
@@ -132,7 +133,7 @@ fn containers_and_shares_carry_no_tags_and_sas_sends_nothing() {
     let sas = desired
         .resource(&"sas.read".parse().expect("valid"))
         .expect("present");
-    assert_eq!(request_for(sas, &desired, SUB), Ok(None));
+    assert_eq!(request_for(sas, &desired, SUB, None), Ok(None));
 }
 
 #[test]
@@ -185,7 +186,7 @@ fn a_broken_reference_is_named() {
     desired.resources[index]
         .attrs
         .insert("public_ip".into(), json!("vm.nothere.public_ip"));
-    let err = request_for(&desired.resources[index], &desired, SUB)
+    let err = request_for(&desired.resources[index], &desired, SUB, None)
         .expect_err("the reference is unknown");
     assert_eq!(
         err.to_string(),
@@ -253,7 +254,8 @@ fn every_seed_body_validates_against_the_official_spec() {
     for name in ["dual-dsvm.hcl", "nd40-beeond.hcl", "nfs-cache.hcl"] {
         let desired = example(name);
         for resource in &desired.resources {
-            let Some(req) = request_for(resource, &desired, SUB).expect("the body builds") else {
+            let Some(req) = request_for(resource, &desired, SUB, None).expect("the body builds")
+            else {
                 continue;
             };
             // A VM is checked as updated (no customData) and as created (with it).

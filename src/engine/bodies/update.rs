@@ -1,6 +1,9 @@
 //! Which updates go to ARM as a PATCH (decision 28): a VM update that changes only its data
 //! disks and/or tags, and a managed-disk update that changes only its size, SKU and/or tags.
 //! The PATCH carries just what changed; every other update stays a full PUT of the model.
+//! An AmlCompute update that changes only its node count and/or idle time is its PATCH
+//! (`ClusterUpdateParameters`, which carries scale settings only): a PUT of an existing compute
+//! overwrites it. A tags change goes as the PUT, the only body that carries them.
 //!
 //! Why: a PUT re-sends the whole VM (its OS profile and image, its network and security
 //! profiles), so it can race with a concurrent change made elsewhere and restate properties ARM
@@ -11,6 +14,7 @@ use crate::azure::types::compute::{
     StorageProfile, VirtualMachineUpdate, VirtualMachineUpdateProperties,
 };
 use crate::azure::types::disk::{DiskSku, DiskUpdate, DiskUpdateProperties};
+use crate::azure::types::ml::ClusterUpdateParameters;
 use crate::model::Attrs;
 
 use super::{Body, Request};
@@ -19,6 +23,8 @@ use super::{Body, Request};
 const VM_PATCHABLE: [&str; 2] = ["data_disks", "tags"];
 /// The attributes whose change a disk PATCH can carry.
 const DISK_PATCHABLE: [&str; 3] = ["size_gb", "sku", "tags"];
+/// The attributes whose change an AmlCompute PATCH can carry.
+const COMPUTE_PATCHABLE: [&str; 2] = ["count", "idle_seconds_before_scaledown"];
 
 /// The names of the attributes that differ between `before` and `after` (absent and null are
 /// the same: no value).
@@ -77,6 +83,17 @@ pub fn update_request(request: Request, before: &Attrs, after: &Attrs) -> Reques
                     disk_size_gb: disk.properties.as_ref().and_then(|p| p.disk_size_gb),
                 }),
             })
+        }
+        Body::MlCompute(compute) if changes.iter().all(|c| COMPUTE_PATCHABLE.contains(c)) => {
+            let Some(scale) = compute
+                .properties
+                .as_ref()
+                .and_then(|p| p.properties.as_ref())
+                .and_then(|p| p.scale_settings.clone())
+            else {
+                return request;
+            };
+            Body::MlComputeUpdate(ClusterUpdateParameters::scale(scale))
         }
         _ => return request,
     };
