@@ -423,6 +423,20 @@ impl std::fmt::Debug for EmulatorConfig {
 }
 
 impl EmulatorConfig {
+    /// The VM families of the sizes offered in `location` (normalized), sorted, each once: the
+    /// families a usages answer lists, for VMs and for AmlCompute alike.
+    pub fn families_offered_in(&self, location: &str) -> Vec<&str> {
+        let mut families: Vec<&str> = self
+            .vm_sizes
+            .iter()
+            .filter(|s| s.offered_in(location))
+            .map(|s| s.family.as_str())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        families
+    }
+
     /// Looks a size up case-insensitively.
     pub fn vm_size(&self, name: &str) -> Option<&VmSizeSpec> {
         self.vm_sizes

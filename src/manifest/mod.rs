@@ -522,29 +522,40 @@ fn azure_settings(
 /// `location`, written the way ARM returns it (`East US` becomes `eastus`) when it is a known
 /// region; an unknown one is reported with the nearest region name.
 fn read_location(f: &mut Fields<'_>) -> String {
-    match f.required_string("location", "\"eastus\"") {
-        Some(loc) if catalog::is_known_location(&loc.value) => loc
+    let Some(loc) = f.required_string("location", "\"eastus\"") else {
+        return String::new();
+    };
+    known_location(
+        &loc,
+        "use a region name such as eastus, westeurope or southcentralus",
+    )
+    .unwrap_or_else(|d| {
+        f.report(d);
+        loc.value
+    })
+}
+
+/// A region as ARM writes it (`East US` is `eastus`), or, for a name no region has, the error
+/// located at it with the nearest region name (else `help`). The `azure` block and an existing
+/// workspace's `location` are read through this.
+fn known_location(loc: &decode::Located<String>, help: &str) -> Result<String, Diagnostic> {
+    if catalog::is_known_location(&loc.value) {
+        return Ok(loc
             .value
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect::<String>()
-            .to_ascii_lowercase(),
-        Some(loc) => {
-            let d = Diagnostic::error(format!("unknown Azure location `{}`", loc.value))
-                .with_span(loc.span.clone())
-                .with_label("not an Azure region");
-            f.report(
-                match did_you_mean(&loc.value, catalog::LOCATIONS.iter().copied()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(
-                        "use a region name such as eastus, westeurope or southcentralus",
-                    ),
-                },
-            );
-            loc.value
-        }
-        None => String::new(),
+            .to_ascii_lowercase());
     }
+    let d = Diagnostic::error(format!("unknown Azure location `{}`", loc.value))
+        .with_span(loc.span.clone())
+        .with_label("not an Azure region");
+    Err(
+        match did_you_mean(&loc.value, catalog::LOCATIONS.iter().copied()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(help.to_owned()),
+        },
+    )
 }
 
 /// The user's `tags`, without the invalid ones (each reported at the attribute).

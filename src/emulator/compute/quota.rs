@@ -135,15 +135,7 @@ pub(crate) fn usages(
     location: &str,
 ) -> Result<Reply, ArmError> {
     let location = normalize_location(location);
-    let mut families: Vec<&str> = ctx
-        .config
-        .vm_sizes
-        .iter()
-        .filter(|s| s.offered_in(&location))
-        .map(|s| s.family.as_str())
-        .collect();
-    families.sort_unstable();
-    families.dedup();
+    let families = ctx.config.families_offered_in(&location);
     let (_, regional) = usage(cloud, ctx.config, sub, &location, "", "");
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let vm_count = cloud

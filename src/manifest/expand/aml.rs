@@ -11,8 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::addr::Address;
-use crate::catalog;
-use crate::diag::{Diagnostic, did_you_mean};
+use crate::diag::Diagnostic;
 use crate::model::{Attrs, ResourceKind};
 
 use super::super::decode::{self, BlockAttrs, Choices, Located, OneOf, Ref, Unknown};
@@ -216,23 +215,12 @@ fn workspace_location(
     default: &str,
 ) -> String {
     match location {
-        Some(loc) if catalog::is_known_location(&loc.value) => loc
-            .value
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect::<String>()
-            .to_ascii_lowercase(),
         Some(loc) => {
-            let d = Diagnostic::error(format!("unknown Azure location `{}`", loc.value))
-                .with_span(loc.span.clone())
-                .with_label("not an Azure region");
-            check.report(
-                match did_you_mean(&loc.value, catalog::LOCATIONS.iter().copied()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help("use a region name such as eastus or westeurope"),
-                },
-            );
-            default.to_owned()
+            super::super::known_location(&loc, "use a region name such as eastus or westeurope")
+                .unwrap_or_else(|d| {
+                    check.report(d);
+                    default.to_owned()
+                })
         }
         None => default.to_owned(),
     }
