@@ -746,7 +746,10 @@ async fn every_check_section_reports_not_done_on_a_fresh_host() {
         // likewise nothing to release on a host without the data disk.
         // fio is a Debian package the tests install: its install step is done here.
         let fio_here = check.name.ends_with(".storage_bench.install.check")
-            && std::process::Command::new("fio").arg("--version").output().is_ok();
+            && std::process::Command::new("fio")
+                .arg("--version")
+                .output()
+                .is_ok();
         let expected = if check.name.ends_with(".beeond.stop.check")
             || check.name.ends_with(".release.check")
             || fio_here

@@ -463,7 +463,12 @@ pub(super) static KINDS: &[Kind] = &[
             p("files", Ty::Int, Def::Int(16), "files per thread"),
             p("file_size", Ty::Size, Def::Text("16M"), "size of each file"),
             p("block_size", Ty::Size, Def::Text("1M"), "I/O block size"),
-            p("threads", Ty::Int, Def::Int(1), "fio jobs (threads) per path"),
+            p(
+                "threads",
+                Ty::Int,
+                Def::Int(1),
+                "fio jobs (threads) per path",
+            ),
             p(
                 "drop_caches",
                 Ty::Bool,

@@ -69,7 +69,8 @@ fn cells(experiments: &[Experiment]) -> Vec<Vec<String>> {
             row.nodes.to_string(),
             format!("{:.1}", row.mib_per_s),
             format!("{:.0}", row.iops),
-            row.latency_us.map_or_else(|| "-".into(), |l| format!("{l:.1}")),
+            row.latency_us
+                .map_or_else(|| "-".into(), |l| format!("{l:.1}")),
             caches(row).to_owned(),
         ];
         if side_by_side {
@@ -149,7 +150,11 @@ pub fn report_markdown(experiments: &[Experiment], charts: &[Chart]) -> String {
         }
     }
     for chart in charts {
-        let _ = write!(out, "\n## {}\n\n![{}]({})\n", chart.title, chart.title, chart.file);
+        let _ = write!(
+            out,
+            "\n## {}\n\n![{}]({})\n",
+            chart.title, chart.title, chart.file
+        );
     }
     out
 }

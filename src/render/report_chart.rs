@@ -41,7 +41,10 @@ const COLOURS: [&str; 8] = [
 pub fn charts(experiments: &[Experiment]) -> Vec<Chart> {
     let mut steps: Vec<(String, String)> = Vec::new();
     for results in experiments.iter().flat_map(|e| &e.results) {
-        let key = (results.provenance.kind.clone(), results.provenance.step.clone());
+        let key = (
+            results.provenance.kind.clone(),
+            results.provenance.step.clone(),
+        );
         if !steps.contains(&key) {
             steps.push(key);
         }
@@ -150,7 +153,11 @@ fn legend(svg: &mut String, i: usize, colour: &str, dashed: bool, label: &str) {
     #[allow(clippy::cast_precision_loss)] // A handful of legend lines.
     let y = TOP + 10.0 + 20.0 * i as f64;
     let x = LEFT + PLOT_W + 20.0;
-    let dash = if dashed { " stroke-dasharray=\"6 4\"" } else { "" };
+    let dash = if dashed {
+        " stroke-dasharray=\"6 4\""
+    } else {
+        ""
+    };
     let _ = writeln!(
         svg,
         "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{colour}\" stroke-width=\"3\"{dash}/>\
@@ -217,7 +224,11 @@ fn sweep_chart(step: &str, rows: &[(&str, &Row)], side_by_side: bool) -> Chart {
     for (i, s) in series.iter_mut().enumerate() {
         s.points.sort_by_key(|p| p.0);
         let colour = COLOURS[(i / 2) % COLOURS.len()];
-        let dash = if s.dashed { " stroke-dasharray=\"6 4\"" } else { "" };
+        let dash = if s.dashed {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
         let points: Vec<String> = s
             .points
             .iter()
@@ -319,6 +330,8 @@ fn bars_chart(step: &str, rows: &[(&str, &Row)], side_by_side: bool) -> Chart {
 }
 
 #[cfg(test)]
+// The maxima are exact round numbers.
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
 

@@ -120,7 +120,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 /// Formats bytes as the shortest exact binary size (`4K`, `64M`, `1536K`, `100`).
 pub fn format_size(bytes: u64) -> String {
     for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
@@ -243,7 +243,11 @@ pub fn parse_fio_passes(text: &str) -> Result<Vec<Row>, String> {
         let doc: Value = serde_json::from_str(json.trim())
             .map_err(|e| format!("fio's JSON for {head:?} does not parse: {e}"))?;
         let operation = tag("pass")?.to_owned();
-        let side = if operation == "write" { "write" } else { "read" };
+        let side = if operation == "write" {
+            "write"
+        } else {
+            "read"
+        };
         let (bw, iops, lat) = fio_sums(&doc, side)?;
         rows.push(Row {
             caches_dropped: match tag("dropped")? {
@@ -290,6 +294,8 @@ fn fio_sums(doc: &Value, side: &str) -> Result<(f64, f64, Option<f64>), String> 
 }
 
 #[cfg(test)]
+// The numbers compared are exact in binary (sums and quotients of small powers of two).
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
 
@@ -313,7 +319,7 @@ mod tests {
              2026-11-26T10:00:02Z,,dir,1,4,2,1,4,1048576,262144,0,0,,1,1,0,READ,10,12,5,6,\
              1,1,1000,960,300,240,1,1,0,0,1,1,1,10,15,30,3.0-25,\"elbencho -r\"\n"
         );
-        let rows = parse_elbencho_csv(&csv, "/mnt/scratch/elbencho").unwrap();
+        let rows = parse_elbencho_csv(&csv, "/mnt/scratch/elbencho").expect("parses");
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].operation, "write");
         assert_eq!(rows[0].mib_per_s, 200.25);
@@ -341,7 +347,7 @@ mod tests {
              file_size=1048576 block_size=4096\n{}",
             fio(1 << 20)
         );
-        let rows = parse_fio_passes(&text).unwrap();
+        let rows = parse_fio_passes(&text).expect("parses");
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].mib_per_s, 2.0);
         assert_eq!(rows[0].iops, 8.0);
@@ -372,7 +378,7 @@ mod tests {
                 dsinfra_version: "0".into(),
                 date: "d".into(),
             },
-            rows: parse_fio_passes("").unwrap(),
+            rows: parse_fio_passes("").expect("empty is no rows"),
         };
         assert_eq!(Results::from_jsonl(&results.to_jsonl()), Ok(results));
     }

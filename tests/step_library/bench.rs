@@ -75,7 +75,10 @@ fn a_sweep_runs_every_point_and_its_results_keep_their_provenance() {
     let results = fetch.results.as_ref().expect("the CSV becomes results");
     assert_eq!(results.local, "results/elbencho.jsonl");
     assert_eq!(results.provenance.nodes, 4);
-    assert_eq!(results.provenance.size.as_deref(), Some("Standard_HB120rs_v3"));
+    assert_eq!(
+        results.provenance.size.as_deref(),
+        Some("Standard_HB120rs_v3")
+    );
     assert_eq!(results.provenance.params["threads"], json!([1, 4]));
 
     // A scalar is a one-point sweep, as before.
@@ -98,11 +101,21 @@ fn storage_bench_measures_three_passes_per_path() {
     let names: Vec<&str> = compare.steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["storage_bench.install", "storage_bench"]);
     let script = &compare.steps[1].script;
-    assert!(script.contains("paths=('/mnt/resource' '/mnt/blob')"), "{script}");
-    for pass in ["write write 1 n/a", "read-cold read 1 \"$dropped\"", "read-warm read 0 n/a"] {
+    assert!(
+        script.contains("paths=('/mnt/resource' '/mnt/blob')"),
+        "{script}"
+    );
+    for pass in [
+        "write write 1 n/a",
+        "read-cold read 1 \"$dropped\"",
+        "read-warm read 0 n/a",
+    ] {
         assert!(script.contains(&format!("pass \"$path\" {pass}")), "{pass}");
     }
-    assert!(script.contains("--nrfiles=4 --filesize=16777216"), "{script}");
+    assert!(
+        script.contains("--nrfiles=4 --filesize=16777216"),
+        "{script}"
+    );
     assert!(script.contains("--size=67108864"), "{script}");
     assert_eq!(compare.fetch[0].local, "storage_bench/storage_bench.txt");
 }

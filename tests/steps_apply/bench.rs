@@ -116,7 +116,9 @@ async fn report(w: &World, args: &[&str]) -> (Output, String) {
 fn result_rows(path: &Path) -> (Value, Vec<Value>) {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{} was written: {e}", path.display()));
-    let mut lines = text.lines().map(|l| serde_json::from_str::<Value>(l).expect("JSON"));
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"));
     let provenance = lines.next().expect("a provenance line");
     (provenance, lines.collect())
 }
@@ -241,24 +243,39 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
         for phase in ["-w --sync --dropcache", "-r --sync --dropcache"] {
             let point = format!("-t {t} -n 1 -N 2 -s 1M -b {b} --csvfile");
             assert!(
-                calls_text
-                    .lines()
-                    .any(|l| l.contains(&point) && l.contains(phase) && l.matches(":1611").count() == 4),
+                calls_text.lines().any(|l| l.contains(&point)
+                    && l.contains(phase)
+                    && l.matches(":1611").count() == 4),
                 "{point} {phase} in\n{calls_text}\n{applied}"
             );
         }
     }
     let state_dir = w.path(".dsinfra/stepsdemo");
+    let rows = sweep_rows(&state_dir);
+    let passes = fio_passes(&state_dir, &fast, &slow);
+    report_and_charts(&w, &state_dir, &rows, &passes).await;
+    side_by_side(&w, &state_dir, &rows).await;
+}
+
+/// The sweep's results: one row per point and phase, with the stand-in's numbers.
+fn sweep_rows(state_dir: &Path) -> Vec<Value> {
     let (provenance, rows) = result_rows(&state_dir.join("results/elbencho.jsonl"));
     assert_eq!(provenance["kind"], "elbencho", "{provenance}");
     assert_eq!(provenance["nodes"], 4);
     assert_eq!(provenance["size"], "Standard_D2s_v3");
     assert_eq!(provenance["params"]["threads"], serde_json::json!([1, 2]));
     assert_eq!(provenance["dsinfra_version"], env!("CARGO_PKG_VERSION"));
-    assert!(provenance["image"].as_str().is_some_and(|i| !i.is_empty()), "{provenance}");
+    assert!(
+        provenance["image"].as_str().is_some_and(|i| !i.is_empty()),
+        "{provenance}"
+    );
     assert_eq!(rows.len(), 8, "{rows:?}");
     for row in &rows {
-        let op = if row["operation"] == "write" { "WRITE" } else { "READ" };
+        let op = if row["operation"] == "write" {
+            "WRITE"
+        } else {
+            "READ"
+        };
         let expected = stand_in_mib(
             op,
             4,
@@ -266,12 +283,21 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
             row["block_size"].as_u64().expect("block"),
         );
         assert_eq!(row["mib_per_s"].as_f64(), Some(expected), "{row}");
-        assert_eq!((row["nodes"].as_u64(), row["files"].as_u64()), (Some(4), Some(2)));
+        assert_eq!(
+            (row["nodes"].as_u64(), row["files"].as_u64()),
+            (Some(4), Some(2))
+        );
         assert_eq!(row["file_size"], 1 << 20);
     }
 
     // fio really ran: three passes per path, each with bandwidth, and the cold pass says
     // whether the page cache could be dropped (root on this machine may or may not).
+    rows
+}
+
+/// fio really ran: three passes per path, each with bandwidth, and the cold pass says whether
+/// the page cache could be dropped (root on this machine may or may not).
+fn fio_passes(state_dir: &Path, fast: &Path, slow: &Path) -> Vec<Value> {
     let (provenance, passes) = result_rows(&state_dir.join("results/storage_bench.jsonl"));
     assert_eq!(provenance["kind"], "storage_bench");
     let seen: Vec<(String, String)> = passes
@@ -284,25 +310,44 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
         })
         .collect();
     let mut expected = Vec::new();
-    for path in [&fast, &slow] {
+    for path in [fast, slow] {
         for pass in ["write", "read-cold", "read-warm"] {
             expected.push((path.display().to_string(), pass.to_owned()));
         }
     }
     assert_eq!(seen, expected, "{passes:?}");
     for pass in &passes {
-        assert!(pass["mib_per_s"].as_f64().is_some_and(|m| m > 0.0), "{pass}");
+        assert!(
+            pass["mib_per_s"].as_f64().is_some_and(|m| m > 0.0),
+            "{pass}"
+        );
         assert!(pass["iops"].as_f64().is_some_and(|m| m > 0.0), "{pass}");
         let dropped = &pass["caches_dropped"];
-        assert_eq!(dropped.is_boolean(), pass["operation"] == "read-cold", "{pass}");
+        assert_eq!(
+            dropped.is_boolean(),
+            pass["operation"] == "read-cold",
+            "{pass}"
+        );
         assert_eq!(pass["block_size"], 256 << 10);
     }
-    assert!(!fast.join("dsinfra-storage-bench").exists(), "the files are removed");
-    let not_dropped = passes.iter().any(|p| p["caches_dropped"] == serde_json::json!(false));
+    assert!(
+        !fast.join("dsinfra-storage-bench").exists(),
+        "the files are removed"
+    );
+    passes
+}
 
-    let (out, reported) = report(&w, &["stepsdemo.hcl"]).await;
+/// `dsinfra report`: the table, report.md, and charts whose points and bars are the rows.
+async fn report_and_charts(w: &World, state_dir: &Path, rows: &[Value], passes: &[Value]) {
+    let not_dropped = passes
+        .iter()
+        .any(|p| p["caches_dropped"] == serde_json::json!(false));
+    let (out, reported) = report(w, &["stepsdemo.hcl"]).await;
     assert!(out.status.success(), "{reported}");
-    assert!(reported.contains("MiB/s") && reported.contains("read-warm"), "{reported}");
+    assert!(
+        reported.contains("MiB/s") && reported.contains("read-warm"),
+        "{reported}"
+    );
     assert_eq!(
         reported.contains("the page cache could not be dropped"),
         not_dropped,
@@ -310,7 +355,10 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
     );
     let reports = state_dir.join("reports");
     let markdown = std::fs::read_to_string(reports.join("report.md")).expect("report.md");
-    assert!(markdown.contains("| step | operation | path | threads |"), "{markdown}");
+    assert!(
+        markdown.contains("| step | operation | path | threads |"),
+        "{markdown}"
+    );
     assert!(markdown.contains("(threads-elbencho.svg)"), "{markdown}");
     assert!(markdown.contains("(paths-storage_bench.svg)"), "{markdown}");
 
@@ -319,10 +367,14 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
     let value_at = y_axis(&svg);
     let points = elements(&svg, "circle");
     assert_eq!(points.len(), rows.len(), "{svg}");
-    for row in &rows {
+    for row in rows {
         let label = format!(
             "{} {}",
-            if row["block_size"] == 256 << 10 { "256K" } else { "1M" },
+            if row["block_size"] == 256 << 10 {
+                "256K"
+            } else {
+                "1M"
+            },
             row["operation"].as_str().expect("op")
         );
         let threads = row["threads"].to_string();
@@ -335,8 +387,14 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
             .unwrap_or_else(|| panic!("a point for {label} at {threads} threads:\n{svg}"));
         let expected = row["mib_per_s"].as_f64().expect("MiB/s");
         let drawn = value_at(attr(point, "cy"));
-        assert!((drawn - expected).abs() < 0.05, "{label} {threads}: {drawn} vs {expected}");
-        assert_eq!(title_fields(point)["MiB/s"].parse::<f64>().ok(), Some(expected));
+        assert!(
+            (drawn - expected).abs() < 0.05,
+            "{label} {threads}: {drawn} vs {expected}"
+        );
+        assert_eq!(
+            title_fields(point)["MiB/s"].parse::<f64>().ok(),
+            Some(expected)
+        );
     }
     // The comparison chart: one bar per path and pass, as tall as its bandwidth.
     let svg = std::fs::read_to_string(reports.join("paths-storage_bench.svg")).expect("svg");
@@ -346,12 +404,13 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
         .filter(|r| r.contains("class=\"bar\""))
         .collect::<Vec<_>>();
     assert_eq!(bars.len(), passes.len(), "{svg}");
-    for pass in &passes {
+    for pass in passes {
         let bar = bars
             .iter()
             .find(|b| {
                 let f = title_fields(b);
-                f["label0"] == pass["path"].as_str().expect("path") && f["pass"] == pass["operation"]
+                f["label0"] == pass["path"].as_str().expect("path")
+                    && f["pass"] == pass["operation"]
             })
             .unwrap_or_else(|| panic!("a bar for {pass}:\n{svg}"));
         let expected = pass["mib_per_s"].as_f64().expect("MiB/s");
@@ -359,10 +418,15 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
         let bottom = value_at(attr(bar, "y") + attr(bar, "height"));
         let tolerance = value_at(0.0) / 1000.0 + 0.01;
         assert!((top - expected).abs() < tolerance, "{pass}: top {top}");
-        assert!(bottom.abs() < tolerance, "{pass}: the bar starts at 0, not {bottom}");
+        assert!(
+            bottom.abs() < tolerance,
+            "{pass}: the bar starts at 0, not {bottom}"
+        );
     }
+}
 
-    // A second manifest's results side by side with the first's.
+/// A second manifest's results side by side with the first's; none at all is an error.
+async fn side_by_side(w: &World, state_dir: &Path, rows: &[Value]) {
     let other = w.path(".dsinfra/other/results");
     std::fs::create_dir_all(&other).expect("other results");
     std::fs::copy(
@@ -371,17 +435,24 @@ async fn a_sweep_on_four_hosts_and_fio_on_two_paths_become_one_table_and_charts(
     )
     .expect("copied");
     std::fs::write(w.path("other.hcl"), "experiment = \"other\"\n").expect("other manifest");
-    let (out, both) = report(&w, &["stepsdemo.hcl", "other.hcl"]).await;
+    let (out, both) = report(w, &["stepsdemo.hcl", "other.hcl"]).await;
     assert!(out.status.success(), "{both}");
     assert!(both.contains("experiment  step"), "{both}");
-    assert!(both.contains("other") && both.contains("stepsdemo"), "{both}");
+    assert!(
+        both.contains("other") && both.contains("stepsdemo"),
+        "{both}"
+    );
+    let reports = state_dir.join("reports");
     let svg = std::fs::read_to_string(reports.join("threads-elbencho.svg")).expect("svg");
     assert_eq!(elements(&svg, "circle").len(), 2 * rows.len(), "{svg}");
-    assert!(svg.contains("other: 1M write") && svg.contains("stepsdemo: 1M write"), "{svg}");
+    assert!(
+        svg.contains("other: 1M write") && svg.contains("stepsdemo: 1M write"),
+        "{svg}"
+    );
 
     // Without results, report says how to get them.
     std::fs::write(w.path("empty.hcl"), "experiment = \"empty\"\n").expect("manifest");
-    let (out, text) = report(&w, &["empty.hcl"]).await;
+    let (out, text) = report(w, &["empty.hcl"]).await;
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("has no benchmark results"), "{text}");
 }

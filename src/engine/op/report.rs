@@ -47,9 +47,10 @@ pub async fn report(
     for manifest in request.manifests {
         let dir = LocalBackend::state_dir(manifest).map_err(|e| Error::Failed(e.to_string()))?;
         first_dir.get_or_insert_with(|| dir.join("reports"));
-        let label = manifest
-            .file_stem()
-            .map_or_else(|| manifest.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let label = manifest.file_stem().map_or_else(
+            || manifest.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         let results = read_results(&dir.join("results"), events)?;
         if results.is_empty() {
             return Err(Error::Failed(format!(

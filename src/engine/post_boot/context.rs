@@ -220,7 +220,11 @@ pub fn base_context(
             .and_then(catalog::vm_size)
             .is_some_and(|s| s.infiniband);
         ctx.ubuntu = vm.attrs.get("image").and_then(ubuntu_release);
-        ctx.vm_size = vm.attrs.get("size").and_then(Value::as_str).map(str::to_owned);
+        ctx.vm_size = vm
+            .attrs
+            .get("size")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         ctx.image = vm.attrs.get("image").map(image_name);
     }
     if let Some(head) = nodes.first() {

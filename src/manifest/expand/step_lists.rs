@@ -36,7 +36,9 @@ fn bad(check: &mut Check<'_>, name: &str, title: &str, why: String, example: &st
         Diagnostic::error(format!("invalid `{name}` in {title}"))
             .with_span(span)
             .with_label(why)
-            .with_help(format!("write one value or a list, e.g. `{name} = {example}`")),
+            .with_help(format!(
+                "write one value or a list, e.g. `{name} = {example}`"
+            )),
     );
     None
 }
@@ -58,7 +60,11 @@ pub(super) fn read_counts(check: &mut Check<'_>, name: &str, title: &str) -> Opt
             }
         }
     }
-    Some(if is_list { json!(counts) } else { json!(counts[0]) })
+    Some(if is_list {
+        json!(counts)
+    } else {
+        json!(counts[0])
+    })
 }
 
 /// A size (`"4M"`), or a non-empty list of sizes (`block_sizes`, `file_sizes`).
@@ -78,7 +84,11 @@ pub(super) fn read_sizes(check: &mut Check<'_>, name: &str, title: &str) -> Opti
             }
         }
     }
-    Some(if is_list { json!(sizes) } else { json!(sizes[0]) })
+    Some(if is_list {
+        json!(sizes)
+    } else {
+        json!(sizes[0])
+    })
 }
 
 /// One size (`"16M"`): a list is refused, the step measures one point.
@@ -91,7 +101,9 @@ pub(super) fn read_size(check: &mut Check<'_>, name: &str, title: &str) -> Optio
             check.report(
                 Diagnostic::error(format!("invalid `{name}` in {title}"))
                     .with_span(span)
-                    .with_label(format!("{value} is not a size like \"4K\", \"64M\" or \"1G\""))
+                    .with_label(format!(
+                        "{value} is not a size like \"4K\", \"64M\" or \"1G\""
+                    ))
                     .with_help(format!("write one size, e.g. `{name} = \"16M\"`")),
             );
             None
@@ -114,11 +126,13 @@ pub(super) fn read_dirs(check: &mut Check<'_>, name: &str, title: &str) -> Optio
                 Some(format!("{dir:?} is not an absolute path without `..`"))
             }
             Some(dir)
-                if dir.chars().any(|c| {
-                    c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '$' | '`')
-                }) =>
+                if dir
+                    .chars()
+                    .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '$' | '`')) =>
             {
-                Some(format!("{dir:?} has whitespace, quotes, `\\`, `$` or backquotes"))
+                Some(format!(
+                    "{dir:?} has whitespace, quotes, `\\`, `$` or backquotes"
+                ))
             }
             Some(dir) if dirs.iter().any(|d| d == dir) => Some(format!("{dir:?} is listed twice")),
             Some(dir) => {

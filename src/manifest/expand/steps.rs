@@ -402,7 +402,9 @@ fn at_most_one(check: &mut Check<'_>, title: &str, a: &str, b: &str) -> bool {
         Diagnostic::error(format!("{title} sets both `{a}` and `{b}`"))
             .with_span(check.span_of(b))
             .with_label(format!("`{b}` is the list form of `{a}`"))
-            .with_help(format!("keep one: `{b} = [...]` sweeps, `{a} = \"...\"` is one point")),
+            .with_help(format!(
+                "keep one: `{b} = [...]` sweeps, `{a} = \"...\"` is one point"
+            )),
     );
     false
 }
