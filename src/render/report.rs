@@ -101,9 +101,9 @@ fn cache_warnings(experiments: &[Experiment]) -> Vec<String> {
         .filter(|(_, _, row)| row.caches_dropped == Some(false))
         .map(|(label, results, row)| {
             format!(
-                "{label}, step `{}`: the page cache could not be dropped before the {} pass on \
-                 {} (no root, or a container that forbids it), so that pass may have read from \
-                 memory",
+                "{label}, step `{}`: the page cache was not dropped before the {} pass on {} \
+                 (`drop_caches = false`, no root, or a container that forbids it), so that pass \
+                 may have read from memory",
                 results.provenance.step, row.operation, row.path
             )
         })
@@ -165,4 +165,86 @@ pub fn report_documents(experiments: &[Experiment]) -> Vec<(String, String)> {
     let mut documents = vec![(MARKDOWN.to_owned(), report_markdown(experiments, &charts))];
     documents.extend(charts.into_iter().map(|c| (c.file, c.svg)));
     documents
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::steps::results::Provenance;
+
+    fn experiment(label: &str, dropped: bool) -> Experiment {
+        let row = |operation: &str, caches_dropped| Row {
+            operation: operation.into(),
+            path: "/mnt/blob".into(),
+            threads: 1,
+            block_size: 1 << 20,
+            file_size: 16 << 20,
+            files: 4,
+            nodes: 1,
+            mib_per_s: 120.5,
+            iops: 120.5,
+            latency_us: None,
+            caches_dropped,
+        };
+        Experiment {
+            label: label.into(),
+            results: vec![Results {
+                provenance: Provenance {
+                    experiment: label.into(),
+                    block: "vm.box".into(),
+                    step: "compare".into(),
+                    kind: "storage_bench".into(),
+                    size: Some("Standard_D4ds_v5".into()),
+                    image: None,
+                    nodes: 1,
+                    params: BTreeMap::new(),
+                    dsinfra_version: "0.1.0".into(),
+                    date: "2026-11-26T00:00:00Z".into(),
+                },
+                rows: vec![row("write", None), row("read-cold", Some(dropped))],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_cold_pass_without_dropped_caches_is_said_and_two_experiments_sit_side_by_side() {
+        let one = [experiment("a", false)];
+        let text = report_text(&one);
+        assert!(text.starts_with("step "), "{text}");
+        assert!(text.contains("NOT dropped"), "{text}");
+        assert!(
+            text.contains(
+                "note: a, step `compare`: the page cache was not dropped before \
+                               the read-cold pass on /mnt/blob"
+            ),
+            "{text}"
+        );
+        let documents = report_documents(&one);
+        let names: Vec<&str> = documents.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["report.md", "paths-compare.svg"]);
+        let markdown = &documents[0].1;
+        assert!(
+            markdown.contains(
+                "| compare | read-cold | /mnt/blob | 1 | 1M | 16M | 4 | 1 | \
+                                   120.5 | 120 | - | NOT dropped |"
+            ),
+            "{markdown}"
+        );
+        assert!(markdown.contains("> Note: a, step `compare`"), "{markdown}");
+        assert!(
+            markdown.contains("of Standard_D4ds_v5, image unknown"),
+            "{markdown}"
+        );
+
+        let two = [experiment("a", true), experiment("b", true)];
+        let text = report_text(&two);
+        assert!(text.starts_with("experiment  step"), "{text}");
+        assert!(!text.contains("note:"), "{text}");
+        let svg = &report_documents(&two)[1].1;
+        assert!(
+            svg.contains("<title>a: /mnt/blob; pass=write") && svg.contains("<title>b: /mnt/blob")
+        );
+    }
 }

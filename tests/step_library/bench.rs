@@ -80,6 +80,9 @@ fn a_sweep_runs_every_point_and_its_results_keep_their_provenance() {
         Some("Standard_HB120rs_v3")
     );
     assert_eq!(results.provenance.params["threads"], json!([1, 4]));
+    // The list replaces the one-value default in what the results say produced them.
+    assert!(!results.provenance.params.contains_key("block_size"));
+    assert_eq!(results.provenance.params["file_size"], "1M");
 
     // A scalar is a one-point sweep, as before.
     let one = render_kind("elbencho", &json!({"threads": 8})).expect("renders");
@@ -137,6 +140,11 @@ fn bad_sweep_values_are_refused_by_the_library_too() {
         bad("storage_bench", json!({})),
         LibraryError::MissingParam { .. }
     ));
+    assert!(
+        bad("storage_bench", json!({"paths": ["{temp}/x"]}))
+            .to_string()
+            .contains("must be an absolute path")
+    );
     assert!(
         bad("storage_bench", json!({"paths": ["/a b"]}))
             .to_string()

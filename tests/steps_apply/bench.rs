@@ -349,7 +349,7 @@ async fn report_and_charts(w: &World, state_dir: &Path, rows: &[Value], passes: 
         "{reported}"
     );
     assert_eq!(
-        reported.contains("the page cache could not be dropped"),
+        reported.contains("the page cache was not dropped"),
         not_dropped,
         "{reported}"
     );

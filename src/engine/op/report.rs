@@ -106,3 +106,80 @@ pub fn save(dir: &Path, documents: &[(String, String)]) -> Result<Vec<PathBuf>, 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::engine::op::Listener;
+
+    /// Collects notes.
+    #[derive(Default)]
+    struct Notes(Mutex<Vec<String>>);
+
+    impl Listener for Notes {
+        fn event(&self, event: OpEvent<'_>) {
+            if let OpEvent::Note(text) = event {
+                self.0.lock().expect("not poisoned").push(text.to_owned());
+            }
+        }
+    }
+
+    const PROVENANCE: &str = r#"{"experiment":"e","block":"vm.a","step":"s","kind":"storage_bench","size":null,"image":null,"nodes":1,"params":{},"dsinfra_version":"0","date":"d"}"#;
+
+    #[tokio::test]
+    async fn results_are_read_by_name_a_bad_file_is_a_note_and_none_is_an_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manifest = dir.path().join("exp.hcl");
+        let results = dir.path().join(".dsinfra/exp/results");
+        std::fs::create_dir_all(&results).expect("dirs");
+        std::fs::write(results.join("b.jsonl"), format!("{PROVENANCE}\n")).expect("written");
+        std::fs::write(results.join("a.jsonl"), "not json\n").expect("written");
+        std::fs::write(results.join("raw.csv"), "ignored").expect("written");
+        let notes = Arc::new(Notes::default());
+        let events: Events = notes.clone();
+        let manifests = [manifest.clone()];
+        let found = report(
+            ReportRequest {
+                manifests: &manifests,
+            },
+            &events,
+            &Cancel::never(),
+        )
+        .await
+        .expect("one results file");
+        assert_eq!(found.experiments[0].label, "exp");
+        assert_eq!(found.experiments[0].results.len(), 1);
+        assert_eq!(found.dir, dir.path().join(".dsinfra/exp/reports"));
+        let notes = notes.0.lock().expect("not poisoned").clone();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("a.jsonl is left out"), "{notes:?}");
+
+        let other = [dir.path().join("none.hcl")];
+        let err = report(
+            ReportRequest { manifests: &other },
+            &events,
+            &Cancel::never(),
+        )
+        .await
+        .expect_err("no results");
+        assert!(
+            err.to_string().contains("has no benchmark results"),
+            "{err}"
+        );
+        let (canceller, cancel) = crate::engine::op::cancel::pair();
+        canceller.press();
+        assert!(matches!(
+            report(
+                ReportRequest {
+                    manifests: &manifests
+                },
+                &events,
+                &cancel
+            )
+            .await,
+            Err(Error::Interrupted(_))
+        ));
+    }
+}
