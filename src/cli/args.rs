@@ -195,6 +195,18 @@ Examples:
   dsinfra sizes --name d8ds --json                    every D8ds size and the regions offering it
   dsinfra sizes --name H100 --json | jq '.[] | {name, regions}'")]
     Sizes(SizesArgs),
+    /// Show the benchmark results of `elbencho` and `storage_bench` steps, and draw them.
+    ///
+    /// Reads `.dsinfra/<manifest>/results/` (filled when apply fetches a benchmark's results),
+    /// prints one table (a row per measured point), and writes `report.md` and SVG charts
+    /// (bandwidth by threads per block size; bars per path and pass) to
+    /// `.dsinfra/<manifest>/reports/`. With a second manifest, its results go side by side with
+    /// the first's. Needs no account or network. See docs/report.md.
+    #[command(after_help = "\
+Examples:
+  dsinfra report beeond.hcl                     the sweep's table, report.md and charts
+  dsinfra report beeond-4.hcl beeond-8.hcl      two clusters side by side")]
+    Report(ReportArgs),
     /// Inspect or move the state: `state list`, `state show ADDRESS`, `state pull`, `state push`.
     #[command(subcommand)]
     State(StateCommands),
@@ -565,6 +577,14 @@ pub struct SshConfigArgs {
     /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// `dsinfra report`
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The manifest whose results to report, and optionally a second one to compare with.
+    #[arg(value_name = "MANIFEST", required = true, num_args = 1..=2)]
+    pub manifests: Vec<PathBuf>,
 }
 
 /// `dsinfra sizes`

@@ -11,6 +11,7 @@ mod manifest_cmds;
 mod ops_cmds;
 mod output;
 mod plan_cmd;
+mod report_cmd;
 mod request;
 mod sizes_cmd;
 mod ssh_cmds;
@@ -180,6 +181,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Ssh(args) => block_on(|cancel| ssh_cmds::ssh(&args, out, cancel)),
         Command::SshConfig(args) => block_on(|cancel| ssh_cmds::ssh_config(&args, out, cancel)),
         Command::Sizes(args) => sizes_cmd::sizes(&args, out),
+        Command::Report(args) => block_on(|cancel| report_cmd::report(&args, out, cancel)),
         Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
         Command::State(args::StateCommands::Pull(args)) => {
             block_on(|cancel| state_cmds::pull(&args, out, cancel))

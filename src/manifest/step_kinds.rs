@@ -29,6 +29,14 @@ pub(super) enum Ty {
     PathList,
     /// A map of text (environment variables).
     TextMap,
+    /// A whole number >= 1, or a non-empty list of them (a sweep axis: `threads = [1, 4]`).
+    Counts,
+    /// One size (`"4M"`): digits and an optional K, M, G or T.
+    Size,
+    /// A size or a non-empty list of sizes (a sweep axis: `block_sizes = ["256K", "4M"]`).
+    Sizes,
+    /// A non-empty list of distinct absolute directories on the node.
+    Dirs,
 }
 
 /// A parameter's default.
@@ -404,15 +412,74 @@ pub(super) static KINDS: &[Kind] = &[
                 Def::Text("/mnt/scratch/elbencho"),
                 "directory to benchmark",
             ),
-            p("threads", Ty::Int, Def::Int(8), "threads per node"),
-            p("files", Ty::Int, Def::Int(128), "files per thread"),
+            p(
+                "threads",
+                Ty::Counts,
+                Def::Int(8),
+                "threads per node, or a list to sweep ([1, 4, 16, 64])",
+            ),
+            p(
+                "files",
+                Ty::Counts,
+                Def::Int(128),
+                "files per thread, or a list to sweep",
+            ),
             p("file_size", Ty::Text, Def::Text("64M"), "size of each file"),
             p("block_size", Ty::Text, Def::Text("4M"), "I/O block size"),
+            p(
+                "file_sizes",
+                Ty::Sizes,
+                Def::Unset,
+                "file sizes to sweep ([\"1M\", \"64M\"]), instead of `file_size`",
+            ),
+            p(
+                "block_sizes",
+                Ty::Sizes,
+                Def::Unset,
+                "block sizes to sweep ([\"256K\", \"4M\"]), instead of `block_size`",
+            ),
             p(
                 "csv",
                 Ty::Path,
                 Def::Text("/var/log/dsinfra/elbencho.csv"),
                 "result file on the head",
+            ),
+        ],
+    },
+    Kind {
+        name: "storage_bench",
+        summary: "the same files written, read cold and read warm on several paths of one node, with fio",
+        run: RunPolicy::Once,
+        scope: StepScope::Head,
+        cluster_only: false,
+        timeout: "1h",
+        params: &[
+            p(
+                "paths",
+                Ty::Dirs,
+                Def::Required,
+                "directories to compare ([\"/mnt/resource\", \"/mnt/blob\"])",
+            ),
+            p("files", Ty::Int, Def::Int(16), "files per thread"),
+            p("file_size", Ty::Size, Def::Text("16M"), "size of each file"),
+            p("block_size", Ty::Size, Def::Text("1M"), "I/O block size"),
+            p(
+                "threads",
+                Ty::Int,
+                Def::Int(1),
+                "fio jobs (threads) per path",
+            ),
+            p(
+                "drop_caches",
+                Ty::Bool,
+                Def::Bool(true),
+                "drop the page cache before the cold read (needs root)",
+            ),
+            p(
+                "results",
+                Ty::Path,
+                Def::Text("/var/log/dsinfra/storage_bench.txt"),
+                "result file on the node",
             ),
         ],
     },

@@ -9,6 +9,7 @@
 //! - [`desired_dot`]: the resource graph of a manifest in DOT, for `dsinfra graph`.
 //! - [`diagnostics`]: located diagnostics with coloured `error:`/`warning:` headers.
 //! - [`sizes`]: `dsinfra sizes`, the VM sizes with their facts and a region's prices.
+//! - [`report`]: `dsinfra report`, benchmark results as tables, markdown and SVG charts.
 //!
 //! Progress and status output of the engine (issue 4) belongs here too, as renderers of engine
 //! events (`render::progress`), so that no layer below the CLI writes to the terminal.
@@ -20,6 +21,8 @@ mod paint;
 mod plan_json;
 mod plan_text;
 pub mod progress;
+pub mod report;
+pub mod report_chart;
 pub mod sizes;
 pub mod status;
 pub mod steps;

@@ -11,6 +11,7 @@ mod log;
 mod marker;
 mod progress;
 mod report;
+pub mod results;
 mod runner;
 mod spec;
 

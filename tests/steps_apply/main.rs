@@ -9,7 +9,8 @@
 //! a second apply runs nothing; a changed parameter re-runs only that step; `--rerun-step`;
 //! `--steps skip`; `unpark` re-runs per-boot steps; logs are written; the storage account key the
 //! engine reads for a step appears in no state, output or log. Without SSH endpoints, apply says
-//! why the steps were not run and succeeds, and `--steps run` makes that an error.
+//! why the steps were not run and succeeds, and `--steps run` makes that an error. Benchmarks
+//! (`bench`): an elbencho sweep and fio's comparison, fetched as results and reported.
 
 #[allow(dead_code)] // Each test binary uses only some of the shared helpers.
 #[path = "../common/mod.rs"]
@@ -17,6 +18,7 @@ mod common;
 
 mod aml;
 mod beeond;
+mod bench;
 mod disks;
 mod failures;
 mod lifecycle;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::auth::{self, Sources};
-use super::context::{base_context, beeond_command, disk_root, references};
+use super::context::{base_context, beeond_command, disk_root, elbencho_command, references};
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
 use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
@@ -300,6 +300,7 @@ impl<'a> PostBoot<'a> {
         let refs = references(desired, block.steps);
         let mut ctx = base_context(desired, block.address, block.nodes, block.endpoints, &refs);
         ctx.beeond = beeond_command();
+        ctx.elbencho = elbencho_command();
         ctx.disk_root = disk_root();
         add_credentials(self.azure, block.state, &refs, &mut ctx).await?;
         add_listings(block.steps, &mut ctx).await?;

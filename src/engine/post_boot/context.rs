@@ -20,6 +20,29 @@ use crate::steps::library::{ClusterNode, NodeContext, StorageTarget};
 /// workstation, like `DSINFRA_MARKER_DIR`: a BeeOND installed elsewhere, or a test's stand-in.
 pub const BEEOND_ENV: &str = "DSINFRA_BEEOND";
 
+/// The environment variable that names the `elbencho` command on the nodes when it is not the
+/// release the step installs (an absolute path; [`NodeContext::elbencho`]): a test's stand-in,
+/// since elbencho is no Debian package.
+pub const ELBENCHO_ENV: &str = "DSINFRA_ELBENCHO";
+
+/// The `elbencho` command override from [`ELBENCHO_ENV`], if set and not empty.
+pub fn elbencho_command() -> Option<String> {
+    std::env::var(ELBENCHO_ENV).ok().filter(|v| !v.is_empty())
+}
+
+/// An image as one line: `publisher:offer:sku:version` for a marketplace reference, the text
+/// itself otherwise.
+fn image_name(image: &Value) -> String {
+    if let Some(text) = image.as_str() {
+        return text.to_owned();
+    }
+    ["publisher", "offer", "sku", "version"]
+        .iter()
+        .filter_map(|k| image.get(k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// The `beeond` command override from [`BEEOND_ENV`], if set and not empty.
 pub fn beeond_command() -> Option<String> {
     std::env::var(BEEOND_ENV).ok().filter(|v| !v.is_empty())
@@ -197,6 +220,12 @@ pub fn base_context(
             .and_then(catalog::vm_size)
             .is_some_and(|s| s.infiniband);
         ctx.ubuntu = vm.attrs.get("image").and_then(ubuntu_release);
+        ctx.vm_size = vm
+            .attrs
+            .get("size")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        ctx.image = vm.attrs.get("image").map(image_name);
     }
     if let Some(head) = nodes.first() {
         ctx.admin_user.clone_from(&head.user);

@@ -1,4 +1,5 @@
-//! Copying result files back from the nodes after a run (elbencho's CSV): the library names
+//! Copying result files back from the nodes after a run (elbencho's CSV, fio's passes), and
+//! turning a benchmark's file into rows of the results table: the library names
 //! them in [`Expansion::fetch`](crate::steps::library::Expansion), the runner only streams
 //! output, so this is the engine's post-run hook.
 //!
@@ -10,13 +11,15 @@
 //! library's relative path is checked again here. A step that was up to date (skipped) is
 //! fetched from only if its local copy is missing, so a no-change apply reads nothing back.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
+use chrono::{SecondsFormat, Utc};
 
 use crate::ssh::{self, Auth, Exit, Session, WaitPolicy, shell_quote};
-use crate::steps::library::Fetch;
+use crate::steps::library::{Fetch, ResultFormat, ResultsSource};
+use crate::steps::results::{self, Results};
 use crate::steps::{NodeSpec, RunReport, StepOutcome};
 
 /// How long one `cat` may take.
@@ -65,10 +68,19 @@ pub async fn fetch_files(
                 let saved = local
                     .parent()
                     .map_or(Ok(()), std::fs::create_dir_all)
-                    .and_then(|()| std::fs::write(&local, bytes));
+                    .and_then(|()| std::fs::write(&local, &bytes));
                 match saved {
                     Ok(()) => written.push(local.display().to_string()),
                     Err(e) => warnings.push(format!("could not write {}: {e}", local.display())),
+                }
+                if let Some(source) = &fetch.results {
+                    match save_results(source, &bytes, dir) {
+                        Ok(path) => written.push(path.display().to_string()),
+                        Err(e) => warnings.push(format!(
+                            "the results in {} could not be read: {e}",
+                            local.display()
+                        )),
+                    }
                 }
             }
             Err(FetchError::Missing) => warnings.push(format!(
@@ -84,6 +96,31 @@ pub async fn fetch_files(
         }
     }
     written
+}
+
+/// Turns a fetched benchmark file into the tidy results table under `dir` (the rows with their
+/// provenance, dated now); returns the file written.
+fn save_results(source: &ResultsSource, bytes: &[u8], dir: &Path) -> Result<PathBuf, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let rows = match source.format {
+        ResultFormat::ElbenchoCsv => results::parse_elbencho_csv(&text, &source.path)?,
+        ResultFormat::FioPasses => results::parse_fio_passes(&text)?,
+    };
+    if rows.is_empty() {
+        return Err("it holds no measured pass".into());
+    }
+    if !is_relative_inside(&source.local) {
+        return Err(format!("{:?} would leave {}", source.local, dir.display()));
+    }
+    let mut provenance = source.provenance.clone();
+    provenance.date = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+    let table = Results { provenance, rows };
+    let path = dir.join(&source.local);
+    path.parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&path, table.to_jsonl()))
+        .map_err(|e| format!("could not write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// A relative path without `..`, root or prefix components.

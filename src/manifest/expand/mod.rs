@@ -15,6 +15,7 @@ mod network;
 mod nfs_access;
 mod nodes;
 mod security;
+mod step_lists;
 mod steps;
 mod storage;
 mod targets;

@@ -18,7 +18,7 @@ use super::super::step_kinds::{self, COMMON, Def, Kind, Ty};
 use super::super::validate::time;
 use super::Expander;
 use super::check::Check;
-use super::targets;
+use super::{step_lists, targets};
 
 /// The attributes every step takes (its kind's own parameters are read from the kind's table,
 /// one by one, in [`read_params`]).
@@ -294,6 +294,10 @@ impl KindRules<'_> {
         match kind.name {
             "script" => self.script(check, params),
             "nfs_cache" => self.nfs_cache(check, params),
+            "elbencho" => {
+                at_most_one(check, self.title, "block_size", "block_sizes")
+                    & at_most_one(check, self.title, "file_size", "file_sizes")
+            }
             "beeond" if !params.contains_key("interface") => {
                 params.insert(
                     "interface".into(),
@@ -384,6 +388,23 @@ fn exactly_one(check: &mut Check<'_>, title: &str, a: &str, b: &str) -> bool {
             } else {
                 format!("add `{a} = ...` or `{b} = ...`")
             }),
+    );
+    false
+}
+
+/// At most one of `a` (one value) and `b` (its list) may be written. Returns false when it
+/// reported.
+fn at_most_one(check: &mut Check<'_>, title: &str, a: &str, b: &str) -> bool {
+    if !(check.has(a) && check.has(b)) {
+        return true;
+    }
+    check.report(
+        Diagnostic::error(format!("{title} sets both `{a}` and `{b}`"))
+            .with_span(check.span_of(b))
+            .with_label(format!("`{b}` is the list form of `{a}`"))
+            .with_help(format!(
+                "keep one: `{b} = [...]` sweeps, `{a} = \"...\"` is one point"
+            )),
     );
     false
 }
@@ -586,6 +607,10 @@ fn read_param(check: &mut Check<'_>, name: &str, ty: Ty) -> Option<Json> {
         Ty::Sas => address::<targets::Sas>(block, name, diags),
         Ty::Account => address::<targets::Account>(block, name, diags),
         Ty::PathList => read_paths(check, name, &title),
+        Ty::Counts => step_lists::read_counts(check, name, &title),
+        Ty::Size => step_lists::read_size(check, name, &title),
+        Ty::Sizes => step_lists::read_sizes(check, name, &title),
+        Ty::Dirs => step_lists::read_dirs(check, name, &title),
         Ty::TextMap => {
             decode::attr::<BTreeMap<String, String>>(block, name, diags).map(|m| json!(m))
         }

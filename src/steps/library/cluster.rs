@@ -1,4 +1,4 @@
-//! Cluster step kinds: the SSH mesh and nodefile, BeeOND, elbencho and Alluxio.
+//! Cluster step kinds: the SSH mesh and nodefile, BeeOND and Alluxio (elbencho is in `bench`).
 //!
 //! Each expands into several runner steps whose scopes put the runner's barriers where the
 //! workflow needs them: an all-nodes install, then a head-only start that waits for every node
@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 
 use super::params::check_path;
-use super::{Builder, Fetch, LibraryError, NodeContext, Part, secret_input, templates};
+use super::{Builder, LibraryError, NodeContext, Part, secret_input, templates};
 use crate::steps::spec::{RunPolicy, Scope, StepSpec};
 
 /// The default BeeOND mount point.
@@ -21,12 +21,6 @@ pub(super) const BEEOND_MOUNT: &str = "/mnt/scratch";
 
 /// The prefix of the line [`head_key_step`] prints before the head's public key.
 pub const HEAD_KEY_PREFIX: &str = "dsinfra-head-key: ";
-
-/// The elbencho release installed on the nodes (static x86_64 build from GitHub releases).
-const ELBENCHO_VERSION: &str = "3.0-25";
-
-/// The port elbencho services listen on.
-const ELBENCHO_PORT: u16 = 1611;
 
 /// The step that makes sure the head has its cluster SSH key and prints the public half on a
 /// line starting with [`HEAD_KEY_PREFIX`]. Head only, run every time (it only reads the key
@@ -308,82 +302,6 @@ pub fn beeond_stop(
     ))?;
     let mut expansion = b.finish();
     Ok(expansion.steps.remove(0))
-}
-
-/// `elbencho`: install and start the service on every node, run the matrix from the head.
-pub(super) fn elbencho(b: &mut Builder<'_>) -> Result<(), LibraryError> {
-    let p = b.params();
-    let size = |name: &str, default: &'static str| -> Result<String, LibraryError> {
-        let value = p.text_or(name, default)?;
-        let ok = !value.is_empty()
-            && value
-                .trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't'])
-                .chars()
-                .all(|c| c.is_ascii_digit())
-            && value.chars().next().is_some_and(|c| c.is_ascii_digit());
-        if ok {
-            Ok(value.to_owned())
-        } else {
-            Err(LibraryError::BadParam {
-                step: b.name().to_owned(),
-                param: name.to_owned(),
-                why: format!("{value:?} is not a size like 64M or 4K"),
-            })
-        }
-    };
-    let hosts: Vec<String> = b
-        .ctx()
-        .nodes
-        .iter()
-        .map(|n| format!("{}:{ELBENCHO_PORT}", n.private_ip))
-        .collect();
-    let csv = p
-        .path_or("csv", "/var/log/dsinfra/elbencho.csv")?
-        .to_owned();
-    let vars = json!({
-        "version": ELBENCHO_VERSION,
-        "port": ELBENCHO_PORT,
-        "dir": p.path_or("dir", "/mnt/scratch/elbencho")?,
-        "threads": p.int_or("threads", 8)?,
-        "files": p.int_or("files", 128)?,
-        "file_size": size("file_size", "64M")?,
-        "block_size": size("block_size", "4M")?,
-        "csv": csv,
-        "hosts": hosts.join(","),
-    });
-    let policy = b.request().policy;
-    b.push(Part::new(
-        Some("install"),
-        "elbencho-install.sh.j2",
-        "elbencho install",
-        Scope::All,
-        RunPolicy::Once,
-        vars.clone(),
-    ))?;
-    b.push(Part::new(
-        Some("service"),
-        "elbencho-service.sh.j2",
-        "elbencho service",
-        Scope::All,
-        RunPolicy::PerBoot,
-        vars.clone(),
-    ))?;
-    b.push(Part::new(
-        None,
-        "elbencho-run.sh.j2",
-        "elbencho read/write matrix",
-        Scope::Head,
-        policy,
-        vars,
-    ))?;
-    let name = b.step_name(None);
-    b.fetch(Fetch {
-        after_step: name.clone(),
-        node: 0,
-        remote: csv,
-        local: format!("elbencho/{name}.csv"),
-    });
-    Ok(())
 }
 
 /// `alluxio`: install everywhere, master on the head, a worker and the FUSE mount everywhere.

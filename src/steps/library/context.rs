@@ -135,6 +135,14 @@ pub struct NodeContext {
     /// (`/dev/disk/azure/...`) and the fstab; `None` on Azure. Tests point it at links to loop
     /// devices; the engine takes it from `DSINFRA_DISK_ROOT`.
     pub disk_root: Option<String>,
+    /// The `elbencho` command on the nodes (an absolute path) when it is not the release the
+    /// step installs: a test's stand-in. The engine takes it from `DSINFRA_ELBENCHO`.
+    pub elbencho: Option<String>,
+    /// The nodes' VM size, when known (benchmark results record it).
+    pub vm_size: Option<String>,
+    /// The nodes' image (`publisher:offer:sku:version`), when known (benchmark results record
+    /// it).
+    pub image: Option<String>,
 }
 
 impl NodeContext {
@@ -157,6 +165,9 @@ impl NodeContext {
             azcopy: None,
             beeond: None,
             disk_root: None,
+            elbencho: None,
+            vm_size: None,
+            image: None,
         }
     }
 }

@@ -18,6 +18,7 @@
 //! parameter names and defaults follow src/manifest/step_kinds.rs. docs/steps.md documents
 //! every step and how each was verified.
 
+mod bench;
 mod cluster;
 mod context;
 mod disks;
@@ -34,6 +35,7 @@ use serde_json::{Value, json};
 
 use super::spec::{RunPolicy, Scope, SecretInput, StepFile, StepSpec};
 
+pub use bench::{ResultFormat, ResultsSource};
 pub use cluster::{HEAD_KEY_PREFIX, beeond_stop, head_key_step, parse_head_key};
 pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
@@ -44,7 +46,7 @@ pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 
 /// Every step kind the library renders.
-pub const KINDS: [&str; 13] = [
+pub const KINDS: [&str; 14] = [
     "mofed",
     "blobfuse2",
     "blobfuse",
@@ -54,6 +56,7 @@ pub const KINDS: [&str; 13] = [
     "beeond",
     "stage",
     "elbencho",
+    "storage_bench",
     "alluxio",
     "script",
     // Not a manifest kind: the prelude that reads the head's public key (see head_key_step).
@@ -110,6 +113,8 @@ pub struct Fetch {
     pub remote: String,
     /// Path relative to the workstation's `.dsinfra/<manifest>/` directory.
     pub local: String,
+    /// For a benchmark's results: how the file becomes rows of the results table.
+    pub results: Option<ResultsSource>,
 }
 
 /// What one manifest step expands into.
@@ -125,7 +130,7 @@ pub struct Expansion {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LibraryError {
     /// The kind is not in the library.
-    #[error("unknown step kind `{0}`; built-in kinds: {list}", list = KINDS[..11].join(", "))]
+    #[error("unknown step kind `{0}`; built-in kinds: {list}", list = KINDS[..12].join(", "))]
     UnknownKind(String),
     /// A required parameter is missing.
     #[error("step `{step}` is missing parameter `{param}`")]
@@ -187,7 +192,8 @@ pub fn render(request: &StepRequest<'_>, ctx: &NodeContext) -> Result<Expansion,
         "ssh_mesh" => cluster::ssh_mesh(&mut b)?,
         "beeond" => cluster::beeond(&mut b)?,
         "stage" => stage::stage(&mut b, None)?,
-        "elbencho" => cluster::elbencho(&mut b)?,
+        "elbencho" => bench::elbencho(&mut b)?,
+        "storage_bench" => bench::storage_bench(&mut b)?,
         "alluxio" => cluster::alluxio(&mut b)?,
         "script" => mounts::script(&mut b)?,
         "data_disk" => disks::data_disk(&mut b)?,
@@ -470,7 +476,8 @@ mod tests {
         assert_eq!(
             LibraryError::UnknownKind("blobfuse3".into()).to_string(),
             "unknown step kind `blobfuse3`; built-in kinds: mofed, blobfuse2, blobfuse, \
-             azure_files, nfs_cache, ssh_mesh, beeond, stage, elbencho, alluxio, script"
+             azure_files, nfs_cache, ssh_mesh, beeond, stage, elbencho, storage_bench, alluxio, \
+             script"
         );
     }
 

@@ -404,6 +404,7 @@ fn script_fetches(b: &mut Builder<'_>) -> Result<(), LibraryError> {
                 node,
                 remote: path.clone(),
                 local: format!("{FETCHED_DIR}/{step}/{name}/{file}"),
+                results: None,
             });
         }
     }

@@ -117,6 +117,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/elbencho-run.sh.j2"),
     ),
     (
+        "fio-install.sh.j2",
+        include_str!("../../../templates/steps/fio-install.sh.j2"),
+    ),
+    (
+        "storage_bench.sh.j2",
+        include_str!("../../../templates/steps/storage_bench.sh.j2"),
+    ),
+    (
         "alluxio-install.sh.j2",
         include_str!("../../../templates/steps/alluxio-install.sh.j2"),
     ),
