@@ -8,6 +8,7 @@
 //! - [`plan_json`]: the plan shaped like `terraform show -json`.
 //! - [`desired_dot`]: the resource graph of a manifest in DOT, for `dsinfra graph`.
 //! - [`diagnostics`]: located diagnostics with coloured `error:`/`warning:` headers.
+//! - [`error_text`]: an error and the causes its message does not already show.
 //! - [`sizes`]: `dsinfra sizes`, the VM sizes with their facts and a region's prices.
 //! - [`report`]: `dsinfra report`, benchmark results as tables, markdown and SVG charts.
 //!
@@ -16,6 +17,7 @@
 
 mod diagnostics;
 mod dot;
+mod error;
 pub mod money;
 mod paint;
 mod plan_json;
@@ -31,5 +33,6 @@ mod value;
 
 pub use diagnostics::diagnostics;
 pub use dot::desired_dot;
+pub use error::error_text;
 pub use plan_json::{plan_json, plan_json_string};
 pub use plan_text::plan_text;
