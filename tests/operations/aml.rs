@@ -72,6 +72,18 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
     };
     empty(dir);
 
+    // Without a terminal the question cannot be asked, but the warning before it is shown: a
+    // cluster's park deletes its nodes, which the VM wording ("deallocates") would hide.
+    let unasked = run(dir, &["park", file, "--emulator"]).failure();
+    let err = stderr(&unasked);
+    assert!(
+        err.contains("note: parking scales the AmlCompute clusters to zero nodes: Azure DELETES the nodes and their local disks (the BeeOND scratch and anything else under /mnt is lost)"),
+        "{err}"
+    );
+    assert!(err.contains("unpark makes new nodes"), "{err}");
+    assert!(!err.contains("parking deallocates the VMs"), "{err}");
+    assert_eq!(compute_power(dir).as_deref(), Some("running"));
+
     run(dir, &["park", file, "--emulator", "--auto-approve"]).success();
     assert_eq!(compute_power(dir).as_deref(), Some("deallocated"));
     empty(dir);
