@@ -3,10 +3,17 @@
 //! AmlCompute and lists its nodes; the plan after apply is empty; park scales the cluster to zero
 //! (the plan stays empty); unpark brings 4 new nodes; destroy leaves nothing, twice over (the
 //! key vault's soft-deleted name is purged, so a second apply can take it again).
+//!
+//! Then what dsinfra reads back of a cluster (refresh: resized, recreated with another size,
+//! deleted or scaled to zero outside dsinfra) and what it checks before creating one (an
+//! existing workspace, AML's own quota), against an emulator the test holds.
 
 use std::path::Path;
 
-use super::{dsinfra, stderr, stdout};
+use super::{
+    EmulatorConfig, PowerState, ResourceId, SUB, Value, World, client, config, desired_of,
+    dsinfra, emulator, json, refresh, scratch, stderr, stdout,
+};
 
 fn run(dir: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     dsinfra(dir)
@@ -111,4 +118,177 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
             run(dir, &["apply", file, "--emulator", "--auto-approve"]).success();
         }
     }
+}
+
+/// A small AML experiment (a new workspace, one 2-node cluster without steps) for the tests
+/// that change things outside dsinfra, run against an emulator the test holds.
+const SMALL: &str = r#"azure { location = "eastus" }
+
+aml_workspace "ws" {}
+
+aml_cluster "train" {
+  size    = "Standard_NC4as_T4_v3"
+  count   = 2
+  ssh_key = file("demo.pub")
+}
+"#;
+
+/// `SMALL` applied with `--endpoint` against an emulator started from `config`.
+async fn small_applied(config: EmulatorConfig) -> (World, String) {
+    let (dir, manifest) = scratch(SMALL);
+    let emulator = emulator::start(config).await.expect("the emulator starts");
+    let client = client(&emulator);
+    let desired = desired_of(&manifest);
+    let world = World {
+        dir,
+        manifest,
+        emulator,
+        client,
+        desired,
+    };
+    let applied = world.run(&["apply", "exp.hcl", "--auto-approve"]);
+    let applied = applied.success();
+    assert!(
+        stdout(&applied).contains("Apply complete: 7 created"),
+        "{}",
+        stdout(&applied)
+    );
+    let compute = world
+        .state()
+        .resource(&"aml_cluster.train.compute".parse().expect("valid"))
+        .and_then(|r| r.id.clone())
+        .expect("the compute is in the state");
+    (world, compute)
+}
+
+/// Scale the compute outside dsinfra, as someone in the studio or with `az ml compute update`.
+async fn scale_outside(world: &World, compute: &str, min: i64, max: i64) {
+    let _: Value = world
+        .client
+        .patch(
+            &ResourceId::from_raw(compute),
+            &json!({"properties": {"properties": {"scaleSettings": {
+                "minNodeCount": min, "maxNodeCount": max}}}}),
+        )
+        .await
+        .expect("PATCH works");
+}
+
+fn compute_address() -> dsinfra::addr::Address {
+    "aml_cluster.train.compute".parse().expect("valid")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_sees_a_cluster_resized_outside_dsinfra_and_the_plan_scales_it_back_in_place() {
+    let (world, compute) = small_applied(config()).await;
+    let clean = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(!clean.has_drift(), "{clean:?}");
+
+    scale_outside(&world, &compute, 3, 3).await;
+    let mut state = world.state();
+    let report = refresh(&world.client, SUB, &mut state)
+        .await
+        .expect("refresh works");
+    assert_eq!(report.changed, [(compute_address(), vec!["count".to_owned()])]);
+    let recorded = state.resource(&compute_address()).expect("in the state");
+    assert_eq!(recorded.attrs["count"], json!(3));
+    assert_eq!(recorded.power_state, Some(PowerState::Running));
+    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    let out = stdout(&plan);
+    assert!(out.contains("~ aml_cluster.train.compute"), "{out}");
+    assert!(out.contains("drifted: `count` changed outside dsinfra"), "{out}");
+    assert!(out.contains("Plan: 0 to add, 1 to change, 0 to replace, 0 to destroy."), "{out}");
+
+    // Autoscaling between 0 and 2: the count is no longer fixed, and the plan fixes it again.
+    scale_outside(&world, &compute, 0, 2).await;
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(report.changed, [(compute_address(), vec!["count".to_owned()])]);
+    world.run(&["apply", "exp.hcl", "--auto-approve"]).success();
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(!report.has_drift(), "the apply scaled it back: {report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_scaled_to_zero_outside_dsinfra_is_seen_as_parked() {
+    let (world, compute) = small_applied(config()).await;
+    scale_outside(&world, &compute, 0, 0).await;
+    let mut state = world.state();
+    let report = refresh(&world.client, SUB, &mut state)
+        .await
+        .expect("refresh works");
+    assert!(!report.has_drift(), "scaled to zero is parked, not drift: {report:?}");
+    assert_eq!(
+        report.power_changed,
+        [(
+            compute_address(),
+            Some(PowerState::Running),
+            PowerState::Deallocated
+        )]
+    );
+    // As with a VM deallocated outside dsinfra: nothing to plan, and unpark brings it back.
+    world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(0);
+    world.run(&["unpark", "exp.hcl", "--auto-approve"]).success();
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(report.power_changed.is_empty(), "{report:?}");
+    assert_eq!(
+        world.power_state("aml_cluster.train.compute"),
+        Some(PowerState::Running)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_replaced_or_created()
+{
+    let (world, compute) = small_applied(config()).await;
+    let id = ResourceId::from_raw(compute.clone());
+    let before: Value = world
+        .client
+        .get(&id)
+        .await
+        .expect("GET works")
+        .expect("the compute exists");
+    world
+        .client
+        .delete_with(&id, &[("underlyingResourceAction", "Delete")])
+        .await
+        .expect("DELETE works");
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(report.deleted, [compute_address()]);
+    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    let out = stdout(&plan);
+    assert!(out.contains("drifted: deleted outside dsinfra"), "{out}");
+    assert!(out.contains("Plan: 1 to add, 0 to change, 0 to replace, 0 to destroy."), "{out}");
+
+    let _: Value = world
+        .client
+        .put(
+            &id,
+            &json!({"location": "eastus", "tags": before["tags"], "properties": {
+                "computeType": "AmlCompute",
+                "properties": {"vmSize": "Standard_NC8as_T4_v3", "vmPriority": "Dedicated",
+                    "scaleSettings": {"minNodeCount": 2, "maxNodeCount": 2,
+                        "nodeIdleTimeBeforeScaleDown": "PT120S"}}}}),
+        )
+        .await
+        .expect("PUT works");
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(report.changed, [(compute_address(), vec!["size".to_owned()])]);
+    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    let out = stdout(&plan);
+    assert!(out.contains("drifted: `size` changed outside dsinfra"), "{out}");
+    assert!(out.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."), "{out}");
 }
