@@ -23,7 +23,8 @@ use crate::diag::SourceMap;
 use crate::engine::advice::{self, ResourceError};
 use crate::engine::events::{Event, EventSink, Operation};
 use crate::engine::power::{self, HourlyCost, PowerChange, PowerError};
-use crate::engine::{preflight, refresh};
+use crate::engine::preflight::{self, aml};
+use crate::engine::refresh;
 use crate::model::{Desired, ResourceKind};
 use crate::state::{Backend, State};
 
@@ -309,8 +310,9 @@ fn capitalized(text: &str) -> String {
     })
 }
 
-/// Before an unpark: starting needs the vCPUs a deallocated VM gave back, so the quota is
-/// checked before any VM is started; a shortfall is reported as located diagnostics.
+/// Before an unpark: starting needs the vCPUs a deallocated VM gave back (and scaling a cluster
+/// back its nodes' vCPUs of AML's own quota), so the quota is checked before any VM is started;
+/// a shortfall is reported as located diagnostics.
 async fn check_start(
     arm: &Arm,
     state: &State,
@@ -320,14 +322,29 @@ async fn check_start(
     cancel: &Cancel,
 ) -> Result<(), Error> {
     let locations = preflight::locations_of_vms(state, todo);
-    let capacity = cancel
-        .interruptible(preflight::Capacity::fetch(
-            &arm.client,
-            &arm.subscription,
-            &locations,
-        ))
-        .await??;
-    let problems = preflight::check_start(state, todo, desired, &capacity);
+    let mut problems = Vec::new();
+    if !locations.is_empty() {
+        let capacity = cancel
+            .interruptible(preflight::Capacity::fetch(
+                &arm.client,
+                &arm.subscription,
+                &locations,
+            ))
+            .await??;
+        problems = preflight::check_start(state, todo, desired, &capacity);
+    }
+    // Clusters scaled to zero hold none of AML's quota: scaling back needs it again.
+    let locations = aml::locations_of_clusters(state, todo);
+    if !locations.is_empty() {
+        let capacity = cancel
+            .interruptible(aml::MlCapacity::fetch(
+                &arm.client,
+                &arm.subscription,
+                &locations,
+            ))
+            .await??;
+        problems.extend(aml::check_start(state, todo, desired, &capacity));
+    }
     if problems.is_empty() {
         return Ok(());
     }
