@@ -483,7 +483,7 @@ mod tests {
             ["size", "tags"]
         );
         assert_eq!(
-            observed_value(ResourceKind::VirtualMachine, "size", &drifted),
+            observed_value(ResourceKind::VirtualMachine, "size", &drifted, None),
             Some(json!("Standard_NC12s_v3"))
         );
     }
@@ -531,6 +531,36 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn an_aml_clusters_scale_settings_are_its_count_or_parked() {
+        let compute = |min: i64, max: i64| {
+            json!({"properties": {"properties": {"vmSize": "STANDARD_NC4AS_T4_V3",
+                "scaleSettings": {"minNodeCount": min, "maxNodeCount": max,
+                    "nodeIdleTimeBeforeScaleDown": "PT2M"}}}})
+        };
+        let want = attrs(json!({"size": "Standard_NC4as_T4_v3", "count": 4,
+            "idle_seconds_before_scaledown": 120}));
+        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(4, 4)).is_empty());
+        assert_eq!(
+            changed_attributes(ResourceKind::MlCompute, &want, &compute(2, 2)),
+            ["count"]
+        );
+        // Autoscaling between 0 and 4 is not the fixed size asked for: the minimum differs.
+        assert_eq!(
+            observed_value(ResourceKind::MlCompute, "count", &compute(0, 4), want.get("count")),
+            Some(json!(0))
+        );
+        assert_eq!(
+            observed_value(ResourceKind::MlCompute, "count", &compute(4, 6), want.get("count")),
+            Some(json!(6))
+        );
+        // Scaled to zero is parked, not resized.
+        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(0, 0)).is_empty());
+        assert_eq!(cluster_power(&compute(0, 0)), Some(PowerState::Deallocated));
+        assert_eq!(cluster_power(&compute(4, 4)), Some(PowerState::Running));
+        assert_eq!(cluster_power(&json!({})), None);
     }
 
     #[test]
