@@ -423,7 +423,8 @@ pub async fn preflight(
     let (mut problems, capacity, ml) = futures::join!(
         super::registration::preflight(client, subscription, desired, plan),
         capacity,
-        aml::preflight(client, subscription, desired, plan)
+        // Boxed: its reads would otherwise grow every operation's future that plans.
+        Box::pin(aml::preflight(client, subscription, desired, plan))
     );
     if let Some(capacity) = capacity? {
         problems.extend(check(desired, plan, &capacity));

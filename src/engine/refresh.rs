@@ -549,11 +549,21 @@ mod tests {
         );
         // Autoscaling between 0 and 4 is not the fixed size asked for: the minimum differs.
         assert_eq!(
-            observed_value(ResourceKind::MlCompute, "count", &compute(0, 4), want.get("count")),
+            observed_value(
+                ResourceKind::MlCompute,
+                "count",
+                &compute(0, 4),
+                want.get("count")
+            ),
             Some(json!(0))
         );
         assert_eq!(
-            observed_value(ResourceKind::MlCompute, "count", &compute(4, 6), want.get("count")),
+            observed_value(
+                ResourceKind::MlCompute,
+                "count",
+                &compute(4, 6),
+                want.get("count")
+            ),
             Some(json!(6))
         );
         // Scaled to zero is parked, not resized.

@@ -11,9 +11,8 @@
 use std::path::Path;
 
 use super::{
-    EmulatorConfig, PowerState, ResourceId, SUB, Value, World, client, config,
-    config_with_quota, desired_of, dsinfra, emulator, json, plan_against, refresh, scratch,
-    stderr, stdout,
+    EmulatorConfig, PowerState, ResourceId, SUB, Value, World, client, config, config_with_quota,
+    desired_of, dsinfra, emulator, json, plan_against, refresh, scratch, stderr, stdout,
 };
 
 fn run(dir: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
@@ -192,22 +191,36 @@ async fn refresh_sees_a_cluster_resized_outside_dsinfra_and_the_plan_scales_it_b
     let report = refresh(&world.client, SUB, &mut state)
         .await
         .expect("refresh works");
-    assert_eq!(report.changed, [(compute_address(), vec!["count".to_owned()])]);
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["count".to_owned()])]
+    );
     let recorded = state.resource(&compute_address()).expect("in the state");
     assert_eq!(recorded.attrs["count"], json!(3));
     assert_eq!(recorded.power_state, Some(PowerState::Running));
-    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
     let out = stdout(&plan);
     assert!(out.contains("~ aml_cluster.train.compute"), "{out}");
-    assert!(out.contains("drifted: `count` changed outside dsinfra"), "{out}");
-    assert!(out.contains("Plan: 0 to add, 1 to change, 0 to replace, 0 to destroy."), "{out}");
+    assert!(
+        out.contains("drifted: `count` changed outside dsinfra"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to add, 1 to change, 0 to replace, 0 to destroy."),
+        "{out}"
+    );
 
     // Autoscaling between 0 and 2: the count is no longer fixed, and the plan fixes it again.
     scale_outside(&world, &compute, 0, 2).await;
     let report = refresh(&world.client, SUB, &mut world.state())
         .await
         .expect("refresh works");
-    assert_eq!(report.changed, [(compute_address(), vec!["count".to_owned()])]);
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["count".to_owned()])]
+    );
     world.run(&["apply", "exp.hcl", "--auto-approve"]).success();
     let report = refresh(&world.client, SUB, &mut world.state())
         .await
@@ -223,7 +236,10 @@ async fn a_cluster_scaled_to_zero_outside_dsinfra_is_seen_as_parked() {
     let report = refresh(&world.client, SUB, &mut state)
         .await
         .expect("refresh works");
-    assert!(!report.has_drift(), "scaled to zero is parked, not drift: {report:?}");
+    assert!(
+        !report.has_drift(),
+        "scaled to zero is parked, not drift: {report:?}"
+    );
     assert_eq!(
         report.power_changed,
         [(
@@ -236,7 +252,9 @@ async fn a_cluster_scaled_to_zero_outside_dsinfra_is_seen_as_parked() {
     world
         .run(&["plan", "exp.hcl", "--detailed-exitcode"])
         .code(0);
-    world.run(&["unpark", "exp.hcl", "--auto-approve"]).success();
+    world
+        .run(&["unpark", "exp.hcl", "--auto-approve"])
+        .success();
     let report = refresh(&world.client, SUB, &mut world.state())
         .await
         .expect("refresh works");
@@ -248,8 +266,7 @@ async fn a_cluster_scaled_to_zero_outside_dsinfra_is_seen_as_parked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_replaced_or_created()
-{
+async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_replaced_or_created() {
     let (world, compute) = small_applied(config()).await;
     let id = ResourceId::from_raw(compute.clone());
     let before: Value = world
@@ -267,10 +284,15 @@ async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_rep
         .await
         .expect("refresh works");
     assert_eq!(report.deleted, [compute_address()]);
-    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
     let out = stdout(&plan);
     assert!(out.contains("drifted: deleted outside dsinfra"), "{out}");
-    assert!(out.contains("Plan: 1 to add, 0 to change, 0 to replace, 0 to destroy."), "{out}");
+    assert!(
+        out.contains("Plan: 1 to add, 0 to change, 0 to replace, 0 to destroy."),
+        "{out}"
+    );
 
     let _: Value = world
         .client
@@ -287,11 +309,22 @@ async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_rep
     let report = refresh(&world.client, SUB, &mut world.state())
         .await
         .expect("refresh works");
-    assert_eq!(report.changed, [(compute_address(), vec!["size".to_owned()])]);
-    let plan = world.run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["size".to_owned()])]
+    );
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
     let out = stdout(&plan);
-    assert!(out.contains("drifted: `size` changed outside dsinfra"), "{out}");
-    assert!(out.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."), "{out}");
+    assert!(
+        out.contains("drifted: `size` changed outside dsinfra"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
+        "{out}"
+    );
 }
 
 /// `SMALL` with an existing workspace `ml-rg/amlws` (written `location`, if any).
@@ -328,7 +361,13 @@ error: workspace ml-rg/amlws does not exist in subscription {SUB}
     let emulator = emulator::start(config()).await.expect("starts");
     let endpoint = emulator.endpoint();
     dsinfra(dir.path())
-        .args(["apply", "exp.hcl", "--auto-approve", "--endpoint", &endpoint])
+        .args([
+            "apply",
+            "exp.hcl",
+            "--auto-approve",
+            "--endpoint",
+            &endpoint,
+        ])
         .assert()
         .code(1);
     let group: Option<Value> = client(&emulator)
@@ -354,7 +393,11 @@ async fn an_existing_workspace_in_another_region_is_said_where_the_manifest_plac
             .args(["--endpoint", &endpoint])
             .assert()
     };
-    let base = base.file_name().and_then(|f| f.to_str()).expect("a name").to_owned();
+    let base = base
+        .file_name()
+        .and_then(|f| f.to_str())
+        .expect("a name")
+        .to_owned();
     std::fs::rename(dir.path().join(&base), dir.path().join("base.hcl")).expect("rename");
     run(&["apply", "base.hcl", "--auto-approve"]).success();
 
@@ -377,7 +420,8 @@ async fn an_existing_workspace_in_another_region_is_said_where_the_manifest_plac
     std::fs::write(dir.path().join("exp.hcl"), &manifest).expect("write");
     let planned = run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
     assert!(
-        stdout(&planned).contains("+ resource \"Microsoft.MachineLearningServices/workspaces/computes\""),
+        stdout(&planned)
+            .contains("+ resource \"Microsoft.MachineLearningServices/workspaces/computes\""),
         "{}",
         stdout(&planned)
     );
@@ -423,7 +467,10 @@ async fn unpark_checks_the_aml_quota_a_parked_cluster_needs_again() {
         small_applied(config_with_quota("eastus", "Standard NCASv3_T4 Family", 8)).await;
     world.run(&["park", "exp.hcl", "--auto-approve"]).success();
     // Someone else's cluster in the same workspace takes 4 of the family's 8 vCPUs meanwhile.
-    let other = format!("{}/computes/other", compute.rsplit_once("/computes/").expect("a compute id").0);
+    let other = format!(
+        "{}/computes/other",
+        compute.rsplit_once("/computes/").expect("a compute id").0
+    );
     let _: Value = world
         .client
         .put(
@@ -440,7 +487,10 @@ async fn unpark_checks_the_aml_quota_a_parked_cluster_needs_again() {
         err.contains("error: not enough AmlCompute quota in eastus: aml_cluster.train needs 8 vCPUs of Standard NCASv3_T4 Family Cluster Dedicated vCPUs, 4 available"),
         "{err}"
     );
-    assert!(err.contains("limit 8, in use 4, available 4; scaling them back needs 8"), "{err}");
+    assert!(
+        err.contains("limit 8, in use 4, available 4; scaling them back needs 8"),
+        "{err}"
+    );
     assert_eq!(
         world.power_state("aml_cluster.train.compute"),
         Some(PowerState::Deallocated)

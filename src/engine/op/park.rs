@@ -255,7 +255,11 @@ impl Kinds {
     fn of(state: &State, todo: &[Address]) -> Self {
         let clusters = todo
             .iter()
-            .filter(|a| state.resource(a).is_some_and(|r| r.kind == ResourceKind::MlCompute))
+            .filter(|a| {
+                state
+                    .resource(a)
+                    .is_some_and(|r| r.kind == ResourceKind::MlCompute)
+            })
             .count();
         Self {
             vms: todo.len() - clusters,

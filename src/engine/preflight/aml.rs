@@ -52,9 +52,10 @@ impl Counter {
         match self {
             Self::Family(family) => is(&[family, &self.label()]),
             Self::Dedicated => is(&["Cores", "Total Cluster Dedicated Regional vCPUs"]),
-            Self::LowPriority => {
-                is(&["LowPriorityCores", "Total Cluster LowPriority Regional vCPUs"])
-            }
+            Self::LowPriority => is(&[
+                "LowPriorityCores",
+                "Total Cluster LowPriority Regional vCPUs",
+            ]),
         }
     }
 
@@ -123,7 +124,12 @@ struct Demand {
 impl Demand {
     /// What a cluster of `attrs` (a compute's attributes) holds of quota with `nodes` nodes;
     /// `None` for a size the catalog does not know (ARM's own check still applies).
-    fn of(block: Address, attrs: &crate::model::Attrs, nodes: i64, span: Option<Span>) -> Option<Self> {
+    fn of(
+        block: Address,
+        attrs: &crate::model::Attrs,
+        nodes: i64,
+        span: Option<Span>,
+    ) -> Option<Self> {
         let size = text(attrs.get("size"))?;
         let location = text(attrs.get("location"))?.to_ascii_lowercase();
         let info = catalog::vm_size(&size)?;
@@ -188,7 +194,9 @@ fn demands(desired: &Desired, plan: &Plan) -> (Vec<Demand>, BTreeMap<(String, Co
             _ => continue,
         };
         let block = change.address.block_address();
-        let span = desired.resource(&change.address).and_then(|r| r.span.clone());
+        let span = desired
+            .resource(&change.address)
+            .and_then(|r| r.span.clone());
         let replaced = matches!(change.action, Action::Replace { .. } | Action::Delete);
         if let Some(old) = before.and_then(|b| Demand::of(block.clone(), b, before_nodes, None)) {
             let released = if replaced {
@@ -250,10 +258,20 @@ pub fn check_start(
                 .resource(address)
                 .filter(|r| r.kind == ResourceKind::MlCompute)?;
             let span = desired.resource(address).and_then(|d| d.span.clone());
-            Demand::of(address.block_address(), &r.attrs, count(Some(&r.attrs)), span)
+            Demand::of(
+                address.block_address(),
+                &r.attrs,
+                count(Some(&r.attrs)),
+                span,
+            )
         })
         .collect();
-    quota_problems(&wanted, &BTreeMap::new(), capacity, "scaling them back needs")
+    quota_problems(
+        &wanted,
+        &BTreeMap::new(),
+        capacity,
+        "scaling them back needs",
+    )
 }
 
 /// The locations of the clusters at `clusters`, for [`MlCapacity::fetch`].
@@ -322,7 +340,10 @@ fn quota_diagnostic(
         .iter()
         .map(|d| {
             let priority = if d.low_priority { " low priority" } else { "" };
-            format!("{} x {}{priority} ({} vCPUs each)", d.nodes, d.size, d.vcpus)
+            format!(
+                "{} x {}{priority} ({} vCPUs each)",
+                d.nodes, d.size, d.vcpus
+            )
         })
         .collect::<Vec<_>>()
         .join(" + ");

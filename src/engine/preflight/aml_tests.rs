@@ -196,7 +196,10 @@ fn an_existing_workspace_missing_or_elsewhere_is_said_at_the_workspace_block() {
         "workspace ml-rg/amlws does not exist in subscription sub"
     );
     assert!(
-        missing.help.iter().any(|h| h.contains("drop `existing = true` to let dsinfra create it")),
+        missing
+            .help
+            .iter()
+            .any(|h| h.contains("drop `existing = true` to let dsinfra create it")),
         "{missing:?}"
     );
     let elsewhere =
