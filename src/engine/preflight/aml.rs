@@ -494,5 +494,4 @@ pub async fn preflight(
 }
 
 #[cfg(test)]
-#[path = "aml_tests.rs"]
 mod tests;
