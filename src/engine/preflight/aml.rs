@@ -18,7 +18,7 @@ use crate::azure::types::quota::Usage;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::catalog;
 use crate::diag::{Diagnostic, Span};
-use crate::model::{Desired, Resource, ResourceKind};
+use crate::model::{Attrs, Desired, Resource, ResourceKind};
 use crate::plan::{Action, Change, Plan};
 use crate::state::{PowerState, State};
 
@@ -124,12 +124,7 @@ struct Demand {
 impl Demand {
     /// What a cluster of `attrs` (a compute's attributes) holds of quota with `nodes` nodes;
     /// `None` for a size the catalog does not know (ARM's own check still applies).
-    fn of(
-        block: Address,
-        attrs: &crate::model::Attrs,
-        nodes: i64,
-        span: Option<Span>,
-    ) -> Option<Self> {
+    fn of(block: Address, attrs: &Attrs, nodes: i64, span: Option<Span>) -> Option<Self> {
         let size = text(attrs.get("size"))?;
         let location = text(attrs.get("location"))?.to_ascii_lowercase();
         let info = catalog::vm_size(&size)?;
@@ -163,7 +158,7 @@ fn text(value: Option<&Value>) -> Option<String> {
     value.and_then(Value::as_str).map(str::to_owned)
 }
 
-fn count(attrs: Option<&crate::model::Attrs>) -> i64 {
+fn count(attrs: Option<&Attrs>) -> i64 {
     attrs
         .and_then(|a| a.get("count"))
         .and_then(Value::as_i64)
@@ -197,9 +192,9 @@ fn demands(desired: &Desired, plan: &Plan) -> (Vec<Demand>, BTreeMap<(String, Co
         let span = desired
             .resource(&change.address)
             .and_then(|r| r.span.clone());
-        let replaced = matches!(change.action, Action::Replace { .. } | Action::Delete);
+        let old_goes = matches!(change.action, Action::Replace { .. } | Action::Delete);
         if let Some(old) = before.and_then(|b| Demand::of(block.clone(), b, before_nodes, None)) {
-            let released = if replaced {
+            let released = if old_goes {
                 old.total()
             } else {
                 (before_nodes - after_nodes).max(0) * old.vcpus
@@ -208,7 +203,7 @@ fn demands(desired: &Desired, plan: &Plan) -> (Vec<Demand>, BTreeMap<(String, Co
                 *freed.entry((old.location.clone(), counter)).or_default() += released;
             }
         }
-        let added = if replaced || change.action == Action::Create {
+        let added = if old_goes || change.action == Action::Create {
             after_nodes
         } else {
             (after_nodes - before_nodes).max(0)
