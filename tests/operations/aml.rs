@@ -134,7 +134,7 @@ aml_cluster "train" {
 "#;
 
 /// `SMALL` applied with `--endpoint` against an emulator started from `config`.
-async fn small_applied(config: EmulatorConfig) -> (World, String) {
+pub(super) async fn small_applied(config: EmulatorConfig) -> (World, String) {
     let (dir, manifest) = scratch(SMALL);
     let emulator = emulator::start(config).await.expect("the emulator starts");
     let client = client(&emulator);
