@@ -296,6 +296,24 @@ impl ArmClient {
         self.patch(id, body).await
     }
 
+    /// Reads an Azure Machine Learning workspace; `None` when it does not exist.
+    pub async fn get_ml_workspace(&self, id: &ResourceId) -> Result<Option<Workspace>, ArmError> {
+        self.get(id).await
+    }
+
+    /// Azure Machine Learning's own vCPU usages in `location` (AmlCompute quota per family and
+    /// the regional dedicated and low-priority totals), apart from the VMs' compute usages.
+    pub async fn ml_usages(
+        &self,
+        subscription_id: &str,
+        location: &str,
+    ) -> Result<Vec<Usage>, ArmError> {
+        let collection = ResourceId::from_raw(format!(
+            "/subscriptions/{subscription_id}/providers/Microsoft.MachineLearningServices/locations/{location}/usages"
+        ));
+        self.list(&collection, &[]).await
+    }
+
     /// Reads an AmlCompute cluster; `None` when it does not exist.
     pub async fn get_ml_compute(
         &self,

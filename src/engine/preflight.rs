@@ -13,7 +13,8 @@
 //! first candidate and says so.
 //!
 //! The same preflight reports provider namespaces the subscription is not registered for
-//! (`engine::registration`), before anything is written.
+//! (`engine::registration`), and checks Azure Machine Learning clusters ([`aml`]: an existing
+//! workspace is there, in the right region; AmlCompute's own quota), before anything is written.
 //!
 //! Fetching ([`Capacity::fetch`]) is separate from deciding ([`check`], [`resolve_sizes`]), which
 //! are pure and unit-tested.
@@ -31,6 +32,7 @@ use crate::model::{Desired, ResourceKind};
 use crate::plan::{Action, Plan};
 use crate::state::State;
 
+pub mod aml;
 pub mod live;
 
 /// The VM attribute holding the ordered size candidates of a `sizes = [...]` block.
@@ -395,8 +397,9 @@ fn quota_diagnostic(
 }
 
 /// Run the preflight for a plan: check that the subscription is registered for every provider
-/// namespace the plan writes to (`engine::registration`), and fetch usages and SKUs of the plan's
-/// regions to check its new VMs against them; both reads run together. Problems are returned,
+/// namespace the plan writes to (`engine::registration`), fetch usages and SKUs of the plan's
+/// regions to check its new VMs against them, and check its AML clusters ([`aml::preflight`]);
+/// the reads run together. Problems are returned,
 /// not raised: the caller shows them and decides.
 pub async fn preflight(
     client: &ArmClient,
@@ -417,13 +420,16 @@ pub async fn preflight(
             Ok(None)
         }
     };
-    let (mut problems, capacity) = futures::join!(
+    let (mut problems, capacity, ml) = futures::join!(
         super::registration::preflight(client, subscription, desired, plan),
-        capacity
+        capacity,
+        // Boxed: its reads would otherwise grow every operation's future that plans.
+        Box::pin(aml::preflight(client, subscription, desired, plan))
     );
     if let Some(capacity) = capacity? {
         problems.extend(check(desired, plan, &capacity));
     }
+    problems.extend(ml?);
     Ok(problems)
 }
 
@@ -439,7 +445,10 @@ pub fn check_start(
     let wanted: Vec<Demand> = vms
         .iter()
         .filter_map(|address| {
-            let r = state.resource(address)?;
+            // AmlCompute clusters count against AML's own quota (`aml::check_start`).
+            let r = state
+                .resource(address)
+                .filter(|r| r.kind == ResourceKind::VirtualMachine)?;
             let size = text(r.attrs.get("size"))?;
             let location = text(r.attrs.get("location"))?.to_ascii_lowercase();
             let (vcpus, family) = size_facts(&size, capacity.sku(&location, &size))?;
@@ -461,6 +470,7 @@ pub fn check_start(
 pub fn locations_of_vms(state: &State, vms: &[Address]) -> BTreeSet<String> {
     vms.iter()
         .filter_map(|a| state.resource(a))
+        .filter(|r| r.kind == ResourceKind::VirtualMachine)
         .filter_map(|r| text(r.attrs.get("location")))
         .map(|l| l.to_ascii_lowercase())
         .collect()

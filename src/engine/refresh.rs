@@ -2,9 +2,13 @@
 //! outside dsinfra (drift), and record each VM's power state and the values only ARM knows
 //! (public and private IP addresses) for `dsinfra output` and `dsinfra status`.
 //!
+//! An AmlCompute cluster has no power state of its own: one scaled to zero nodes (its scale
+//! settings' `maxNodeCount` is 0) is parked, as dsinfra's park leaves it, so a cluster scaled to
+//! zero outside dsinfra is recorded as parked, as a VM deallocated outside dsinfra is.
+//!
 //! Only attributes that ARM reads back reliably are compared ([`changed_attributes`]): a VM's size,
 //! a NIC's accelerated networking, a share's quota, a disk's size and SKU, a storage account's SKU
-//! and kind, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list) come
+//! and kind, an AmlCompute's size, node count and idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list) come
 //! back normalised or not at all, and comparing them would report drift that is not there.
 //! Tags added in Azure (by a policy, say) are not drift; a tag dsinfra set that is missing or
 //! different is.
@@ -21,6 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::addr::Address;
 use crate::azure::types::compute::{PowerState as ArmPowerState, VirtualMachineInstanceView};
+use crate::azure::types::ml::duration_seconds;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::model::{Attrs, ResourceKind};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
@@ -140,7 +145,7 @@ fn apply_observation(
         resource.drift = None;
     } else {
         for name in &changed {
-            if let Some(now) = observed_value(resource.kind, name, body) {
+            if let Some(now) = observed_value(resource.kind, name, body, resource.attrs.get(name)) {
                 resource.attrs.insert(name.clone(), now);
             }
         }
@@ -152,6 +157,16 @@ fn apply_observation(
     let known = known_values(resource.kind, body);
     if !known.is_empty() {
         report.observed.insert(resource.address.clone(), known);
+    }
+    if resource.kind == ResourceKind::MlCompute
+        && let Some(power) = cluster_power(body)
+    {
+        if resource.power_state != Some(power) {
+            report
+                .power_changed
+                .push((resource.address.clone(), resource.power_state, power));
+        }
+        resource.power_state = Some(power);
     }
     if let Some(view) = view {
         if let Some(power) = view.power_state().as_ref().and_then(power_state_of) {
@@ -177,6 +192,41 @@ pub fn power_state_of(state: &ArmPowerState) -> Option<PowerState> {
         ArmPowerState::Deallocating | ArmPowerState::Deallocated => Some(PowerState::Deallocated),
         ArmPowerState::Other(_) => None,
     }
+}
+
+/// An AmlCompute cluster's scale settings: (minNodeCount, maxNodeCount).
+fn scale_settings(body: &Value) -> Option<(i64, i64)> {
+    let settings = body.pointer("/properties/properties/scaleSettings")?;
+    let max = settings.get("maxNodeCount").and_then(Value::as_i64)?;
+    let min = settings
+        .get("minNodeCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    Some((min, max))
+}
+
+/// The state's power state of an AmlCompute cluster: parked (deallocated) when it may have no
+/// node at all (scaled to zero, by dsinfra's park or outside it), running otherwise.
+fn cluster_power(body: &Value) -> Option<PowerState> {
+    let (_, max) = scale_settings(body)?;
+    Some(if max == 0 {
+        PowerState::Deallocated
+    } else {
+        PowerState::Running
+    })
+}
+
+/// An AmlCompute's node count in dsinfra's form (`count`: min = max) as ARM has it, compared
+/// with `want` (the state's count). A cluster scaled to zero is parked, not resized: `None`.
+/// When min and max differ (someone made it autoscale), the side that differs from `want` is
+/// the count, so that the plan sees the change and scales it back to a fixed size.
+fn cluster_count(body: &Value, want: Option<&Value>) -> Option<Value> {
+    let (min, max) = scale_settings(body)?;
+    if max == 0 {
+        return None;
+    }
+    let want = want.and_then(Value::as_i64);
+    Some(Value::from(if want == Some(min) { max } else { min }))
 }
 
 /// When the VM entered its current power state: the `PowerState/...` status's time when ARM sends
@@ -210,7 +260,8 @@ pub fn changed_attributes(kind: ResourceKind, attrs: &Attrs, body: &Value) -> Ve
                 return false;
             };
             // What ARM does not send back cannot be compared: never call it drift.
-            observed_value(kind, name, body).is_some_and(|have| !same(name, want, &have))
+            observed_value(kind, name, body, Some(want))
+                .is_some_and(|have| !same(name, want, &have))
         })
         .map(|n| (*n).to_owned())
         .collect();
@@ -226,6 +277,7 @@ fn comparable(kind: ResourceKind) -> &'static [&'static str] {
         ResourceKind::FileShare => &["quota_gb"],
         ResourceKind::ManagedDisk => &["size_gb", "sku", "tags"],
         ResourceKind::StorageAccount => &["sku", "kind", "tags"],
+        ResourceKind::MlCompute => &["size", "count", "idle_seconds_before_scaledown", "tags"],
         ResourceKind::Sas | ResourceKind::BlobContainer => &[],
         _ => &["tags"],
     }
@@ -243,9 +295,15 @@ fn same(name: &str, want: &Value, have: &Value) -> bool {
     }
 }
 
-/// The value ARM has for one managed attribute, in dsinfra's attribute form. For tags: the tags
-/// every tag ARM has.
-fn observed_value(kind: ResourceKind, name: &str, body: &Value) -> Option<Value> {
+/// The value ARM has for one managed attribute, in dsinfra's attribute form (`want`, the
+/// recorded value, picks the side of an AmlCompute's scale settings: see [`cluster_count`]).
+/// For tags: the tags every tag ARM has.
+fn observed_value(
+    kind: ResourceKind,
+    name: &str,
+    body: &Value,
+    want: Option<&Value>,
+) -> Option<Value> {
     match (kind, name) {
         (_, "tags") => {
             let have = body.get("tags").and_then(Value::as_object);
@@ -277,6 +335,16 @@ fn observed_value(kind: ResourceKind, name: &str, body: &Value) -> Option<Value>
             text(body, "/sku/name").map(Value::from)
         }
         (ResourceKind::StorageAccount, "kind") => text(body, "/kind").map(Value::from),
+        (ResourceKind::MlCompute, "size") => {
+            text(body, "/properties/properties/vmSize").map(Value::from)
+        }
+        (ResourceKind::MlCompute, "count") => cluster_count(body, want),
+        (ResourceKind::MlCompute, "idle_seconds_before_scaledown") => text(
+            body,
+            "/properties/properties/scaleSettings/nodeIdleTimeBeforeScaleDown",
+        )
+        .and_then(duration_seconds)
+        .map(Value::from),
         _ => None,
     }
 }
@@ -415,7 +483,7 @@ mod tests {
             ["size", "tags"]
         );
         assert_eq!(
-            observed_value(ResourceKind::VirtualMachine, "size", &drifted),
+            observed_value(ResourceKind::VirtualMachine, "size", &drifted, None),
             Some(json!("Standard_NC12s_v3"))
         );
     }
@@ -463,6 +531,46 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn an_aml_clusters_scale_settings_are_its_count_or_parked() {
+        let compute = |min: i64, max: i64| {
+            json!({"properties": {"properties": {"vmSize": "STANDARD_NC4AS_T4_V3",
+                "scaleSettings": {"minNodeCount": min, "maxNodeCount": max,
+                    "nodeIdleTimeBeforeScaleDown": "PT2M"}}}})
+        };
+        let want = attrs(json!({"size": "Standard_NC4as_T4_v3", "count": 4,
+            "idle_seconds_before_scaledown": 120}));
+        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(4, 4)).is_empty());
+        assert_eq!(
+            changed_attributes(ResourceKind::MlCompute, &want, &compute(2, 2)),
+            ["count"]
+        );
+        // Autoscaling between 0 and 4 is not the fixed size asked for: the minimum differs.
+        assert_eq!(
+            observed_value(
+                ResourceKind::MlCompute,
+                "count",
+                &compute(0, 4),
+                want.get("count")
+            ),
+            Some(json!(0))
+        );
+        assert_eq!(
+            observed_value(
+                ResourceKind::MlCompute,
+                "count",
+                &compute(4, 6),
+                want.get("count")
+            ),
+            Some(json!(6))
+        );
+        // Scaled to zero is parked, not resized.
+        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(0, 0)).is_empty());
+        assert_eq!(cluster_power(&compute(0, 0)), Some(PowerState::Deallocated));
+        assert_eq!(cluster_power(&compute(4, 4)), Some(PowerState::Running));
+        assert_eq!(cluster_power(&json!({})), None);
     }
 
     #[test]

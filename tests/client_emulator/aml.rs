@@ -485,3 +485,57 @@ async fn aml_refuses_a_bad_name_size_parent_and_quota_as_aml_does() {
     assert_eq!((status, error_code(&body)), (400, "BadRequest"), "{body}");
     env.assert_conformant();
 }
+
+/// Dedicated nodes also count against AML's regional dedicated total, whatever their family;
+/// low-priority ones do not (they have their own total).
+#[tokio::test]
+async fn aml_refuses_dedicated_nodes_beyond_the_regional_total() {
+    let config = EmulatorConfig {
+        quotas: QuotaConfig {
+            regional_limit: 4,
+            ..QuotaConfig::default()
+        },
+        ..EmulatorConfig::default()
+    };
+    let Some(env) = env(config).await else { return };
+    let http = Http {
+        http: reqwest::Client::new(),
+        endpoint: env.handle.endpoint(),
+    };
+    let ws = workspace(&http, "rg-amltotal").await;
+    let (status, _) = http
+        .send(
+            "PUT",
+            &format!("{ws}/computes/dsv5"),
+            ML,
+            Some(&compute_body(1, "Standard_D2s_v5")),
+        )
+        .await;
+    assert_eq!(status, 201);
+    // Another family, 2 more vCPUs: fits the family (1000) but not the regional total (4).
+    let (status, body) = http
+        .send(
+            "PUT",
+            &format!("{ws}/computes/dv2"),
+            ML,
+            Some(&compute_body(2, "Standard_D2_v2")),
+        )
+        .await;
+    assert_eq!((status, error_code(&body)), (400, "BadRequest"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with(
+                "The specified subscription has a total regional dedicated vCPU quota of 4 and \
+                 cannot accomodate for at least 1 requested managed compute nodes"
+            )),
+        "{body}"
+    );
+    let mut low = compute_body(2, "Standard_D2_v2");
+    low["properties"]["properties"]["vmPriority"] = json!("LowPriority");
+    let (status, body) = http
+        .send("PUT", &format!("{ws}/computes/low"), ML, Some(&low))
+        .await;
+    assert_eq!(status, 201, "low priority has its own total: {body}");
+    env.assert_conformant();
+}

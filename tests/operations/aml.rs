@@ -3,10 +3,17 @@
 //! AmlCompute and lists its nodes; the plan after apply is empty; park scales the cluster to zero
 //! (the plan stays empty); unpark brings 4 new nodes; destroy leaves nothing, twice over (the
 //! key vault's soft-deleted name is purged, so a second apply can take it again).
+//!
+//! Then what dsinfra reads back of a cluster (refresh: resized, recreated with another size,
+//! deleted or scaled to zero outside dsinfra) and what it checks before creating one (an
+//! existing workspace, AML's own quota), against an emulator the test holds.
 
 use std::path::Path;
 
-use super::{dsinfra, stderr, stdout};
+use super::{
+    EmulatorConfig, PowerState, ResourceId, SUB, Value, World, client, config, config_with_quota,
+    desired_of, dsinfra, emulator, json, plan_against, refresh, scratch, stderr, stdout,
+};
 
 fn run(dir: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     dsinfra(dir)
@@ -72,6 +79,18 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
     };
     empty(dir);
 
+    // Without a terminal the question cannot be asked, but the warning before it is shown: a
+    // cluster's park deletes its nodes, which the VM wording ("deallocates") would hide.
+    let unasked = run(dir, &["park", file, "--emulator"]).failure();
+    let err = stderr(&unasked);
+    assert!(
+        err.contains("note: parking scales the AmlCompute clusters to zero nodes: Azure DELETES the nodes and their local disks (the BeeOND scratch and anything else under /mnt is lost)"),
+        "{err}"
+    );
+    assert!(err.contains("unpark makes new nodes"), "{err}");
+    assert!(!err.contains("parking deallocates the VMs"), "{err}");
+    assert_eq!(compute_power(dir).as_deref(), Some("running"));
+
     run(dir, &["park", file, "--emulator", "--auto-approve"]).success();
     assert_eq!(compute_power(dir).as_deref(), Some("deallocated"));
     empty(dir);
@@ -99,4 +118,381 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
             run(dir, &["apply", file, "--emulator", "--auto-approve"]).success();
         }
     }
+}
+
+/// A small AML experiment (a new workspace, one 2-node cluster without steps) for the tests
+/// that change things outside dsinfra, run against an emulator the test holds.
+const SMALL: &str = r#"azure { location = "eastus" }
+
+aml_workspace "ws" {}
+
+aml_cluster "train" {
+  size    = "Standard_NC4as_T4_v3"
+  count   = 2
+  ssh_key = file("demo.pub")
+}
+"#;
+
+/// `SMALL` applied with `--endpoint` against an emulator started from `config`.
+pub(super) async fn small_applied(config: EmulatorConfig) -> (World, String) {
+    let (dir, manifest) = scratch(SMALL);
+    let emulator = emulator::start(config).await.expect("the emulator starts");
+    let client = client(&emulator);
+    let desired = desired_of(&manifest);
+    let world = World {
+        dir,
+        manifest,
+        emulator,
+        client,
+        desired,
+    };
+    let applied = world.run(&["apply", "exp.hcl", "--auto-approve"]);
+    let applied = applied.success();
+    assert!(
+        stdout(&applied).contains("Apply complete: 7 created"),
+        "{}",
+        stdout(&applied)
+    );
+    let compute = world
+        .state()
+        .resource(&"aml_cluster.train.compute".parse().expect("valid"))
+        .and_then(|r| r.id.clone())
+        .expect("the compute is in the state");
+    (world, compute)
+}
+
+/// Scale the compute outside dsinfra, as someone in the studio or with `az ml compute update`.
+async fn scale_outside(world: &World, compute: &str, min: i64, max: i64) {
+    let _: Value = world
+        .client
+        .patch(
+            &ResourceId::from_raw(compute),
+            &json!({"properties": {"properties": {"scaleSettings": {
+                "minNodeCount": min, "maxNodeCount": max}}}}),
+        )
+        .await
+        .expect("PATCH works");
+}
+
+fn compute_address() -> dsinfra::addr::Address {
+    "aml_cluster.train.compute".parse().expect("valid")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_sees_a_cluster_resized_outside_dsinfra_and_the_plan_scales_it_back_in_place() {
+    let (world, compute) = small_applied(config()).await;
+    let clean = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(!clean.has_drift(), "{clean:?}");
+
+    scale_outside(&world, &compute, 3, 3).await;
+    let mut state = world.state();
+    let report = refresh(&world.client, SUB, &mut state)
+        .await
+        .expect("refresh works");
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["count".to_owned()])]
+    );
+    let recorded = state.resource(&compute_address()).expect("in the state");
+    assert_eq!(recorded.attrs["count"], json!(3));
+    assert_eq!(recorded.power_state, Some(PowerState::Running));
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
+    let out = stdout(&plan);
+    assert!(out.contains("~ aml_cluster.train.compute"), "{out}");
+    assert!(
+        out.contains("drifted: `count` changed outside dsinfra"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to add, 1 to change, 0 to replace, 0 to destroy."),
+        "{out}"
+    );
+
+    // Autoscaling between 0 and 2: the count is no longer fixed, and the plan fixes it again.
+    scale_outside(&world, &compute, 0, 2).await;
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["count".to_owned()])]
+    );
+    world.run(&["apply", "exp.hcl", "--auto-approve"]).success();
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(!report.has_drift(), "the apply scaled it back: {report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_scaled_to_zero_outside_dsinfra_is_seen_as_parked() {
+    let (world, compute) = small_applied(config()).await;
+    scale_outside(&world, &compute, 0, 0).await;
+    let mut state = world.state();
+    let report = refresh(&world.client, SUB, &mut state)
+        .await
+        .expect("refresh works");
+    assert!(
+        !report.has_drift(),
+        "scaled to zero is parked, not drift: {report:?}"
+    );
+    assert_eq!(
+        report.power_changed,
+        [(
+            compute_address(),
+            Some(PowerState::Running),
+            PowerState::Deallocated
+        )]
+    );
+    // As with a VM deallocated outside dsinfra: nothing to plan, and unpark brings it back.
+    world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(0);
+    world
+        .run(&["unpark", "exp.hcl", "--auto-approve"])
+        .success();
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert!(report.power_changed.is_empty(), "{report:?}");
+    assert_eq!(
+        world.power_state("aml_cluster.train.compute"),
+        Some(PowerState::Running)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_recreated_with_another_size_or_deleted_outside_dsinfra_is_replaced_or_created() {
+    let (world, compute) = small_applied(config()).await;
+    let id = ResourceId::from_raw(compute.clone());
+    let before: Value = world
+        .client
+        .get(&id)
+        .await
+        .expect("GET works")
+        .expect("the compute exists");
+    world
+        .client
+        .delete_with(&id, &[("underlyingResourceAction", "Delete")])
+        .await
+        .expect("DELETE works");
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(report.deleted, [compute_address()]);
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
+    let out = stdout(&plan);
+    assert!(out.contains("drifted: deleted outside dsinfra"), "{out}");
+    assert!(
+        out.contains("Plan: 1 to add, 0 to change, 0 to replace, 0 to destroy."),
+        "{out}"
+    );
+
+    let _: Value = world
+        .client
+        .put(
+            &id,
+            &json!({"location": "eastus", "tags": before["tags"], "properties": {
+                "computeType": "AmlCompute",
+                "properties": {"vmSize": "Standard_NC8as_T4_v3", "vmPriority": "Dedicated",
+                    "scaleSettings": {"minNodeCount": 2, "maxNodeCount": 2,
+                        "nodeIdleTimeBeforeScaleDown": "PT120S"}}}}),
+        )
+        .await
+        .expect("PUT works");
+    let report = refresh(&world.client, SUB, &mut world.state())
+        .await
+        .expect("refresh works");
+    assert_eq!(
+        report.changed,
+        [(compute_address(), vec!["size".to_owned()])]
+    );
+    let plan = world
+        .run(&["plan", "exp.hcl", "--detailed-exitcode"])
+        .code(2);
+    let out = stdout(&plan);
+    assert!(
+        out.contains("drifted: `size` changed outside dsinfra"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
+        "{out}"
+    );
+}
+
+/// `SMALL` with an existing workspace `ml-rg/amlws` (written `location`, if any).
+fn with_existing_workspace(location: Option<&str>) -> String {
+    let location = location.map_or_else(String::new, |l| format!("\n  location       = \"{l}\""));
+    SMALL.replace(
+        "aml_workspace \"ws\" {}",
+        &format!(
+            "aml_workspace \"ws\" {{\n  existing       = true\n  name           = \"amlws\"\n  resource_group = \"ml-rg\"{location}\n}}"
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_existing_workspace_is_a_located_error_before_anything_is_created() {
+    let manifest = with_existing_workspace(None);
+    let (dir, endpoint, plan) = plan_against(&manifest, config()).await;
+    let refused = plan.code(1);
+    assert_eq!(
+        stderr(&refused).replace(&endpoint, "ENDPOINT"),
+        format!(
+            "\
+note: refreshed 0 resource(s) from ENDPOINT: 0 deleted and 0 changed outside dsinfra
+error: workspace ml-rg/amlws does not exist in subscription {SUB}
+ --> exp.hcl:5:20
+  |
+5 |   name           = \"amlws\"
+  |                    ^^^^^^^ `existing = true`: dsinfra reads this workspace and never creates it
+  = help: create it (Azure Machine Learning studio, or `az ml workspace create --name amlws --resource-group ml-rg`), or drop `existing = true` to let dsinfra create it; check `name` and `resource_group` for a typo
+"
+        )
+    );
+    // Apply runs the same preflight before its first change: the resource group is not made.
+    let emulator = emulator::start(config()).await.expect("starts");
+    let endpoint = emulator.endpoint();
+    dsinfra(dir.path())
+        .args([
+            "apply",
+            "exp.hcl",
+            "--auto-approve",
+            "--endpoint",
+            &endpoint,
+        ])
+        .assert()
+        .code(1);
+    let group: Option<Value> = client(&emulator)
+        .get(&ResourceId::from_raw(format!(
+            "/subscriptions/{SUB}/resourceGroups/dsinfra-exp"
+        )))
+        .await
+        .expect("GET works");
+    assert_eq!(group, None, "nothing was created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_workspace_in_another_region_is_said_where_the_manifest_places_it() {
+    // The workspace exists in westeurope: made by another experiment, in group dsinfra-base.
+    let (dir, base) = scratch(
+        "experiment = \"base\"\nazure { location = \"westeurope\" }\naml_workspace \"ws\" { name = \"amlws\" }\n",
+    );
+    let emulator = emulator::start(config()).await.expect("starts");
+    let endpoint = emulator.endpoint();
+    let run = |args: &[&str]| {
+        dsinfra(dir.path())
+            .args(args)
+            .args(["--endpoint", &endpoint])
+            .assert()
+    };
+    let base = base
+        .file_name()
+        .and_then(|f| f.to_str())
+        .expect("a name")
+        .to_owned();
+    std::fs::rename(dir.path().join(&base), dir.path().join("base.hcl")).expect("rename");
+    run(&["apply", "base.hcl", "--auto-approve"]).success();
+
+    let manifest = with_existing_workspace(None).replace("ml-rg", "dsinfra-base");
+    std::fs::write(dir.path().join("exp.hcl"), &manifest).expect("write");
+    let refused = run(&["plan", "exp.hcl"]).code(1);
+    let err = stderr(&refused);
+    assert!(
+        err.contains(
+            "error: workspace dsinfra-base/amlws is in westeurope, not in eastus where the manifest puts its clusters\n --> exp.hcl:5:20\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("= help: a cluster is created in its workspace's region: write `location = \"westeurope\"` on the aml_workspace block"),
+        "{err}"
+    );
+    // Said where it is, the workspace passes and the cluster is planned there.
+    let manifest = with_existing_workspace(Some("westeurope")).replace("ml-rg", "dsinfra-base");
+    std::fs::write(dir.path().join("exp.hcl"), &manifest).expect("write");
+    let planned = run(&["plan", "exp.hcl", "--detailed-exitcode"]).code(2);
+    assert!(
+        stdout(&planned)
+            .contains("+ resource \"Microsoft.MachineLearningServices/workspaces/computes\""),
+        "{}",
+        stdout(&planned)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preflight_checks_amlcomputes_own_quota_dedicated_and_low_priority() {
+    let config = config_with_quota("eastus", "Standard NCASv3_T4 Family", 4);
+    let (_dir, _endpoint, plan) = plan_against(SMALL, config).await;
+    let refused = plan.code(1);
+    let err = stderr(&refused);
+    assert!(
+        err.contains(
+            "\
+error: not enough AmlCompute quota in eastus: aml_cluster.train needs 8 vCPUs of Standard NCASv3_T4 Family Cluster Dedicated vCPUs, 4 available
+ --> exp.hcl:5:1
+  |
+5 | aml_cluster \"train\" {
+  | ^^^^^^^^^^^^^^^^^^^ 2 x Standard_NC4as_T4_v3 (4 vCPUs each)
+  = help: Standard NCASv3_T4 Family Cluster Dedicated vCPUs in eastus: limit 4, in use 0, available 4; this plan adds 8
+  = help: AmlCompute has its own quota, apart from the VMs': request an increase of \"Standard NCASv3_T4 Family Cluster Dedicated vCPUs\" (region eastus) in Azure Machine Learning studio > Quota or the Azure portal > Quotas > Machine learning; or lower `count`, or use another size or region
+"
+        ),
+        "{err}"
+    );
+
+    // Low-priority nodes count against the regional low-priority total, not the family.
+    let mut config = config_with_quota("eastus", "Standard NCASv3_T4 Family", 4);
+    config.quotas.regional_limit = 4;
+    let low = SMALL.replace("count   = 2", "count   = 2\n  priority = \"low_priority\"");
+    let (_dir, _endpoint, plan) = plan_against(&low, config).await;
+    let err = stderr(&plan.code(1));
+    assert!(
+        err.contains("error: not enough AmlCompute quota in eastus: aml_cluster.train needs 8 vCPUs of Total Cluster LowPriority Regional vCPUs, 4 available"),
+        "{err}"
+    );
+    assert!(!err.contains("Family Cluster Dedicated"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpark_checks_the_aml_quota_a_parked_cluster_needs_again() {
+    let (world, compute) =
+        small_applied(config_with_quota("eastus", "Standard NCASv3_T4 Family", 8)).await;
+    world.run(&["park", "exp.hcl", "--auto-approve"]).success();
+    // Someone else's cluster in the same workspace takes 4 of the family's 8 vCPUs meanwhile.
+    let other = format!(
+        "{}/computes/other",
+        compute.rsplit_once("/computes/").expect("a compute id").0
+    );
+    let _: Value = world
+        .client
+        .put(
+            &ResourceId::from_raw(other),
+            &json!({"location": "eastus", "properties": {"computeType": "AmlCompute",
+                "properties": {"vmSize": "Standard_NC4as_T4_v3", "vmPriority": "Dedicated",
+                    "scaleSettings": {"minNodeCount": 1, "maxNodeCount": 1}}}}),
+        )
+        .await
+        .expect("PUT works");
+    let refused = world.run(&["unpark", "exp.hcl", "--auto-approve"]).code(1);
+    let err = stderr(&refused);
+    assert!(
+        err.contains("error: not enough AmlCompute quota in eastus: aml_cluster.train needs 8 vCPUs of Standard NCASv3_T4 Family Cluster Dedicated vCPUs, 4 available"),
+        "{err}"
+    );
+    assert!(
+        err.contains("limit 8, in use 4, available 4; scaling them back needs 8"),
+        "{err}"
+    );
+    assert_eq!(
+        world.power_state("aml_cluster.train.compute"),
+        Some(PowerState::Deallocated)
+    );
 }

@@ -395,3 +395,48 @@ async fn status_and_output_work_offline_from_the_state() {
         "no output named `sshh`: did you mean `ssh`?"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aml_park_warns_and_asks_in_its_own_words() {
+    let (world, _) = super::aml::small_applied(config()).await;
+    let loaded = loaded(&world);
+    let conn = connect(&world, &loaded).await;
+    let collect = Arc::new(Collect::default());
+    let events: Events = collect.clone();
+    let no = Answer::new(false, None);
+    op::park(
+        request(&world, &loaded, &conn, PowerChange::Park),
+        &events,
+        &no,
+        &Cancel::never(),
+    )
+    .await
+    .expect_err("declined");
+    let asked = no
+        .asked
+        .lock()
+        .expect("not poisoned")
+        .clone()
+        .expect("asked");
+    assert_eq!(
+        asked.text,
+        format!(
+            "Scale 1 AmlCompute cluster(s) to zero nodes (deleting the nodes and their local disks) on {}: aml_cluster.train.compute?",
+            world.emulator.endpoint()
+        )
+    );
+    let notes: Vec<String> = collect
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("note: parking"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("note: parking scales the AmlCompute clusters to zero nodes: Azure DELETES the nodes and their local disks"),
+        "{notes:?}"
+    );
+    assert_eq!(
+        world.power_state("aml_cluster.train.compute"),
+        Some(PowerState::Running)
+    );
+}

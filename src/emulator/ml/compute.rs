@@ -108,9 +108,9 @@ fn target_of(body: &Value) -> u64 {
 
 /// AML's own vCPU quota, per VM family and location, shared by every cluster of the
 /// subscription: dedicated nodes count against the family's limit (the emulator's
-/// [`QuotaConfig`](crate::emulator::QuotaConfig) limits), low-priority nodes against one
-/// low-priority limit per location (the regional limit). VMs do not count: AML's quota is its
-/// own.
+/// [`QuotaConfig`](crate::emulator::QuotaConfig) limits) and the regional dedicated total,
+/// low-priority nodes against one low-priority limit per location; both totals are the regional
+/// limit. VMs do not count: AML's quota is its own.
 fn check_quota(
     cloud: &Cloud,
     config: &EmulatorConfig,
@@ -121,37 +121,47 @@ fn check_quota(
     nodes: u64,
 ) -> Result<(), ArmError> {
     let location = normalize_location(location);
-    let family = (!low_priority).then_some(size.family.as_str());
-    let used = cluster_vcpus(
-        cloud,
-        config,
-        (&target.path.sub, &location),
-        low_priority,
-        family,
-        &target.key,
-    );
-    let (limit, what) = if low_priority {
-        (config.quotas.regional_limit, "low-priority".to_owned())
+    let at = (target.path.sub.as_str(), location.as_str());
+    let used =
+        |family: Option<&str>| cluster_vcpus(cloud, config, at, low_priority, family, &target.key);
+    // (limit, vCPUs held by the other clusters, the counter as AML's message names it)
+    let counters = if low_priority {
+        vec![(
+            config.quotas.regional_limit,
+            used(None),
+            "low-priority".to_owned(),
+        )]
     } else {
-        (
-            config.quotas.family_limit(&location, &size.family),
-            family_label(&size.family),
-        )
+        vec![
+            (
+                config.quotas.family_limit(&location, &size.family),
+                used(Some(size.family.as_str())),
+                family_label(&size.family),
+            ),
+            (
+                config.quotas.regional_limit,
+                used(None),
+                "total regional dedicated".to_owned(),
+            ),
+        ]
     };
     let vcpus = u64::from(size.vcpus);
-    let room = u64::from(limit).saturating_sub(used) / vcpus.max(1);
-    if nodes <= room {
-        return Ok(());
+    for (limit, used, what) in counters {
+        let room = u64::from(limit).saturating_sub(used) / vcpus.max(1);
+        if nodes <= room {
+            continue;
+        }
+        let short = nodes - room;
+        return Err(bad_request(format!(
+            "The specified subscription has a {what} vCPU quota of {limit} and cannot accomodate for \
+             at least {short} requested managed compute nodes which maps to {} vCPUs. Talk to your \
+             Subscription Admin or refer to \
+             https://docs.microsoft.com/azure/machine-learning/how-to-manage-quotas#request-quota-increases \
+             to increase the family quota",
+            short * vcpus
+        )));
     }
-    let short = nodes - room;
-    Err(bad_request(format!(
-        "The specified subscription has a {what} vCPU quota of {limit} and cannot accomodate for \
-         at least {short} requested managed compute nodes which maps to {} vCPUs. Talk to your \
-         Subscription Admin or refer to \
-         https://docs.microsoft.com/azure/machine-learning/how-to-manage-quotas#request-quota-increases \
-         to increase the family quota",
-        short * vcpus
-    )))
+    Ok(())
 }
 
 /// The vCPUs AML clusters of the subscription hold in `location` (their target nodes), of one

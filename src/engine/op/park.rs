@@ -23,12 +23,17 @@ use crate::diag::SourceMap;
 use crate::engine::advice::{self, ResourceError};
 use crate::engine::events::{Event, EventSink, Operation};
 use crate::engine::power::{self, HourlyCost, PowerChange, PowerError};
-use crate::engine::{preflight, refresh};
-use crate::model::Desired;
+use crate::engine::preflight::{self, aml};
+use crate::engine::refresh;
+use crate::model::{Desired, ResourceKind};
 use crate::state::{Backend, State};
 
-/// The temp-disk warning every park gives before asking.
+/// The temp-disk warning a park of VMs gives before asking.
 const TEMP_DISK_WARNING: &str = "parking deallocates the VMs: compute is no longer billed, but each VM's temp disk (/mnt) is wiped, including BeeOND scratch and blobfuse caches; OS and data disks, public IPs and storage are kept (and still billed)";
+
+/// The warning a park of AmlCompute clusters gives before asking: unlike a deallocated VM, a
+/// cluster scaled to zero has no nodes left at all, so nothing of them survives to the unpark.
+const AML_SCALE_WARNING: &str = "parking scales the AmlCompute clusters to zero nodes: Azure DELETES the nodes and their local disks (the BeeOND scratch and anything else under /mnt is lost), and the nodes are no longer billed; unpark makes new nodes (new node ids, new host keys) and runs the steps on them again; the workspace and its storage are kept";
 
 /// What a park or unpark is asked to do.
 pub struct ParkRequest<'a> {
@@ -117,15 +122,18 @@ pub async fn park(
             problem: None,
         });
     }
+    let kinds = Kinds::of(&state, &todo);
     if change == PowerChange::Park {
-        note(TEMP_DISK_WARNING);
+        for warning in park_warnings(kinds) {
+            note(warning);
+        }
     }
     if change == PowerChange::Unpark {
         check_start(arm, &state, &todo, (desired, sources), events, cancel).await?;
     }
     let question = Question {
         verb: change.verb(),
-        text: question(change, &todo, arm),
+        text: question(change, &todo, kinds, &arm.target.name()),
     };
     if !approver.approve(&question)? {
         return Err(Error::Failed("cancelled: nothing was changed".to_owned()));
@@ -235,23 +243,80 @@ fn problems(
     }
 }
 
-/// `Deallocate 2 VM(s) on <target>: vm.a.vm, vm.b.vm?`
-fn question(change: PowerChange, todo: &[Address], arm: &Arm) -> String {
-    let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
-    format!(
-        "{} {} VM(s) on {}: {}?",
-        match change {
-            PowerChange::Park => "Deallocate",
-            PowerChange::Unpark => "Start",
-        },
-        todo.len(),
-        arm.target.name(),
-        names.join(", ")
-    )
+/// How many of the resources a park or unpark acts on are VMs and how many AmlCompute
+/// clusters: the two are parked differently, and the question and warnings say how.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Kinds {
+    vms: usize,
+    clusters: usize,
 }
 
-/// Before an unpark: starting needs the vCPUs a deallocated VM gave back, so the quota is
-/// checked before any VM is started; a shortfall is reported as located diagnostics.
+impl Kinds {
+    fn of(state: &State, todo: &[Address]) -> Self {
+        let clusters = todo
+            .iter()
+            .filter(|a| {
+                state
+                    .resource(a)
+                    .is_some_and(|r| r.kind == ResourceKind::MlCompute)
+            })
+            .count();
+        Self {
+            vms: todo.len() - clusters,
+            clusters,
+        }
+    }
+}
+
+/// The warnings a park gives before asking, one per kind of resource it parks: a mixed
+/// manifest gets both.
+fn park_warnings(kinds: Kinds) -> Vec<&'static str> {
+    let mut warnings = Vec::new();
+    if kinds.vms > 0 {
+        warnings.push(TEMP_DISK_WARNING);
+    }
+    if kinds.clusters > 0 {
+        warnings.push(AML_SCALE_WARNING);
+    }
+    warnings
+}
+
+/// `Deallocate 2 VM(s) on <target>: vm.a.vm, vm.b.vm?`; AmlCompute clusters are scaled (to zero
+/// nodes, or back to their `count`), and a mixed park names both.
+fn question(change: PowerChange, todo: &[Address], kinds: Kinds, target: &str) -> String {
+    let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
+    let vms = (kinds.vms > 0).then(|| {
+        let verb = match change {
+            PowerChange::Park => "Deallocate",
+            PowerChange::Unpark => "Start",
+        };
+        format!("{verb} {} VM(s)", kinds.vms)
+    });
+    let clusters = (kinds.clusters > 0).then(|| {
+        let to = match change {
+            PowerChange::Park => "to zero nodes (deleting the nodes and their local disks)",
+            PowerChange::Unpark => "back to their node count (new nodes)",
+        };
+        format!("scale {} AmlCompute cluster(s) {to}", kinds.clusters)
+    });
+    let what = match (vms, clusters) {
+        (Some(vms), Some(clusters)) => format!("{vms} and {clusters}"),
+        (Some(one), None) | (None, Some(one)) => capitalized(&one),
+        (None, None) => String::new(),
+    };
+    format!("{what} on {target}: {}?", names.join(", "))
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// Before an unpark: starting needs the vCPUs a deallocated VM gave back (and scaling a cluster
+/// back its nodes' vCPUs of AML's own quota), so the quota is checked before any VM is started;
+/// a shortfall is reported as located diagnostics.
 async fn check_start(
     arm: &Arm,
     state: &State,
@@ -261,14 +326,29 @@ async fn check_start(
     cancel: &Cancel,
 ) -> Result<(), Error> {
     let locations = preflight::locations_of_vms(state, todo);
-    let capacity = cancel
-        .interruptible(preflight::Capacity::fetch(
-            &arm.client,
-            &arm.subscription,
-            &locations,
-        ))
-        .await??;
-    let problems = preflight::check_start(state, todo, desired, &capacity);
+    let mut problems = Vec::new();
+    if !locations.is_empty() {
+        let capacity = cancel
+            .interruptible(preflight::Capacity::fetch(
+                &arm.client,
+                &arm.subscription,
+                &locations,
+            ))
+            .await??;
+        problems = preflight::check_start(state, todo, desired, &capacity);
+    }
+    // Clusters scaled to zero hold none of AML's quota: scaling back needs it again.
+    let locations = aml::locations_of_clusters(state, todo);
+    if !locations.is_empty() {
+        let capacity = cancel
+            .interruptible(aml::MlCapacity::fetch(
+                &arm.client,
+                &arm.subscription,
+                &locations,
+            ))
+            .await??;
+        problems.extend(aml::check_start(state, todo, desired, &capacity));
+    }
     if problems.is_empty() {
         return Ok(());
     }
@@ -304,4 +384,69 @@ fn described(
             described
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addresses(list: &[&str]) -> Vec<Address> {
+        list.iter()
+            .map(|a| a.parse().expect("an address"))
+            .collect()
+    }
+
+    #[test]
+    fn a_park_of_vms_keeps_the_vm_wording() {
+        let todo = addresses(&["vm.a.vm"]);
+        let kinds = Kinds {
+            vms: 1,
+            clusters: 0,
+        };
+        assert_eq!(park_warnings(kinds), vec![TEMP_DISK_WARNING]);
+        assert_eq!(
+            question(PowerChange::Park, &todo, kinds, "Azure"),
+            "Deallocate 1 VM(s) on Azure: vm.a.vm?"
+        );
+    }
+
+    #[test]
+    fn a_park_of_aml_clusters_says_the_nodes_and_their_disks_are_deleted() {
+        let todo = addresses(&["aml_cluster.beeond.compute"]);
+        let kinds = Kinds {
+            vms: 0,
+            clusters: 1,
+        };
+        let warnings = park_warnings(kinds);
+        assert_eq!(warnings, vec![AML_SCALE_WARNING]);
+        assert!(warnings[0].contains("DELETES the nodes and their local disks"));
+        assert!(warnings[0].contains("BeeOND scratch"));
+        assert!(warnings[0].contains("runs the steps on them again"));
+        assert!(!warnings[0].contains("deallocates"));
+        assert_eq!(
+            question(PowerChange::Park, &todo, kinds, "the emulator"),
+            "Scale 1 AmlCompute cluster(s) to zero nodes (deleting the nodes and their local disks) on the emulator: aml_cluster.beeond.compute?"
+        );
+        assert_eq!(
+            question(PowerChange::Unpark, &todo, kinds, "the emulator"),
+            "Scale 1 AmlCompute cluster(s) back to their node count (new nodes) on the emulator: aml_cluster.beeond.compute?"
+        );
+    }
+
+    #[test]
+    fn a_mixed_park_says_both() {
+        let todo = addresses(&["vm.a.vm", "aml_cluster.beeond.compute"]);
+        let kinds = Kinds {
+            vms: 1,
+            clusters: 1,
+        };
+        assert_eq!(
+            park_warnings(kinds),
+            vec![TEMP_DISK_WARNING, AML_SCALE_WARNING]
+        );
+        assert_eq!(
+            question(PowerChange::Park, &todo, kinds, "Azure"),
+            "Deallocate 1 VM(s) and scale 1 AmlCompute cluster(s) to zero nodes (deleting the nodes and their local disks) on Azure: vm.a.vm, aml_cluster.beeond.compute?"
+        );
+    }
 }

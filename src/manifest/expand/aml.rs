@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::addr::Address;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
 use crate::model::{Attrs, ResourceKind};
 
 use super::super::decode::{self, BlockAttrs, Choices, Located, OneOf, Ref, Unknown};
@@ -33,6 +33,11 @@ pub(super) struct WorkspaceInfo {
     location: String,
     /// Whether it exists already (read only) rather than being created by dsinfra.
     existing: bool,
+    /// Where the block names the workspace (its `name`, else its header): the preflight's
+    /// problems with an existing workspace point there.
+    name_span: Span,
+    /// Where the block writes `location`, if it does.
+    location_span: Option<Span>,
 }
 
 /// An `aml_workspace` block's attributes.
@@ -95,6 +100,11 @@ pub(super) fn expand_workspace(ex: &mut Expander<'_>, block: &EvalBlock) {
     let lifecycle = ex.lifecycle(block);
     let existing = attrs.existing.unwrap_or(false);
     let id = ex.experiment.id.clone();
+    let name_span = attrs
+        .name
+        .as_ref()
+        .map_or_else(|| block.header.clone(), |n| n.span.clone());
+    let location_span = attrs.location.as_ref().map(|l| l.span.clone());
     let mut check = Check::new(block, ex.diags);
     let name = workspace_name(&mut check, &attrs, existing, &id);
     check_new_or_existing(&mut check, &attrs, existing);
@@ -118,6 +128,8 @@ pub(super) fn expand_workspace(ex: &mut Expander<'_>, block: &EvalBlock) {
             resource_group,
             location,
             existing,
+            name_span,
+            location_span,
         },
     );
     if existing {
@@ -410,6 +422,14 @@ pub(super) fn expand_cluster(ex: &mut Expander<'_>, block: &EvalBlock) {
         resource
             .resource_group
             .clone_from(&workspace.resource_group);
+    }
+    if workspace.existing {
+        // The preflight reads an existing workspace before anything is created: what it finds
+        // wrong (missing, in another region) is said at the workspace block's words.
+        ex.locate(&compute, "workspace_name", workspace.name_span.clone());
+        if let Some(span) = workspace.location_span.clone() {
+            ex.locate(&compute, "location", span);
+        }
     }
     if attrs.name.is_some() {
         ex.user_named.insert(compute.clone());
