@@ -96,14 +96,7 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
         arm: conn.as_deref(),
     };
     let found = op::status(request, &cancel).await?;
-    out.result(&view::status_text(
-        &found.state,
-        &found.vms,
-        &found.cost,
-        found.at,
-        found.refreshed.is_some(),
-        out.stdout_colour(),
-    ));
+    out.result(&view::status_view(&found, out.stdout_colour()));
     if let Some(note) = found.refreshed.as_ref().and_then(view::drift_note) {
         out.note(&note);
     }

@@ -13,6 +13,8 @@ use super::money::{dollars, rate};
 use super::paint::{bold, dim, green, paint, yellow};
 use super::table::table;
 use super::value::{inline, key};
+use crate::engine::aml_scale::describe_counts;
+use crate::engine::op::{ClusterNodes, ClusterStatus, StatusOutcome};
 use crate::engine::power::{HourlyCost, VmStatus};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
 
@@ -41,11 +43,67 @@ pub fn duration_words(seconds: i64) -> String {
     }
 }
 
-/// The `dsinfra status` view: the VM table, the other resources, and the cost lines. `live` says
-/// whether the power states were just read from Azure (otherwise they are as last recorded).
+/// The `dsinfra status` view of what the status operation found.
+pub fn status_view(found: &StatusOutcome, colour: bool) -> String {
+    status_text(
+        &found.state,
+        &found.vms,
+        &found.clusters,
+        &found.cost,
+        found.at,
+        found.refreshed.is_some(),
+        colour,
+    )
+}
+
+/// An AmlCompute cluster's nodes in words: `4 nodes: 4 idle`, `parked (0 nodes)`,
+/// `resizing 0 -> 4: 2 preparing`.
+pub fn cluster_nodes_words(nodes: &ClusterNodes) -> String {
+    let counts = describe_counts(&nodes.counts);
+    if !nodes.steady {
+        format!("resizing {} -> {}: {counts}", nodes.current, nodes.target)
+    } else if nodes.current == 0 && nodes.target == 0 {
+        "parked (0 nodes)".to_owned()
+    } else {
+        format!("{} nodes: {counts}", nodes.current)
+    }
+}
+
+/// A cluster's NODES cell: what Azure said, or else what the state last recorded.
+fn cluster_nodes_cell(cluster: &ClusterStatus) -> String {
+    match &cluster.nodes {
+        Some(nodes) => cluster_nodes_words(nodes),
+        None if cluster.parked => "parked (as last recorded)".to_owned(),
+        None => format!("{} nodes (as last recorded)", cluster.count),
+    }
+}
+
+/// The AmlCompute clusters' table: nodes and $/hour.
+fn clusters_table(clusters: &[ClusterStatus], colour: bool) -> String {
+    let mut rows = vec![
+        ["AML CLUSTER", "SIZE", "NODES", "$/HOUR"]
+            .iter()
+            .map(|h| paint(colour, &bold(), h))
+            .collect::<Vec<_>>(),
+    ];
+    for cluster in clusters {
+        rows.push(vec![
+            cluster.address.to_string(),
+            cluster.size.clone(),
+            cluster_nodes_cell(cluster),
+            rate(cluster.per_hour),
+        ]);
+    }
+    table(&rows)
+}
+
+/// The `dsinfra status` view: the VM table, the AmlCompute clusters, the other resources, and
+/// the cost lines. `live` says whether the power states were just read from Azure (otherwise
+/// they are as last recorded).
 pub fn status_text(
     state: &State,
     vms: &[VmStatus],
+    clusters: &[ClusterStatus],
     cost: &HourlyCost,
     now: DateTime<Utc>,
     live: bool,
@@ -103,7 +161,11 @@ pub fn status_text(
         out.push_str(&table(&rows));
         out.push('\n');
     }
-    let others = other_resources(state);
+    if !clusters.is_empty() {
+        out.push_str(&clusters_table(clusters, colour));
+        out.push('\n');
+    }
+    let others = other_resources(state, clusters);
     if !others.is_empty() {
         let mut rows = vec![
             ["RESOURCE", "TYPE", "STATE"]
@@ -124,12 +186,14 @@ pub fn status_text(
     out
 }
 
-/// Every resource but the VMs: address, ARM type and what dsinfra knows of it.
-fn other_resources(state: &State) -> Vec<Vec<String>> {
+/// Every resource but the VMs and the clusters' computes: address, ARM type and what dsinfra
+/// knows of it.
+fn other_resources(state: &State, clusters: &[ClusterStatus]) -> Vec<Vec<String>> {
     state
         .resources
         .iter()
         .filter(|r| r.kind != crate::model::ResourceKind::VirtualMachine)
+        .filter(|r| !clusters.iter().any(|c| c.address == r.address))
         .map(|r| {
             let known = match (&r.drift, r.status) {
                 (Some(Drift::Deleted), _) => "deleted outside dsinfra".to_owned(),
@@ -378,7 +442,7 @@ mod tests {
             drift: Some(Drift::Deleted),
         });
         assert_eq!(
-            status_text(&state, &vms, &cost, now, false, false),
+            status_text(&state, &vms, &[], &cost, now, false, false),
             "\
 Experiment `exp`
 
@@ -392,6 +456,85 @@ storage_account.data  Microsoft.Storage/storageAccounts  deleted outside dsinfra
 Cost per hour now: $3.02 (all running: $25.05, all parked: $0.0400)
 
 Power states are as last recorded; run with --emulator, --endpoint or Azure credentials to read them live.
+"
+        );
+    }
+
+    fn nodes(current: i32, target: i32, steady: bool, idle: i32, preparing: i32) -> ClusterNodes {
+        ClusterNodes {
+            current,
+            target,
+            steady,
+            counts: crate::azure::types::ml::NodeStateCounts {
+                idle_node_count: idle,
+                preparing_node_count: preparing,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn an_aml_clusters_nodes_read_as_words() {
+        assert_eq!(
+            cluster_nodes_words(&nodes(4, 4, true, 4, 0)),
+            "4 nodes: 4 idle"
+        );
+        assert_eq!(
+            cluster_nodes_words(&nodes(0, 0, true, 0, 0)),
+            "parked (0 nodes)"
+        );
+        assert_eq!(
+            cluster_nodes_words(&nodes(0, 4, false, 0, 2)),
+            "resizing 0 -> 4: 2 preparing"
+        );
+        assert_eq!(
+            cluster_nodes_words(&nodes(4, 0, false, 2, 0)),
+            "resizing 4 -> 0: 2 idle"
+        );
+    }
+
+    #[test]
+    fn the_status_view_has_a_row_per_aml_cluster_with_its_nodes_and_cost() {
+        let now = DateTime::parse_from_rfc3339("2026-11-22T08:00:00Z")
+            .expect("valid")
+            .with_timezone(&Utc);
+        let cluster =
+            |name: &str, parked: bool, nodes: Option<ClusterNodes>, per_hour| ClusterStatus {
+                address: format!("aml_cluster.{name}.compute")
+                    .parse()
+                    .expect("valid"),
+                size: "Standard_ND40rs_v2".into(),
+                count: 4,
+                parked,
+                nodes,
+                per_hour,
+            };
+        let clusters = [
+            cluster("a", false, Some(nodes(4, 4, true, 4, 0)), 89.76),
+            cluster("b", true, Some(nodes(0, 0, true, 0, 0)), 0.0),
+            cluster("c", false, None, 89.76),
+            cluster("d", true, None, 0.0),
+        ];
+        let cost = HourlyCost {
+            now: 179.52,
+            all_running: 359.04,
+            all_parked: 0.0,
+        };
+        let text = status_text(&State::new("exp"), &[], &clusters, &cost, now, true, false);
+        assert_eq!(
+            text,
+            "\
+Experiment `exp`
+
+No VMs in the state.
+
+AML CLUSTER            SIZE                NODES                       $/HOUR
+aml_cluster.a.compute  Standard_ND40rs_v2  4 nodes: 4 idle             $89.76
+aml_cluster.b.compute  Standard_ND40rs_v2  parked (0 nodes)            $0.00
+aml_cluster.c.compute  Standard_ND40rs_v2  4 nodes (as last recorded)  $89.76
+aml_cluster.d.compute  Standard_ND40rs_v2  parked (as last recorded)   $0.00
+
+Cost per hour now: $179.52 (all running: $359.04, all parked: $0.00)
 "
         );
     }

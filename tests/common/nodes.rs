@@ -30,50 +30,32 @@ use dsinfra::ssh::{HostKey, HostKeyPair};
 
 use super::sshd::{self, Host, Ib0, TEST_USER};
 
-/// Real sshd hosts standing in for the VMs an emulator creates.
-pub struct NodeFarm {
-    /// Holds every host's directory; removed after the hosts stop (field order: hosts first).
+/// What every farm of sshd hosts shares (this one and the AML node farm, `aml_nodes.rs`): a
+/// scratch directory, the client key every host lets in, and the running hosts by name. Both
+/// farms deref to it.
+pub struct FarmHosts {
+    /// The hosts, by name; stopped before the directory goes (field order: hosts first).
     hosts: Mutex<BTreeMap<String, Host>>,
-    /// VM names in the order they booted (a replaced VM appears once per boot).
-    order: Mutex<Vec<String>>,
     client_key: PathBuf,
     client_public: HostKey,
     dir: tempfile::TempDir,
 }
 
-/// Where one farm host listens and keeps its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FarmHost {
-    /// Its port on 127.0.0.1.
-    pub port: u16,
-    /// Its directory (config, host key, pid file, log).
-    pub dir: PathBuf,
-    /// sshd's own log.
-    pub log: PathBuf,
-}
-
-impl NodeFarm {
-    /// A farm with no hosts yet. `None` (after printing why) when sshd cannot run here; under CI
-    /// that is a test failure instead, as for `sshd::start`.
-    pub fn start() -> Option<Arc<Self>> {
+impl FarmHosts {
+    /// No hosts yet. `None` (after printing why) when sshd cannot run here; under CI that is a
+    /// test failure instead, as for `sshd::start`.
+    pub fn new() -> Option<Self> {
         if !sshd::available() {
             return None;
         }
         let dir = sshd::scratch_dir();
         let (client_key, client_public) = sshd::write_client_key(dir.path());
-        Some(Arc::new(Self {
+        Some(Self {
             hosts: Mutex::new(BTreeMap::new()),
-            order: Mutex::new(Vec::new()),
             client_key,
             client_public,
             dir,
-        }))
-    }
-
-    /// The emulator boot hook that starts a host per VM and answers its endpoint.
-    pub fn hook(self: &Arc<Self>) -> VmBootHook {
-        let farm = Arc::downgrade(self);
-        Arc::new(move |boot: &VmBoot| farm.upgrade().map(|farm| farm.boot(boot)))
+        })
     }
 
     /// The client's private key file (for `-i` or `Auth::key_file`).
@@ -92,17 +74,110 @@ impl NodeFarm {
         TEST_USER
     }
 
-    /// The host currently standing in for the VM named `vm_name` (the Azure VM name).
-    pub fn host(&self, vm_name: &str) -> Option<FarmHost> {
+    /// Starts a host in its own directory `dir_name` with the key pair `(private, public)`,
+    /// letting in the client key and `keys` (what the machine was created with), and files it
+    /// under `name`, in place of the host that stood for `name` before (stopped after the new
+    /// one started). `what` names the machine in the warning about an admin user that cannot log
+    /// in. Returns the new host's port on 127.0.0.1.
+    #[allow(clippy::too_many_arguments)] // What one sshd stand-in is made of, each one line.
+    pub fn start_host(
+        &self,
+        what: &str,
+        name: &str,
+        dir_name: &str,
+        admin_username: &str,
+        (private, public): (&str, &HostKey),
+        keys: &[String],
+        ib0: Option<&Ib0>,
+    ) -> u16 {
+        if admin_username != TEST_USER {
+            eprintln!(
+                "{what} has admin user {admin_username:?}; only {TEST_USER} can log in to farm hosts"
+            );
+        }
+        let authorized = self.dir.path().join(format!("{dir_name}.authorized_keys"));
+        let mut all = vec![self.client_public_key()];
+        all.extend(keys.iter().cloned());
+        sshd::write_authorized_keys(&authorized, &all);
+        let host = Host::start_with_key_and_ib0(
+            self.dir.path(),
+            dir_name,
+            private,
+            public,
+            &authorized,
+            ib0,
+        );
+        let port = host.port;
+        let old = self
+            .hosts
+            .lock()
+            .expect("farm mutex not poisoned")
+            .insert(name.to_owned(), host);
+        // Stopping the replaced host waits for its process: outside the lock.
+        drop(old);
+        port
+    }
+
+    /// What `read` says of the host filed under `name`, if there is one.
+    pub fn with_host<T>(&self, name: &str, read: impl FnOnce(&Host) -> T) -> Option<T> {
         self.hosts
             .lock()
             .expect("farm mutex not poisoned")
-            .get(vm_name)
-            .map(|h| FarmHost {
-                port: h.port,
-                dir: h.dir.clone(),
-                log: h.log.clone(),
-            })
+            .get(name)
+            .map(read)
+    }
+}
+
+/// Real sshd hosts standing in for the VMs an emulator creates.
+pub struct NodeFarm {
+    /// The hosts, by VM name.
+    hosts: FarmHosts,
+    /// VM names in the order they booted (a replaced VM appears once per boot).
+    order: Mutex<Vec<String>>,
+}
+
+impl std::ops::Deref for NodeFarm {
+    type Target = FarmHosts;
+
+    fn deref(&self) -> &FarmHosts {
+        &self.hosts
+    }
+}
+
+/// Where one farm host listens and keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FarmHost {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Its directory (config, host key, pid file, log).
+    pub dir: PathBuf,
+    /// sshd's own log.
+    pub log: PathBuf,
+}
+
+impl NodeFarm {
+    /// A farm with no hosts yet. `None` (after printing why) when sshd cannot run here; under CI
+    /// that is a test failure instead, as for `sshd::start`.
+    pub fn start() -> Option<Arc<Self>> {
+        Some(Arc::new(Self {
+            hosts: FarmHosts::new()?,
+            order: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The emulator boot hook that starts a host per VM and answers its endpoint.
+    pub fn hook(self: &Arc<Self>) -> VmBootHook {
+        let farm = Arc::downgrade(self);
+        Arc::new(move |boot: &VmBoot| farm.upgrade().map(|farm| farm.boot(boot)))
+    }
+
+    /// The host currently standing in for the VM named `vm_name` (the Azure VM name).
+    pub fn host(&self, vm_name: &str) -> Option<FarmHost> {
+        self.hosts.with_host(vm_name, |h| FarmHost {
+            port: h.port,
+            dir: h.dir.clone(),
+            log: h.log.clone(),
+        })
     }
 
     /// The VM names booted so far, in boot order; a VM booted twice (replaced) appears twice.
@@ -112,12 +187,6 @@ impl NodeFarm {
 
     /// Starts the host for one VM and returns its endpoint.
     fn boot(&self, boot: &VmBoot) -> String {
-        if boot.admin_username != TEST_USER {
-            eprintln!(
-                "NodeFarm: VM {} has admin user {:?}; only {TEST_USER} can log in to farm hosts",
-                boot.name, boot.admin_username
-            );
-        }
         // Without a key in customData cloud-init generates one, unknown to dsinfra.
         let (private, public) = boot
             .custom_data
@@ -136,28 +205,16 @@ impl NodeFarm {
             order.len()
         };
         // Each boot gets its own directory: a replacement's host starts before the old one stops.
-        let name = format!("{}-boot{boots}", boot.name);
-        let authorized = self.dir.path().join(format!("{name}.authorized_keys"));
-        let mut keys = vec![self.client_public_key()];
-        keys.extend(boot.ssh_public_keys.iter().cloned());
-        sshd::write_authorized_keys(&authorized, &keys);
-        let host = Host::start_with_key_and_ib0(
-            self.dir.path(),
-            &name,
-            &private,
-            &public,
-            &authorized,
+        let port = self.hosts.start_host(
+            &format!("NodeFarm: VM {}", boot.name),
+            &boot.name,
+            &format!("{}-boot{boots}", boot.name),
+            &boot.admin_username,
+            (&private, &public),
+            &boot.ssh_public_keys,
             ib0_of(boot).as_ref(),
         );
-        let endpoint = format!("127.0.0.1:{}", host.port);
-        let old = self
-            .hosts
-            .lock()
-            .expect("farm mutex not poisoned")
-            .insert(boot.name.clone(), host);
-        // Stopping the replaced host waits for its process: outside the lock.
-        drop(old);
-        endpoint
+        format!("127.0.0.1:{port}")
     }
 }
 

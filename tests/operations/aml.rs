@@ -59,6 +59,21 @@ fn compute_power(dir: &Path) -> Option<String> {
         .and_then(|r| r["power_state"].as_str().map(str::to_owned))
 }
 
+/// The cluster's row in `dsinfra status --emulator`: its cells (address, size, nodes, $/hour).
+fn status_row(dir: &Path, file: &str) -> Vec<String> {
+    let status = run(dir, &["status", file, "--emulator"]).success();
+    let text = stdout(&status);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("aml_cluster.beeond.compute "))
+        .unwrap_or_else(|| panic!("status has a row for the cluster:\n{text}"));
+    row.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
     let dir = example_dir();
@@ -70,6 +85,15 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
     let first = node_ids(&out);
     assert_eq!(first.len(), 4, "apply lists the four nodes: {out}");
     assert_eq!(compute_power(dir).as_deref(), Some("running"));
+    // Status reads the compute: four idle nodes, at four nodes' price.
+    let row = status_row(dir, file);
+    assert_eq!(
+        row[1..3],
+        ["Standard_ND40rs_v2", "4 nodes: 4 idle"],
+        "{row:?}"
+    );
+    let running_rate = row[3].clone();
+    assert_ne!(running_rate, "$0.00", "{row:?}");
 
     let empty = |dir: &Path| {
         run(dir, &["plan", file, "--emulator", "--detailed-exitcode"])
@@ -93,6 +117,12 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
 
     run(dir, &["park", file, "--emulator", "--auto-approve"]).success();
     assert_eq!(compute_power(dir).as_deref(), Some("deallocated"));
+    let row = status_row(dir, file);
+    assert_eq!(
+        row[1..],
+        ["Standard_ND40rs_v2", "parked (0 nodes)", "$0.00"],
+        "{row:?}"
+    );
     empty(dir);
 
     let unpark = run(dir, &["unpark", file, "--emulator", "--auto-approve"]).success();
@@ -104,6 +134,16 @@ fn the_aml_example_applies_parks_unparks_and_destroys_against_the_emulator() {
         "the nodes after unpark are new nodes: {first:?} then {again:?}"
     );
     assert_eq!(compute_power(dir).as_deref(), Some("running"));
+    let row = status_row(dir, file);
+    assert_eq!(
+        row[1..],
+        [
+            "Standard_ND40rs_v2",
+            "4 nodes: 4 idle",
+            running_rate.as_str()
+        ],
+        "{row:?}"
+    );
 
     for round in 0..2 {
         let destroy = run(dir, &["destroy", file, "--emulator", "--auto-approve"]).success();

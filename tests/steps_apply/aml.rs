@@ -1,9 +1,10 @@
 //! Steps on the nodes of an Azure Machine Learning cluster, end to end: the emulator's AML node
 //! hook maps each of the four nodes of an `aml_cluster` (at the cluster's public IP and the
 //! node's own port, as `listNodes` gives them) to a local sshd that made its own host key
-//! (tests/common/aml_nodes.rs), and the real binary applies.
+//! (tests/common/aml_nodes.rs), and the real binary applies the manifest: it makes a new
+//! workspace with its dependencies, the compute, and runs the steps.
 //!
-//! Held: the steps run on all four nodes, head-only ones on node 0 after the others; every
+//! Held: the workspace and what it needs are made from the manifest; the steps run on all four nodes, head-only ones on node 0 after the others; every
 //! node's key is trusted on first use and pinned in the state on the compute, under its node
 //! id, with the step records; apply lists the nodes; a second apply runs nothing and changes no
 //! record; a node presenting a key other than its pinned one is refused, with what to do.
@@ -11,24 +12,17 @@
 use std::collections::BTreeMap;
 
 use dsinfra::ssh::HostKeyPair;
-use serde_json::json;
 
 use super::*;
 
-/// The experiment's emulated subscription.
-const SUB: &str = "00000000-0000-0000-0000-000000000000";
-
-/// An existing workspace and a fixed-size cluster of four nodes whose steps write where they ran.
+/// A new workspace (dsinfra makes what it needs) and a fixed-size cluster of four nodes whose
+/// steps write where they ran.
 fn write_aml_manifest(w: &World, farm: &AmlNodeFarm) {
     let out = w.out().display().to_string();
     w.write_hcl(
         "stepsdemo",
         &format!(
-            r#"aml_workspace "ws" {{
-  existing       = true
-  name           = "amlws"
-  resource_group = "ml-rg"
-}}
+            r#"aml_workspace "ws" {{}}
 aml_cluster "scratch" {{
   workspace      = aml_workspace.ws
   size           = "Standard_D2_v2"
@@ -53,113 +47,6 @@ EOT
             key = farm.client_public_key(),
         ),
     );
-}
-
-/// Sends one ARM request to the emulator; the answer's status and body.
-async fn arm(w: &World, method: &str, path: &str, version: &str, body: &Value) -> (u16, Value) {
-    let url = format!("{}{path}?api-version={version}", w.handle.endpoint());
-    let response = reqwest::Client::new()
-        .request(method.parse().expect("a method"), url)
-        .bearer_auth("dsinfra-emulator")
-        .json(body)
-        .send()
-        .await
-        .expect("the emulator answers");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-/// The existing workspace (with what Azure requires of one) and the cluster, as they would be
-/// after an apply: made through the emulator's ARM API, the compute with the manifest's
-/// attributes and tags, waited for until its four nodes are idle; the state recorded as apply
-/// records it. The workspace's own resources stay out of the state: it is an existing one.
-#[allow(clippy::too_many_lines)] // The ARM requests in order, each one line of setup.
-async fn provision(w: &World, farm: &AmlNodeFarm) {
-    let loaded = dsinfra::manifest::load(
-        &w.path("stepsdemo.hcl"),
-        &dsinfra::manifest::LoadOptions::default(),
-    )
-    .expect("the manifest loads");
-    let desired = loaded.desired;
-    let group = format!("/subscriptions/{SUB}/resourceGroups/ml-rg");
-    let location = json!("eastus");
-    let put = |path: String, version: &'static str, body: Value| async move {
-        let (status, answer) = arm(w, "PUT", &path, version, &body).await;
-        assert!(status < 300, "PUT {path}: {status} {answer}");
-    };
-    put(group.clone(), "2025-04-01", json!({"location": location})).await;
-    let storage = format!("{group}/providers/Microsoft.Storage/storageAccounts/amlwssa");
-    put(
-        storage.clone(),
-        "2025-01-01",
-        json!({"location": location, "sku": {"name": "Standard_LRS"}, "kind": "StorageV2"}),
-    )
-    .await;
-    let vault = format!("{group}/providers/Microsoft.KeyVault/vaults/amlws-kv");
-    put(vault.clone(), "2023-07-01", json!({"location": location, "properties": {
-        "tenantId": "d51f0000-0000-4000-8000-00000000e317", "sku": {"family": "A", "name": "standard"}}})).await;
-    let logs = format!("{group}/providers/Microsoft.OperationalInsights/workspaces/amlws-logs");
-    put(logs.clone(), "2022-10-01", json!({"location": location})).await;
-    let insights = format!("{group}/providers/Microsoft.Insights/components/amlws-ai");
-    put(
-        insights.clone(),
-        "2020-02-02",
-        json!({"location": location, "kind": "web", "properties": {
-        "Application_Type": "web", "WorkspaceResourceId": logs}}),
-    )
-    .await;
-    // The storage account's create is long-running: the workspace needs it done.
-    for _ in 0..200 {
-        let (status, _) = arm(w, "GET", &storage, "2025-01-01", &Value::Null).await;
-        if status == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let ws = format!("{group}/providers/Microsoft.MachineLearningServices/workspaces/amlws");
-    put(ws.clone(), "2024-10-01", json!({"location": location, "identity": {"type": "SystemAssigned"},
-        "properties": {"storageAccount": storage, "keyVault": vault, "applicationInsights": insights,
-                       "friendlyName": "ws"}})).await;
-    let compute = desired
-        .resource(&"aml_cluster.scratch.compute".parse().expect("valid"))
-        .expect("the cluster has a compute");
-    let id = compute.arm_id(SUB);
-    assert!(id.starts_with(&ws), "{id}");
-    let idle = |b: &Value| {
-        b["properties"]["provisioningState"] == "Succeeded"
-            && b["properties"]["properties"]["nodeStateCounts"]["idleNodeCount"] == json!(4)
-    };
-    for _ in 0..400 {
-        let (_, b) = arm(w, "GET", &ws, "2024-10-01", &Value::Null).await;
-        if b["properties"]["provisioningState"] == "Succeeded" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    put(id.clone(), "2024-10-01", json!({"location": location,
-        "tags": compute.attrs.get("tags").cloned().unwrap_or(Value::Null),
-        "properties": {"computeType": "AmlCompute", "properties": {
-        "vmSize": "Standard_D2_v2", "vmPriority": "Dedicated",
-        "scaleSettings": {"minNodeCount": 4, "maxNodeCount": 4, "nodeIdleTimeBeforeScaleDown": "PT120S"},
-        "userAccountCredentials": {"adminUserName": farm.user(), "adminUserSshPublicKey": farm.client_public_key()},
-        "remoteLoginPortPublicAccess": "Enabled"}}})).await;
-    let mut ready = false;
-    for _ in 0..600 {
-        let (_, b) = arm(w, "GET", &id, "2024-10-01", &Value::Null).await;
-        if idle(&b) {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "the compute's four nodes became idle");
-    let mut state = dsinfra::state::State::from_applied(&desired, SUB);
-    state
-        .resources
-        .retain(|r| r.kind == dsinfra::model::ResourceKind::MlCompute);
-    let path = farm_apply::state_path(w.dir.path(), "stepsdemo");
-    std::fs::create_dir_all(path.parent().expect("a directory")).expect("state dir");
-    std::fs::write(&path, state.to_json()).expect("state written");
 }
 
 /// The compute's node records in the state: node id -> (pinned key, recorded step names).
@@ -192,9 +79,31 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
     };
     let w = World::with_aml_farm(Arc::clone(&farm)).await;
     write_aml_manifest(&w, &farm);
-    provision(&w, &farm).await;
 
+    // From the manifest: the workspace's dependencies, the workspace, the compute, the steps.
+    let started_at = std::time::Instant::now();
     let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    eprintln!("first apply took {:?}", started_at.elapsed());
+    // dsinfra made the workspace and everything Azure requires of one.
+    let addresses: Vec<String> = w.state()["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["address"].as_str().map(str::to_owned))
+        .collect();
+    for made in [
+        "aml_workspace.ws.storage",
+        "aml_workspace.ws.key_vault",
+        "aml_workspace.ws.logs",
+        "aml_workspace.ws.insights",
+        "aml_workspace.ws.workspace",
+        "aml_cluster.scratch.compute",
+    ] {
+        assert!(
+            addresses.iter().any(|a| a == made),
+            "{made}: {addresses:?}\n{first}"
+        );
+    }
     let booted = farm.booted();
     assert_eq!(booted.len(), 4, "{first}");
     let mut ids: Vec<String> = booted.iter().map(|b| b.node_id.clone()).collect();

@@ -32,7 +32,7 @@ pub use park::{ParkOutcome, ParkRequest, park};
 pub use plan::{Live, PlanRequest, Planned, plan};
 pub use report::{ReportOutcome, ReportRequest, report};
 pub use sizes::learn_sizes;
-pub use status::{StatusOutcome, StatusRequest, status};
+pub use status::{ClusterNodes, ClusterStatus, StatusOutcome, StatusRequest, status};
 pub use steps::{StepsJob, StepsOptions};
 
 /// How post-boot steps run (`--steps`).

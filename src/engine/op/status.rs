@@ -1,13 +1,19 @@
-//! `status`: the experiment's VMs (power state, addresses, since when, what they cost) and its
-//! cost per hour. With a connection the state is refreshed first (power states, IP addresses,
-//! drift); without one the rows are what the state last recorded. Nothing is saved.
+//! `status`: the experiment's VMs (power state, addresses, since when, what they cost), its
+//! AmlCompute clusters (node states from a GET of each compute, what they cost) and its cost per
+//! hour. With a connection the state is refreshed first (power states, IP addresses, drift);
+//! without one the rows are what the state last recorded. Nothing is saved.
 
 use chrono::{DateTime, Utc};
 
 use super::{Arm, Cancel, Error};
+use crate::addr::Address;
+use crate::azure::ResourceId;
+use crate::azure::types::ml::{ComputeResource, NodeStateCounts};
 use crate::engine::power::{self, HourlyCost, VmStatus};
 use crate::engine::refresh::{self, RefreshReport};
-use crate::state::State;
+use crate::model::ResourceKind;
+use crate::plan::rate_of;
+use crate::state::{Drift, PowerState, State};
 
 /// What `status` reads.
 pub struct StatusRequest<'a> {
@@ -24,12 +30,110 @@ pub struct StatusOutcome {
     pub state: State,
     /// One row per VM.
     pub vms: Vec<VmStatus>,
+    /// One row per AmlCompute cluster.
+    pub clusters: Vec<ClusterStatus>,
     /// $/hour now and in both extremes.
     pub cost: HourlyCost,
     /// When the rows were made (durations and costs "since" are counted to it).
     pub at: DateTime<Utc>,
     /// What the refresh found, when there was a connection.
     pub refreshed: Option<RefreshReport>,
+}
+
+/// One AmlCompute cluster in `status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterStatus {
+    /// The compute's address (`aml_cluster.scratch.compute`).
+    pub address: Address,
+    /// The nodes' VM size.
+    pub size: String,
+    /// The manifest's `count` (the nodes it has when not parked).
+    pub count: i64,
+    /// Recorded as parked (scaled to zero) in the state.
+    pub parked: bool,
+    /// The nodes as a GET of the compute shows them; `None` offline or when the compute is gone.
+    pub nodes: Option<ClusterNodes>,
+    /// $/hour now: `count` nodes at the size's price, nothing while parked.
+    pub per_hour: f64,
+}
+
+/// What a GET of an AmlCompute says about its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClusterNodes {
+    /// `currentNodeCount`.
+    pub current: i32,
+    /// `targetNodeCount`.
+    pub target: i32,
+    /// `allocationState: Steady` (otherwise `Resizing`).
+    pub steady: bool,
+    /// `nodeStateCounts`.
+    pub counts: NodeStateCounts,
+}
+
+impl ClusterNodes {
+    /// What `compute` (a GET's answer) says.
+    pub fn of(compute: &ComputeResource) -> Self {
+        let Some(props) = compute
+            .properties
+            .as_ref()
+            .and_then(|p| p.properties.as_ref())
+        else {
+            return Self::default();
+        };
+        Self {
+            current: props.current_node_count.unwrap_or_default(),
+            target: props.target_node_count.unwrap_or_default(),
+            steady: props
+                .allocation_state
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case("Steady")),
+            counts: props.node_state_counts.unwrap_or_default(),
+        }
+    }
+}
+
+/// The clusters of `state`, their nodes read through `arm` when there is one.
+async fn cluster_statuses(state: &State, arm: Option<&Arm>) -> Result<Vec<ClusterStatus>, Error> {
+    let mut clusters = Vec::new();
+    let computes = state
+        .resources
+        .iter()
+        .filter(|r| r.kind == ResourceKind::MlCompute && r.drift != Some(Drift::Deleted));
+    for r in computes {
+        let nodes = match (arm, &r.id) {
+            (Some(arm), Some(id)) => arm
+                .client
+                .get_ml_compute(&ResourceId::from_raw(id.clone()))
+                .await?
+                .as_ref()
+                .map(ClusterNodes::of),
+            _ => None,
+        };
+        let parked = r.power_state == Some(PowerState::Deallocated);
+        let (rate, _) = rate_of(r.kind, &r.attrs);
+        clusters.push(ClusterStatus {
+            address: r.address.clone(),
+            size: r
+                .attrs
+                .get("size")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("-")
+                .to_owned(),
+            count: r
+                .attrs
+                .get("count")
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(1),
+            parked,
+            nodes,
+            per_hour: if power::is_billed(r.power_state) {
+                rate.running_per_hour
+            } else {
+                rate.parked_per_hour
+            },
+        });
+    }
+    Ok(clusters)
 }
 
 /// Read the experiment's status.
@@ -53,10 +157,14 @@ pub async fn status(request: StatusRequest<'_>, cancel: &Cancel) -> Result<Statu
     let offline = RefreshReport::default();
     let report = refreshed.as_ref().unwrap_or(&offline);
     let vms = power::vm_statuses(&state, &report.observed, &report.power_since, at);
+    let clusters = cancel
+        .interruptible(cluster_statuses(&state, arm))
+        .await??;
     Ok(StatusOutcome {
         cost: power::hourly_cost(&state),
         state,
         vms,
+        clusters,
         at,
         refreshed,
     })
