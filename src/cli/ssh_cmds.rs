@@ -82,7 +82,7 @@ async fn reach_all(
 /// The manifest's state, read without holding its lock for longer than the read: a session on
 /// a node must neither wait for nor block an apply. If an apply holds a local state's lock, the
 /// file is read anyway (saves replace it atomically, so a reader sees one whole version).
-fn read_state(
+pub(super) fn read_state(
     manifest: &Path,
     backend: Option<&crate::model::BackendConfig>,
 ) -> anyhow::Result<State> {
