@@ -1,0 +1,141 @@
+//! `dsinfra run`, `runs` and `logs` on a 4-node GPU cluster whose nodes are sshd hosts: the
+//! hostfile every node sees (hosts, 8 slots per ND40rs_v2), exit codes (the first failure's,
+//! with a per-node summary), a detached run followed with `logs -f`, the records `runs` lists,
+//! and `--park-after` deallocating the VMs. The test hosts have no systemd, so the detached run
+//! takes the `setsid nohup` path.
+
+use super::*;
+
+/// A 4-node cluster of 8-GPU VMs without steps.
+fn write_gpu_cluster(w: &World) {
+    let farm = w.farm.as_ref().expect("a farm");
+    let body = format!(
+        r#"cluster "train" {{
+  size           = "Standard_ND40rs_v2"
+  count          = 4
+  image          = "ubuntu-22.04"
+  admin_username = "{}"
+  ssh_key        = "{}"
+}}
+"#,
+        farm.user(),
+        farm.client_public_key()
+    );
+    w.write_hcl("stepsdemo", &body);
+}
+
+/// The stdout lines of node `node` (`cluster.train[1]: ...`), without the prefix.
+fn lines_of(stdout: &str, node: &str) -> Vec<String> {
+    let prefix = format!("{node}: ");
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
+    let Some((_farm, w)) = World::with_farm().await else {
+        return;
+    };
+    write_gpu_cluster(&w);
+    w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+
+    // Every node: the same hostfile, head first, 8 slots each; its own rank.
+    let (out, text) = w
+        .run(&[
+            "run",
+            "stepsdemo.hcl",
+            "--all",
+            "--",
+            "cat $DSINFRA_HOSTFILE; echo rank=$NODE_RANK/$NNODES head=$MASTER_ADDR",
+        ])
+        .await;
+    assert!(out.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let head = lines_of(&stdout, "cluster.train[0]");
+    assert_eq!(head.len(), 5, "{text}");
+    let hosts: Vec<&str> = head[..4]
+        .iter()
+        .map(|l| l.strip_suffix(" slots=8").unwrap_or_else(|| panic!("{l:?} has 8 slots")))
+        .collect();
+    let distinct: std::collections::BTreeSet<_> = hosts.iter().collect();
+    assert_eq!(distinct.len(), 4, "four hosts: {hosts:?}");
+    assert!(hosts.iter().all(|h| h.parse::<std::net::Ipv4Addr>().is_ok()), "{hosts:?}");
+    for rank in 0..4 {
+        let lines = lines_of(&stdout, &format!("cluster.train[{rank}]"));
+        assert_eq!(lines[..4], head[..4], "node {rank} sees the same hostfile:\n{text}");
+        assert_eq!(lines[4], format!("rank={rank}/4 head={}", hosts[0]), "{text}");
+    }
+
+    // One node fails with 3: the run exits 3 and the summary names it.
+    let (out, text) = w
+        .run(&[
+            "run",
+            "stepsdemo.hcl",
+            "cluster.train",
+            "--",
+            "if [ $NODE_RANK = 2 ]; then echo failing >&2; exit 3; fi",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cluster.train[2]: failing"), "{text}");
+    assert!(stderr.contains("  cluster.train[2]: exit 3: failed\n"), "{text}");
+    assert!(stderr.contains("  cluster.train[1]: exit 0\n"), "{text}");
+
+    // Detached on the head, followed to its end.
+    let (out, text) = w
+        .run(&[
+            "run",
+            "stepsdemo.hcl",
+            "--detach",
+            "--",
+            "echo begun on $DSINFRA_NODE; sleep 1; echo ended; exit 4",
+        ])
+        .await;
+    assert!(out.status.success(), "{text}");
+    let id = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("run ")?.strip_suffix(" started detached on cluster.train[0]"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("the id is printed:\n{text}"));
+    let (out, text) = w.run(&["logs", "stepsdemo.hcl", &id, "-f"]).await;
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "begun on cluster.train[0]\nended\n",
+        "{text}"
+    );
+    assert!(text.contains(&format!("run {id}: failed, exit 4")), "{text}");
+
+    // Every run is listed, with its state and exit status.
+    let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().take(3).map(str::to_owned).collect())
+        .collect();
+    let states: Vec<(&str, &str)> = rows.iter().map(|r| (r[1].as_str(), r[2].as_str())).collect();
+    assert_eq!(states, [("succeeded", "0"), ("failed", "3"), ("failed", "4")], "{text}");
+    assert_eq!(rows[2][0], id, "{text}");
+
+    // --park-after: the job ends, the VMs are deallocated.
+    let parked = w
+        .ok(&["run", "stepsdemo.hcl", "--park-after", "--", "echo last job"])
+        .await;
+    for i in 0..4 {
+        assert!(
+            w.first_request("POST", &format!("/virtualMachines/stepsdemo-train-{i}/deallocate"))
+                .is_some(),
+            "stepsdemo-train-{i} was deallocated:\n{parked}"
+        );
+        assert_eq!(
+            w.resource(&format!("cluster.train[{i}].vm"))["power_state"],
+            "deallocated",
+            "{parked}"
+        );
+    }
+}
