@@ -3,12 +3,11 @@
 //! wrote there); dsinfra's own lines (summary, park) are on stderr, so `> out.txt` keeps only
 //! the job's output.
 
+use super::Outcome;
 use super::args::{ConnectArgs, LogsArgs, ManifestArgs, RunArgs, RunsArgs};
 use super::output::Output;
-use super::request::load;
-use super::ssh_cmds::read_state;
+use super::request::{load, read_state};
 use super::terminal::{ProgressOn, Terminal};
-use super::Outcome;
 use crate::connect::{Connection, connect};
 use crate::engine::op::{self, Cancel, Events};
 use crate::manifest::Loaded;
@@ -18,7 +17,7 @@ use crate::render::{run as view, status};
 pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
     let manifest = &args.manifest.manifest;
-    let state = read_state(manifest, loaded.backend.as_ref())?;
+    let state = read_state(manifest, loaded.backend.as_ref(), "run")?;
     let conn = connection(&args.connect, &args.manifest, &loaded, &cancel).await?;
     let request = op::RunRequest {
         at: op::Where {
@@ -82,7 +81,12 @@ pub async fn runs(args: &RunsArgs, out: &Output, cancel: Cancel) -> anyhow::Resu
     let conn_and_state = lookup.as_ref();
     let request = op::Lookup {
         manifest: &args.manifest.manifest,
-        at: where_(conn_and_state, &loaded, &args.manifest, args.identity.as_ref()),
+        at: where_(
+            conn_and_state,
+            &loaded,
+            &args.manifest,
+            args.identity.as_ref(),
+        ),
     };
     let records = op::runs(request, &events).await?;
     if records.is_empty() {
@@ -101,15 +105,26 @@ pub async fn logs(args: &LogsArgs, out: &Output, cancel: Cancel) -> anyhow::Resu
     let request = op::LogsRequest {
         lookup: op::Lookup {
             manifest: &args.manifest.manifest,
-            at: where_(lookup.as_ref(), &loaded, &args.manifest, args.identity.as_ref()),
+            at: where_(
+                lookup.as_ref(),
+                &loaded,
+                &args.manifest,
+                args.identity.as_ref(),
+            ),
         },
         id: args.id.clone(),
         follow: args.follow,
     };
     let record = op::logs(request, &events, &cancel).await?;
     if record.detached || args.follow {
-        let exit = record.exit().map_or_else(String::new, |c| format!(", exit {c}"));
-        out.note(&format!("run {}: {}{exit}", record.id, record.state().word()));
+        let exit = record
+            .exit()
+            .map_or_else(String::new, |c| format!(", exit {c}"));
+        out.note(&format!(
+            "run {}: {}{exit}",
+            record.id,
+            record.state().word()
+        ));
     }
     Ok(Outcome::Success)
 }
@@ -140,7 +155,7 @@ async fn lookup(
     cancel: &Cancel,
 ) -> Option<(Connection, crate::state::State)> {
     let found = async {
-        let state = read_state(&manifest.manifest, loaded.backend.as_ref())?;
+        let state = read_state(&manifest.manifest, loaded.backend.as_ref(), "runs")?;
         let conn = connection(connect_args, manifest, loaded, cancel).await?;
         anyhow::Ok((conn, state))
     };

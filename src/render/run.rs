@@ -1,6 +1,8 @@
 //! `dsinfra run`, `runs` and `logs`: a node's output line, the per-node summary of a run, and
 //! the list of recorded runs.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 
 use super::table::table;
@@ -19,11 +21,10 @@ pub fn output_line(node: Option<&str>, line: &str) -> String {
 pub fn summary(record: &RunRecord) -> String {
     let mut out = String::new();
     if record.detached {
-        out.push_str(&format!(
+        return format!(
             "run {} started detached on {}\n",
             record.id, record.nodes[0].node
-        ));
-        return out;
+        );
     }
     for node in &record.nodes {
         let how = match (&node.error, node.exit) {
@@ -32,20 +33,24 @@ pub fn summary(record: &RunRecord) -> String {
             (None, Some(code)) => format!("exit {code}: failed"),
             (None, None) => "still running (not waited for)".to_owned(),
         };
-        out.push_str(&format!("  {}: {how}\n", node.node));
+        let _ = writeln!(out, "  {}: {how}", node.node);
     }
     let state = record.state();
-    let exit = record.exit().map_or_else(String::new, |c| format!(", exit {c}"));
-    out.push_str(&format!("run {}: {}{exit}\n", record.id, state.word()));
+    let exit = record
+        .exit()
+        .map_or_else(String::new, |c| format!(", exit {c}"));
+    let _ = writeln!(out, "run {}: {}{exit}", record.id, state.word());
     out
 }
 
 /// `dsinfra runs`: one row per run, oldest first.
 pub fn runs_table(records: &[RunRecord], now: DateTime<Utc>) -> String {
     let mut rows = vec![
-        ["ID", "STATE", "EXIT", "STARTED", "DURATION", "TARGET", "COMMAND"]
-            .map(str::to_owned)
-            .to_vec(),
+        [
+            "ID", "STATE", "EXIT", "STARTED", "DURATION", "TARGET", "COMMAND",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
     ];
     for record in records {
         let state = record.state();
@@ -57,7 +62,9 @@ pub fn runs_table(records: &[RunRecord], now: DateTime<Utc>) -> String {
         rows.push(vec![
             record.id.clone(),
             word,
-            record.exit().map_or_else(|| "-".to_owned(), |c| c.to_string()),
+            record
+                .exit()
+                .map_or_else(|| "-".to_owned(), |c| c.to_string()),
             record.started.format("%Y-%m-%d %H:%M:%S").to_string(),
             duration(record.duration(now)),
             record.target.clone(),

@@ -240,7 +240,9 @@ EOT
             cmd.arg("-i").arg(key);
         }
         // `run` ends with its command: the key goes in the environment instead of `-i`.
-        if let Some(key) = identity.filter(|_| matches!(args.first().copied(), Some("run" | "runs" | "logs"))) {
+        if let Some(key) =
+            identity.filter(|_| matches!(args.first().copied(), Some("run" | "runs" | "logs")))
+        {
             cmd.env("DSINFRA_SSH_IDENTITY", key);
         }
         cmd

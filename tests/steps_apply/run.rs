@@ -58,15 +58,31 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     assert_eq!(head.len(), 5, "{text}");
     let hosts: Vec<&str> = head[..4]
         .iter()
-        .map(|l| l.strip_suffix(" slots=8").unwrap_or_else(|| panic!("{l:?} has 8 slots")))
+        .map(|l| {
+            l.strip_suffix(" slots=8")
+                .unwrap_or_else(|| panic!("{l:?} has 8 slots"))
+        })
         .collect();
     let distinct: std::collections::BTreeSet<_> = hosts.iter().collect();
     assert_eq!(distinct.len(), 4, "four hosts: {hosts:?}");
-    assert!(hosts.iter().all(|h| h.parse::<std::net::Ipv4Addr>().is_ok()), "{hosts:?}");
+    assert!(
+        hosts
+            .iter()
+            .all(|h| h.parse::<std::net::Ipv4Addr>().is_ok()),
+        "{hosts:?}"
+    );
     for rank in 0..4 {
         let lines = lines_of(&stdout, &format!("cluster.train[{rank}]"));
-        assert_eq!(lines[..4], head[..4], "node {rank} sees the same hostfile:\n{text}");
-        assert_eq!(lines[4], format!("rank={rank}/4 head={}", hosts[0]), "{text}");
+        assert_eq!(
+            lines[..4],
+            head[..4],
+            "node {rank} sees the same hostfile:\n{text}"
+        );
+        assert_eq!(
+            lines[4],
+            format!("rank={rank}/4 head={}", hosts[0]),
+            "{text}"
+        );
     }
 
     // One node fails with 3: the run exits 3 and the summary names it.
@@ -82,7 +98,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     assert_eq!(out.status.code(), Some(3), "{text}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cluster.train[2]: failing"), "{text}");
-    assert!(stderr.contains("  cluster.train[2]: exit 3: failed\n"), "{text}");
+    assert!(
+        stderr.contains("  cluster.train[2]: exit 3: failed\n"),
+        "{text}"
+    );
     assert!(stderr.contains("  cluster.train[1]: exit 0\n"), "{text}");
 
     // Detached on the head, followed to its end.
@@ -98,9 +117,11 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     assert!(out.status.success(), "{text}");
     let id = String::from_utf8_lossy(&out.stderr)
         .lines()
-        .find_map(|l| l.strip_prefix("run ")?.strip_suffix(" started detached on cluster.train[0]"))
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("the id is printed:\n{text}"));
+        .find_map(|l| {
+            l.strip_prefix("run ")?
+                .strip_suffix(" started detached on cluster.train[0]")
+        })
+        .map_or_else(|| panic!("the id is printed:\n{text}"), str::to_owned);
     let (out, text) = w.run(&["logs", "stepsdemo.hcl", &id, "-f"]).await;
     assert!(out.status.success(), "{text}");
     assert_eq!(
@@ -108,7 +129,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         "begun on cluster.train[0]\nended\n",
         "{text}"
     );
-    assert!(text.contains(&format!("run {id}: failed, exit 4")), "{text}");
+    assert!(
+        text.contains(&format!("run {id}: failed, exit 4")),
+        "{text}"
+    );
 
     // Every run is listed, with its state and exit status.
     let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
@@ -118,18 +142,34 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         .skip(1)
         .map(|l| l.split_whitespace().take(3).map(str::to_owned).collect())
         .collect();
-    let states: Vec<(&str, &str)> = rows.iter().map(|r| (r[1].as_str(), r[2].as_str())).collect();
-    assert_eq!(states, [("succeeded", "0"), ("failed", "3"), ("failed", "4")], "{text}");
+    let states: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r[1].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [("succeeded", "0"), ("failed", "3"), ("failed", "4")],
+        "{text}"
+    );
     assert_eq!(rows[2][0], id, "{text}");
 
     // --park-after: the job ends, the VMs are deallocated.
     let parked = w
-        .ok(&["run", "stepsdemo.hcl", "--park-after", "--", "echo last job"])
+        .ok(&[
+            "run",
+            "stepsdemo.hcl",
+            "--park-after",
+            "--",
+            "echo last job",
+        ])
         .await;
     for i in 0..4 {
         assert!(
-            w.first_request("POST", &format!("/virtualMachines/stepsdemo-train-{i}/deallocate"))
-                .is_some(),
+            w.first_request(
+                "POST",
+                &format!("/virtualMachines/stepsdemo-train-{i}/deallocate")
+            )
+            .is_some(),
             "stepsdemo-train-{i} was deallocated:\n{parked}"
         );
         assert_eq!(

@@ -130,8 +130,8 @@ pub async fn run(
             selected.ranks.len()
         )));
     }
-    let auth = auth::identity(&auth::Sources::from_env(at.identity.as_deref()))
-        .map_err(Error::Failed)?;
+    let auth =
+        auth::identity(&auth::Sources::from_env(at.identity.as_deref())).map_err(Error::Failed)?;
     let job = make_job(at.desired, &selected.block, command.join(" "));
     let reacher = Reacher::new(auth, selected.block.first().cloned());
     let mut record = RunRecord {
@@ -173,9 +173,15 @@ pub async fn run(
             prefixed: nodes.len() > 1,
             sessions: Mutex::default(),
         };
-        tasks.run_all(&nodes, &selected.ranks, &mut record, cancel).await
+        tasks
+            .run_all(&nodes, &selected.ranks, &mut record, cancel)
+            .await
     };
-    if record.nodes.iter().all(|n| n.exit.is_some() || n.error.is_some()) {
+    if record
+        .nodes
+        .iter()
+        .all(|n| n.exit.is_some() || n.error.is_some())
+    {
         record.ended = Some(Utc::now());
     }
     records::save(at.manifest, &record)?;
@@ -255,7 +261,10 @@ async fn start_detached(
         if exit.success() {
             Ok(())
         } else {
-            Err(format!("the job could not be started ({exit:?}): {}", lines.join("; ")))
+            Err(format!(
+                "the job could not be started ({exit:?}): {}",
+                lines.join("; ")
+            ))
         }
     };
     if let Err(why) = started.await {
@@ -328,7 +337,11 @@ impl Tasks<'_> {
             .clone();
         for (session, dir) in sessions {
             let _ = session
-                .output(&job::stop_script(&dir), b"", Some(std::time::Duration::from_secs(10)))
+                .output(
+                    &job::stop_script(&dir),
+                    b"",
+                    Some(std::time::Duration::from_secs(10)),
+                )
                 .await;
         }
     }
@@ -366,23 +379,26 @@ impl Tasks<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((session.clone(), self.job.dir(&self.job.nodes[rank])));
-        let log_path = records::log_path(self.manifest, &self.job.id, name)
-            .map_err(|e| e.to_string())?;
+        let log_path =
+            records::log_path(self.manifest, &self.job.id, name).map_err(|e| e.to_string())?;
         let mut log = std::fs::File::create(&log_path)
             .map(std::io::BufWriter::new)
             .map_err(|e| format!("could not write {}: {e}", log_path.display()))?;
         let events = self.events;
         let prefixed = self.prefixed;
         let exit = session
-            .run_script(&start_request(self.job, rank, false), &mut |stream, line| {
-                use std::io::Write as _;
-                let _ = writeln!(log, "{line}");
-                events.event(OpEvent::Output {
-                    node: prefixed.then_some(name),
-                    stream,
-                    line,
-                });
-            })
+            .run_script(
+                &start_request(self.job, rank, false),
+                &mut |stream, line| {
+                    use std::io::Write as _;
+                    let _ = writeln!(log, "{line}");
+                    events.event(OpEvent::Output {
+                        node: prefixed.then_some(name),
+                        stream,
+                        line,
+                    });
+                },
+            )
             .await
             .map_err(|e| e.to_string());
         let _ = std::io::Write::flush(&mut log);
@@ -554,7 +570,11 @@ async fn head_of(lookup: &Lookup<'_>, events: &Events) -> Option<Session> {
 /// Asks the head how the run in `dir` stands.
 async fn probe(head: &Session, dir: &str) -> Result<(String, Option<i32>), String> {
     let output = head
-        .output("bash -s", job::state_probe(dir).as_bytes(), Some(std::time::Duration::from_secs(30)))
+        .output(
+            "bash -s",
+            job::state_probe(dir).as_bytes(),
+            Some(std::time::Duration::from_secs(30)),
+        )
         .await
         .map_err(|e| e.to_string())?;
     job::parse_probe(&output.stdout).ok_or_else(|| format!("unexpected answer {:?}", output.stdout))

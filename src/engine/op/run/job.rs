@@ -4,6 +4,8 @@
 //! node's run directory (`<runs dir>/<vm name>/<id>/`, docs/run.md), which is also what tells
 //! a watcher on the node that a job is running.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use crate::model::Step;
@@ -105,15 +107,18 @@ impl Job {
     /// The hostfile: `host slots=N` per node, head first, the format OpenMPI's `mpirun
     /// --hostfile` and DeepSpeed's `--hostfile` both read.
     pub fn hostfile(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| format!("{} slots={}\n", n.host, self.slots))
-            .collect()
+        self.nodes.iter().fold(String::new(), |mut out, n| {
+            let _ = writeln!(out, "{} slots={}", n.host, self.slots);
+            out
+        })
     }
 
     /// The nodefile: one host per line (PBS's `$PBS_NODEFILE`, MPICH's `-f`).
     pub fn nodefile(&self) -> String {
-        self.nodes.iter().map(|n| format!("{}\n", n.host)).collect()
+        self.nodes.iter().fold(String::new(), |mut out, n| {
+            let _ = writeln!(out, "{}", n.host);
+            out
+        })
     }
 
     /// The environment of the job on the node at `rank`, in order.
@@ -147,11 +152,13 @@ impl Job {
     /// The files delivered to the node at `rank` (the wrapper's `$DSINFRA_FILES`), copied into
     /// its run directory by [`Job::start_script`].
     pub fn files(&self, rank: usize) -> Vec<(String, String)> {
-        let env: String = self
+        let env = self
             .env(rank)
             .iter()
-            .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
-            .collect();
+            .fold(String::new(), |mut out, (k, v)| {
+                let _ = writeln!(out, "export {k}={}", shell_quote(v));
+                out
+            });
         vec![
             ("hostfile".to_owned(), self.hostfile()),
             ("nodefile".to_owned(), self.nodefile()),
@@ -205,7 +212,8 @@ impl Job {
              echo starting > \"$dir/state\"\n"
         );
         if detach {
-            script.push_str(&format!(
+            let _ = write!(
+                script,
                 "unit=dsinfra-run-{id}\n\
                  if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 &&\n\
                  \x20  sudo -n systemd-run --quiet --unit=\"$unit\" --uid=\"$(id -u)\" --gid=\"$(id -g)\" \\\n\
@@ -217,7 +225,7 @@ impl Job {
                  \x20 echo \"setsid $!\" > \"$dir/runner\"\n\
                  fi\n",
                 id = self.id
-            ));
+            );
         } else {
             script.push_str("bash \"$dir/job.sh\"\n");
         }
@@ -259,7 +267,8 @@ pub fn log_script(dir: &str, follow: bool) -> String {
     } else {
         script.push_str("cat \"$dir/log\"\n");
     }
-    script.push_str(&state_probe(dir).replace("echo \"$state $code\"", "echo \"$state $code\" >&2"));
+    script
+        .push_str(&state_probe(dir).replace("echo \"$state $code\"", "echo \"$state $code\" >&2"));
     script
 }
 

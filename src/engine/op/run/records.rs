@@ -175,7 +175,12 @@ pub fn load(manifest: &Path, id: &str) -> Result<RunRecord, Error> {
         Ok(text) => serde_json::from_str(&text)
             .map_err(|e| Error::Failed(format!("{} is not a run record: {e}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let known: Vec<String> = list(manifest)?.into_iter().rev().take(5).map(|r| r.id).collect();
+            let known: Vec<String> = list(manifest)?
+                .into_iter()
+                .rev()
+                .take(5)
+                .map(|r| r.id)
+                .collect();
             let hint = if known.is_empty() {
                 "no run is recorded yet: start one with `dsinfra run`".to_owned()
             } else {
