@@ -122,6 +122,13 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
                 .strip_suffix(" started detached on cluster.train[0]")
         })
         .map_or_else(|| panic!("the id is printed:\n{text}"), str::to_owned);
+    let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("running (detached)")),
+        "{text}"
+    );
     let (out, text) = w.run(&["logs", "stepsdemo.hcl", &id, "-f"]).await;
     assert!(out.status.success(), "{text}");
     assert_eq!(
@@ -133,6 +140,19 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         text.contains(&format!("run {id}: failed, exit 4")),
         "{text}"
     );
+
+    // The run directory on the head holds the contract the idle watcher reads (docs/run.md).
+    let dir = w.path("runs").join("stepsdemo-train-0").join(&id);
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert_eq!((read("state"), read("exit")), ("done\n".to_owned(), "4\n".to_owned()));
+    assert!(read("runner").starts_with("setsid "), "{}", read("runner"));
+
+    // A detached run nobody follows: `runs` asks the head how it ended.
+    let (out, text) = w
+        .run(&["run", "stepsdemo.hcl", "--detach", "--", "echo quick"])
+        .await;
+    assert!(out.status.success(), "{text}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Every run is listed, with its state and exit status.
     let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
@@ -148,10 +168,38 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         .collect();
     assert_eq!(
         states,
-        [("succeeded", "0"), ("failed", "3"), ("failed", "4")],
+        [("succeeded", "0"), ("failed", "3"), ("failed", "4"), ("succeeded", "0")],
         "{text}"
     );
     assert_eq!(rows[2][0], id, "{text}");
+
+    // Requests that cannot be done say why and what to do.
+    for (args, expected) in [
+        (
+            vec!["run", "stepsdemo.hcl", "cluster.nope", "--", "true"],
+            "error: no node or block `cluster.nope` in the state; choose one of: cluster.train, \
+             cluster.train[0], cluster.train[1], cluster.train[2], cluster.train[3]",
+        ),
+        (
+            vec!["run", "stepsdemo.hcl", "--all", "--detach", "--", "true"],
+            "error: --detach starts the job on the head only, but `cluster.train` is 4 nodes: \
+             drop the TARGET (or name the head); the job can start work on the other nodes \
+             through $DSINFRA_HOSTFILE",
+        ),
+        (
+            vec!["run", "stepsdemo.hcl", "--detach", "--park-after", "--", "true"],
+            "error: --park-after with --detach needs the idle watcher on the head, which is not \
+             built yet: run attached (without --detach) to park when the job ends, or park later \
+             with `dsinfra park`",
+        ),
+    ] {
+        let (out, text) = w.run(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expected),
+            "{expected}\n{text}"
+        );
+    }
 
     // --park-after: the job ends, the VMs are deallocated.
     let parked = w
