@@ -144,7 +144,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     // The run directory on the head holds the contract the idle watcher reads (docs/run.md).
     let dir = w.path("runs").join("stepsdemo-train-0").join(&id);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-    assert_eq!((read("state"), read("exit")), ("done\n".to_owned(), "4\n".to_owned()));
+    assert_eq!(
+        (read("state"), read("exit")),
+        ("done\n".to_owned(), "4\n".to_owned())
+    );
     assert!(read("runner").starts_with("setsid "), "{}", read("runner"));
 
     // A detached run nobody follows: `runs` asks the head how it ended.
@@ -168,7 +171,12 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         .collect();
     assert_eq!(
         states,
-        [("succeeded", "0"), ("failed", "3"), ("failed", "4"), ("succeeded", "0")],
+        [
+            ("succeeded", "0"),
+            ("failed", "3"),
+            ("failed", "4"),
+            ("succeeded", "0")
+        ],
         "{text}"
     );
     assert_eq!(rows[2][0], id, "{text}");
@@ -187,7 +195,14 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
              through $DSINFRA_HOSTFILE",
         ),
         (
-            vec!["run", "stepsdemo.hcl", "--detach", "--park-after", "--", "true"],
+            vec![
+                "run",
+                "stepsdemo.hcl",
+                "--detach",
+                "--park-after",
+                "--",
+                "true",
+            ],
             "error: --park-after with --detach needs the idle watcher on the head, which is not \
              built yet: run attached (without --detach) to park when the job ends, or park later \
              with `dsinfra park`",
@@ -200,6 +215,37 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
             "{expected}\n{text}"
         );
     }
+
+    // Ctrl-C stops the job on every node, which records the command's 143; no park follows.
+    let (code, stderr) = interrupted(
+        &w,
+        &[
+            "run",
+            "stepsdemo.hcl",
+            "--all",
+            "--park-after",
+            "--",
+            "echo started >&2; sleep 30; echo never",
+        ],
+    )
+    .await;
+    assert_eq!(code, 130, "{stderr}");
+    assert!(
+        stderr.contains("Ctrl-C: stopping the job on every node"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("parking"), "{stderr}");
+    let last = std::fs::read_dir(w.path("runs").join("stepsdemo-train-3"))
+        .expect("runs of node 3")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .max()
+        .expect("a run");
+    assert_eq!(
+        std::fs::read_to_string(last.join("exit")).unwrap_or_default(),
+        "143\n",
+        "{stderr}"
+    );
 
     // --park-after: the job ends, the VMs are deallocated.
     let parked = w
@@ -226,4 +272,40 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
             "{parked}"
         );
     }
+}
+
+/// `dsinfra ARGS` started in the background and sent SIGINT once every node of the 4 printed
+/// `started` on stderr: how it exited (within 10 s of the signal) and its stderr.
+async fn interrupted(w: &World, args: &[&str]) -> (i32, String) {
+    use std::io::{BufRead as _, BufReader, Read as _};
+    let mut cmd = w.command(args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("dsinfra starts");
+    tokio::task::spawn_blocking(move || {
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut seen = String::new();
+        while seen.matches(": started").count() < 4 {
+            let before = seen.len();
+            stderr.read_line(&mut seen).expect("readable");
+            assert!(
+                seen.len() > before,
+                "ended before every node started: {seen}"
+            );
+        }
+        let signalled = std::time::Instant::now();
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        stderr.read_to_string(&mut seen).expect("readable");
+        let code = child.wait().expect("waits").code().expect("exited");
+        assert!(
+            signalled.elapsed() < Duration::from_secs(10),
+            "the job was not stopped: {seen}"
+        );
+        (code, seen)
+    })
+    .await
+    .expect("joined")
 }

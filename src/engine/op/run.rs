@@ -7,7 +7,8 @@
 //! exit status (the first failure's, for several nodes). A first Ctrl-C stops the job on every
 //! node (its process group gets SIGTERM) and waits for the nodes to report; a second returns at
 //! once with the record saved as far as known. `--park-after` then parks the VMs through
-//! [`super::park`], whatever the job's status.
+//! [`super::park`], whatever the job's status, unless a Ctrl-C stopped the job (the user is
+//! at the keyboard and decides).
 
 mod job;
 pub mod records;
@@ -86,7 +87,7 @@ pub struct RunOutcome {
     pub record: RunRecord,
     /// The park after the job, when asked: what it did, or why it failed.
     pub park: Option<Result<ParkOutcome, Error>>,
-    /// Set when a second Ctrl-C stopped the waiting.
+    /// Set when a Ctrl-C stopped the job (and the waiting, at a second press); no park follows.
     pub interrupted: bool,
 }
 
@@ -287,7 +288,8 @@ struct Tasks<'a> {
 }
 
 impl Tasks<'_> {
-    /// Runs the job on every node; returns whether a second Ctrl-C stopped the waiting.
+    /// Runs the job on every node; returns whether a Ctrl-C stopped the job (the first press:
+    /// the nodes then report how it ended) or the waiting (the second).
     async fn run_all(
         &self,
         nodes: &[&NodeReach],
@@ -309,7 +311,7 @@ impl Tasks<'_> {
             let mut presses = 0;
             loop {
                 tokio::select! {
-                    _ = &mut all => break false,
+                    _ = &mut all => break presses > 0,
                     () = cancel.pressed() => {
                         presses += 1;
                         if presses > 1 {

@@ -171,6 +171,9 @@ impl Job {
     /// The job itself, as it runs on the node: records its pid and state in the run directory,
     /// runs the command in the job's environment from the login directory, then records the
     /// exit status (before the state, so a reader that sees `done` always finds the status).
+    /// A SIGTERM to the job's process group (Ctrl-C, a shutdown) ends the command, not this
+    /// shell: the trap (a caught signal, unlike an ignored one, is reset for the command) lets it
+    /// record the command's 143.
     fn job_script(&self, rank: usize) -> String {
         let dir = shell_quote(&self.dir(&self.nodes[rank]));
         format!(
@@ -181,6 +184,7 @@ impl Job {
              echo running > \"$dir/state\"\n\
              . \"$dir/env.sh\"\n\
              cd \"$HOME\" 2>/dev/null || cd /\n\
+             trap : TERM HUP\n\
              bash \"$dir/command.sh\"\n\
              rc=$?\n\
              echo \"$rc\" > \"$dir/exit.tmp\" && mv -f \"$dir/exit.tmp\" \"$dir/exit\"\n\
