@@ -41,8 +41,16 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     };
     write_gpu_cluster(&w);
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    hostfile_on_every_node(&w).await;
+    exit_codes(&w).await;
+    detached(&w).await;
+    errors(&w).await;
+    ctrl_c(&w).await;
+    park_after(&w).await;
+}
 
-    // Every node: the same hostfile, head first, 8 slots each; its own rank.
+/// Every node: the same hostfile, head first, 8 slots each; its own rank.
+async fn hostfile_on_every_node(w: &World) {
     let (out, text) = w
         .run(&[
             "run",
@@ -84,8 +92,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
             "{text}"
         );
     }
+}
 
-    // One node fails with 3: the run exits 3 and the summary names it.
+/// One node fails with 3: the run exits 3 and the summary names it.
+async fn exit_codes(w: &World) {
     let (out, text) = w
         .run(&[
             "run",
@@ -103,8 +113,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         "{text}"
     );
     assert!(stderr.contains("  cluster.train[1]: exit 0\n"), "{text}");
+}
 
-    // Detached on the head, followed to its end.
+/// Detached on the head, followed to its end.
+async fn detached(w: &World) {
     let (out, text) = w
         .run(&[
             "run",
@@ -180,8 +192,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         "{text}"
     );
     assert_eq!(rows[2][0], id, "{text}");
+}
 
-    // Requests that cannot be done say why and what to do.
+/// Requests that cannot be done say why and what to do.
+async fn errors(w: &World) {
     for (args, expected) in [
         (
             vec!["run", "stepsdemo.hcl", "cluster.nope", "--", "true"],
@@ -215,10 +229,12 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
             "{expected}\n{text}"
         );
     }
+}
 
-    // Ctrl-C stops the job on every node, which records the command's 143; no park follows.
+/// Ctrl-C stops the job on every node, which records the command's 143; no park follows.
+async fn ctrl_c(w: &World) {
     let (code, stderr) = interrupted(
-        &w,
+        w,
         &[
             "run",
             "stepsdemo.hcl",
@@ -246,8 +262,10 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
         "143\n",
         "{stderr}"
     );
+}
 
-    // --park-after: the job ends, the VMs are deallocated.
+/// --park-after: the job ends, the VMs are deallocated.
+async fn park_after(w: &World) {
     let parked = w
         .ok(&[
             "run",
