@@ -455,21 +455,31 @@ pub async fn runs(lookup: Lookup<'_>, events: &Events) -> Result<Vec<RunRecord>,
     if open.is_empty() {
         return Ok(all);
     }
-    let Some(head) = head_of(&lookup, events).await else {
-        return Ok(all);
-    };
+    // One session per node the open runs started on (usually the one head).
+    let mut sessions: Vec<(String, Option<Session>)> = Vec::new();
     for i in open {
+        let node = all[i].nodes[0].node.clone();
+        if !sessions.iter().any(|(n, _)| *n == node) {
+            let session = node_session(&lookup, &node, events).await;
+            sessions.push((node.clone(), session));
+        }
+        let Some(Some(head)) = sessions.iter().find(|(n, _)| *n == node).map(|(_, s)| s) else {
+            continue;
+        };
         let record = &mut all[i];
-        match probe(&head, &record.nodes[0].dir).await {
+        match probe(head, &record.nodes[0].dir).await {
             Ok(answer) => {
                 apply_probe(record, answer);
                 records::save(lookup.manifest, record)?;
             }
             Err(why) => events.event(OpEvent::Note(&format!(
-                "run {}: could not ask the head ({why}); its state is the last one known",
+                "run {}: could not ask {node} ({why}); its state is the last one known",
                 record.id
             ))),
         }
+    }
+    for (_, session) in sessions.into_iter().filter_map(|(n, s)| Some((n, s?))) {
+        session.close().await;
     }
     Ok(all)
 }
@@ -513,11 +523,13 @@ pub async fn logs(
         }
         return Ok(record);
     }
-    let head = head_of(&lookup, events).await.ok_or_else(|| {
-        Error::Failed(format!(
-            "run {id} is detached: its log is on the head, which cannot be reached now"
-        ))
-    })?;
+    let head = node_session(&lookup, &record.nodes[0].node, events)
+        .await
+        .ok_or_else(|| {
+            Error::Failed(format!(
+                "run {id} is detached: its log is on the head, which cannot be reached now"
+            ))
+        })?;
     let mut last = String::new();
     let exit = cancel
         .interruptible(head.exec(
@@ -545,24 +557,29 @@ pub async fn logs(
     Ok(record)
 }
 
-/// A session to the head of the default block (where detached runs live).
-async fn head_of(lookup: &Lookup<'_>, events: &Events) -> Option<Session> {
+/// A session to `node`, the node a detached run was started on (through its block's head when
+/// it is private); `None`, said why, when it cannot be reached.
+async fn node_session(lookup: &Lookup<'_>, node: &str, events: &Events) -> Option<Session> {
     let at = lookup.at.as_ref()?;
     let reached = async {
         let endpoints: Endpoints = super::endpoints::for_state(at.arm, &at.state)
             .await
             .map_err(|e| e.to_string())?;
-        let selected = target::select(&RunTarget::default(), at.desired, &at.state, &endpoints)
+        let target = RunTarget {
+            name: Some(node.to_owned()),
+            all: false,
+        };
+        let selected = target::select(&target, at.desired, &at.state, &endpoints)
             .map_err(|e| e.to_string())?;
         let auth = auth::identity(&auth::Sources::from_env(at.identity.as_deref()))?;
-        let head = selected.block.first().cloned().ok_or("no head")?;
-        Reacher::new(auth, Some(head.clone())).connect(&head).await
+        let reacher = Reacher::new(auth, selected.block.first().cloned());
+        reacher.connect(&selected.block[selected.ranks[0]]).await
     };
     match reached.await {
         Ok(session) => Some(session),
         Err(why) => {
             events.event(OpEvent::Note(&format!(
-                "could not reach the head ({why}): detached runs are shown as last known"
+                "could not reach {node} ({why}): its detached runs are shown as last known"
             )));
             None
         }
