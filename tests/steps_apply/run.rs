@@ -167,11 +167,23 @@ async fn detached(w: &World) {
         .run(&["run", "stepsdemo.hcl", "--detach", "--", "echo quick"])
         .await;
     assert!(out.status.success(), "{text}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Every run is listed, with its state and exit status.
-    let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
-    assert!(out.status.success(), "{text}");
+    // The job ends at once; a loaded machine may take a moment to run it.
+    let since = std::time::Instant::now();
+    let (out, text) = loop {
+        let (out, text) = w.run(&["runs", "stepsdemo.hcl"]).await;
+        assert!(out.status.success(), "{text}");
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .map(str::to_owned);
+        if !last.is_some_and(|l| l.contains("running")) || since.elapsed() > Duration::from_secs(10)
+        {
+            break (out, text);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .skip(1)

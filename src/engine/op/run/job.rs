@@ -238,17 +238,19 @@ impl Job {
 }
 
 /// The shell that reports a run directory's state in one line: `<state> <exit or ->`, where a
-/// `running` job whose process is gone (the VM rebooted, the job was killed) is `lost`.
+/// `running` job whose process is gone (the VM rebooted, the job was killed) is `lost`. The exit
+/// status is read last: the job writes it before `done`, so a job that ends while the probe
+/// runs is seen with its status rather than as `done` without one.
 pub fn state_probe(dir: &str) -> String {
     let dir = shell_quote(dir);
     format!(
         "dir={dir}\n\
          [ -d \"$dir\" ] || {{ echo 'missing -'; exit 0; }}\n\
          state=$(cat \"$dir/state\" 2>/dev/null || echo starting)\n\
-         code=$(cat \"$dir/exit\" 2>/dev/null || echo -)\n\
          if [ \"$state\" = running ] && ! kill -0 \"$(cat \"$dir/pid\" 2>/dev/null)\" 2>/dev/null; then\n\
          \x20 [ -f \"$dir/exit\" ] && state=done || state=lost\n\
          fi\n\
+         code=$(cat \"$dir/exit\" 2>/dev/null || echo -)\n\
          echo \"$state $code\"\n"
     )
 }
