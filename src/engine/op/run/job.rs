@@ -188,7 +188,7 @@ impl Job {
              bash \"$dir/command.sh\"\n\
              rc=$?\n\
              echo \"$rc\" > \"$dir/exit.tmp\" && mv -f \"$dir/exit.tmp\" \"$dir/exit\"\n\
-             echo done > \"$dir/state\"\n\
+             echo 'done' > \"$dir/state\"\n\
              exit \"$rc\"\n"
         )
     }
@@ -209,8 +209,9 @@ impl Job {
             "base={base}\n\
              dir={dir}\n\
              if ! mkdir -p \"$dir\" 2>/dev/null; then\n\
-             \x20 sudo -n install -d -o \"$(id -u)\" -g \"$(id -g)\" \"$base\" && mkdir -p \"$dir\" || {{\n\
-             \x20   echo \"dsinfra: cannot create the run directory $dir\" >&2; exit 125; }}\n\
+             \x20 if ! {{ sudo -n install -d -o \"$(id -u)\" -g \"$(id -g)\" \"$base\" && mkdir -p \"$dir\"; }}; then\n\
+             \x20   echo \"dsinfra: cannot create the run directory $dir\" >&2; exit 125\n\
+             \x20 fi\n\
              fi\n\
              for f in hostfile nodefile env.sh command.sh job.sh; do cp \"$DSINFRA_FILES/$f\" \"$dir/$f\"; done\n\
              echo starting > \"$dir/state\"\n"
@@ -248,7 +249,7 @@ pub fn state_probe(dir: &str) -> String {
          [ -d \"$dir\" ] || {{ echo 'missing -'; exit 0; }}\n\
          state=$(cat \"$dir/state\" 2>/dev/null || echo starting)\n\
          if [ \"$state\" = running ] && ! kill -0 \"$(cat \"$dir/pid\" 2>/dev/null)\" 2>/dev/null; then\n\
-         \x20 [ -f \"$dir/exit\" ] && state=done || state=lost\n\
+         \x20 if [ -f \"$dir/exit\" ]; then state='done'; else state='lost'; fi\n\
          fi\n\
          code=$(cat \"$dir/exit\" 2>/dev/null || echo -)\n\
          echo \"$state $code\"\n"
@@ -372,6 +373,52 @@ mod tests {
                 ("DSINFRA_SCRATCH".to_owned(), "/mnt/scratch".to_owned()),
             ]
         );
+    }
+
+    /// Every script a run sends passes shellcheck (as the step templates do); under CI a
+    /// missing shellcheck fails the test, locally it says why it checked nothing.
+    #[test]
+    fn the_scripts_pass_shellcheck() {
+        let mut job = job(8, &["10.0.1.4", "10.0.1.5"]);
+        job.mounts = vec![("DSINFRA_SCRATCH".to_owned(), "/mnt/scratch".to_owned())];
+        let scripts = [
+            ("start, attached", job.start_script(1, false)),
+            ("start, detached", job.start_script(0, true)),
+            ("job", job.job_script(1)),
+            ("probe", state_probe("/var/lib/dsinfra/runs/vm0/x")),
+            ("logs -f", log_script("/var/lib/dsinfra/runs/vm0/x", true)),
+            ("logs", log_script("/var/lib/dsinfra/runs/vm0/x", false)),
+            ("stop", stop_script("/var/lib/dsinfra/runs/vm0/x")),
+            ("env.sh", job.files(1)[2].1.clone()),
+        ];
+        for (what, text) in scripts {
+            let checked = std::process::Command::new("shellcheck")
+                .args(["-s", "bash", "-e", "SC1091", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut child| {
+                    use std::io::Write as _;
+                    child
+                        .stdin
+                        .take()
+                        .expect("piped")
+                        .write_all(text.as_bytes())?;
+                    child.wait_with_output()
+                });
+            match checked {
+                Ok(out) => assert!(
+                    out.status.success(),
+                    "{what}:\n{text}\n{}",
+                    String::from_utf8_lossy(&out.stdout)
+                ),
+                Err(e) if std::env::var_os("CI").is_some() => panic!("shellcheck: {e}"),
+                Err(e) => {
+                    eprintln!("shellcheck not run ({e}): install it (apt: shellcheck)");
+                    return;
+                }
+            }
+        }
     }
 
     #[test]
