@@ -179,6 +179,41 @@ Examples:
 Save the output to a file: `ssh -F <(dsinfra ssh-config ...)` cannot work, as ssh closes
 inherited descriptors before it reads -F.")]
     SshConfig(SshConfigArgs),
+    /// Run a command on the experiment's nodes as the admin user, with a distributed job's
+    /// environment.
+    ///
+    /// TARGET is a node (`cluster.train[2]`, `vm.gpu`) or a block (`cluster.train`: every node
+    /// of it); without it the head (node 0 of the first cluster, else the only VM); `--all`
+    /// widens to every node of the target's block. Sessions are SSH with the host keys pinned in
+    /// the state, private nodes through the head. The job gets $DSINFRA_HOSTFILE (`host
+    /// slots=N`, N = GPUs per node, for mpirun and DeepSpeed), MASTER_ADDR/MASTER_PORT,
+    /// NODE_RANK, NNODES and NPROC_PER_NODE (torchrun), and the mounts the block's steps made
+    /// ($DSINFRA_SCRATCH for BeeOND). Output streams live, prefixed by node when several run;
+    /// the exit code is the job's (several nodes: the first failure's). Each run is recorded
+    /// under .dsinfra/<manifest>/runs/<id>/. See docs/run.md.
+    #[command(after_help = "\
+Examples:
+  dsinfra run exp.hcl -- nvidia-smi                     on the head
+  dsinfra run exp.hcl --all -- 'cat $DSINFRA_HOSTFILE'  on every node of the head's cluster
+  dsinfra run exp.hcl cluster.train[2] -- df -h /mnt
+  dsinfra run exp.hcl --park-after -- 'mpirun --hostfile $DSINFRA_HOSTFILE python train.py'
+  dsinfra run exp.hcl --detach -- 'torchrun --nnodes 1 --nproc-per-node $NPROC_PER_NODE train.py'
+      then `dsinfra logs exp.hcl ID -f`")]
+    Run(RunArgs),
+    /// List the runs recorded for a manifest (id, state, exit, start, duration, command).
+    ///
+    /// Detached runs still running are asked about on the head when it can be reached.
+    #[command(after_help = "\
+Examples:
+  dsinfra runs exp.hcl
+  dsinfra runs exp.hcl --emulator")]
+    Runs(RunsArgs),
+    /// Print a run's logs; `-f` follows a detached run on the head until it ends.
+    #[command(after_help = "\
+Examples:
+  dsinfra logs exp.hcl 20261126T221500-3f2a
+  dsinfra logs exp.hcl 20261126T221500-3f2a -f     follow a detached run to its end")]
+    Logs(LogsArgs),
     /// List VM sizes with their facts and, in a region, their prices, to choose a `size`.
     ///
     /// vCPUs, memory, GPUs, temp disk, InfiniBand, accelerated networking, Hyper-V generations,
@@ -563,6 +598,71 @@ pub struct SshArgs {
     /// A command to run instead of an interactive shell (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `dsinfra run`
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// A node (`cluster.train[2]`, `vm.gpu`) or a block (`cluster.train`); the head without.
+    #[arg(value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Every node of the target's block (of the head's block without a TARGET).
+    #[arg(long)]
+    pub all: bool,
+    /// Start the job on the head and return; it survives this command (follow it with
+    /// `dsinfra logs FILE ID -f`).
+    #[arg(long)]
+    pub detach: bool,
+    /// When the job ends, successful or not, park the experiment's VMs (`dsinfra park`).
+    #[arg(long)]
+    pub park_after: bool,
+    /// The SSH private key to log in with (else $DSINFRA_SSH_IDENTITY, ssh-agent,
+    /// ~/.ssh/id_ed25519, ~/.ssh/id_rsa).
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// Where ARM is (IP addresses are read from it; emulator IPs map to local endpoints).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The command, after `--` (words joined by spaces for the node's shell, as ssh does).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `dsinfra runs`
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// The SSH private key to ask the head with.
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `dsinfra logs`
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// The run's id (`dsinfra runs FILE` lists them).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Follow a detached run's log on the head until the job ends.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// The SSH private key to reach the head with.
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// `dsinfra ssh-config`

@@ -13,6 +13,7 @@ mod output;
 mod plan_cmd;
 mod report_cmd;
 mod request;
+mod run_cmd;
 mod sizes_cmd;
 mod ssh_cmds;
 mod state_cmds;
@@ -39,6 +40,8 @@ pub enum Outcome {
     Failed,
     /// Interrupted by Ctrl-C after saving what was done (exit 130, as shells report SIGINT).
     Interrupted,
+    /// A remote job's own exit status (`dsinfra run`), passed on as it is.
+    Code(i32),
 }
 
 /// An error that was already shown to the user (diagnostics print themselves with their source);
@@ -80,6 +83,7 @@ pub fn run_with<I: IntoIterator<Item = OsString>>(argv: I) -> i32 {
         Ok(Outcome::Changes) => 2,
         Ok(Outcome::Failed) => 1,
         Ok(Outcome::Interrupted) => 130,
+        Ok(Outcome::Code(code)) => code,
         Err(err) if is_interrupted(&err) => {
             // Ctrl-C before the engine ran: the command unwound (its lock released) and says
             // so in one line, with the shell's exit code for SIGINT.
@@ -180,6 +184,9 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Output(args) => block_on(|cancel| ops_cmds::output(&args, out, cancel)),
         Command::Ssh(args) => block_on(|cancel| ssh_cmds::ssh(&args, out, cancel)),
         Command::SshConfig(args) => block_on(|cancel| ssh_cmds::ssh_config(&args, out, cancel)),
+        Command::Run(args) => block_on(|cancel| run_cmd::run(&args, out, cancel)),
+        Command::Runs(args) => block_on(|cancel| run_cmd::runs(&args, out, cancel)),
+        Command::Logs(args) => block_on(|cancel| run_cmd::logs(&args, out, cancel)),
         Command::Sizes(args) => sizes_cmd::sizes(&args, out),
         Command::Report(args) => block_on(|cancel| report_cmd::report(&args, out, cancel)),
         Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),

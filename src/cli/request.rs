@@ -150,3 +150,34 @@ pub fn manifest_of<'a>(
         backend: loaded.backend.as_ref(),
     }
 }
+
+/// The manifest's state, read without holding its lock for longer than the read: a session on
+/// a node must neither wait for nor block an apply. If an apply holds a local state's lock, the
+/// file is read anyway (saves replace it atomically, so a reader sees one whole version).
+/// `verb` names the command in the lock while it is held (`ssh`, `run`).
+pub fn read_state(
+    manifest: &std::path::Path,
+    backend: Option<&crate::model::BackendConfig>,
+    verb: &str,
+) -> anyhow::Result<crate::state::State> {
+    use crate::state::{State, StateError};
+    let command = format!("dsinfra {verb} {}", manifest.display());
+    let state = match crate::state::open_backend(manifest, backend, &command) {
+        Ok(mut opened) => opened.load()?,
+        Err(StateError::Locked { state, .. }) => match std::fs::read_to_string(&state) {
+            Ok(text) => Some(State::from_json(&text, &state)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(e).with_context(|| format!("could not read {}", state.display()));
+            }
+        },
+        Err(e) => return Err(e.into()),
+    };
+    state.with_context(|| {
+        format!(
+            "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
+            manifest.display(),
+            manifest.display()
+        )
+    })
+}

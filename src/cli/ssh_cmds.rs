@@ -9,18 +9,14 @@
 //! The printed config must be saved to a file (or `Include`d): `ssh -F <(dsinfra ssh-config ..)`
 //! cannot work, because ssh closes every descriptor above stderr before reading `-F`.
 
-use std::path::Path;
-
-use anyhow::Context as _;
-
 use super::Outcome;
 use super::args::{ConnectArgs, ManifestArgs, SshArgs, SshConfigArgs};
 use super::output::Output;
-use super::request::load;
+use super::request::{load, read_state};
 use crate::connect::connect;
 use crate::engine::op::{Cancel, endpoints};
 use crate::engine::reach::openssh::{Notice, Reached};
-use crate::state::{LocalBackend, State, StateError};
+use crate::state::LocalBackend;
 
 /// `dsinfra ssh`.
 pub async fn ssh(args: &SshArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
@@ -65,7 +61,7 @@ async fn reach_all(
 ) -> anyhow::Result<Reached> {
     let loaded = load(manifest, out)?;
     let path = &manifest.manifest;
-    let state = read_state(path, loaded.backend.as_ref())?;
+    let state = read_state(path, loaded.backend.as_ref(), "ssh")?;
     let endpoints = cancel
         .interruptible(async {
             let conn = connect(&connect_args.options(), path, &loaded.desired.azure).await?;
@@ -77,34 +73,6 @@ async fn reach_all(
         &endpoints,
         LocalBackend::state_dir(path)?,
     ))
-}
-
-/// The manifest's state, read without holding its lock for longer than the read: a session on
-/// a node must neither wait for nor block an apply. If an apply holds a local state's lock, the
-/// file is read anyway (saves replace it atomically, so a reader sees one whole version).
-fn read_state(
-    manifest: &Path,
-    backend: Option<&crate::model::BackendConfig>,
-) -> anyhow::Result<State> {
-    let command = format!("dsinfra ssh {}", manifest.display());
-    let state = match crate::state::open_backend(manifest, backend, &command) {
-        Ok(mut opened) => opened.load()?,
-        Err(StateError::Locked { state, .. }) => match std::fs::read_to_string(&state) {
-            Ok(text) => Some(State::from_json(&text, &state)?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return Err(e).with_context(|| format!("could not read {}", state.display()));
-            }
-        },
-        Err(e) => return Err(e.into()),
-    };
-    state.with_context(|| {
-        format!(
-            "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
-            manifest.display(),
-            manifest.display()
-        )
-    })
 }
 
 /// Replace this process with `ssh argv...` (unix); elsewhere run it and exit with its code.

@@ -97,6 +97,18 @@ impl Listener for Terminal {
                 }
             }
             OpEvent::Step(event) => line(&render::steps::event_line(event)),
+            // A node's stderr stays on stderr, so `dsinfra run ... > out` splits as on the node.
+            OpEvent::Output {
+                node,
+                stream,
+                line: text,
+            } => {
+                let text = render::run::output_line(node, text);
+                match stream {
+                    crate::ssh::Stream::Stdout => line(&text),
+                    crate::ssh::Stream::Stderr => self.out.message(&format!("{text}\n")),
+                }
+            }
             OpEvent::Block {
                 outcome,
                 mode,

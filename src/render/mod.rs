@@ -11,6 +11,7 @@
 //! - [`error_text`]: an error and the causes its message does not already show.
 //! - [`sizes`]: `dsinfra sizes`, the VM sizes with their facts and a region's prices.
 //! - [`report`]: `dsinfra report`, benchmark results as tables, markdown and SVG charts.
+//! - [`run`]: `dsinfra run`, `runs`, `logs`: node lines, per-node summaries, the runs table.
 //!
 //! Progress and status output of the engine (issue 4) belongs here too, as renderers of engine
 //! events (`render::progress`), so that no layer below the CLI writes to the terminal.
@@ -25,6 +26,7 @@ mod plan_text;
 pub mod progress;
 pub mod report;
 pub mod report_chart;
+pub mod run;
 pub mod sizes;
 pub mod status;
 pub mod steps;

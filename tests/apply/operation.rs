@@ -65,6 +65,7 @@ impl Listener for Heard {
             OpEvent::WorkFinished => "work finished".to_owned(),
             OpEvent::Step(_) => "step".to_owned(),
             OpEvent::Block { .. } => "block".to_owned(),
+            OpEvent::Output { line, .. } => format!("output: {line}"),
         };
         self.lines.lock().expect("not poisoned").push(line);
     }

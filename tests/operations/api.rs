@@ -1,4 +1,4 @@
-//! `park`, `unpark`, `status` and `output` called as the engine's operations (`engine::op`),
+//! `park`, `unpark`, `status`, `output` and `run` called as the engine's operations (`engine::op`),
 //! with a listener that collects the events, approvers that answer as a test wants and a
 //! canceller the test presses: what the binary cannot show (a "no" at the question, a Ctrl-C at
 //! an exact moment, the events in order).
@@ -439,4 +439,108 @@ async fn an_aml_park_warns_and_asks_in_its_own_words() {
         world.power_state("aml_cluster.train.compute"),
         Some(PowerState::Running)
     );
+}
+
+/// A run request for `command` on the head of `world`, logging in with `identity`.
+fn run_request<'a>(
+    world: &'a World,
+    loaded: &'a Loaded,
+    conn: &'a Connection,
+    identity: Option<PathBuf>,
+) -> op::RunRequest<'a> {
+    op::RunRequest {
+        at: op::Where {
+            desired: &loaded.desired,
+            manifest: &world.manifest,
+            state: world.state(),
+            arm: conn,
+            identity,
+        },
+        target: op::RunTarget::default(),
+        command: vec!["echo".to_owned(), "hello".to_owned()],
+        detach: false,
+        park_after: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_pressed_before_it_starts_or_refused_records_nothing() {
+    let world = World::applied(config()).await;
+    let loaded = loaded(&world);
+    let conn = connect(&world, &loaded).await;
+    let runs = world
+        .manifest
+        .parent()
+        .expect("dir")
+        .join(".dsinfra/exp/runs");
+    let events: Events = Arc::new(Collect::default());
+
+    let (canceller, cancel) = op::cancel::pair();
+    canceller.press();
+    let pressed = op::run(run_request(&world, &loaded, &conn, None), &events, &cancel).await;
+    assert!(
+        matches!(pressed, Err(op::Error::Interrupted(_))),
+        "{pressed:?}"
+    );
+
+    let mut detached = run_request(&world, &loaded, &conn, None);
+    detached.detach = true;
+    detached.park_after = Some(op::run::ParkAfter {
+        sources: &loaded.sources,
+        steps: op::StepsOptions::default(),
+        backend: None,
+    });
+    let refused = op::run(detached, &events, &Cancel::never()).await;
+    assert!(
+        matches!(&refused, Err(op::Error::Failed(why)) if why.contains("needs the idle watcher")),
+        "{refused:?}"
+    );
+    assert!(!runs.exists(), "nothing recorded in {}", runs.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_an_unreachable_head_is_recorded_as_failed_with_why() {
+    // The emulator maps no SSH endpoint for this VM: the head cannot be reached.
+    let world = World::applied(config()).await;
+    let loaded = loaded(&world);
+    let conn = connect(&world, &loaded).await;
+    let key = world.manifest.with_file_name("id_ed25519");
+    let pair = dsinfra::ssh::HostKeyPair::generate().expect("a key");
+    std::fs::write(&key, pair.private_openssh().expose()).expect("key written");
+    let collect = Arc::new(Collect::default());
+    let events: Events = collect.clone();
+
+    let outcome = op::run(
+        run_request(&world, &loaded, &conn, Some(key)),
+        &events,
+        &Cancel::never(),
+    )
+    .await
+    .expect("the run is attempted");
+    let record = &outcome.record;
+    assert_eq!(
+        (record.state(), record.exit()),
+        (op::run::RunState::Failed, Some(255))
+    );
+    assert_eq!(record.target, "vm.gpu");
+    let why = record.nodes[0].error.as_deref().unwrap_or_default();
+    assert!(why.contains("vm.gpu"), "{why}");
+    assert!(
+        collect
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("note: vm.gpu: ")),
+        "{:?}",
+        collect.lines()
+    );
+    let listed = op::runs(
+        op::Lookup {
+            manifest: &world.manifest,
+            at: None,
+        },
+        &events,
+    )
+    .await
+    .expect("records read");
+    assert_eq!(listed, [outcome.record]);
 }

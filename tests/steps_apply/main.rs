@@ -22,6 +22,7 @@ mod bench;
 mod disks;
 mod failures;
 mod lifecycle;
+mod run;
 mod secrets;
 
 use std::path::{Path, PathBuf};
@@ -221,6 +222,7 @@ EOT
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = farm_apply::dsinfra(self.dir.path(), &self.handle.endpoint(), args);
         cmd.env("DSINFRA_MARKER_DIR", self.path("markers"))
+            .env("DSINFRA_RUNS_DIR", self.path("runs"))
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("DSINFRA_SSH_IDENTITY")
             .env("HOME", self.path("home"));
@@ -236,6 +238,12 @@ EOT
             .or_else(|| self.aml.as_ref().map(|f| f.client_key()));
         if let Some(key) = identity.filter(|_| logs_in) {
             cmd.arg("-i").arg(key);
+        }
+        // `run` ends with its command: the key goes in the environment instead of `-i`.
+        if let Some(key) =
+            identity.filter(|_| matches!(args.first().copied(), Some("run" | "runs" | "logs")))
+        {
+            cmd.env("DSINFRA_SSH_IDENTITY", key);
         }
         cmd
     }

@@ -15,6 +15,7 @@ pub mod output;
 pub mod park;
 pub mod plan;
 pub mod report;
+pub mod run;
 pub mod sizes;
 pub mod status;
 pub mod steps;
@@ -31,6 +32,7 @@ pub use output::{OutputOutcome, OutputRequest, OutputValue, output};
 pub use park::{ParkOutcome, ParkRequest, park};
 pub use plan::{Live, PlanRequest, Planned, plan};
 pub use report::{ReportOutcome, ReportRequest, report};
+pub use run::{LogsRequest, Lookup, RunOutcome, RunRequest, RunTarget, Where, logs, run, runs};
 pub use sizes::learn_sizes;
 pub use status::{ClusterNodes, ClusterStatus, StatusOutcome, StatusRequest, status};
 pub use steps::{StepsJob, StepsOptions};
@@ -165,6 +167,15 @@ pub enum OpEvent<'a> {
         mode: StepsMode,
         /// How to map an SSH endpoint, for a block that could not be reached.
         map_hint: &'a str,
+    },
+    /// A line a command printed on a node (`dsinfra run`, `dsinfra logs`).
+    Output {
+        /// The node, when lines of several nodes are shown (they are prefixed with it).
+        node: Option<&'a str>,
+        /// Which stream it came from.
+        stream: crate::ssh::Stream,
+        /// The line, without its newline.
+        line: &'a str,
     },
 }
 

@@ -65,6 +65,22 @@ pub const KINDS: [&str; 14] = [
     "data_disk",
 ];
 
+/// The mount point a step of `kind` makes on every node: `explicit` (its `mount` parameter)
+/// when given, else the kind's default; `None` for kinds that mount nothing. `dsinfra run`
+/// hands these to jobs (docs/run.md); the defaults are the ones each kind's renderer uses.
+pub fn mount_point<'a>(kind: &str, explicit: Option<&'a str>) -> Option<&'a str> {
+    let default = match kind {
+        "beeond" => cluster::BEEOND_MOUNT,
+        "alluxio" => "/alluxio-fuse",
+        "blobfuse2" | "blobfuse" => "/mnt/blob",
+        "azure_files" => "/mnt/share",
+        "nfs_cache" => "/mnt/nfs",
+        "data_disk" => "/data",
+        _ => return None,
+    };
+    Some(explicit.unwrap_or(default))
+}
+
 /// One manifest step to render.
 #[derive(Debug, Clone)]
 pub struct StepRequest<'a> {

@@ -1,0 +1,184 @@
+//! `dsinfra run`, `dsinfra runs` and `dsinfra logs` (`engine::op::run`): arguments to requests,
+//! outcomes to text and the job's exit code. Node output is on stdout (stderr for what nodes
+//! wrote there); dsinfra's own lines (summary, park) are on stderr, so `> out.txt` keeps only
+//! the job's output.
+
+use super::Outcome;
+use super::args::{ConnectArgs, LogsArgs, ManifestArgs, RunArgs, RunsArgs};
+use super::output::Output;
+use super::request::{load, read_state};
+use super::terminal::{ProgressOn, Terminal};
+use crate::connect::{Connection, connect};
+use crate::engine::op::{self, Cancel, Events};
+use crate::manifest::Loaded;
+use crate::render::{run as view, status};
+
+/// `dsinfra run`.
+pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let manifest = &args.manifest.manifest;
+    let state = read_state(manifest, loaded.backend.as_ref(), "run")?;
+    let conn = connection(&args.connect, &args.manifest, &loaded, &cancel).await?;
+    let request = op::RunRequest {
+        at: op::Where {
+            desired: &loaded.desired,
+            manifest,
+            state,
+            arm: &conn,
+            identity: args.identity.clone(),
+        },
+        target: op::RunTarget {
+            name: args.target.clone(),
+            all: args.all,
+        },
+        command: args.command.clone(),
+        detach: args.detach,
+        park_after: args.park_after.then(|| op::run::ParkAfter {
+            sources: &loaded.sources,
+            steps: op::StepsOptions {
+                identity: args.identity.clone(),
+                ..op::StepsOptions::default()
+            },
+            backend: loaded.backend.as_ref(),
+        }),
+    };
+    let events: Events = Terminal::new(out, ProgressOn::Stderr);
+    let outcome = op::run(request, &events, &cancel).await?;
+    out.message(&view::summary(&outcome.record));
+    if outcome.record.detached && outcome.record.exit().is_none() {
+        out.note(&format!(
+            "follow it with `dsinfra logs {} {} -f`",
+            manifest.display(),
+            outcome.record.id
+        ));
+    }
+    if let Some(park) = outcome.park {
+        match park {
+            Ok(parked) if parked.sent.is_empty() => out.message(&status::cost_lines(&parked.after)),
+            Ok(parked) => {
+                if !parked.failures.is_empty() {
+                    out.message(&status::power_failures(&parked.failures));
+                }
+                out.message(&status::cost_change(&parked.before, &parked.after));
+            }
+            Err(e) => out.error(&anyhow::Error::new(e).context("--park-after: the park failed")),
+        }
+    }
+    if outcome.interrupted {
+        return Ok(Outcome::Interrupted);
+    }
+    Ok(match outcome.record.exit() {
+        Some(0) | None => Outcome::Success,
+        Some(code) => Outcome::Code(code),
+    })
+}
+
+/// `dsinfra runs`.
+pub async fn runs(args: &RunsArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let events: Events = Terminal::new(out, ProgressOn::Stderr);
+    let lookup = lookup(&args.manifest, &args.connect, &loaded, out, &cancel).await;
+    let conn_and_state = lookup.as_ref();
+    let request = op::Lookup {
+        manifest: &args.manifest.manifest,
+        at: where_(
+            conn_and_state,
+            &loaded,
+            &args.manifest,
+            args.identity.as_ref(),
+        ),
+    };
+    let records = op::runs(request, &events).await?;
+    if records.is_empty() {
+        out.note("no run is recorded yet: start one with `dsinfra run`");
+    } else {
+        out.result(&view::runs_table(&records, chrono::Utc::now()));
+    }
+    Ok(Outcome::Success)
+}
+
+/// `dsinfra logs`.
+pub async fn logs(args: &LogsArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
+    let loaded = load(&args.manifest, out)?;
+    let events: Events = Terminal::new(out, ProgressOn::Stderr);
+    let lookup = lookup(&args.manifest, &args.connect, &loaded, out, &cancel).await;
+    let request = op::LogsRequest {
+        lookup: op::Lookup {
+            manifest: &args.manifest.manifest,
+            at: where_(
+                lookup.as_ref(),
+                &loaded,
+                &args.manifest,
+                args.identity.as_ref(),
+            ),
+        },
+        id: args.id.clone(),
+        follow: args.follow,
+    };
+    let record = op::logs(request, &events, &cancel).await?;
+    if record.detached || args.follow {
+        let exit = record
+            .exit()
+            .map_or_else(String::new, |c| format!(", exit {c}"));
+        out.note(&format!(
+            "run {}: {}{exit}",
+            record.id,
+            record.state().word()
+        ));
+    }
+    Ok(Outcome::Success)
+}
+
+/// The connection, interruptible.
+async fn connection(
+    connect_args: &ConnectArgs,
+    manifest: &ManifestArgs,
+    loaded: &Loaded,
+    cancel: &Cancel,
+) -> anyhow::Result<Connection> {
+    Ok(cancel
+        .interruptible(connect(
+            &connect_args.options(),
+            &manifest.manifest,
+            &loaded.desired.azure,
+        ))
+        .await??)
+}
+
+/// The state and a connection for asking the head, or `None` (said why) when either is
+/// missing: `runs` and attached runs' `logs` work from the records alone.
+async fn lookup(
+    manifest: &ManifestArgs,
+    connect_args: &ConnectArgs,
+    loaded: &Loaded,
+    out: &Output,
+    cancel: &Cancel,
+) -> Option<(Connection, crate::state::State)> {
+    let found = async {
+        let state = read_state(&manifest.manifest, loaded.backend.as_ref(), "runs")?;
+        let conn = connection(connect_args, manifest, loaded, cancel).await?;
+        anyhow::Ok((conn, state))
+    };
+    match found.await {
+        Ok(found) => Some(found),
+        Err(e) => {
+            out.note(&format!("the head cannot be asked: {e:#}"));
+            None
+        }
+    }
+}
+
+fn where_<'a>(
+    found: Option<&'a (Connection, crate::state::State)>,
+    loaded: &'a Loaded,
+    manifest: &'a ManifestArgs,
+    identity: Option<&std::path::PathBuf>,
+) -> Option<op::Where<'a>> {
+    found.map(|(conn, state)| op::Where {
+        desired: &loaded.desired,
+        manifest: &manifest.manifest,
+        state: state.clone(),
+        arm: conn,
+        identity: identity.cloned(),
+    })
+}

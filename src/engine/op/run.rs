@@ -1,0 +1,618 @@
+//! `dsinfra run`, `runs` and `logs`: run a command on the experiment's nodes over the pinned
+//! SSH sessions the steps use, with the environment a distributed job needs ([`job`]), record
+//! each run under `.dsinfra/<manifest>/runs/<id>/` ([`records`]), and follow detached runs on
+//! the head. docs/run.md is the user's guide and the contract of the run directory on a node.
+//!
+//! An attached run streams every node's lines as [`OpEvent::Output`] and ends with the job's
+//! exit status (the first failure's, for several nodes). A first Ctrl-C stops the job on every
+//! node (its process group gets SIGTERM) and waits for the nodes to report; a second returns at
+//! once with the record saved as far as known. `--park-after` then parks the VMs through
+//! [`super::park`], whatever the job's status, unless a Ctrl-C stopped the job (the user is
+//! at the keyboard and decides).
+
+mod job;
+pub mod records;
+mod remote;
+mod target;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use chrono::Utc;
+use futures::future::join_all;
+
+use super::steps::StepsOptions;
+use super::{Arm, AutoApprove, Cancel, Error, Events, OpEvent, ParkOutcome, ParkRequest};
+use crate::diag::SourceMap;
+use crate::engine::post_boot::auth;
+use crate::engine::power::PowerChange;
+use crate::engine::reach::{Endpoints, NodeReach};
+use crate::model::Desired;
+use crate::ssh::{Exit, Privilege, ScriptRequest, Session, Stream};
+use crate::state::State;
+
+pub use job::{DEFAULT_RUNS_DIR, MASTER_PORT};
+pub use records::{NodeRun, RunRecord, RunState};
+pub use target::RunTarget;
+
+use job::{Job, JobNode};
+use remote::Reacher;
+
+/// The environment variable that moves the run directories on the nodes (tests: many hosts,
+/// one filesystem), read on the workstation like `DSINFRA_MARKER_DIR`.
+pub const RUNS_DIR_ENV: &str = "DSINFRA_RUNS_DIR";
+
+/// Where a run is, and how to reach its nodes.
+pub struct Where<'a> {
+    /// The manifest's world: blocks, sizes, steps.
+    pub desired: &'a Desired,
+    /// The manifest's path: records live next to it.
+    pub manifest: &'a Path,
+    /// The state (read without holding its lock: a run must not block an apply).
+    pub state: State,
+    /// The connection (for the IP addresses and the emulator's SSH endpoints).
+    pub arm: &'a Arm,
+    /// `-i`: the private key to log in with (else the environment's sources).
+    pub identity: Option<PathBuf>,
+}
+
+/// `--park-after`: what the park needs besides the run's [`Where`].
+pub struct ParkAfter<'a> {
+    /// The manifest's text, for located problems.
+    pub sources: &'a SourceMap,
+    /// Steps options (BeeOND's stop before the park).
+    pub steps: StepsOptions,
+    /// The manifest's `backend` block: the park locks the state it names.
+    pub backend: Option<&'a crate::model::BackendConfig>,
+}
+
+/// What `dsinfra run` is asked to do.
+pub struct RunRequest<'a> {
+    /// Where.
+    pub at: Where<'a>,
+    /// On which nodes.
+    pub target: RunTarget,
+    /// The command's words (joined by spaces for the remote shell, as `ssh` does).
+    pub command: Vec<String>,
+    /// `--detach`: start on the head and return.
+    pub detach: bool,
+    /// `--park-after`: park the VMs when the job ends.
+    pub park_after: Option<ParkAfter<'a>>,
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The record, as saved.
+    pub record: RunRecord,
+    /// The park after the job, when asked: what it did, or why it failed.
+    pub park: Option<Result<ParkOutcome, Error>>,
+    /// Set when a Ctrl-C stopped the job (and the waiting, at a second press); no park follows.
+    pub interrupted: bool,
+}
+
+/// Runs the request's command.
+///
+/// # Errors
+///
+/// Before the job started: the target names nothing, `--detach` with several nodes or with
+/// `--park-after`, no usable SSH identity, the endpoints could not be read, the record could
+/// not be written, Ctrl-C ([`Error::Interrupted`]). Nodes that fail are in the outcome.
+pub async fn run(
+    request: RunRequest<'_>,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<RunOutcome, Error> {
+    let RunRequest {
+        at,
+        target,
+        command,
+        detach,
+        park_after,
+    } = request;
+    if detach && park_after.is_some() {
+        return Err(Error::Failed(
+            "--park-after with --detach needs the idle watcher on the head, which is not built \
+             yet: run attached (without --detach) to park when the job ends, or park later \
+             with `dsinfra park`"
+                .to_owned(),
+        ));
+    }
+    let endpoints = cancel
+        .interruptible(super::endpoints::for_state(at.arm, &at.state))
+        .await??;
+    let selected = target::select(&target, at.desired, &at.state, &endpoints)?;
+    if detach && selected.ranks != [0] {
+        return Err(Error::Failed(format!(
+            "--detach starts the job on the head only, but `{}` is {} nodes: drop the TARGET \
+             (or name the head); the job can start work on the other nodes through \
+             $DSINFRA_HOSTFILE",
+            selected.label,
+            selected.ranks.len()
+        )));
+    }
+    let auth =
+        auth::identity(&auth::Sources::from_env(at.identity.as_deref())).map_err(Error::Failed)?;
+    let job = make_job(at.desired, &selected.block, command.join(" "));
+    let reacher = Reacher::new(auth, selected.block.first().cloned());
+    let mut record = RunRecord {
+        id: job.id.clone(),
+        command: job.command.clone(),
+        target: selected.label.clone(),
+        detached: detach,
+        started: Utc::now(),
+        ended: None,
+        nodes: selected
+            .ranks
+            .iter()
+            .map(|&r| NodeRun {
+                node: job.nodes[r].node.clone(),
+                dir: job.dir(&job.nodes[r]),
+                exit: None,
+                ended: None,
+                error: None,
+            })
+            .collect(),
+        lost: false,
+    };
+    records::save(at.manifest, &record)?;
+    let nodes: Vec<&NodeReach> = selected.ranks.iter().map(|&r| &selected.block[r]).collect();
+    for node in &nodes {
+        for warning in reacher.unpinned_warnings(node) {
+            events.event(OpEvent::Note(&warning));
+        }
+    }
+    let interrupted = if detach {
+        start_detached(&job, &reacher, nodes[0], &mut record, events).await;
+        false
+    } else {
+        let tasks = Tasks {
+            job: &job,
+            reacher: &reacher,
+            manifest: at.manifest,
+            events,
+            prefixed: nodes.len() > 1,
+            sessions: Mutex::default(),
+        };
+        tasks
+            .run_all(&nodes, &selected.ranks, &mut record, cancel)
+            .await
+    };
+    if record
+        .nodes
+        .iter()
+        .all(|n| n.exit.is_some() || n.error.is_some())
+    {
+        record.ended = Some(Utc::now());
+    }
+    records::save(at.manifest, &record)?;
+    let park = match park_after {
+        Some(park_after) if !interrupted => Some(park(&at, park_after, events, cancel).await),
+        _ => None,
+    };
+    Ok(RunOutcome {
+        record,
+        park,
+        interrupted,
+    })
+}
+
+/// The job for `block`: its nodes' private addresses, the slots of its size, its mounts.
+fn make_job(desired: &Desired, block: &[NodeReach], command: String) -> Job {
+    let head = block.first();
+    let size = head
+        .and_then(|n| {
+            desired
+                .resource(&n.vm)
+                .or_else(|| n.aml_compute().and_then(|c| desired.resource(&c)))
+        })
+        .and_then(|vm| vm.attrs.get("size"))
+        .and_then(serde_json::Value::as_str);
+    let block_address = head.map(|n| n.block.clone());
+    Job {
+        id: records::new_id(Utc::now()),
+        command,
+        nodes: block
+            .iter()
+            .map(|n| JobNode {
+                node: n.node().to_string(),
+                vm_name: n.name.clone(),
+                host: n.private_ip.clone().unwrap_or_else(|| n.name.clone()),
+            })
+            .collect(),
+        slots: job::slots_for(size),
+        mounts: block_address
+            .map(|b| job::mounts(&desired.steps, &b))
+            .unwrap_or_default(),
+        runs_dir: std::env::var(RUNS_DIR_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_RUNS_DIR.to_owned()),
+    }
+}
+
+/// The script request that starts the job at `rank`.
+fn start_request(job: &Job, rank: usize, detach: bool) -> ScriptRequest {
+    ScriptRequest {
+        script: job.start_script(rank, detach),
+        files: job.files(rank),
+        privilege: Privilege::User,
+        ..ScriptRequest::default()
+    }
+}
+
+/// Starts the job detached on the head; the record notes a failure to start.
+async fn start_detached(
+    job: &Job,
+    reacher: &Reacher,
+    head: &NodeReach,
+    record: &mut RunRecord,
+    events: &Events,
+) {
+    let started = async {
+        let session = reacher.connect(head).await?;
+        let mut lines = Vec::new();
+        let exit = session
+            .run_script(&start_request(job, 0, true), &mut |_, line| {
+                lines.push(line.to_owned());
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        session.close().await;
+        if exit.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the job could not be started ({exit:?}): {}",
+                lines.join("; ")
+            ))
+        }
+    };
+    if let Err(why) = started.await {
+        events.event(OpEvent::Note(&format!("{}: {why}", head.node())));
+        record.nodes[0].error = Some(why);
+        record.nodes[0].ended = Some(Utc::now());
+    }
+}
+
+/// The attached run's node tasks and what they share.
+struct Tasks<'a> {
+    job: &'a Job,
+    reacher: &'a Reacher,
+    manifest: &'a Path,
+    events: &'a Events,
+    /// Whether lines carry their node's name (several nodes).
+    prefixed: bool,
+    /// The open sessions, for stopping the job on Ctrl-C.
+    sessions: Mutex<Vec<(Session, String)>>,
+}
+
+impl Tasks<'_> {
+    /// Runs the job on every node; returns whether a Ctrl-C stopped the job (the first press:
+    /// the nodes then report how it ended) or the waiting (the second).
+    async fn run_all(
+        &self,
+        nodes: &[&NodeReach],
+        ranks: &[usize],
+        record: &mut RunRecord,
+        cancel: &Cancel,
+    ) -> bool {
+        let shared = Mutex::new(std::mem::take(&mut record.nodes));
+        let interrupted = {
+            let all = join_all(
+                nodes
+                    .iter()
+                    .zip(ranks)
+                    .enumerate()
+                    .map(|(i, (node, &rank))| self.run_node(node, rank, i, &shared)),
+            );
+            let mut cancel = cancel.clone();
+            tokio::pin!(all);
+            let mut presses = 0;
+            loop {
+                tokio::select! {
+                    _ = &mut all => break presses > 0,
+                    () = cancel.pressed() => {
+                        presses += 1;
+                        if presses > 1 {
+                            break true;
+                        }
+                        self.events.event(OpEvent::Note(
+                            "Ctrl-C: stopping the job on every node (SIGTERM to its process \
+                             group); press again to stop waiting",
+                        ));
+                        self.stop_all().await;
+                    }
+                }
+            }
+        };
+        record.nodes = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+        interrupted
+    }
+
+    /// Sends the stop to every node's job (best effort).
+    async fn stop_all(&self) {
+        let sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for (session, dir) in sessions {
+            let _ = session
+                .output(
+                    &job::stop_script(&dir),
+                    b"",
+                    Some(std::time::Duration::from_secs(10)),
+                )
+                .await;
+        }
+    }
+
+    /// Runs the job on one node, streaming and logging its lines, and fills in its record.
+    async fn run_node(
+        &self,
+        node: &NodeReach,
+        rank: usize,
+        slot: usize,
+        shared: &Mutex<Vec<NodeRun>>,
+    ) {
+        let name = node.node().to_string();
+        let result = self.attached(node, rank, &name).await;
+        let mut nodes = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = &mut nodes[slot];
+        entry.ended = Some(Utc::now());
+        match result {
+            Ok(Exit::Code(code)) => entry.exit = Some(i32::try_from(code).unwrap_or(255)),
+            // A signal ends a shell's job with 128 + its number; the name is what SSH gives.
+            Ok(Exit::Signal(signal)) => {
+                entry.exit = Some(255);
+                entry.error = Some(format!("killed by signal {signal}"));
+            }
+            Err(why) => {
+                self.events.event(OpEvent::Note(&format!("{name}: {why}")));
+                entry.error = Some(why);
+            }
+        }
+    }
+
+    async fn attached(&self, node: &NodeReach, rank: usize, name: &str) -> Result<Exit, String> {
+        let session = self.reacher.connect(node).await?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((session.clone(), self.job.dir(&self.job.nodes[rank])));
+        let log_path =
+            records::log_path(self.manifest, &self.job.id, name).map_err(|e| e.to_string())?;
+        let mut log = std::fs::File::create(&log_path)
+            .map(std::io::BufWriter::new)
+            .map_err(|e| format!("could not write {}: {e}", log_path.display()))?;
+        let events = self.events;
+        let prefixed = self.prefixed;
+        let exit = session
+            .run_script(
+                &start_request(self.job, rank, false),
+                &mut |stream, line| {
+                    use std::io::Write as _;
+                    let _ = writeln!(log, "{line}");
+                    events.event(OpEvent::Output {
+                        node: prefixed.then_some(name),
+                        stream,
+                        line,
+                    });
+                },
+            )
+            .await
+            .map_err(|e| e.to_string());
+        let _ = std::io::Write::flush(&mut log);
+        session.close().await;
+        exit
+    }
+}
+
+/// `--park-after`: the park operation on every VM of the experiment, approved by the flag.
+async fn park(
+    at: &Where<'_>,
+    after: ParkAfter<'_>,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<ParkOutcome, Error> {
+    events.event(OpEvent::Note("--park-after: parking the experiment's VMs"));
+    let (backend, state) = super::open_applied(at.manifest, after.backend)?;
+    let request = ParkRequest {
+        change: PowerChange::Park,
+        desired: at.desired,
+        sources: after.sources,
+        manifest: at.manifest,
+        backend,
+        state,
+        arm: at.arm,
+        only: &[],
+        steps: after.steps,
+    };
+    super::park(request, events, &AutoApprove, cancel).await
+}
+
+/// What `dsinfra runs` and `dsinfra logs` look at: the records, and the head for detached runs
+/// (`None` when it cannot be asked: the records are shown as last known).
+pub struct Lookup<'a> {
+    /// The manifest's path: records live next to it.
+    pub manifest: &'a Path,
+    /// How to reach the head, when a connection could be made.
+    pub at: Option<Where<'a>>,
+}
+
+/// Every recorded run, oldest first, detached runs still running asked about on their head
+/// (and their records updated).
+///
+/// # Errors
+///
+/// The records could not be read.
+pub async fn runs(lookup: Lookup<'_>, events: &Events) -> Result<Vec<RunRecord>, Error> {
+    let mut all = records::list(lookup.manifest)?;
+    let open: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].detached && all[i].state() == RunState::Running)
+        .collect();
+    if open.is_empty() {
+        return Ok(all);
+    }
+    // One session per node the open runs started on (usually the one head).
+    let mut sessions: Vec<(String, Option<Session>)> = Vec::new();
+    for i in open {
+        let node = all[i].nodes[0].node.clone();
+        if !sessions.iter().any(|(n, _)| *n == node) {
+            let session = node_session(&lookup, &node, events).await;
+            sessions.push((node.clone(), session));
+        }
+        let Some(Some(head)) = sessions.iter().find(|(n, _)| *n == node).map(|(_, s)| s) else {
+            continue;
+        };
+        let record = &mut all[i];
+        match probe(head, &record.nodes[0].dir).await {
+            Ok(answer) => {
+                apply_probe(record, answer);
+                records::save(lookup.manifest, record)?;
+            }
+            Err(why) => events.event(OpEvent::Note(&format!(
+                "run {}: could not ask {node} ({why}); its state is the last one known",
+                record.id
+            ))),
+        }
+    }
+    for (_, session) in sessions.into_iter().filter_map(|(n, s)| Some((n, s?))) {
+        session.close().await;
+    }
+    Ok(all)
+}
+
+/// What `dsinfra logs` is asked.
+pub struct LogsRequest<'a> {
+    /// Records and head.
+    pub lookup: Lookup<'a>,
+    /// The run's id.
+    pub id: String,
+    /// `-f`: follow a detached run until it ends.
+    pub follow: bool,
+}
+
+/// Prints a run's logs as [`OpEvent::Output`] events: the local logs of an attached run, the
+/// head's log of a detached one (followed to the end with `follow`). Returns the record, updated
+/// with the state the head reported.
+///
+/// # Errors
+///
+/// No such run, or a detached run's head cannot be reached.
+pub async fn logs(
+    request: LogsRequest<'_>,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<RunRecord, Error> {
+    let LogsRequest { lookup, id, follow } = request;
+    let mut record = records::load(lookup.manifest, &id)?;
+    if !record.detached {
+        let prefixed = record.nodes.len() > 1;
+        for node in &record.nodes {
+            let path = records::log_path(lookup.manifest, &id, &node.node)?;
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            for line in text.lines() {
+                events.event(OpEvent::Output {
+                    node: prefixed.then_some(node.node.as_str()),
+                    stream: Stream::Stdout,
+                    line,
+                });
+            }
+        }
+        return Ok(record);
+    }
+    let head = node_session(&lookup, &record.nodes[0].node, events)
+        .await
+        .ok_or_else(|| {
+            Error::Failed(format!(
+                "run {id} is detached: its log is on the head, which cannot be reached now"
+            ))
+        })?;
+    let mut last = String::new();
+    let exit = cancel
+        .interruptible(head.exec(
+            "bash -s",
+            job::log_script(&record.nodes[0].dir, follow).as_bytes(),
+            None,
+            &mut |stream, line| match stream {
+                Stream::Stdout => events.event(OpEvent::Output {
+                    node: None,
+                    stream,
+                    line,
+                }),
+                Stream::Stderr => line.clone_into(&mut last),
+            },
+        ))
+        .await?
+        .map_err(|e| Error::Failed(e.to_string()))?;
+    head.close().await;
+    if exit.success()
+        && let Some(answer) = job::parse_probe(&last)
+    {
+        apply_probe(&mut record, answer);
+        records::save(lookup.manifest, &record)?;
+    }
+    Ok(record)
+}
+
+/// A session to `node`, the node a detached run was started on (through its block's head when
+/// it is private); `None`, said why, when it cannot be reached.
+async fn node_session(lookup: &Lookup<'_>, node: &str, events: &Events) -> Option<Session> {
+    let at = lookup.at.as_ref()?;
+    let reached = async {
+        let endpoints: Endpoints = super::endpoints::for_state(at.arm, &at.state)
+            .await
+            .map_err(|e| e.to_string())?;
+        let target = RunTarget {
+            name: Some(node.to_owned()),
+            all: false,
+        };
+        let selected = target::select(&target, at.desired, &at.state, &endpoints)
+            .map_err(|e| e.to_string())?;
+        let auth = auth::identity(&auth::Sources::from_env(at.identity.as_deref()))?;
+        let reacher = Reacher::new(auth, selected.block.first().cloned());
+        reacher.connect(&selected.block[selected.ranks[0]]).await
+    };
+    match reached.await {
+        Ok(session) => Some(session),
+        Err(why) => {
+            events.event(OpEvent::Note(&format!(
+                "could not reach {node} ({why}): its detached runs are shown as last known"
+            )));
+            None
+        }
+    }
+}
+
+/// Asks the head how the run in `dir` stands.
+async fn probe(head: &Session, dir: &str) -> Result<(String, Option<i32>), String> {
+    let output = head
+        .output(
+            "bash -s",
+            job::state_probe(dir).as_bytes(),
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    job::parse_probe(&output.stdout).ok_or_else(|| format!("unexpected answer {:?}", output.stdout))
+}
+
+/// Updates a detached run's record with the head's answer.
+fn apply_probe(record: &mut RunRecord, (state, code): (String, Option<i32>)) {
+    let node = &mut record.nodes[0];
+    match (state.as_str(), code) {
+        ("done", Some(code)) => {
+            node.exit = Some(code);
+            node.ended.get_or_insert_with(Utc::now);
+            record.ended = node.ended;
+        }
+        ("lost" | "missing", _) => {
+            record.lost = true;
+            node.ended.get_or_insert_with(Utc::now);
+            record.ended = node.ended;
+        }
+        _ => {}
+    }
+}
