@@ -1,7 +1,8 @@
 //! The local record of each run: `.dsinfra/<manifest>/runs/<id>/run.json` (what ran where, when,
 //! and how each node ended) beside one log per node (`<node>.log`, the lines an attached run
-//! streamed). Ids sort by time (`20261126T221500-3f2a`: UTC start, then 4 random hex digits so
-//! two runs started in one second stay apart).
+//! streamed). Ids read as their start (`20261126T221500-3f2a`: UTC start to the second, then 4
+//! random hex digits so two runs started in one second stay apart); listings are ordered by the
+//! recorded start itself, since two ids of one second sort by their random part.
 
 use std::path::{Path, PathBuf};
 
@@ -57,7 +58,7 @@ pub struct NodeRun {
 /// One run, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// Its id (sortable by start time).
+    /// Its id (its start to the second, then a random part).
     pub id: String,
     /// The command line.
     pub command: String,
@@ -213,7 +214,9 @@ pub fn list(manifest: &Path) -> Result<Vec<RunRecord>, Error> {
         .filter_map(|entry| std::fs::read_to_string(entry.path().join("run.json")).ok())
         .filter_map(|text| serde_json::from_str(&text).ok())
         .collect();
-    records.sort_by(|a, b| a.id.cmp(&b.id));
+    // By the start itself, not the id: ids of runs started within one second order by their
+    // random part (seen: a run listed before the one started just before it).
+    records.sort_by(|a, b| a.started.cmp(&b.started).then_with(|| a.id.cmp(&b.id)));
     Ok(records)
 }
 
@@ -256,6 +259,26 @@ mod tests {
         assert_eq!((r.state(), r.exit()), (RunState::Running, None));
         let r = record(vec![node(Some(0), 1), node(Some(0), 2)]);
         assert_eq!((r.state(), r.exit()), (RunState::Succeeded, Some(0)));
+    }
+
+    /// Regression: `runs` listed two runs of one second by their ids' random part.
+    #[test]
+    fn runs_of_one_second_are_listed_in_the_order_they_started() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manifest = dir.path().join("exp.hcl");
+        let second = DateTime::from_timestamp(1_700_000_000, 0).expect("time");
+        for (suffix, millis) in [("ffff", 100), ("0000", 700)] {
+            let mut r = record(Vec::new());
+            r.id = format!("{}-{suffix}", second.format("%Y%m%dT%H%M%S"));
+            r.started = second + chrono::Duration::milliseconds(millis);
+            save(&manifest, &r).expect("saved");
+        }
+        let listed: Vec<String> = list(&manifest)
+            .expect("listed")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(listed, ["20231114T221320-ffff", "20231114T221320-0000"]);
     }
 
     #[test]
