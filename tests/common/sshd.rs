@@ -383,7 +383,7 @@ fn sshd_config(
     authorized: &Path,
     (ib0, also_listen): (Option<&Ib0>, Option<&str>),
 ) -> String {
-    let mut ib0 = match ib0 {
+    let ib0 = match ib0 {
         Some(Ib0 { address, listening }) => format!(
             "{}SetEnv DSINFRA_TEST_IB0_ADDRESS={address}\n",
             if *listening {
@@ -394,13 +394,12 @@ fn sshd_config(
         ),
         None => String::new(),
     };
-    if let Some(address) = also_listen {
-        ib0.push_str(&format!("ListenAddress {address}\n"));
-    }
+    let also = also_listen.map_or_else(String::new, |a| format!("ListenAddress {a}\n"));
     format!(
         "Port {port}\n\
          ListenAddress 127.0.0.1\n\
          {ib0}\
+         {also}\
          HostKey {key}\n\
          PidFile {pid}\n\
          AuthorizedKeysFile {authorized}\n\
