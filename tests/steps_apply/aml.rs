@@ -326,3 +326,90 @@ async fn the_mesh_and_nodefile_on_four_aml_nodes_name_every_node_by_its_own_addr
     );
     assert_eq!(w.state()["resources"], before, "{second}");
 }
+
+/// How many requests the emulator received with `method` on the workspace `amlws` itself (not
+/// its computes).
+fn workspace_requests(w: &World, method: &str) -> usize {
+    w.requests
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .filter(|(_, m, path)| {
+            m == method
+                && path.to_ascii_lowercase().contains("/workspaces/amlws")
+                && !path.to_ascii_lowercase().contains("/computes")
+        })
+        .count()
+}
+
+// Issue 17: `existing = true` end to end: the workspace another experiment made is read, never
+// written, and the cluster made in it runs its steps on its nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_in_an_existing_workspace_runs_its_steps_and_leaves_the_workspace_alone() {
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    // Another experiment's workspace, in its own group.
+    std::fs::write(
+        w.path("base.hcl"),
+        "experiment = \"base\"\nazure { location = \"eastus\" }\naml_workspace \"ws\" { name = \"amlws\" }\n",
+    )
+    .expect("manifest written");
+    w.ok(&["apply", "base.hcl", "--auto-approve"]).await;
+    let (puts, deletes) = (
+        workspace_requests(&w, "PUT"),
+        workspace_requests(&w, "DELETE"),
+    );
+    assert_eq!(puts, 1, "the base experiment made the workspace");
+
+    let out = w.out().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"aml_workspace "ws" {{
+  existing       = true
+  name           = "amlws"
+  resource_group = "dsinfra-base"
+}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 2
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name   = "hello"
+    script = "echo \"$DSINFRA_NODE\" > {out}/hello-$DSINFRA_RANK"
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+    let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    for rank in 0..2 {
+        assert_eq!(
+            w.read(&format!("hello-{rank}")),
+            format!("aml_cluster.scratch[{rank}]\n"),
+            "{first}"
+        );
+    }
+    // Only the compute is dsinfra's here: the workspace is no resource of this experiment and
+    // was neither written nor deleted.
+    let addresses: Vec<String> = w.state()["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["address"].as_str().map(str::to_owned))
+        .filter(|a| a.starts_with("aml_"))
+        .collect();
+    assert_eq!(addresses, ["aml_cluster.scratch.compute"], "{first}");
+    assert_eq!(workspace_requests(&w, "PUT"), puts, "{first}");
+    assert_eq!(workspace_requests(&w, "DELETE"), deletes, "{first}");
+    assert_eq!(farm.booted().len(), 2, "{first}");
+
+    let second = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+}
