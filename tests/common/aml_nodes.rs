@@ -7,14 +7,23 @@
 //!
 //! Unlike the VM farm (`nodes.rs`), whose hosts get the key dsinfra put in cloud-init, each host
 //! here generates its own host key, as an AML node does: dsinfra has to trust it on first use.
-//! The login user is always [`TEST_USER`]; `authorized_keys` holds the farm's client key and the
+//! The login user is always `TEST_USER`; `authorized_keys` holds the farm's client key and the
 //! compute's admin key. Every host stops when the farm drops; the hook holds the farm weakly.
+//!
+//! Nodes reach each other on their private IPs. This machine has none of those, so each host
+//! also listens on a loopback address of its own made from its private IP (`10.0.1.5` ->
+//! `127.0.1.5`, [`loopback_for`]), and that is the address the emulator maps both the node's
+//! public port and its private IP to: a nodefile or mesh built from the mapped addresses names
+//! every node by a distinct address, as on Azure. The hosts share one `authorized_keys`
+//! ([`AmlNodeFarm::mesh_dir`]), which stands for every node's `~/.ssh` of the mesh user, so a
+//! test points `DSINFRA_MESH_DIR` there and the head's mesh key lets it into every node.
 //!
 //! Use through `mod common;` (it needs the sibling `sshd` module).
 
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use dsinfra::emulator::{AmlNodeBoot, AmlNodeHook};
@@ -54,6 +63,12 @@ impl AmlNodeFarm {
         Arc::new(move |boot: &AmlNodeBoot| farm.upgrade().map(|farm| farm.boot(boot)))
     }
 
+    /// The directory standing in for the mesh user's `~/.ssh` on every node (for
+    /// `DSINFRA_MESH_DIR`): every host accepts the keys in its `authorized_keys`.
+    pub fn mesh_dir(&self) -> PathBuf {
+        self.hosts.dir().join("mesh")
+    }
+
     /// The host key the host standing in for `node_id` generated.
     pub fn host_key(&self, node_id: &str) -> Option<HostKey> {
         self.hosts.with_host(node_id, |h| h.public_key.clone())
@@ -69,19 +84,49 @@ impl AmlNodeFarm {
         // The node makes its own host key: nothing dsinfra sent names one.
         let pair = HostKeyPair::generate().expect("ed25519 generation works");
         let name = format!("aml-{}", boot.node_id);
-        let port = self.hosts.start_host(
-            &format!("AmlNodeFarm: node {}", boot.node_id),
+        if boot.admin_username != self.user() {
+            eprintln!(
+                "AmlNodeFarm: node {} has admin user {:?}; only {} can log in to farm hosts",
+                boot.node_id,
+                boot.admin_username,
+                self.user()
+            );
+        }
+        let address = loopback_for(&boot.private_ip);
+        let mesh = self.mesh_dir();
+        std::fs::create_dir_all(&mesh).expect("the mesh directory can be created");
+        // sshd reads authorized_keys as the login user, and the mesh makes the directory 0700
+        // as ~/.ssh is: the user owns it, as a user owns their ~/.ssh (root writes it anyway).
+        let owned = std::process::Command::new("chown")
+            .arg(self.user())
+            .arg(&mesh)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(owned, "chown {} {}", self.user(), mesh.display());
+        let port = self.hosts.start_host_at(
             &boot.node_id,
             &name,
-            &boot.admin_username,
             (pair.private_openssh().expose(), pair.public()),
-            boot.ssh_public_key.as_slice(),
-            None,
+            (
+                &mesh.join("authorized_keys"),
+                boot.ssh_public_key.as_slice(),
+            ),
+            &address.to_string(),
         );
         self.boots
             .lock()
             .expect("farm mutex not poisoned")
             .push(boot.clone());
-        SocketAddr::from(([127, 0, 0, 1], port))
+        SocketAddr::from((address, port))
     }
+}
+
+/// The loopback address a node with `private_ip` listens on: `127` followed by the private IP's
+/// last three octets (`10.0.1.5` -> `127.0.1.5`), distinct for every node of a subnet.
+pub fn loopback_for(private_ip: &str) -> Ipv4Addr {
+    let octets = private_ip
+        .parse::<Ipv4Addr>()
+        .expect("the emulator gives AML nodes IPv4 private addresses")
+        .octets();
+    Ipv4Addr::new(127, octets[1], octets[2], octets[3])
 }

@@ -118,6 +118,43 @@ impl FarmHosts {
         port
     }
 
+    /// Starts a host for a node that has its own address: like [`FarmHosts::start_host`], but
+    /// its sshd also listens on the loopback `address`, and it lets keys in from the file
+    /// `authorized` (written with the client key and `keys`, then left for steps to append to,
+    /// as a node's `~/.ssh/authorized_keys`). Returns the new host's port.
+    pub fn start_host_at(
+        &self,
+        name: &str,
+        dir_name: &str,
+        (private, public): (&str, &HostKey),
+        (authorized, keys): (&Path, &[String]),
+        address: &str,
+    ) -> u16 {
+        let mut all = vec![self.client_public_key()];
+        all.extend(keys.iter().cloned());
+        sshd::write_authorized_keys(authorized, &all);
+        let host = Host::start_with_key_at(
+            self.dir.path(),
+            dir_name,
+            (private, public),
+            authorized,
+            address,
+        );
+        let port = host.port;
+        let old = self
+            .hosts
+            .lock()
+            .expect("farm mutex not poisoned")
+            .insert(name.to_owned(), host);
+        drop(old);
+        port
+    }
+
+    /// The farm's scratch directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// What `read` says of the host filed under `name`, if there is one.
     pub fn with_host<T>(&self, name: &str, read: impl FnOnce(&Host) -> T) -> Option<T> {
         self.hosts

@@ -198,6 +198,37 @@ impl Host {
         authorized: &Path,
         ib0: Option<&Ib0>,
     ) -> Self {
+        Self::start_listening(root, name, (private_key, public_key), authorized, ib0, None)
+    }
+
+    /// [`Host::start_with_key`] that also listens on the loopback address `address` (same port):
+    /// a node's own address, so that several hosts on one port-free machine are still told
+    /// apart by address, as nodes on private IPs are.
+    pub fn start_with_key_at(
+        root: &Path,
+        name: &str,
+        (private_key, public_key): (&str, &HostKey),
+        authorized: &Path,
+        address: &str,
+    ) -> Self {
+        Self::start_listening(
+            root,
+            name,
+            (private_key, public_key),
+            authorized,
+            None,
+            Some(address),
+        )
+    }
+
+    fn start_listening(
+        root: &Path,
+        name: &str,
+        (private_key, public_key): (&str, &HostKey),
+        authorized: &Path,
+        ib0: Option<&Ib0>,
+        also_listen: Option<&str>,
+    ) -> Self {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("host dir can be created");
         set_mode(&dir, 0o755);
@@ -218,7 +249,7 @@ impl Host {
             let port = free_port();
             write_file(
                 &config,
-                sshd_config(port, &key_file, &pid_file, authorized, ib0).as_bytes(),
+                sshd_config(port, &key_file, &pid_file, authorized, (ib0, also_listen)).as_bytes(),
                 0o644,
             );
             let _ = fs::remove_file(&pid_file);
@@ -345,7 +376,13 @@ impl Drop for Host {
     }
 }
 
-fn sshd_config(port: u16, key: &Path, pid: &Path, authorized: &Path, ib0: Option<&Ib0>) -> String {
+fn sshd_config(
+    port: u16,
+    key: &Path,
+    pid: &Path,
+    authorized: &Path,
+    (ib0, also_listen): (Option<&Ib0>, Option<&str>),
+) -> String {
     let ib0 = match ib0 {
         Some(Ib0 { address, listening }) => format!(
             "{}SetEnv DSINFRA_TEST_IB0_ADDRESS={address}\n",
@@ -357,10 +394,12 @@ fn sshd_config(port: u16, key: &Path, pid: &Path, authorized: &Path, ib0: Option
         ),
         None => String::new(),
     };
+    let also = also_listen.map_or_else(String::new, |a| format!("ListenAddress {a}\n"));
     format!(
         "Port {port}\n\
          ListenAddress 127.0.0.1\n\
          {ib0}\
+         {also}\
          HostKey {key}\n\
          PidFile {pid}\n\
          AuthorizedKeysFile {authorized}\n\

@@ -199,3 +199,217 @@ async fn steps_run_on_four_aml_nodes_at_their_ports_with_keys_pinned_on_first_us
         "a refused key is not pinned"
     );
 }
+
+/// A new workspace and four nodes meshed for BeeOND-style tools: `ssh_mesh` writes the nodefile
+/// on the head, and a head-only script then dials every address in it by address alone (the
+/// port comes from the mesh's SSH config, as pdsh under `beeond -P` dials), recording which
+/// server answered.
+fn write_mesh_manifest(w: &World, farm: &AmlNodeFarm) {
+    let out = w.out().display().to_string();
+    let mesh = farm.mesh_dir().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"aml_workspace "ws" {{}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 4
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "ssh_mesh" {{
+    nodefile = "{out}/nodefile"
+  }}
+  step "script" {{
+    name   = "reach"
+    scope  = "head"
+    script = <<EOT
+while read -r address; do
+  ssh -n -F {mesh}/config {user}@"$address" 'echo "$SSH_CONNECTION"'
+done < {out}/nodefile > {out}/reached
+EOT
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+}
+
+// Issue 17, Done-when 2 (the mesh half): the nodes' mesh and nodefile through the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mesh_and_nodefile_on_four_aml_nodes_name_every_node_by_its_own_address() {
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    write_mesh_manifest(&w, &farm);
+    let mesh = farm.mesh_dir();
+    let user = std::path::PathBuf::from(farm.user());
+    let env = [
+        ("DSINFRA_MESH_DIR", mesh.as_path()),
+        ("DSINFRA_MESH_USER", user.as_path()),
+    ];
+
+    let started_at = std::time::Instant::now();
+    let (out, first) = w
+        .run_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert!(out.status.success(), "{first}");
+    eprintln!("first apply took {:?}", started_at.elapsed());
+    let mut booted = farm.booted();
+    booted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    assert_eq!(booted.len(), 4, "{first}");
+
+    // The nodefile lists the nodes head first, in listNodes' order, each by the address its
+    // private IP maps to here: four distinct addresses, one per node.
+    let expected: Vec<String> = booted
+        .iter()
+        .map(|b| common::aml_nodes::loopback_for(&b.private_ip).to_string())
+        .collect();
+    let nodefile = w.read("nodefile");
+    assert_eq!(nodefile.lines().collect::<Vec<_>>(), expected, "{first}");
+
+    // The head reached every node through the mesh by address alone, and the server that
+    // answered is that node's own sshd (its address and port).
+    let reached: Vec<(String, u16)> = w
+        .read("reached")
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 4, "SSH_CONNECTION: {line}");
+            (fields[2].to_owned(), fields[3].parse().expect("a port"))
+        })
+        .collect();
+    let served: Vec<(String, u16)> = booted
+        .iter()
+        .zip(&expected)
+        .map(|(b, address)| {
+            let port = farm
+                .with_host(&b.node_id, |h| h.port)
+                .expect("a host per node");
+            (address.clone(), port)
+        })
+        .collect();
+    assert_eq!(reached, served, "{first}");
+
+    // The head's mesh key went to the nodes' authorized_keys once, next to the keys they had.
+    let head_key = std::fs::read_to_string(mesh.join("id_ed25519.pub")).expect("the head's key");
+    let authorized =
+        std::fs::read_to_string(mesh.join("authorized_keys")).expect("authorized_keys");
+    assert_eq!(
+        authorized.lines().filter(|l| *l == head_key.trim()).count(),
+        1,
+        "{authorized}"
+    );
+    assert!(
+        authorized.starts_with(&farm.client_public_key()),
+        "{authorized}"
+    );
+
+    // Nothing to do the second time: no step of the manifest starts and no record changes.
+    // Only the head's key is read again (rendering the mesh needs it; it is made only once).
+    let before = w.state()["resources"].clone();
+    let second = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert_eq!(
+        started(&second),
+        ["[aml_cluster.scratch[0]] [dsinfra-head-key] started (always)"],
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mesh.join("id_ed25519.pub")).expect("the head's key"),
+        head_key,
+        "the head keeps its key"
+    );
+    assert_eq!(w.state()["resources"], before, "{second}");
+}
+
+/// How many requests the emulator received with `method` on the workspace `amlws` itself (not
+/// its computes).
+fn workspace_requests(w: &World, method: &str) -> usize {
+    w.requests
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .filter(|(_, m, path)| {
+            m == method
+                && path.to_ascii_lowercase().contains("/workspaces/amlws")
+                && !path.to_ascii_lowercase().contains("/computes")
+        })
+        .count()
+}
+
+// Issue 17: `existing = true` end to end: the workspace another experiment made is read, never
+// written, and the cluster made in it runs its steps on its nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_in_an_existing_workspace_runs_its_steps_and_leaves_the_workspace_alone() {
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    // Another experiment's workspace, in its own group.
+    std::fs::write(
+        w.path("base.hcl"),
+        "experiment = \"base\"\nazure { location = \"eastus\" }\naml_workspace \"ws\" { name = \"amlws\" }\n",
+    )
+    .expect("manifest written");
+    w.ok(&["apply", "base.hcl", "--auto-approve"]).await;
+    let (puts, deletes) = (
+        workspace_requests(&w, "PUT"),
+        workspace_requests(&w, "DELETE"),
+    );
+    assert_eq!(puts, 1, "the base experiment made the workspace");
+
+    let out = w.out().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"aml_workspace "ws" {{
+  existing       = true
+  name           = "amlws"
+  resource_group = "dsinfra-base"
+}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 2
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "script" {{
+    name   = "hello"
+    script = "echo \"$DSINFRA_NODE\" > {out}/hello-$DSINFRA_RANK"
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+    let first = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    for rank in 0..2 {
+        assert_eq!(
+            w.read(&format!("hello-{rank}")),
+            format!("aml_cluster.scratch[{rank}]\n"),
+            "{first}"
+        );
+    }
+    // Only the compute is dsinfra's here: the workspace is no resource of this experiment and
+    // was neither written nor deleted.
+    let addresses: Vec<String> = w.state()["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["address"].as_str().map(str::to_owned))
+        .filter(|a| a.starts_with("aml_"))
+        .collect();
+    assert_eq!(addresses, ["aml_cluster.scratch.compute"], "{first}");
+    assert_eq!(workspace_requests(&w, "PUT"), puts, "{first}");
+    assert_eq!(workspace_requests(&w, "DELETE"), deletes, "{first}");
+    assert_eq!(farm.booted().len(), 2, "{first}");
+
+    let second = w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+}

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::auth::{self, Sources};
-use super::context::{base_context, beeond_command, disk_root, elbencho_command, references};
+use super::context::{
+    base_context, beeond_command, disk_root, elbencho_command, mesh_settings, references,
+};
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
 use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
@@ -302,6 +304,7 @@ impl<'a> PostBoot<'a> {
         ctx.beeond = beeond_command();
         ctx.elbencho = elbencho_command();
         ctx.disk_root = disk_root();
+        ctx.mesh = mesh_settings();
         add_credentials(self.azure, block.state, &refs, &mut ctx).await?;
         add_listings(block.steps, &mut ctx).await?;
         if block

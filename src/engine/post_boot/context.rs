@@ -13,7 +13,7 @@ use super::super::reach::{Endpoints, NodeReach, SSH_PORT};
 use crate::addr::Address;
 use crate::catalog;
 use crate::model::{Desired, ResourceKind, Step};
-use crate::steps::library::{ClusterNode, NodeContext, StorageTarget};
+use crate::steps::library::{ClusterNode, MeshSettings, NodeContext, StorageTarget};
 
 /// The environment variable that names the `beeond` command on the nodes when it is not the
 /// packaged one on the `PATH` (an absolute path; [`NodeContext::beeond`]). Read on the
@@ -57,6 +57,39 @@ pub const DISK_ROOT_ENV: &str = "DSINFRA_DISK_ROOT";
 /// The data-disk root override from [`DISK_ROOT_ENV`], if set and not empty.
 pub fn disk_root() -> Option<String> {
     std::env::var(DISK_ROOT_ENV).ok().filter(|v| !v.is_empty())
+}
+
+/// The environment variable naming a directory that stands in for the mesh user's `~/.ssh`
+/// ([`MeshSettings`]): the head's key pair, its SSH config and known hosts go there, and every
+/// node appends the head's key to `authorized_keys` in it. Read on the workstation, like
+/// `DSINFRA_BEEOND`: tests whose sshd hosts share this machine point it at a scratch directory
+/// their hosts accept keys from, so the mesh never touches `/root/.ssh`. Unset on Azure.
+pub const MESH_DIR_ENV: &str = "DSINFRA_MESH_DIR";
+
+/// The environment variable naming the user the head logs in as on the other nodes over the
+/// mesh (root when unset): with [`MESH_DIR_ENV`], a test host's login user.
+pub const MESH_USER_ENV: &str = "DSINFRA_MESH_USER";
+
+/// Where the SSH mesh lives: root's `~/.ssh` unless [`MESH_DIR_ENV`] and [`MESH_USER_ENV`] move
+/// it.
+pub fn mesh_settings() -> MeshSettings {
+    let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+    mesh_settings_from(read(MESH_DIR_ENV), read(MESH_USER_ENV))
+}
+
+/// [`mesh_settings`] from the two values: `dir` holds the key pair, config and
+/// `authorized_keys`, as `~/.ssh` does.
+fn mesh_settings_from(dir: Option<String>, user: Option<String>) -> MeshSettings {
+    let mut mesh = MeshSettings::default();
+    if let Some(dir) = dir {
+        let dir = dir.trim_end_matches('/').to_owned();
+        mesh.authorized_keys = format!("{dir}/authorized_keys");
+        mesh.ssh_dir = dir;
+    }
+    if let Some(user) = user {
+        mesh.user = user;
+    }
+    mesh
 }
 
 /// What a block's steps refer to by address.
@@ -476,6 +509,23 @@ mod tests {
         );
         assert!(ctx.infiniband, "ND40rs_v2 from the compute's size");
         assert_eq!(ctx.ubuntu, None, "the service picks the node image");
+    }
+
+    #[test]
+    fn the_mesh_is_roots_unless_a_directory_and_user_move_it() {
+        assert_eq!(mesh_settings_from(None, None), MeshSettings::default());
+        assert_eq!(
+            mesh_settings_from(Some("/tmp/farm/mesh/".into()), Some("dsinfra-test".into())),
+            MeshSettings {
+                user: "dsinfra-test".into(),
+                ssh_dir: "/tmp/farm/mesh".into(),
+                authorized_keys: "/tmp/farm/mesh/authorized_keys".into(),
+            }
+        );
+        assert_eq!(
+            mesh_settings_from(None, Some("azureuser".into())).ssh_dir,
+            "/root/.ssh"
+        );
     }
 
     #[test]
