@@ -272,3 +272,118 @@ pub fn idle_watch_step(ctx: &NodeContext, watch: &IdleWatch) -> Result<StepSpec,
     step.timeout = Some(Duration::from_mins(2));
     Ok(step)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::library::ClusterNode;
+
+    const SUB: &str = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/exp-rg/providers/Microsoft.Compute/virtualMachines";
+
+    fn cluster() -> NodeContext {
+        let node = |i: usize| ClusterNode {
+            name: format!("exp-train-{i}"),
+            private_ip: format!("10.0.0.{}", i + 4),
+            ssh_port: 22,
+        };
+        NodeContext::new("exp", "cluster.train", (0..3).map(node).collect())
+    }
+
+    fn watch() -> IdleWatch {
+        let mut watch = IdleWatch::new(Duration::from_mins(45), true);
+        watch.compute_api_version = "2024-07-01".to_owned();
+        watch.head_vm_id = format!("{SUB}/exp-train-0");
+        watch.other_vm_ids = vec![format!("{SUB}/exp-train-1"), format!("{SUB}/exp-train-2")];
+        watch
+    }
+
+    fn file<'a>(step: &'a StepSpec, name: &str) -> &'a str {
+        step.files
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.for_rank(0))
+            .unwrap_or_else(|| panic!("the step delivers {name}"))
+    }
+
+    #[test]
+    fn the_step_runs_on_the_head_every_apply_with_the_program_and_its_config() {
+        let step = idle_watch_step(&cluster(), &watch()).expect("renders");
+        assert_eq!(
+            (step.name.as_str(), step.scope, step.policy),
+            (IDLE_STEP_NAME, Scope::Head, RunPolicy::Always)
+        );
+        assert!(step.script.starts_with("set -euo pipefail\n"));
+        let conf = file(&step, "idle-watcher.conf");
+        for line in [
+            "window_s=2700\n",
+            "interval_s=60\n",
+            "gpus=1\n",
+            "gpu_threshold_pct=10\n",
+            "cpu_load_threshold='0.5'\n",
+            "arm_endpoint='https://management.azure.com'\n",
+            "imds_endpoint='http://169.254.169.254'\n",
+            "compute_api_version='2024-07-01'\n",
+            "peers='exp-train-1 10.0.0.5 22\nexp-train-2 10.0.0.6 22'\n",
+            "state_dir='/var/lib/dsinfra/idle'\n",
+            "nvidia_smi='nvidia-smi'\n",
+        ] {
+            assert!(conf.contains(line), "{line:?} in:\n{conf}");
+        }
+        assert!(conf.contains(&format!("head_vm_id='{SUB}/exp-train-0'\n")));
+        let program = file(&step, "idle-watcher");
+        assert!(program.starts_with("#!/usr/bin/env bash\n"));
+        assert!(program.contains("/metadata/identity/oauth2/token?api-version=2018-02-01"));
+        // The token reaches curl on its standard input, never its command line.
+        assert!(program.contains("curl -sS -K - "));
+    }
+
+    #[test]
+    fn the_interval_defaults_to_a_tenth_of_the_window_between_1s_and_a_minute() {
+        let at = |secs| IdleWatch::new(Duration::from_secs(secs), false).interval;
+        assert_eq!(at(2700), Duration::from_mins(1));
+        assert_eq!(at(120), Duration::from_secs(12));
+        assert_eq!(at(3), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn unsafe_config_values_are_refused_not_rendered() {
+        let mut bad = watch();
+        bad.arm_endpoint = "https://x/';reboot'".to_owned();
+        let err = idle_watch_step(&cluster(), &bad).expect_err("refused");
+        assert!(
+            err.to_string().contains("is not an http(s) base URL"),
+            "{err}"
+        );
+        let mut bad = watch();
+        bad.other_vm_ids.push("exp-train-3".to_owned());
+        let err = idle_watch_step(&cluster(), &bad).expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "step `dsinfra-idle-watch`: idle watcher: \"exp-train-3\" is not a VM resource id"
+        );
+    }
+
+    #[test]
+    fn state_files_parse_and_unknown_versions_are_refused() {
+        let text = r#"{"version":1,"window_s":2700,"interval_s":60,"checked_at":"2026-11-27T01:00:00Z","idle_since":null,"busy":"job 20261127T005500-3f2a running on exp-train-2","parking":null,"error":{"at":"2026-11-27T00:50:00Z","code":"AuthorizationFailed","message":"The client 'p' with object id 'p' does not have authorization"}}"#;
+        let state = parse_idle_state(text).expect("parses");
+        assert_eq!(
+            state.busy.as_deref(),
+            Some("job 20261127T005500-3f2a running on exp-train-2")
+        );
+        assert_eq!(state.error.expect("an error").code, "AuthorizationFailed");
+        let parked = r#"{"version":1,"window_s":2,"interval_s":1,"checked_at":"2026-11-27T01:00:00Z","idle_since":"2026-11-27T00:59:57Z","busy":null,"parking":{"at":"2026-11-27T01:00:00Z","vms":["a","b"]},"error":null}"#;
+        assert_eq!(
+            parse_idle_state(parked).expect("parses").parking,
+            Some(IdleParking {
+                at: "2026-11-27T01:00:00Z".to_owned(),
+                vms: vec!["a".to_owned(), "b".to_owned()],
+            })
+        );
+        assert_eq!(
+            parse_idle_state(&parked.replace("\"version\":1", "\"version\":2")),
+            Err("idle state file: version 2 is not one this dsinfra reads (1)".to_owned())
+        );
+        assert!(parse_idle_state("{}").is_err());
+    }
+}
