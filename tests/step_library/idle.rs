@@ -181,7 +181,10 @@ async fn an_idle_head_parks_the_others_first_then_itself_with_the_identitys_toke
     let conf = install(dir.path(), addr, "0\n3");
     tick(dir.path(), &conf).await;
     let first = state(dir.path());
-    assert!(first.idle_since.is_some() && first.busy.is_none(), "{first:?}");
+    assert!(
+        first.idle_since.is_some() && first.busy.is_none(),
+        "{first:?}"
+    );
     assert!(first.parking.is_none());
     assert!(arm.lock().expect("arm").calls.is_empty());
     tokio::time::sleep(Duration::from_millis(2100)).await;
@@ -220,7 +223,12 @@ async fn a_running_job_or_a_busy_gpu_keeps_the_block_up_and_a_refusal_is_recorde
     let conf = install(dir.path(), addr, "0\n55");
     tick(dir.path(), &conf).await;
     let busy = state(dir.path());
-    assert_eq!(busy.busy.as_deref().map(|b| b.starts_with("GPU at 55% on ")), Some(true));
+    assert_eq!(
+        busy.busy
+            .as_deref()
+            .map(|b| b.starts_with("GPU at 55% on ")),
+        Some(true)
+    );
     assert!(busy.idle_since.is_none());
     // Idle GPUs but a running job (this test's own pid is alive).
     let conf = install(dir.path(), addr, "0");
@@ -233,7 +241,10 @@ async fn a_running_job_or_a_busy_gpu_keeps_the_block_up_and_a_refusal_is_recorde
     tick(dir.path(), &conf).await;
     assert_eq!(
         state(dir.path()).busy,
-        Some(format!("job 20261127T010000-3f2a running on {}", hostname()))
+        Some(format!(
+            "job 20261127T010000-3f2a running on {}",
+            hostname()
+        ))
     );
     assert!(arm.lock().expect("arm").calls.is_empty());
     // The job is lost (its process is gone): idle; ARM refuses; recorded, and the head is kept.
@@ -242,7 +253,10 @@ async fn a_running_job_or_a_busy_gpu_keeps_the_block_up_and_a_refusal_is_recorde
     tick(dir.path(), &conf).await;
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let text = tick(dir.path(), &conf).await;
-    assert!(text.contains("FAILED to park: AuthorizationFailed: "), "{text}");
+    assert!(
+        text.contains("FAILED to park: AuthorizationFailed: "),
+        "{text}"
+    );
     let failed = state(dir.path());
     let error = failed.error.expect("the error is recorded");
     assert_eq!(error.code, "AuthorizationFailed");
@@ -253,13 +267,20 @@ async fn a_running_job_or_a_busy_gpu_keeps_the_block_up_and_a_refusal_is_recorde
     );
     assert!(failed.parking.is_none());
     let calls = arm.lock().expect("arm").calls.clone();
-    assert_eq!(calls.len(), 2, "the head is not deallocated before the others: {calls:?}");
+    assert_eq!(
+        calls.len(),
+        2,
+        "the head is not deallocated before the others: {calls:?}"
+    );
     // Fixed: the next tick parks.
     arm.lock().expect("arm").deny = false;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     tick(dir.path(), &conf).await;
     let parked = state(dir.path());
-    assert!(parked.error.is_none() && parked.parking.is_some(), "{parked:?}");
+    assert!(
+        parked.error.is_none() && parked.parking.is_some(),
+        "{parked:?}"
+    );
     assert_eq!(arm.lock().expect("arm").calls.len(), 5);
     no_token_on_disk(dir.path());
 }

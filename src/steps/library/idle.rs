@@ -179,7 +179,10 @@ fn config(ctx: &NodeContext, watch: &IdleWatch) -> Result<String, String> {
     if let Some(smi) = &watch.nvidia_smi {
         super::params::check_path(smi)?;
     }
-    if !watch.compute_api_version.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    if !watch
+        .compute_api_version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-')
         || watch.compute_api_version.is_empty()
     {
         return Err(format!(
@@ -198,9 +201,15 @@ fn config(ctx: &NodeContext, watch: &IdleWatch) -> Result<String, String> {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_'))
         };
         if !safe(&node.name) || !safe(&node.private_ip) {
-            return Err(format!("node {:?} has no usable name and private IP", node.name));
+            return Err(format!(
+                "node {:?} has no usable name and private IP",
+                node.name
+            ));
         }
-        peers.push(format!("{} {} {}", node.name, node.private_ip, node.ssh_port));
+        peers.push(format!(
+            "{} {} {}",
+            node.name, node.private_ip, node.ssh_port
+        ));
     }
     let vars = json!({
         "experiment": ctx.experiment,
