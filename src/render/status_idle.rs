@@ -3,6 +3,8 @@
 //! `parked`, or, loudly, `FAILED: <code>: <message>` when ARM refused the deallocation (the VMs
 //! then keep billing until the cause is fixed; the watcher retries every interval).
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 
 use super::paint::{bold, green, paint, red, yellow};
@@ -69,10 +71,11 @@ fn state_cell(idle: &IdleStatus, now: DateTime<Utc>) -> (String, bool) {
         && found.parking.is_none()
         && (now - checked).num_seconds() > 3 * interval
     {
-        cell.push_str(&format!(
+        let _ = write!(
+            cell,
             "; last checked {} ago: is the watcher running?",
             duration_words((now - checked).num_seconds())
-        ));
+        );
     }
     (cell, false)
 }

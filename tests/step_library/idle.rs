@@ -274,7 +274,7 @@ async fn a_running_job_or_a_busy_gpu_keeps_the_block_up_and_a_refusal_is_recorde
     );
     // Fixed: the next tick parks.
     arm.lock().expect("arm").deny = false;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     tick(dir.path(), &conf).await;
     let parked = state(dir.path());
     assert!(

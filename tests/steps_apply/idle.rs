@@ -22,7 +22,7 @@ const SCALE: &str = "0.004";
 struct Idle {
     smi: PathBuf,
     util: PathBuf,
-    idle_dir: PathBuf,
+    state_dir: PathBuf,
 }
 
 impl Idle {
@@ -30,24 +30,20 @@ impl Idle {
         let util = w.path("gpu-util");
         std::fs::write(&util, "90\n").expect("util");
         let smi = w.path("nvidia-smi");
-        std::fs::write(
-            &smi,
-            format!("#!/bin/sh\ncat '{}'\n", util.display()),
-        )
-        .expect("smi");
+        std::fs::write(&smi, format!("#!/bin/sh\ncat '{}'\n", util.display())).expect("smi");
         std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let idle_dir = w.path("idle");
+        let state_dir = w.path("idle");
         Self {
             smi,
             util,
-            idle_dir,
+            state_dir,
         }
     }
 
     fn env(&self) -> Vec<(&'static str, &Path)> {
         vec![
             ("DSINFRA_NVIDIA_SMI", self.smi.as_path()),
-            ("DSINFRA_IDLE_DIR", self.idle_dir.as_path()),
+            ("DSINFRA_IDLE_DIR", self.state_dir.as_path()),
             ("DSINFRA_IDLE_TIME_SCALE", Path::new(SCALE)),
         ]
     }
@@ -57,7 +53,7 @@ impl Idle {
     }
 
     fn state(&self) -> Option<dsinfra::steps::library::IdleState> {
-        let text = std::fs::read_to_string(self.idle_dir.join("state.json")).ok()?;
+        let text = std::fs::read_to_string(self.state_dir.join("state.json")).ok()?;
         dsinfra::steps::library::parse_idle_state(&text).ok()
     }
 
@@ -77,7 +73,7 @@ impl Idle {
                 std::time::Instant::now() < deadline,
                 "{what}: the watcher's state is {:?}; its log:\n{}",
                 self.state(),
-                std::fs::read_to_string(self.idle_dir.join("watcher.log")).unwrap_or_default()
+                std::fs::read_to_string(self.state_dir.join("watcher.log")).unwrap_or_default()
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -87,7 +83,7 @@ impl Idle {
 impl Drop for Idle {
     /// Every watcher loop this test started ends with it (its pidfile names its session).
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(self.idle_dir.join("watcher.pid")) {
+        if let Ok(pid) = std::fs::read_to_string(self.state_dir.join("watcher.pid")) {
             let _ = Command::new("kill")
                 .args(["-TERM", "--", &format!("-{}", pid.trim())])
                 .status();
@@ -156,11 +152,11 @@ async fn an_idle_vm_parks_itself_a_job_keeps_it_up_and_a_missing_permission_is_l
     w.ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
     // A busy GPU: nothing parks.
-    let busy = idle
-        .wait_for(10, "a busy GPU", |s| s.busy.is_some())
-        .await;
+    let busy = idle.wait_for(10, "a busy GPU", |s| s.busy.is_some()).await;
     assert!(
-        busy.busy.as_deref().is_some_and(|b| b.starts_with("GPU at 90% on ")),
+        busy.busy
+            .as_deref()
+            .is_some_and(|b| b.starts_with("GPU at 90% on ")),
         "{busy:?}"
     );
 
@@ -178,7 +174,7 @@ async fn an_idle_vm_parks_itself_a_job_keeps_it_up_and_a_missing_permission_is_l
     assert!(job.parking.is_none() && job.error.is_none(), "{job:?}");
     let identity = w.farm.as_ref().expect("farm").client_key().to_owned();
     let status_env: Vec<(&str, &Path)> = vec![
-        ("DSINFRA_IDLE_DIR", idle.idle_dir.as_path()),
+        ("DSINFRA_IDLE_DIR", idle.state_dir.as_path()),
         ("DSINFRA_SSH_IDENTITY", identity.as_path()),
     ];
     let said = w.ok_env(&["status", "stepsdemo.hcl"], &status_env).await;

@@ -81,13 +81,13 @@ pub fn idle_watch(
     let mut watch = IdleWatch::new(window, gpus);
     (watch.window, watch.interval) = scaled(window, env(IDLE_TIME_SCALE_ENV).as_deref());
     let arm = arm_endpoint.trim_end_matches('/');
-    watch.arm_endpoint = arm.to_owned();
+    arm.clone_into(&mut watch.arm_endpoint);
     if endpoints.is_emulated() {
         watch.imds_endpoint = format!("{arm}/_emulator/imds{head_id}");
     }
-    watch.compute_api_version = api_version_for_path(head_id)
+    api_version_for_path(head_id)
         .ok_or_else(|| format!("no Microsoft.Compute api-version for {head_id}"))?
-        .to_owned();
+        .clone_into(&mut watch.compute_api_version);
     watch.head_vm_id.clone_from(head_id);
     watch.other_vm_ids = others.to_vec();
     if let Some(runs) = env(crate::engine::op::run::RUNS_DIR_ENV) {

@@ -310,8 +310,7 @@ mod tests {
         step.files
             .iter()
             .find(|f| f.name == name)
-            .map(|f| f.for_rank(0))
-            .unwrap_or_else(|| panic!("the step delivers {name}"))
+            .map_or_else(|| panic!("the step delivers {name}"), |f| f.for_rank(0))
     }
 
     #[test]
