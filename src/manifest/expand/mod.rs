@@ -409,5 +409,7 @@ fn kind_noun(kind: ResourceKind) -> &'static str {
         ResourceKind::ContainerRegistry => "container registry",
         ResourceKind::MlWorkspace => "Azure Machine Learning workspace",
         ResourceKind::MlCompute => "AmlCompute cluster",
+        ResourceKind::RoleDefinition => "role definition",
+        ResourceKind::RoleAssignment => "role assignment",
     }
 }
