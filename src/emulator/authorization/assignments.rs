@@ -3,7 +3,8 @@
 //! as on Azure (201 on create).
 //!
 //! Principals: the emulator has no directory, so the principals that exist are the system-
-//! assigned identities of its VMs. As on Azure, a principal created less than a replication
+//! assigned identities of its VMs, and those its configuration declares
+//! ([`EmulatorConfig::principals`](crate::emulator::EmulatorConfig::principals)). As on Azure, a principal created less than a replication
 //! delay ago is not yet found unless the request says `principalType: ServicePrincipal`
 //! (Azure's documented way around the delay); the delay follows the emulator's latency clock.
 
@@ -194,7 +195,13 @@ fn check_principal(
             .unwrap_or_else(|_| chrono::Duration::zero());
         created.is_none_or(|at| ctx.now >= at + delay)
     };
+    let declared = ctx
+        .config
+        .principals
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(principal));
     match found {
+        None if declared => Ok(()),
         Some(_) if principal_type.eq_ignore_ascii_case("ServicePrincipal") => Ok(()),
         Some((_, created)) if replicated(created) => Ok(()),
         _ => Err(ArmError::new(
