@@ -20,6 +20,8 @@ mod common;
 mod dataset;
 #[path = "step_library/fabric.rs"]
 mod fabric;
+#[path = "step_library/idle.rs"]
+mod idle;
 #[path = "step_library/mounts.rs"]
 mod mounts;
 #[path = "step_library/stage_scale.rs"]

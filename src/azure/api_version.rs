@@ -27,6 +27,8 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.OperationalInsights", "2022-10-01"),
     ("Microsoft.Insights/components", "2020-02-02"),
     ("Microsoft.ContainerRegistry", "2023-07-01"),
+    // Issue 18: the idle watcher's role definition and its assignment to the head VM.
+    ("Microsoft.Authorization", "2022-04-01"),
 ];
 
 /// The Subscriptions API (`GET /subscriptions/{id}`, which names the tenant) is versioned on its

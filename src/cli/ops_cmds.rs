@@ -96,7 +96,17 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
         arm: conn.as_deref(),
     };
     let found = op::status(request, &cancel).await?;
-    out.result(&view::status_view(&found, out.stdout_colour()));
+    let idle = cancel
+        .interruptible(op::idle_statuses(
+            &loaded.desired,
+            &found.state,
+            conn.as_deref(),
+        ))
+        .await?;
+    let colour = out.stdout_colour();
+    out.result(&crate::render::status_idle::status_view(
+        &found, &idle, colour,
+    ));
     if let Some(note) = found.refreshed.as_ref().and_then(view::drift_note) {
         out.note(&note);
     }

@@ -648,6 +648,12 @@ async fn request_of(
     operation: Operation,
 ) -> Result<Option<Request>, ResourceError> {
     let address = &change.address;
+    if resource.kind == ResourceKind::RoleAssignment {
+        // ARM refuses to change an assignment, so this is always a create (a PUT).
+        return principal::assignment_request(shared, address, resource, operation)
+            .await
+            .map(Some);
+    }
     let tenant = if needs_tenant(resource.kind) {
         Some(aml::tenant(shared, address, operation).await?)
     } else {
@@ -711,6 +717,7 @@ fn record_of(
 mod aml;
 mod host_key;
 mod intents;
+mod principal;
 mod store;
 
 use intents::{Early, Prepared};

@@ -278,7 +278,12 @@ fn comparable(kind: ResourceKind) -> &'static [&'static str] {
         ResourceKind::ManagedDisk => &["size_gb", "sku", "tags"],
         ResourceKind::StorageAccount => &["sku", "kind", "tags"],
         ResourceKind::MlCompute => &["size", "count", "idle_seconds_before_scaledown", "tags"],
-        ResourceKind::Sas | ResourceKind::BlobContainer => &[],
+        // Role definitions and assignments take no tags; a deleted one is found by its GET
+        // (absent: drift, made again on apply), and an assignment cannot change in place.
+        ResourceKind::Sas
+        | ResourceKind::BlobContainer
+        | ResourceKind::RoleDefinition
+        | ResourceKind::RoleAssignment => &[],
         _ => &["tags"],
     }
 }

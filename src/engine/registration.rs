@@ -23,6 +23,9 @@ use crate::plan::{Action, Plan};
 pub fn namespace_of(kind: ResourceKind) -> Option<&'static str> {
     match kind {
         ResourceKind::ResourceGroup | ResourceKind::Sas => None,
+        // Microsoft.Authorization is registered in every subscription and cannot be
+        // unregistered: nothing to check.
+        ResourceKind::RoleDefinition | ResourceKind::RoleAssignment => None,
         other => other.arm_type().split('/').next(),
     }
 }

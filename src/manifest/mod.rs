@@ -356,6 +356,7 @@ impl<'a> Load<'a> {
             outputs,
             manifest_hash,
             notes: expanded.notes,
+            park_idle: expanded.park_idle,
         };
         (desired, expanded.unknown_sizes)
     }

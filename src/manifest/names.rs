@@ -117,6 +117,28 @@ pub(super) fn shutdown_schedule_name(vm_name: &str) -> String {
     format!("shutdown-computevm-{vm_name}")
 }
 
+/// The GUID that names a block's idle-park role definition or role assignment (`part` is
+/// `idle_role` or `idle_access`): derived from the subscription, the resource group and the
+/// block's address, so every apply finds the one it made, and two experiments (or two blocks)
+/// never share one. Role definition names are unique per tenant, hence the subscription.
+pub(super) fn idle_guid(
+    subscription: &str,
+    resource_group: &str,
+    block: &str,
+    part: &str,
+) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(format!(
+        "dsinfra-idle-park-v1\n{subscription}\n{}\n{block}\n{part}",
+        resource_group.to_ascii_lowercase()
+    ));
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
 /// Check a name against Azure's rules for its kind; `Err` says what is wrong.
 pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
     let len = name.chars().count();
@@ -197,6 +219,9 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
             Ok(())
         }
         ResourceKind::AutoShutdownSchedule | ResourceKind::Sas => Ok(()),
+        ResourceKind::RoleDefinition | ResourceKind::RoleAssignment => uuid::Uuid::try_parse(name)
+            .map(drop)
+            .map_err(|_| "ARM names role definitions and assignments by a GUID".to_owned()),
         ResourceKind::KeyVault
         | ResourceKind::LogAnalyticsWorkspace
         | ResourceKind::AppInsights

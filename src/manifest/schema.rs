@@ -61,7 +61,7 @@ static LIFECYCLE: BlockSchema = BlockSchema {
     blocks: &[],
 };
 static PARK: BlockSchema = BlockSchema {
-    attrs: &["at", "time_zone"],
+    attrs: &["at", "time_zone", "idle"],
     blocks: &[],
 };
 static IMAGE: BlockSchema = BlockSchema {

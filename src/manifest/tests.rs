@@ -604,3 +604,4 @@ vm "standard" {{
 }
 
 mod aml;
+mod idle;

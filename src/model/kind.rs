@@ -52,11 +52,17 @@ pub enum ResourceKind {
     /// `Microsoft.MachineLearningServices/workspaces/computes`: an AmlCompute cluster (a child
     /// of its workspace: `parent` is the workspace's name).
     MlCompute,
+    /// `Microsoft.Authorization/roleDefinitions`: the custom role of a block's idle watcher
+    /// (read, deallocate and start VMs in the experiment's resource group).
+    RoleDefinition,
+    /// `Microsoft.Authorization/roleAssignments`: that role, assigned to the head VM's
+    /// system-assigned identity at the resource group.
+    RoleAssignment,
 }
 
 impl ResourceKind {
     /// Every kind, in a stable order.
-    pub const ALL: [Self; 20] = [
+    pub const ALL: [Self; 22] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::NetworkSecurityGroup,
@@ -77,6 +83,8 @@ impl ResourceKind {
         Self::ContainerRegistry,
         Self::MlWorkspace,
         Self::MlCompute,
+        Self::RoleDefinition,
+        Self::RoleAssignment,
     ];
 
     /// The ARM resource type, as in ids and in the plan's JSON `type` field.
@@ -102,6 +110,8 @@ impl ResourceKind {
             Self::ContainerRegistry => "Microsoft.ContainerRegistry/registries",
             Self::MlWorkspace => "Microsoft.MachineLearningServices/workspaces",
             Self::MlCompute => "Microsoft.MachineLearningServices/workspaces/computes",
+            Self::RoleDefinition => "Microsoft.Authorization/roleDefinitions",
+            Self::RoleAssignment => "Microsoft.Authorization/roleAssignments",
         }
     }
 
@@ -175,6 +185,11 @@ impl ResourceKind {
                 "subnet",
                 "subnet_name",
             ],
+            // A role definition's actions and name change in place (a PUT of the same GUID).
+            Self::RoleDefinition => &["scope"],
+            // ARM refuses to change an existing assignment (RoleAssignmentUpdateNotPermitted):
+            // a new principal (the head VM replaced) or role means a new assignment.
+            Self::RoleAssignment => &["principal", "role", "scope"],
         }
     }
 

@@ -12,6 +12,7 @@ mod kind;
 pub use kind::ResourceKind;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -270,12 +271,22 @@ pub struct Desired {
     /// shown as the plan's notes when the block's VMs are created or replaced (the only time
     /// they apply), e.g. why its VMs run with Secure Boot off.
     pub notes: Vec<(Address, String)>,
+    /// `park { idle = "45m" }` (issue 18): per `vm` or `cluster` block address (`cluster.train`),
+    /// the window after which the block's head parks the block's VMs when they are idle. Blocks
+    /// without `idle` are absent and never touched by a watcher.
+    pub park_idle: BTreeMap<Address, Duration>,
 }
 
 impl Desired {
     /// The resource at an address.
     pub fn resource(&self, address: &Address) -> Option<&Resource> {
         self.resources.iter().find(|r| &r.address == address)
+    }
+
+    /// The idle window of a `vm` or `cluster` block (`cluster.train`), when it has
+    /// `park { idle }`.
+    pub fn park_idle_of(&self, block: &Address) -> Option<Duration> {
+        self.park_idle.get(&block.block_address()).copied()
     }
 }
 

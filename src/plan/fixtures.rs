@@ -133,6 +133,7 @@ pub(crate) fn dual() -> Desired {
         outputs: Vec::new(),
         manifest_hash: "0f".repeat(32),
         notes: Vec::new(),
+        park_idle: std::collections::BTreeMap::new(),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod report_chart;
 pub mod run;
 pub mod sizes;
 pub mod status;
+pub mod status_idle;
 pub mod steps;
 mod table;
 mod value;

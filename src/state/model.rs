@@ -453,6 +453,7 @@ mod tests {
             ],
             manifest_hash: "abc".to_owned(),
             notes: Vec::new(),
+            park_idle: std::collections::BTreeMap::new(),
         }
     }
 

@@ -21,6 +21,7 @@ mod beeond;
 mod bench;
 mod disks;
 mod failures;
+mod idle;
 mod lifecycle;
 mod run;
 mod secrets;

@@ -39,9 +39,29 @@ pub struct VirtualMachine {
     /// Availability zone (one), e.g. `["1"]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<Vec<String>>,
+    /// The VM's managed identity (`VirtualMachineIdentity`): a head that parks its block when
+    /// idle has a system-assigned one (issue 18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<VirtualMachineIdentity>,
     /// Properties.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub properties: Option<VirtualMachineProperties>,
+}
+
+/// `VirtualMachineIdentity`: which identities the VM has, and (read-only) the system-assigned
+/// one's principal.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineIdentity {
+    /// `SystemAssigned`, `UserAssigned`, `SystemAssigned, UserAssigned` or `None`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Read-only: the system-assigned identity's object id in Microsoft Entra ID.
+    #[serde(default, skip_serializing)]
+    pub principal_id: Option<String>,
+    /// Read-only: the identity's tenant.
+    #[serde(default, skip_serializing)]
+    pub tenant_id: Option<String>,
 }
 
 /// `VirtualMachineProperties`.

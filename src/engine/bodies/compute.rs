@@ -13,7 +13,7 @@ use crate::azure::types::compute::{
     ImageReference, LinuxConfiguration, ManagedDiskParameters, NetworkInterfaceReference,
     NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk, OsProfile, SecurityProfile,
     SecurityType, SshConfiguration, SshPublicKey, StorageProfile, UefiSettings, VirtualMachine,
-    VirtualMachineProperties,
+    VirtualMachineIdentity, VirtualMachineProperties,
 };
 use crate::azure::types::devtestlab::Schedule;
 use crate::azure::types::disk::Disk;
@@ -132,6 +132,21 @@ impl Builder<'_> {
             .collect()
     }
 
+    /// `identity = {"type": "SystemAssigned"}`: the head of a block that parks when idle.
+    fn identity(&self) -> Result<Option<VirtualMachineIdentity>, BodyError> {
+        let Some(identity) = self.value("identity") else {
+            return Ok(None);
+        };
+        match identity.get("type").and_then(Value::as_str) {
+            Some(kind @ "SystemAssigned") => Ok(Some(VirtualMachineIdentity {
+                kind: kind.to_owned(),
+                principal_id: None,
+                tenant_id: None,
+            })),
+            _ => Err(self.invalid("identity", "`type` must be SystemAssigned")),
+        }
+    }
+
     pub(super) fn virtual_machine(&self) -> Result<VirtualMachine, BodyError> {
         let name = &self.resource.name;
         let admin = self.text("admin_username")?;
@@ -151,6 +166,7 @@ impl Builder<'_> {
             location: self.location()?,
             tags: self.tags()?,
             zones: self.zones()?,
+            identity: self.identity()?,
             properties: Some(VirtualMachineProperties {
                 hardware_profile: Some(HardwareProfile {
                     vm_size: self.text("size")?,

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::Tags;
+use crate::azure::types::authorization::{RoleAssignmentCreate, RoleDefinition};
 use crate::azure::types::availability::AvailabilitySet;
 use crate::azure::types::compute::{VirtualMachine, VirtualMachineUpdate};
 use crate::azure::types::devtestlab::Schedule;
@@ -35,6 +36,7 @@ use crate::azure::types::vault::Vault;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::model::{Desired, Resource, ResourceKind};
 
+mod authorization;
 mod compute;
 mod ml;
 mod network;
@@ -42,9 +44,12 @@ mod storage;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_idle;
+#[cfg(test)]
 pub(crate) mod tests_ml;
 mod update;
 
+pub use authorization::{principal_vm_id, role_assignment_request};
 pub use update::update_request;
 
 /// Why a resource's attributes could not become a request body. These are bugs in the
@@ -128,6 +133,10 @@ pub enum Body {
     MlCompute(Box<ComputeResource>),
     /// An AmlCompute PATCH: only its scale settings (see `update`).
     MlComputeUpdate(ClusterUpdateParameters),
+    /// A custom role definition (an idle watcher's).
+    RoleDefinition(RoleDefinition),
+    /// A role assignment (built by [`role_assignment_request`]).
+    RoleAssignment(RoleAssignmentCreate),
 }
 
 /// One PUT or PATCH: where, and what.
@@ -171,6 +180,8 @@ impl Request {
             Body::MlWorkspace(b) => serde_json::to_value(b),
             Body::MlCompute(b) => serde_json::to_value(b),
             Body::MlComputeUpdate(b) => serde_json::to_value(b),
+            Body::RoleDefinition(b) => serde_json::to_value(b),
+            Body::RoleAssignment(b) => serde_json::to_value(b),
         };
         value.expect("ARM bodies always serialise: their maps have string keys")
     }
@@ -234,6 +245,8 @@ impl Request {
             Body::MlWorkspace(b) => client.put_ml_workspace(id, b).await.map(drop),
             Body::MlCompute(b) => client.put_ml_compute(id, b).await.map(drop),
             Body::MlComputeUpdate(b) => client.patch_ml_compute(id, b).await.map(drop),
+            Body::RoleDefinition(b) => client.put::<_, Value>(id, b).await.map(drop),
+            Body::RoleAssignment(b) => client.put::<_, Value>(id, b).await.map(drop),
         }
     }
 }
@@ -279,6 +292,8 @@ pub fn request_for(
         ResourceKind::ContainerRegistry => Body::Registry(b.registry()?),
         ResourceKind::MlWorkspace => Body::MlWorkspace(Box::new(b.ml_workspace()?)),
         ResourceKind::MlCompute => Body::MlCompute(Box::new(b.ml_compute()?)),
+        ResourceKind::RoleDefinition => Body::RoleDefinition(b.role_definition()?),
+        ResourceKind::RoleAssignment => return Err(b.principal_unknown()),
     };
     Ok(Some(Request {
         id: ResourceId::from_raw(resource.arm_id(subscription)),

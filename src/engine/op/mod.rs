@@ -34,7 +34,10 @@ pub use plan::{Live, PlanRequest, Planned, plan};
 pub use report::{ReportOutcome, ReportRequest, report};
 pub use run::{LogsRequest, Lookup, RunOutcome, RunRequest, RunTarget, Where, logs, run, runs};
 pub use sizes::learn_sizes;
-pub use status::{ClusterNodes, ClusterStatus, StatusOutcome, StatusRequest, status};
+pub use status::{
+    ClusterNodes, ClusterStatus, IdleStatus, IdleView, StatusOutcome, StatusRequest, idle_statuses,
+    status,
+};
 pub use steps::{StepsJob, StepsOptions};
 
 /// How post-boot steps run (`--steps`).

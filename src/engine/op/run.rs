@@ -12,7 +12,7 @@
 
 mod job;
 pub mod records;
-mod remote;
+pub(crate) mod remote;
 mod target;
 
 use std::path::{Path, PathBuf};

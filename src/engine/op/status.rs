@@ -14,6 +14,7 @@ use crate::engine::refresh::{self, RefreshReport};
 use crate::model::ResourceKind;
 use crate::plan::rate_of;
 use crate::state::{Drift, PowerState, State};
+use crate::steps::library::{IdleState, parse_idle_state};
 
 /// What `status` reads.
 pub struct StatusRequest<'a> {
@@ -168,4 +169,118 @@ pub async fn status(request: StatusRequest<'_>, cancel: &Cancel) -> Result<Statu
         at,
         refreshed,
     })
+}
+
+/// One block's idle parking (`park { idle }`, issue 18) as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleStatus {
+    /// The block (`cluster.train`).
+    pub block: Address,
+    /// The manifest's window.
+    pub window: std::time::Duration,
+    /// What the head's watcher says, or why it was not asked.
+    pub view: IdleView,
+}
+
+/// What is known of a block's idle watcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdleView {
+    /// The head is deallocated: nothing runs, nothing bills but the disks.
+    Parked,
+    /// The watcher's state file, read from the head.
+    Watching(IdleState),
+    /// The head runs but has no state file yet (no apply since `idle` was added, or before
+    /// the first tick).
+    NotStarted,
+    /// The head could not be asked; why.
+    Unknown(String),
+}
+
+/// The shell command that prints the watcher's state file, or nothing when there is none.
+fn state_file_command() -> String {
+    let dir = std::env::var(crate::engine::post_boot::idle::IDLE_DIR_ENV)
+        .ok()
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| crate::steps::library::IDLE_STATE_DIR.to_owned());
+    format!(
+        "cat -- {} 2>/dev/null || true",
+        crate::ssh::shell_quote(&format!("{dir}/state.json"))
+    )
+}
+
+/// What the head of `block` says about its watcher.
+async fn idle_view(
+    state: &State,
+    block: &Address,
+    endpoints: &crate::engine::reach::Endpoints,
+) -> IdleView {
+    let nodes = crate::engine::reach::block_nodes(state, block, endpoints);
+    let Some(head) = nodes.first() else {
+        return IdleView::Unknown(format!("{block} has no VMs in the state"));
+    };
+    match state.resource(&head.vm).and_then(|r| r.power_state) {
+        Some(PowerState::Deallocated) => return IdleView::Parked,
+        Some(PowerState::Running) => {}
+        Some(other) => return IdleView::Unknown(format!("the head is {other:?}")),
+        None => return IdleView::Unknown("the head's power state is not known".to_owned()),
+    }
+    let auth = match crate::engine::post_boot::auth::identity(
+        &crate::engine::post_boot::auth::Sources::from_env(None),
+    ) {
+        Ok(auth) => auth,
+        Err(why) => return IdleView::Unknown(why),
+    };
+    let reacher = super::run::remote::Reacher::new(auth, Some(head.clone()));
+    let session = match reacher.connect(head).await {
+        Ok(session) => session,
+        Err(why) => return IdleView::Unknown(format!("could not reach the head: {why}")),
+    };
+    let answer = session
+        .output(
+            &state_file_command(),
+            b"",
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await;
+    session.close().await;
+    match answer {
+        Ok(out) if out.stdout.trim().is_empty() => IdleView::NotStarted,
+        Ok(out) => match parse_idle_state(&out.stdout) {
+            Ok(found) => IdleView::Watching(found),
+            Err(why) => IdleView::Unknown(why),
+        },
+        Err(e) => IdleView::Unknown(format!("could not read the watcher's state: {e}")),
+    }
+}
+
+/// The idle parking of every block of `desired` that has it: the head's watcher state, read
+/// over SSH when the head runs (a refreshed `state` says so), `parked` when it is deallocated.
+/// Offline (no `arm`), nothing can be asked.
+pub async fn idle_statuses(
+    desired: &crate::model::Desired,
+    state: &State,
+    arm: Option<&Arm>,
+) -> Vec<IdleStatus> {
+    if desired.park_idle.is_empty() {
+        return Vec::new();
+    }
+    let endpoints = match arm {
+        Some(arm) => super::endpoints::for_state(arm, state)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Err("offline: run with --emulator, --endpoint or Azure credentials".to_owned()),
+    };
+    let mut found = Vec::new();
+    for (block, window) in &desired.park_idle {
+        let view = match &endpoints {
+            Ok(endpoints) => idle_view(state, block, endpoints).await,
+            Err(why) => IdleView::Unknown(why.clone()),
+        };
+        found.push(IdleStatus {
+            block: block.clone(),
+            window: *window,
+            view,
+        });
+    }
+    found
 }

@@ -15,6 +15,7 @@ use super::context::{
 };
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
+use super::idle::idle_watch;
 use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
 use super::secure_boot;
 use crate::addr::Address;
@@ -23,7 +24,8 @@ use crate::engine::reach::{AML_CLUSTER, Endpoints, NodeReach, Route, aml, block_
 use crate::model::Step;
 use crate::ssh::{Auth, HostKey, RecordHostKey, WaitPolicy};
 use crate::steps::library::{
-    Expansion, NodeContext, StepRequest, head_key_step, parse_head_key, render_block,
+    Expansion, NodeContext, StepRequest, head_key_step, idle_watch_step, parse_head_key,
+    render_block,
 };
 use crate::steps::{self, Event, EventSink, NodeSpec, RunOptions, RunReport};
 
@@ -153,12 +155,15 @@ impl<'a> PostBoot<'a> {
         }
     }
 
-    /// The blocks of the manifest that have steps, in manifest order.
+    /// The blocks of the manifest that have steps, in manifest order, then blocks that park
+    /// when idle without steps of their own (their head still gets the idle watcher).
     pub fn blocks(&self) -> Vec<Address> {
         let mut blocks: Vec<Address> = Vec::new();
-        for step in &self.azure.desired.steps {
-            if !blocks.contains(&step.block) {
-                blocks.push(step.block.clone());
+        let desired = self.azure.desired;
+        let steps = desired.steps.iter().map(|s| &s.block);
+        for block in steps.chain(desired.park_idle.keys()) {
+            if !blocks.contains(block) {
+                blocks.push(block.clone());
             }
         }
         blocks
@@ -320,7 +325,22 @@ impl<'a> PostBoot<'a> {
             .iter()
             .map(|s| StepRequest::from_model(s))
             .collect();
-        render_block(&requests, &ctx).map_err(|e| e.to_string())
+        let mut expansion = render_block(&requests, &ctx).map_err(|e| e.to_string())?;
+        // After the block's own steps: the mesh the watcher samples through exists by then.
+        let arm = self.azure.client.endpoint();
+        if let Some(watch) = idle_watch(
+            desired,
+            block.state,
+            block.address,
+            block.nodes,
+            block.endpoints,
+            arm,
+        )? {
+            expansion
+                .steps
+                .push(idle_watch_step(&ctx, &watch).map_err(|e| e.to_string())?);
+        }
+        Ok(expansion)
     }
 
     /// Records what succeeded on each VM, drops records of steps the manifest no longer has,

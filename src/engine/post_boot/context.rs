@@ -377,6 +377,7 @@ mod tests {
             outputs: Vec::new(),
             manifest_hash: String::new(),
             notes: Vec::new(),
+            park_idle: std::collections::BTreeMap::new(),
             steps: vec![
                 step(
                     "vm.gpu",

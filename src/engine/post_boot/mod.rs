@@ -20,6 +20,7 @@
 //! - [`trigger`]: when a block is ready during the walk.
 //! - [`driver`]: running ready blocks alongside the walk.
 //! - [`fetch`]: result files back from the nodes.
+//! - [`idle`]: the idle watcher's settings for a block with `park { idle }`.
 //! - `stop`: BeeOND stop before park and destroy.
 //! - `secure_boot`: kernel-module steps refuse to start on VMs with Secure Boot on.
 //! - `release`: data disks unmounted on the VM they leave, before Azure detaches them.
@@ -30,6 +31,7 @@ pub mod context;
 pub mod credentials;
 pub mod driver;
 pub mod fetch;
+pub mod idle;
 pub mod records;
 mod release;
 mod secure_boot;

@@ -62,6 +62,7 @@ fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired {
         outputs: Vec::new(),
         manifest_hash: "h".into(),
         notes: Vec::new(),
+        park_idle: std::collections::BTreeMap::new(),
     }
 }
 

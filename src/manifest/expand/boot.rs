@@ -1,5 +1,7 @@
 //! What a `vm` or `cluster` boots: its image (an alias, a URN or an `image { ... }` block,
-//! checked against the size's generation and GPU) and its `park { ... }` schedule.
+//! checked against the size's generation and GPU) and its `park { ... }` schedule and idle window.
+
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -11,6 +13,7 @@ use super::super::eval::EvalBlock;
 use super::super::images::{self, ImageError, ImageRef};
 use super::super::validate::time;
 use super::check::Check;
+use crate::model::duration;
 
 /// An `image { ... }` block's attributes.
 #[derive(Deserialize)]
@@ -35,10 +38,26 @@ impl BlockAttrs for ImageAttrs {
 struct ParkAttrs {
     at: Option<Located<String>>,
     time_zone: Option<Located<String>>,
+    idle: Option<Located<String>>,
 }
 
-impl BlockAttrs for ParkAttrs {
-    const REQUIRED: &'static [(&'static str, &'static str)] = &[("at", "\"19:00\"")];
+// `at` or `idle`, at least one: checked by `read_park`, which can say so in one message.
+impl BlockAttrs for ParkAttrs {}
+
+/// The shortest idle window: the watcher samples every minute or so, and a shorter window would
+/// park a cluster between two cells of a notebook.
+pub const MIN_IDLE: Duration = Duration::from_mins(10);
+
+/// The longest idle window: a week of idling costs more than the VMs are worth parking for.
+pub const MAX_IDLE: Duration = Duration::from_hours(7 * 24);
+
+/// What a `park { ... }` block asks for: a daily schedule, an idle window, or both.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Park {
+    /// The auto-shutdown time (`HH:MM`) and Windows time zone.
+    pub schedule: Option<(String, String)>,
+    /// `idle`: park when idle this long, and where it is written (for later diagnostics).
+    pub idle: Option<Located<Duration>>,
 }
 
 /// `image = "alias"` (or a URN), or an `image { ... }` block; `ubuntu-22.04` when neither.
@@ -154,10 +173,71 @@ fn gpu_driver_warning(title: &str, size: &VmSize, image: &str, span: Span) -> Di
     )
 }
 
-pub(super) fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock) -> Option<(String, String)> {
-    let attrs: ParkAttrs = decode::decode(park, Unknown::Checked, diags)?;
+/// A `park { at time_zone idle }` block of `owner` (`vm "gpu"`): at least one of `at` and `idle`.
+pub(super) fn read_park(diags: &mut Vec<Diagnostic>, park: &EvalBlock, owner: &str) -> Park {
+    let Some(attrs) = decode::decode::<ParkAttrs>(park, Unknown::Checked, diags) else {
+        return Park::default();
+    };
     let mut check = Check::new(park, diags);
-    let (at, zone) = (attrs.at, attrs.time_zone);
+    let idle = attrs.idle.and_then(|idle| read_idle(&mut check, idle));
+    let schedule = if attrs.at.is_none() && !check.has("at") {
+        if !check.has("idle") {
+            check.report(
+                Diagnostic::error(format!("`park` in {owner} needs `at` or `idle`"))
+                    .with_span(park.header.clone())
+                    .with_label("parks at neither a time nor when idle")
+                    .with_help("add `at = \"19:00\"` (every evening), `idle = \"45m\"` (when nothing ran for 45 minutes), or both"),
+            );
+        }
+        None
+    } else {
+        read_schedule(&mut check, attrs.at, attrs.time_zone)
+    };
+    Park { schedule, idle }
+}
+
+/// `idle = "45m"`: a duration from [`MIN_IDLE`] to [`MAX_IDLE`].
+fn read_idle(check: &mut Check<'_>, idle: Located<String>) -> Option<Located<Duration>> {
+    let report = |check: &mut Check<'_>, label: String| {
+        check.report(
+            Diagnostic::error("invalid idle window")
+                .with_span(idle.span.clone())
+                .with_label(label)
+                .with_help("write how long the VMs must be idle before they are parked, from 10m to 7d, e.g. idle = \"45m\""),
+        );
+    };
+    match duration::parse(&idle.value) {
+        Err(why) => {
+            report(check, why);
+            None
+        }
+        Ok(window) if window < MIN_IDLE => {
+            report(
+                check,
+                format!(
+                    "`{}` is shorter than 10 minutes: a pause between two runs would park the VMs",
+                    idle.value
+                ),
+            );
+            None
+        }
+        Ok(window) if window > MAX_IDLE => {
+            report(check, format!("`{}` is longer than 7 days", idle.value));
+            None
+        }
+        Ok(window) => Some(Located {
+            value: window,
+            span: idle.span,
+        }),
+    }
+}
+
+/// `at` and `time_zone`: the daily auto-shutdown schedule.
+fn read_schedule(
+    check: &mut Check<'_>,
+    at: Option<Located<String>>,
+    zone: Option<Located<String>>,
+) -> Option<(String, String)> {
     let time = at.and_then(|at| match time::parse_hhmm(&at.value) {
         Ok(t) => Some(t),
         Err(why) => {

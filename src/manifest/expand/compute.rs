@@ -20,7 +20,7 @@ use super::boot::{read_image, read_park};
 use super::check::Check;
 use super::security::{self, Security};
 use super::targets::{self, DiskSku, Zone};
-use super::{Attachment, Expander, NetworkInfo, nodes, steps};
+use super::{Attachment, Expander, NetworkInfo, idle, nodes, steps};
 
 /// Usernames Azure refuses for Linux VMs.
 const RESERVED_USERS: [&str; 31] = [
@@ -123,6 +123,8 @@ pub(super) struct Machine {
     pub subnet: Option<String>,
     /// The auto-shutdown time and Windows time zone.
     pub park: Option<(String, String)>,
+    /// `park { idle }`: the idle window after which the head parks the block, where written.
+    pub park_idle: Option<Located<std::time::Duration>>,
 }
 
 impl Machine {
@@ -177,7 +179,8 @@ impl Machine {
         let subnet = choose_subnet(&mut check, attrs.subnet, &subnets);
         let park = block
             .block("park")
-            .and_then(|p| read_park(check.diags_mut(), p));
+            .map(|p| read_park(check.diags_mut(), p, &block.title()))
+            .unwrap_or_default();
         Self {
             size,
             fallbacks,
@@ -191,7 +194,8 @@ impl Machine {
             zone,
             network,
             subnet,
-            park,
+            park: park.schedule,
+            park_idle: park.idle,
         }
     }
 }
@@ -621,6 +625,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     }
     let infiniband = machine.info.is_some_and(|s| s.infiniband);
     steps::expand(ex, block, is_cluster, infiniband, machine.size.as_ref());
+    idle::expand(ex, block, &machine, shape.count);
 }
 
 /// How many nodes a block has, how many of them get a public IP, and whether they share a

@@ -11,6 +11,7 @@ mod aml;
 mod boot;
 mod check;
 mod compute;
+mod idle;
 mod network;
 mod nfs_access;
 mod nodes;
@@ -22,6 +23,7 @@ mod targets;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 
@@ -84,6 +86,8 @@ pub(super) struct Expanded {
     pub notes: Vec<(Address, String)>,
     /// VM sizes the catalog lacks, when [`Context::collect_unknown_sizes`] asked for them.
     pub unknown_sizes: Vec<String>,
+    /// The idle window of each block with `park { idle }` (see `Desired::park_idle`).
+    pub park_idle: BTreeMap<Address, Duration>,
 }
 
 /// What the loader tells the expansion besides the blocks.
@@ -112,6 +116,7 @@ struct Expander<'a> {
     resources: Vec<Resource>,
     steps: Vec<Step>,
     notes: Vec<(Address, String)>,
+    park_idle: BTreeMap<Address, Duration>,
     networks: BTreeMap<String, NetworkInfo>,
     attachments: BTreeMap<String, Vec<Attachment>>,
     /// Scope (container, share or account address) of each `sas`.
@@ -150,6 +155,7 @@ pub(super) fn expand(
         resources: Vec::new(),
         steps: Vec::new(),
         notes: Vec::new(),
+        park_idle: BTreeMap::new(),
         networks: BTreeMap::new(),
         attachments: BTreeMap::new(),
         sas_scopes: BTreeMap::new(),
@@ -206,6 +212,7 @@ pub(super) fn expand(
         steps,
         notes,
         unknown_sizes,
+        park_idle,
         ..
     } = ex;
     resources.sort_by(|a, b| a.address.cmp(&b.address));
@@ -214,6 +221,7 @@ pub(super) fn expand(
         steps,
         notes,
         unknown_sizes: unknown_sizes.unwrap_or_default(),
+        park_idle,
     }
 }
 
@@ -401,5 +409,7 @@ fn kind_noun(kind: ResourceKind) -> &'static str {
         ResourceKind::ContainerRegistry => "container registry",
         ResourceKind::MlWorkspace => "Azure Machine Learning workspace",
         ResourceKind::MlCompute => "AmlCompute cluster",
+        ResourceKind::RoleDefinition => "role definition",
+        ResourceKind::RoleAssignment => "role assignment",
     }
 }

@@ -22,6 +22,7 @@ mod bench;
 mod cluster;
 mod context;
 mod disks;
+mod idle;
 mod mounts;
 mod params;
 mod plan;
@@ -41,6 +42,10 @@ pub use context::{
     ClusterNode, Credential, CredentialKind, MeshSettings, NodeContext, StorageTarget,
 };
 pub use disks::data_disk_release;
+pub use idle::{
+    IDLE_STATE_DIR, IDLE_STEP_NAME, IDLE_WATCHER_PATH, IdleError, IdleParking, IdleState,
+    IdleWatch, idle_watch_step, parse_idle_state,
+};
 pub use mounts::{FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};

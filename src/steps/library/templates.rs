@@ -137,6 +137,18 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/alluxio-worker.sh.j2"),
     ),
     (
+        "idle-install.sh.j2",
+        include_str!("../../../templates/steps/idle-install.sh.j2"),
+    ),
+    (
+        "idle-watcher.sh.j2",
+        include_str!("../../../templates/steps/idle-watcher.sh.j2"),
+    ),
+    (
+        "idle-watcher.conf.j2",
+        include_str!("../../../templates/steps/idle-watcher.conf.j2"),
+    ),
+    (
         "script.sh.j2",
         include_str!("../../../templates/steps/script.sh.j2"),
     ),

@@ -46,6 +46,7 @@ fn desired(count: i64, priority: &str) -> Desired {
         outputs: Vec::new(),
         manifest_hash: "h".into(),
         notes: Vec::new(),
+        park_idle: std::collections::BTreeMap::new(),
     }
 }
 
