@@ -237,6 +237,7 @@ const TOKEN: &str = "conformance";
 async fn emulator() -> EmulatorHandle {
     emulator::start(EmulatorConfig {
         latency_scale: 0.0,
+        principals: vec![EXAMPLE_PRINCIPAL.to_owned()],
         ..EmulatorConfig::default()
     })
     .await
@@ -699,10 +700,65 @@ const UPDATE_EXAMPLES: &[&str] = &["Compute/createOrUpdate/AmlCompute.json"];
 /// brings them to the emulator. Their examples are not replayed; instead the test checks that the
 /// emulator still refuses their resource types, so a provider that gets emulated must leave this
 /// list (and have its examples replayed) instead of hiding behind it.
-const NOT_YET_EMULATED: &[(&str, &str)] = &[(
-    "Microsoft.Authorization",
-    "issue 18 (role assignments for idle parking)",
-)];
+const NOT_YET_EMULATED: &[(&str, &str)] = &[];
+
+/// The principal the role assignment examples name: a user of the examples' directory, which
+/// the emulator (without Entra ID) is told exists.
+const EXAMPLE_PRINCIPAL: &str = "ce2ce14e-85d7-4629-bdbc-454d0519d987";
+
+/// What a role assignment example assumes exists: the role definition it names (a custom role
+/// assignable in the example's subscription) and, for a read or delete, the assignment itself,
+/// created from the example's answer.
+async fn authorization_prerequisites(
+    http: &reqwest::Client,
+    endpoint: &str,
+    example: &Value,
+    decoded: &str,
+    method: &str,
+) {
+    let answer = &example["responses"]["200"]["body"]["properties"];
+    let asked = &example["parameters"]["parameters"]["properties"];
+    let role = asked["roleDefinitionId"]
+        .as_str()
+        .or_else(|| answer["roleDefinitionId"].as_str());
+    let sub = decoded.split('/').nth(2).unwrap_or_default();
+    if let Some(guid) = role.and_then(|r| r.rsplit('/').next()) {
+        let scope = format!("/subscriptions/{sub}");
+        let path = format!("{scope}/providers/Microsoft.Authorization/roleDefinitions/{guid}");
+        let body = json!({"properties": {"roleName": format!("example role {guid}"),
+            "permissions": [{"actions": ["*/read"]}], "assignableScopes": [scope]}});
+        let made = send(
+            http,
+            endpoint,
+            "PUT",
+            &versioned(&path, "2022-04-01"),
+            Some(&body),
+        )
+        .await;
+        assert_eq!(
+            made.status, 201,
+            "prerequisite role {path}: {:?}",
+            made.body
+        );
+    }
+    if method != "PUT" && answer.is_object() {
+        let body = json!({"properties": {"roleDefinitionId": answer["roleDefinitionId"],
+            "principalId": answer["principalId"], "principalType": answer["principalType"]}});
+        let made = send(
+            http,
+            endpoint,
+            "PUT",
+            &versioned(decoded, "2022-04-01"),
+            Some(&body),
+        )
+        .await;
+        assert_eq!(
+            made.status, 201,
+            "prerequisite assignment {decoded}: {:?}",
+            made.body
+        );
+    }
+}
 
 /// The provider namespace an operation's path names last (`.../providers/NS/...`).
 fn provider_of(template: &str) -> Option<&str> {
@@ -796,6 +852,9 @@ async fn every_example_present_replays_against_the_emulator() {
             }
             Some(seed)
         };
+        if provider_of(op.template()) == Some("Microsoft.Authorization") {
+            authorization_prerequisites(&http, &endpoint, example.body, &decoded, &method).await;
+        }
         let mut ids = BTreeSet::new();
         if let Some(body) = &body {
             referenced_ids(body, &mut ids);

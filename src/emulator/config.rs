@@ -276,6 +276,10 @@ pub struct EmulatorConfig {
     /// until a `POST .../providers/{namespace}/register` (see registry.rs). Empty by default:
     /// every namespace the emulator serves starts registered.
     pub unregistered: Vec<String>,
+    /// Principals the directory holds besides the VMs' identities (users, groups, service
+    /// principals made outside the emulator), by object id: role assignments may name them. The
+    /// emulator has no Entra ID; empty by default.
+    pub principals: Vec<String>,
     /// Faults active from the start.
     pub faults: Vec<FaultRule>,
     /// A JSON file with a list of [`FaultRule`]s, loaded at start.
@@ -383,6 +387,7 @@ impl Default for EmulatorConfig {
             .map(str::to_owned)
             .collect(),
             unregistered: Vec::new(),
+            principals: Vec::new(),
             faults: Vec::new(),
             faults_file: None,
             request_validator: None,
@@ -412,6 +417,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("vm_sizes", &self.vm_sizes.len())
             .field("locations", &self.locations)
             .field("unregistered", &self.unregistered)
+            .field("principals", &self.principals)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
             .field("request_validator", &self.request_validator.is_some())

@@ -14,6 +14,7 @@
 //! change so separate CLI runs see the same resources.
 
 mod admin;
+mod authorization;
 mod boot;
 mod compute;
 mod config;
@@ -21,6 +22,7 @@ mod error;
 mod faults;
 mod generic;
 mod groups;
+mod imds;
 mod json;
 mod ml;
 mod network;

@@ -262,6 +262,7 @@ fn complete(cloud: &mut Cloud, id: &str) {
                 }
             } else {
                 cloud.remove_tree(&op.target);
+                super::authorization::remove_inside(cloud, &op.target);
             }
         }
     }

@@ -28,6 +28,9 @@ const REGISTRATION_TIME: Duration = Duration::from_mins(1);
 /// ARM's own namespace: always registered, whatever is asked.
 const RESOURCES: &str = "Microsoft.Resources";
 
+/// Registered in every subscription, like Microsoft.Resources: ARM needs it to authorize.
+const AUTHORIZATION: &str = "Microsoft.Authorization";
+
 /// A subscription's registration with one provider namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum RegistrationState {
@@ -75,6 +78,13 @@ struct Namespace {
 }
 
 const NAMESPACES: &[Namespace] = &[
+    Namespace {
+        name: AUTHORIZATION,
+        endpoints: &[
+            ("roleAssignments", "2022-04-01", false),
+            ("roleDefinitions", "2022-04-01", false),
+        ],
+    },
     Namespace {
         name: "Microsoft.Compute",
         endpoints: &[
@@ -176,7 +186,7 @@ fn registration_key(sub: &str, namespace: &str) -> String {
 
 /// The subscription's registration with `namespace` at `now`.
 fn state(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, namespace: &str) -> RegistrationState {
-    if namespace.eq_ignore_ascii_case(RESOURCES) {
+    if namespace.eq_ignore_ascii_case(RESOURCES) || namespace.eq_ignore_ascii_case(AUTHORIZATION) {
         return RegistrationState::Registered;
     }
     match cloud.registrations.get(&registration_key(sub, namespace)) {
@@ -279,7 +289,7 @@ fn provider_in(ctx: &Ctx<'_>, sub: &str, namespace: &Namespace, state: Registrat
         "id": format!("/subscriptions/{sub}/providers/{}", namespace.name),
         "namespace": namespace.name,
         "registrationState": state.as_str(),
-        "registrationPolicy": if namespace.name == RESOURCES { "RegistrationFree" } else { "RegistrationRequired" },
+        "registrationPolicy": if namespace.name == RESOURCES || namespace.name == AUTHORIZATION { "RegistrationFree" } else { "RegistrationRequired" },
         "resourceTypes": resource_types(ctx, namespace),
     })
 }
@@ -335,7 +345,8 @@ pub(crate) fn handle(
         RegistrationState::Registering => RegistrationState::Registered,
         _ => RegistrationState::NotRegistered,
     };
-    if now == already || now == transition || found.name == RESOURCES {
+    if now == already || now == transition || found.name == RESOURCES || found.name == AUTHORIZATION
+    {
         return Ok(Reply::json(200, provider_in(ctx, sub, found, now)));
     }
     let until = ctx.now

@@ -15,9 +15,11 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::admin;
+use super::authorization;
 use super::config::{EmulatorConfig, RecordedViolation, RequestInfo, ResponseInfo};
 use super::error::{ArmError, EmulatorError};
 use super::faults::FaultTable;
+use super::imds;
 use super::ops;
 use super::path::{self, Route};
 use super::providers;
@@ -225,6 +227,10 @@ pub(crate) async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_owned();
+    if path.starts_with(imds::PREFIX) {
+        let query = uri.query().unwrap_or_default();
+        return imds::handle(&shared, method.as_str(), &path, query, &headers);
+    }
     if path.starts_with(admin::PREFIX) {
         return admin::handle(&shared, method.as_str(), &path, &body);
     }
@@ -327,7 +333,7 @@ fn build(reply: Reply) -> Response {
     response
 }
 
-fn token_hash(token: &str) -> u64 {
+pub(crate) fn token_hash(token: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     token.hash(&mut hasher);
     hasher.finish()
@@ -361,8 +367,8 @@ fn unauthorized(err: ArmError, description: &str) -> Reply {
     )
 }
 
-/// Checks the bearer token as ARM does, before anything else.
-fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Result<(), Reply> {
+/// Checks the bearer token as ARM does, before anything else; returns the token's hash.
+fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Result<u64, Reply> {
     let Some(value) = headers.get("authorization") else {
         return Err(unauthorized(
             ArmError::new(
@@ -412,7 +418,36 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
         return Err(unauthorized(expired(now), "The access token has expired."));
     }
     lock(&shared.tokens_seen).insert(hash);
-    Ok(())
+    Ok(hash)
+}
+
+/// Authentication, then authorization: a managed identity's token is checked against its role
+/// assignments, as ARM does after authenticating; users' tokens keep full access
+/// (authorization/).
+fn admit(
+    shared: &Shared,
+    headers: &HeaderMap,
+    now: DateTime<Utc>,
+    method: &str,
+    path: &str,
+) -> Result<(), Reply> {
+    let token = authenticate(shared, headers, now)?;
+    authorization::authorize(&lock(&shared.cloud), token, method, path).map_err(Reply::from)
+}
+
+/// Microsoft.Authorization lives at any scope (`{scope}/providers/Microsoft.Authorization/...`),
+/// so it is routed before the path is read as a resource.
+fn dispatch(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    route: &Route,
+    path: &str,
+) -> Result<Reply, ArmError> {
+    if authorization::addresses(path) {
+        authorization::dispatch(cloud, ctx)
+    } else {
+        providers::dispatch(cloud, ctx, route)
+    }
 }
 
 fn subscription(route: &Route) -> Option<&str> {
@@ -572,7 +607,7 @@ async fn arm(
     let path = uri.path();
     let route = path::parse(path);
     let method_name = method.as_str().to_ascii_uppercase();
-    if let Err(reply) = authenticate(shared, headers, now) {
+    if let Err(reply) = admit(shared, headers, now, &method_name, path) {
         return (reply, None);
     }
     let category = Category::of(&method_name);
@@ -644,7 +679,7 @@ async fn arm(
     let (reply, change) = {
         let mut cloud = lock(&shared.cloud);
         let advanced = ops::advance(&mut cloud, now);
-        let reply = providers::dispatch(&mut cloud, &mut ctx, &route);
+        let reply = dispatch(&mut cloud, &mut ctx, &route, path);
         let wrote = method_name != "GET" && method_name != "HEAD";
         (reply, (advanced || wrote).then(|| cloud.mark_changed()))
     };

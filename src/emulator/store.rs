@@ -328,6 +328,16 @@ pub(crate) struct Cloud {
     /// keeps a deleted vault recoverable, its name reserved, until it is purged.
     #[serde(default)]
     pub deleted_vaults: BTreeMap<String, String>,
+    /// Custom role definitions and role assignments, by lower-cased id: they live at any scope,
+    /// outside the resources (see authorization/).
+    #[serde(default)]
+    pub role_definitions: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub role_assignments: BTreeMap<String, Value>,
+    /// Tokens issued through the IMDS stand-in: the token's hash to the principal it was issued
+    /// to. Hashes, never tokens, so the state file holds no secret.
+    #[serde(default)]
+    pub imds_tokens: BTreeMap<u64, String>,
 }
 
 impl Cloud {

@@ -452,6 +452,15 @@ fn is_empty_body(body: &Value) -> bool {
 /// the number of literal segments (more literal = more specific).
 fn template_score(template: &str, segments: &[&str]) -> Option<usize> {
     let parts: Vec<&str> = template.trim_matches('/').split('/').collect();
+    // A leading `{scope}` (extension resources such as role assignments) stands for a whole
+    // resource id: one or more segments, sent unescaped (`x-ms-skip-url-encoding`).
+    if parts.first() == Some(&"{scope}") && parts.len() < segments.len() {
+        let skip = segments.len() - parts.len();
+        if segments[..=skip].iter().any(|s| s.is_empty()) {
+            return None;
+        }
+        return template_score(&parts[1..].join("/"), &segments[skip + 1..]);
+    }
     if parts.len() != segments.len() {
         return None;
     }

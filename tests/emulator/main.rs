@@ -11,6 +11,7 @@ use dsinfra::emulator::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+mod authorization;
 mod compute;
 mod fabric;
 mod groups;

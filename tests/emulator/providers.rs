@@ -25,8 +25,23 @@ fn specs() -> Option<&'static Specs> {
         .as_ref()
 }
 
+/// Asserts that `body`, sent as `method path`, is what the spec's operation accepts.
+pub(super) fn conforms_request(method: &str, path: &str, version: &str, body: &Value) {
+    let Some(specs) = specs() else { return };
+    let op = specs
+        .operation(method, path, Some(version))
+        .unwrap_or_else(|| panic!("{method} {path} {version} is not in the specs"));
+    let violations = op.validate_request(Some(body));
+    let strict = significant(&violations, true);
+    assert!(
+        strict.is_empty(),
+        "{method} {path} sent a body {} refuses:\n{strict:?}",
+        op.operation_id()
+    );
+}
+
 /// Asserts that `resp`, the answer to `method path`, is what the spec's operation answers.
-fn conforms(method: &str, path: &str, version: &str, resp: &Resp) {
+pub(super) fn conforms(method: &str, path: &str, version: &str, resp: &Resp) {
     let Some(specs) = specs() else { return };
     let op = specs
         .operation(method, path, Some(version))
@@ -85,6 +100,7 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
     assert_eq!(
         namespaces,
         [
+            "Microsoft.Authorization",
             "Microsoft.Compute",
             "Microsoft.ContainerRegistry",
             "Microsoft.DevTestLab",
@@ -97,7 +113,7 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
             "Microsoft.Storage"
         ]
     );
-    assert_eq!(pages, 5, "ten providers, two per page");
+    assert_eq!(pages, 6, "eleven providers, two per page");
 
     let path = provider_path("microsoft.compute");
     let compute = env.get(&path, RESOURCES).await;

@@ -13,6 +13,7 @@ use super::store::{Cloud, Kind, Resource};
 mod avset;
 mod capabilities;
 mod disks;
+mod identity;
 mod power;
 mod quota;
 mod security;
@@ -21,6 +22,7 @@ mod vm;
 
 pub(crate) use avset::{put_avset, vm_fabric};
 pub(crate) use disks::{put_disk, release_disks};
+pub(crate) use identity::{principal_of, principals};
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
 pub(crate) use quota::usages;
@@ -53,6 +55,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
         Kind::VirtualMachine => {
             if let Some(map) = body.as_object_mut() {
                 map.remove(CUSTOM_DATA_DIGEST);
+                map.remove(identity::PRINCIPAL_CREATED);
             }
             let expand = ctx
                 .query("$expand")

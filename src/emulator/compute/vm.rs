@@ -277,6 +277,7 @@ pub(crate) fn put_vm(
     let size = requested_size(&body, existing.as_ref())?;
     check_vm_request(cloud, ctx, target, &body, &id, &size, existing.as_ref())?;
     let custom_data_digest = check_custom_data(&body, existing.as_ref())?;
+    let identity = super::identity::vm_identity(&body, existing.as_ref(), ctx.now)?;
     let props = body.get("properties").cloned().unwrap_or_else(|| json!({}));
     let previous_profile = existing
         .as_ref()
@@ -330,6 +331,13 @@ pub(crate) fn put_vm(
     stored_body["properties"] = Value::Object(stored_props);
     if let Some(digest) = custom_data_digest {
         stored_body[CUSTOM_DATA_DIGEST] = digest;
+    }
+    if let Some(map) = stored_body.as_object_mut() {
+        map.remove("identity");
+        if let Some((identity, created)) = identity {
+            map.insert("identity".into(), identity);
+            map.insert(super::identity::PRINCIPAL_CREATED.into(), created);
+        }
     }
     let op = ops::start(
         cloud,
