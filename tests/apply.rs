@@ -21,6 +21,8 @@ use dsinfra::connect::builtin_emulator_config;
 use dsinfra::emulator::{self, EmulatorConfig, EmulatorHandle, FaultAction, FaultRule};
 use serde_json::Value;
 
+#[path = "apply/idle.rs"]
+mod idle;
 #[path = "apply/operation.rs"]
 mod operation;
 

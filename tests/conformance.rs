@@ -853,7 +853,7 @@ async fn every_example_present_replays_against_the_emulator() {
             Some(seed)
         };
         if provider_of(op.template()) == Some("Microsoft.Authorization") {
-            authorization_prerequisites(&http, &endpoint, &example.body, &decoded, &method).await;
+            authorization_prerequisites(&http, &endpoint, example.body, &decoded, &method).await;
         }
         let mut ids = BTreeSet::new();
         if let Some(body) = &body {

@@ -556,3 +556,85 @@ fn aml_cluster_grows_in_place() {
     let plan = plan::plan(&aml_example(6), &state, &options(Mode::Normal)).expect("plans");
     insta::assert_snapshot!(render::plan_text(&plan, false));
 }
+
+/// Issue 18: a two-node GPU cluster, parked when idle for `idle` (or never, when `None`).
+fn idle_cluster(size: &str, idle: Option<&str>) -> String {
+    let park = idle.map_or_else(String::new, |w| format!("  park {{ idle = \"{w}\" }}\n"));
+    format!(
+        r#"experiment = "idle"
+
+azure {{ location = "eastus" }}
+
+network "main" {{ ssh_from = ["203.0.113.7/32"] }}
+
+cluster "train" {{
+  size    = "{size}"
+  count   = 2
+  image   = "dsvm-ubuntu-22.04"
+  ssh_key = "{KEY}"
+  step "ssh_mesh" {{}}
+{park}}}
+"#
+    )
+}
+
+#[test]
+fn idle_park_from_empty_shows_the_access_and_the_savings() {
+    let plan = plan_of(
+        None,
+        &idle_cluster("Standard_NC4as_T4_v3", Some("45m")),
+        Mode::Normal,
+    );
+    assert_eq!(plan.cost.idle.len(), 1);
+    assert_eq!(plan.cost.idle[0].vms, 2);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+#[test]
+fn idle_park_added_later_updates_the_head_in_place() {
+    let plan = plan_of(
+        Some(&idle_cluster("Standard_NC4as_T4_v3", None)),
+        &idle_cluster("Standard_NC4as_T4_v3", Some("1h30m")),
+        Mode::Normal,
+    );
+    let head = change(&plan, &node_vm_of("train", 0));
+    assert_eq!(head.action, plan::Action::Update);
+    let other = change(&plan, &node_vm_of("train", 1));
+    assert_eq!(other.action, plan::Action::NoOp);
+    insta::assert_snapshot!(render::plan_text(&plan, false));
+}
+
+#[test]
+fn a_replaced_head_replaces_the_idle_assignment_but_not_the_role() {
+    let plan = plan_of(
+        Some(&idle_cluster("Standard_NC4as_T4_v3", Some("45m"))),
+        &idle_cluster("Standard_NC8as_T4_v3", Some("45m")),
+        Mode::Normal,
+    );
+    let access: Address = "cluster.train.idle_access".parse().expect("valid");
+    let role: Address = "cluster.train.idle_role".parse().expect("valid");
+    assert!(matches!(
+        change(&plan, &access).action,
+        plan::Action::Replace { .. }
+    ));
+    assert_eq!(change(&plan, &role).action, plan::Action::NoOp);
+    let destroy = plan_of(
+        Some(&idle_cluster("Standard_NC4as_T4_v3", Some("45m"))),
+        &idle_cluster("Standard_NC4as_T4_v3", Some("45m")),
+        Mode::Destroy { keep_data: false },
+    );
+    let position = |a: &Address| {
+        destroy
+            .changes
+            .iter()
+            .position(|c| &c.address == a)
+            .expect("deleted")
+    };
+    // ARM refuses to delete a role that is still assigned: the assignment goes first.
+    assert!(position(&access) < position(&role));
+    assert!(position(&access) < position(&node_vm_of("train", 0)));
+}
+
+fn node_vm_of(block: &str, i: u32) -> Address {
+    Address::new("cluster", block, Some(i), "vm")
+}

@@ -421,6 +421,35 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
     Ok(hash)
 }
 
+/// Authentication, then authorization: a managed identity's token is checked against its role
+/// assignments, as ARM does after authenticating; users' tokens keep full access
+/// (authorization/).
+fn admit(
+    shared: &Shared,
+    headers: &HeaderMap,
+    now: DateTime<Utc>,
+    method: &str,
+    path: &str,
+) -> Result<(), Reply> {
+    let token = authenticate(shared, headers, now)?;
+    authorization::authorize(&lock(&shared.cloud), token, method, path).map_err(Reply::from)
+}
+
+/// Microsoft.Authorization lives at any scope (`{scope}/providers/Microsoft.Authorization/...`),
+/// so it is routed before the path is read as a resource.
+fn dispatch(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    route: &Route,
+    path: &str,
+) -> Result<Reply, ArmError> {
+    if authorization::addresses(path) {
+        authorization::dispatch(cloud, ctx)
+    } else {
+        providers::dispatch(cloud, ctx, route)
+    }
+}
+
 fn subscription(route: &Route) -> Option<&str> {
     match route {
         Route::Subscription { sub }
@@ -578,14 +607,8 @@ async fn arm(
     let path = uri.path();
     let route = path::parse(path);
     let method_name = method.as_str().to_ascii_uppercase();
-    let token = match authenticate(shared, headers, now) {
-        Ok(token) => token,
-        Err(reply) => return (reply, None),
-    };
-    // A managed identity's token is authorized against its role assignments, as ARM does
-    // after authentication; users' tokens keep full access (authorization/).
-    if let Err(denied) = authorization::authorize(&lock(&shared.cloud), token, &method_name, path) {
-        return (denied.into(), None);
+    if let Err(reply) = admit(shared, headers, now, &method_name, path) {
+        return (reply, None);
     }
     let category = Category::of(&method_name);
     let rtype = resource_type(&route);
@@ -656,11 +679,7 @@ async fn arm(
     let (reply, change) = {
         let mut cloud = lock(&shared.cloud);
         let advanced = ops::advance(&mut cloud, now);
-        let reply = if authorization::addresses(path) {
-            authorization::dispatch(&mut cloud, &mut ctx)
-        } else {
-            providers::dispatch(&mut cloud, &mut ctx, &route)
-        };
+        let reply = dispatch(&mut cloud, &mut ctx, &route, path);
         let wrote = method_name != "GET" && method_name != "HEAD";
         (reply, (advanced || wrote).then(|| cloud.mark_changed()))
     };

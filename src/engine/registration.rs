@@ -22,10 +22,12 @@ use crate::plan::{Action, Plan};
 /// (Microsoft.Resources, always registered) and dsinfra's own SAS records have none.
 pub fn namespace_of(kind: ResourceKind) -> Option<&'static str> {
     match kind {
-        ResourceKind::ResourceGroup | ResourceKind::Sas => None,
-        // Microsoft.Authorization is registered in every subscription and cannot be
-        // unregistered: nothing to check.
-        ResourceKind::RoleDefinition | ResourceKind::RoleAssignment => None,
+        // Microsoft.Authorization (role definitions and assignments) is registered in every
+        // subscription and cannot be unregistered: nothing to check.
+        ResourceKind::ResourceGroup
+        | ResourceKind::Sas
+        | ResourceKind::RoleDefinition
+        | ResourceKind::RoleAssignment => None,
         other => other.arm_type().split('/').next(),
     }
 }

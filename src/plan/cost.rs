@@ -11,7 +11,9 @@
 //! here are the manifest layer's: VM `size`, `os_disk_size_gb`, `os_disk_sku`; disk `size_gb`,
 //! `sku`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -91,6 +93,51 @@ pub struct CostSummary {
     pub before: CostTotals,
     /// Totals after the plan.
     pub after: CostTotals,
+    /// Issue 18: what each block with `park { idle }` saves while its watcher has parked it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle: Vec<IdleSaving>,
+}
+
+/// What parking one block when idle saves: its VMs' running rate less their parked rate (the
+/// disks of a parked VM still bill), after the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleSaving {
+    /// The `vm` or `cluster` block.
+    pub block: Address,
+    /// The idle window, in seconds.
+    pub window_s: u64,
+    /// How many VMs the watcher parks.
+    pub vms: usize,
+    /// $/hour saved while they are parked.
+    pub saves_per_hour: f64,
+}
+
+impl CostSummary {
+    /// Price what parking each idle block saves, from the rows already priced (`park_idle` is
+    /// [`crate::model::Desired::park_idle`]). A block the plan deletes saves nothing.
+    pub(super) fn price_idle(&mut self, park_idle: &BTreeMap<Address, Duration>) {
+        self.idle = park_idle
+            .iter()
+            .filter_map(|(block, window)| {
+                let vms: Vec<Rate> = self
+                    .resources
+                    .iter()
+                    .filter(|r| r.address.block_address() == *block && r.address.part == "vm")
+                    .filter_map(|r| r.after)
+                    .collect();
+                (!vms.is_empty()).then(|| IdleSaving {
+                    block: block.clone(),
+                    window_s: window.as_secs(),
+                    vms: vms.len(),
+                    saves_per_hour: micro(
+                        vms.iter()
+                            .map(|r| r.running_per_hour - r.parked_per_hour)
+                            .sum(),
+                    ),
+                })
+            })
+            .collect();
+    }
 }
 
 impl CostSummary {
@@ -114,6 +161,7 @@ impl CostSummary {
             resources: Vec::new(),
             before: CostTotals::default(),
             after: CostTotals::default(),
+            idle: Vec::new(),
         };
         for (address, kind, before, after) in rows {
             let before = before.map(|a| rate_of(kind, a));

@@ -93,6 +93,7 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
 
     let mut cost = cost_of(state, &changes);
     cost.location.clone_from(&desired.azure.location);
+    cost.price_idle(&desired.park_idle);
     let steps = match opts.mode {
         Mode::Normal => {
             let unmatched = unmatched_reruns(desired, &opts.rerun_steps);

@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::money::dollars;
 use super::paint::{bold, dim, green, paint, red, yellow};
 use super::value::{inline, key};
-use crate::model::{Attrs, RunPolicy, StepScope};
+use crate::model::{Attrs, ResourceKind, RunPolicy, StepScope};
 use crate::plan::{Action, Change, CostSummary, Mode, Plan, Rate, nodes_text};
 use crate::state::PowerState;
 
@@ -113,6 +113,7 @@ fn render_change(out: &mut String, change: &Change, colour: bool) {
     let header = format!("# {} {}", change.address, headline(change));
     let _ = writeln!(out, "  {}", paint(colour, &bold(), &header));
     let mut why: Vec<String> = change.reasons.iter().map(ToString::to_string).collect();
+    why.extend(idle_reason(change));
     match change.power_state {
         Some(PowerState::Deallocated) => why.push("currently parked (deallocated)".to_owned()),
         Some(PowerState::Stopped) => why.push("currently stopped (still billed)".to_owned()),
@@ -576,9 +577,63 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
     );
     let _ = writeln!(
         out,
-        "  30 days ({} h) after this plan: {} running, {} parked (VM compute is billed only while running)\n",
+        "  30 days ({} h) after this plan: {} running, {} parked (VM compute is billed only while running)",
         cost.hours_per_month,
         dollars(cost.after.running_per_month),
         dollars(cost.after.parked_per_month)
     );
+    for idle in &cost.idle {
+        let plural = if idle.vms == 1 { "" } else { "s" };
+        let _ = writeln!(
+            out,
+            "  {}: idle for {} parks {} VM{plural}: saves ${:.3}/h while parked",
+            idle.block,
+            window_text(idle.window_s),
+            idle.vms,
+            idle.saves_per_hour
+        );
+    }
+    out.push('\n');
+}
+
+/// An idle window as the manifest writes one: `45m`, `1h30m`, `2d`.
+fn window_text(seconds: u64) -> String {
+    let mut text = String::new();
+    let mut rest = seconds;
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if rest >= size {
+            let _ = write!(text, "{}{unit}", rest / size);
+            rest %= size;
+        }
+    }
+    if text.is_empty() {
+        "0s".to_owned()
+    } else {
+        text
+    }
+}
+
+/// Why a change exists when it is idle auto-park's (issue 18): the head's identity, the idle
+/// role and its assignment.
+fn idle_reason(change: &Change) -> Option<String> {
+    const WHY: &str = "lets the head deallocate this experiment's VMs when idle";
+    let after = change.after.as_ref()?;
+    match change.kind {
+        ResourceKind::RoleDefinition => Some(format!(
+            "{WHY}: read, deallocate and start VMs, in this resource group only"
+        )),
+        ResourceKind::RoleAssignment => Some(format!(
+            "{WHY}: the idle role, to the head's system-assigned identity"
+        )),
+        ResourceKind::VirtualMachine
+            if after.contains_key("identity")
+                && change
+                    .before
+                    .as_ref()
+                    .is_none_or(|b| b.get("identity") != after.get("identity")) =>
+        {
+            Some(format!("system-assigned identity: {WHY}"))
+        }
+        _ => None,
+    }
 }

@@ -37,11 +37,24 @@ const WITHOUT_SPEC: &[&str] = &[
     "Microsoft.ContainerRegistry",
 ];
 
-/// Whether `path` addresses a provider of [`WITHOUT_SPEC`].
+/// Types the emulator serves in a namespace that has a spec here, whose own spec is not in
+/// shared/azure-specs (docs/emulator.md, "Role definitions"): they pass the same way.
+const TYPES_WITHOUT_SPEC: &[&str] = &["Microsoft.Authorization/roleDefinitions"];
+
+/// Whether `path` addresses a provider of [`WITHOUT_SPEC`] or a type of [`TYPES_WITHOUT_SPEC`].
 pub(crate) fn without_spec(path: &str) -> bool {
-    path.rsplit_once("/providers/")
-        .and_then(|(_, rest)| rest.split('/').next())
-        .is_some_and(|ns| WITHOUT_SPEC.iter().any(|n| n.eq_ignore_ascii_case(ns)))
+    let Some((_, rest)) = path.rsplit_once("/providers/") else {
+        return false;
+    };
+    let mut parts = rest.split('/');
+    let namespace = parts.next().unwrap_or_default();
+    let rtype = format!("{namespace}/{}", parts.next().unwrap_or_default());
+    WITHOUT_SPEC
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(namespace))
+        || TYPES_WITHOUT_SPEC
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(&rtype))
 }
 
 /// The request hook: the operation for `(method, path, api-version)` must exist in the specs,

@@ -396,7 +396,7 @@ async fn a_new_principal_is_not_found_for_a_while_unless_it_is_a_service_princip
 }
 
 #[tokio::test]
-async fn role_assignments_are_checked_listed_and_go_with_their_group() {
+async fn role_assignments_are_checked_and_listed_at_every_scope() {
     let env = env(fast()).await;
     let group = rg_path("rg");
     let vm = vm_id("rg", "head");
@@ -426,17 +426,6 @@ async fn role_assignments_are_checked_listed_and_go_with_their_group() {
             "RoleAssignmentExists",
             "The role assignment already exists."
         )
-    );
-    let bad_name = env
-        .put(
-            &assignment_path(&group, "not-a-guid"),
-            AUTHZ,
-            &assignment(READER, &principal, Some("ServicePrincipal")),
-        )
-        .await;
-    assert_eq!(
-        (bad_name.status, bad_name.code()),
-        (400, "InvalidRoleAssignmentId")
     );
     let no_role = env
         .put_checked(
@@ -510,6 +499,43 @@ async fn role_assignments_are_checked_listed_and_go_with_their_group() {
         Some(2),
         "{by_principal:?}"
     );
+}
+
+#[tokio::test]
+async fn role_definitions_are_found_and_go_with_their_group() {
+    let env = env(fast()).await;
+    let group = rg_path("rg");
+    let principal = env.vm_with_identity("rg", "head").await;
+    let path = assignment_path(&group, ASSIGNMENT);
+    let role = env
+        .put(
+            &role_path(&group, ROLE),
+            AUTHZ,
+            &idle_role("rg", &["*/read"]),
+        )
+        .await;
+    assert_eq!(role.status, 201, "{role:?}");
+    let created = env
+        .put_checked(
+            &path,
+            &assignment(ROLE, &principal, Some("ServicePrincipal")),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let bad_name = env
+        .put(
+            &assignment_path(&group, "not-a-guid"),
+            AUTHZ,
+            &assignment(READER, &principal, Some("ServicePrincipal")),
+        )
+        .await;
+    assert_eq!(
+        (bad_name.status, bad_name.code()),
+        (400, "InvalidRoleAssignmentId")
+    );
+    let list = |scope: &str, filter: &str| {
+        format!("{scope}/providers/Microsoft.Authorization/roleAssignments?$filter={filter}")
+    };
 
     // Role definitions: built-ins by GUID, custom ones by name.
     let reader = env
@@ -529,7 +555,12 @@ async fn role_assignments_are_checked_listed_and_go_with_their_group() {
         .await;
     assert_eq!(named.body["value"][0]["name"], ROLE, "{named:?}");
 
-    // Deleting the group takes its assignments and custom roles with it.
+    // A role in use cannot be deleted; deleting the group takes both with it.
+    let in_use = env.delete(&role_path(&group, ROLE), AUTHZ).await;
+    assert_eq!(
+        (in_use.status, in_use.code()),
+        (409, "RoleDefinitionHasAssignments")
+    );
     let gone = env.delete(&group, RESOURCES).await;
     if let Some(url) = gone.header("location") {
         env.poll_location(url).await;

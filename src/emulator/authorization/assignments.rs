@@ -25,7 +25,7 @@ const TYPE: &str = "Microsoft.Authorization/roleAssignments";
 
 /// How long a new principal takes to replicate to the directory ARM's authorization reads, at
 /// latency scale 1 (Azure documents "can take a few minutes"; the emulator takes one).
-const REPLICATION_DELAY: Duration = Duration::from_secs(60);
+const REPLICATION_DELAY: Duration = Duration::from_mins(1);
 
 fn render(assignment: &Value) -> Value {
     assignment.clone()
