@@ -288,6 +288,12 @@ impl Desired {
     pub fn park_idle_of(&self, block: &Address) -> Option<Duration> {
         self.park_idle.get(&block.block_address()).copied()
     }
+
+    /// Whether anything runs on the VMs after they boot: steps, or the idle watcher the engine
+    /// puts on the head of a block with `park { idle }` (a block may have that and no steps).
+    pub fn has_post_boot(&self) -> bool {
+        !self.steps.is_empty() || !self.park_idle.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -155,10 +155,22 @@ pub async fn apply(
         )));
         // The resources are in place, but steps may still have to run: each node's markers
         // decide.
-        if let Some(job) = steps.as_ref().filter(|_| !desired.steps.is_empty()) {
+        if let Some(job) = steps.as_ref().filter(|_| desired.has_post_boot()) {
             let store = StateStore::new(backend, state);
-            // Only the blocks the plan lists (`-target` narrows them).
-            let blocks: Vec<Address> = planned.steps.iter().map(|s| s.block.clone()).collect();
+            // Only the blocks the plan lists (`-target` narrows them), and the blocks that park
+            // when idle (their head's watcher is a step the plan does not list) unless a target
+            // leaves them out.
+            let mut blocks: Vec<Address> = planned.steps.iter().map(|s| s.block.clone()).collect();
+            blocks.extend(
+                desired
+                    .park_idle
+                    .keys()
+                    .filter(|block| {
+                        planned.targets.is_empty()
+                            || planned.targets.iter().any(|t| t.block_address() == **block)
+                    })
+                    .cloned(),
+            );
             let outcomes = cancel
                 .interruptible(Box::pin(job.now(&desired, &store, Some(&blocks))))
                 .await?;

@@ -321,7 +321,7 @@ impl<'a> StepsJob<'a> {
         (backend, state): (Box<dyn Backend + Send>, State),
         vms: &[Address],
     ) -> Result<(), Error> {
-        if self.options.mode == StepsMode::Skip || desired.steps.is_empty() {
+        if self.options.mode == StepsMode::Skip || !desired.has_post_boot() {
             return self.conclude(desired, &[]);
         }
         let store = StateStore::new(backend, state);

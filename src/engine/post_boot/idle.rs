@@ -20,7 +20,7 @@ use crate::model::Desired;
 use crate::state::State;
 use crate::steps::library::{IDLE_STATE_DIR, IdleWatch};
 
-/// Multiplies the window and the interval (tests: `0.004` makes `10m` a 2.4 s window).
+/// Multiplies the window and the interval (tests: `0.02` makes `2m` a 2.4 s window).
 pub const IDLE_TIME_SCALE_ENV: &str = "DSINFRA_IDLE_TIME_SCALE";
 /// An `nvidia-smi` stand-in on the nodes (an absolute path).
 pub const NVIDIA_SMI_ENV: &str = "DSINFRA_NVIDIA_SMI";

@@ -235,8 +235,9 @@ fn config(ctx: &NodeContext, watch: &IdleWatch) -> Result<String, String> {
 }
 
 /// The step that installs (or re-installs) `watch`'s watcher on the head of the block `ctx`
-/// describes and starts it: head only, run on every apply so a changed window or a rebooted
-/// head gets a fresh watcher (the old loop is replaced, never doubled).
+/// describes and starts it: head only, once per boot and whenever the program or its config
+/// changes, so a changed window or a restarted head gets a fresh watcher (the old loop is
+/// replaced, never doubled) and an apply that changes nothing leaves the window running.
 pub fn idle_watch_step(ctx: &NodeContext, watch: &IdleWatch) -> Result<StepSpec, LibraryError> {
     let name = IDLE_STEP_NAME.to_owned();
     let bad = |why: String| LibraryError::Unsupported {
@@ -277,7 +278,11 @@ pub fn idle_watch_step(ctx: &NodeContext, watch: &IdleWatch) -> Result<StepSpec,
         },
     ];
     step.scope = Scope::Head;
-    step.policy = RunPolicy::Always;
+    // Once per boot, and again when the program or its config changes (files are hashed): an
+    // apply that changes nothing must not reinstall it, which restarted the idle window every
+    // time. After an unpark (a new boot, or `Restarted` for emulated nodes) it is reinstalled,
+    // which the setsid fallback needs (nothing survives a reboot there; a systemd timer would).
+    step.policy = RunPolicy::PerBoot;
     step.timeout = Some(Duration::from_mins(2));
     Ok(step)
 }
@@ -314,11 +319,11 @@ mod tests {
     }
 
     #[test]
-    fn the_step_runs_on_the_head_every_apply_with_the_program_and_its_config() {
+    fn the_step_runs_on_the_head_once_per_boot_with_the_program_and_its_config() {
         let step = idle_watch_step(&cluster(), &watch()).expect("renders");
         assert_eq!(
             (step.name.as_str(), step.scope, step.policy),
-            (IDLE_STEP_NAME, Scope::Head, RunPolicy::Always)
+            (IDLE_STEP_NAME, Scope::Head, RunPolicy::PerBoot)
         );
         assert!(step.script.starts_with("set -euo pipefail\n"));
         let conf = file(&step, "idle-watcher.conf");
