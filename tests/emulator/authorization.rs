@@ -131,7 +131,10 @@ async fn a_system_assigned_identity_lives_with_its_vm() {
     let mut body = vm_body("rg", "Standard_D2s_v5");
     body["identity"] = json!({"type": "SystemAssigned"});
     body["tags"] = json!({"k": "v"});
-    env.create(&vm, COMPUTE, &body).await;
+    conforms_request("PUT", &vm, COMPUTE, &body);
+    let updated = env.create(&vm, COMPUTE, &body).await;
+    conforms("PUT", &vm, COMPUTE, &updated);
+    assert_eq!(updated.body["identity"]["principalId"], principal.as_str());
     let patched = env
         .call("PATCH", &vm, COMPUTE, Some(&json!({"tags": {"k": "w"}})))
         .await;
