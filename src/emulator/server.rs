@@ -398,11 +398,15 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
             "The authentication failed because of invalid 'Authorization' header.",
         ));
     };
+    let hash = token_hash(token);
+    // A token issued through the IMDS stand-in is valid besides the one the emulator requires.
+    let managed = || lock(&shared.cloud).imds_tokens.contains_key(&hash);
     if shared
         .config
         .required_token
         .as_deref()
         .is_some_and(|required| required != token)
+        && !managed()
     {
         return Err(unauthorized(
             ArmError::new(
@@ -413,7 +417,6 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
             "The access token is invalid.",
         ));
     }
-    let hash = token_hash(token);
     if lock(&shared.tokens_expired).contains(&hash) {
         return Err(unauthorized(expired(now), "The access token has expired."));
     }

@@ -522,6 +522,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_leading_scope_matches_a_whole_resource_id() {
+        let template = "/{scope}/providers/Microsoft.Authorization/roleAssignments/{name}";
+        let at = |path: &str| {
+            let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+            template_score(template, &segments)
+        };
+        assert_eq!(
+            at("/subscriptions/s/providers/Microsoft.Authorization/roleAssignments/g"),
+            Some(3)
+        );
+        assert_eq!(
+            at(
+                "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v/providers/Microsoft.Authorization/roleAssignments/g"
+            ),
+            Some(3)
+        );
+        assert_eq!(
+            at("/providers/Microsoft.Authorization/roleAssignments/g"),
+            None
+        );
+        assert_eq!(
+            at("/subscriptions/s/providers/Microsoft.Compute/disks/g"),
+            None
+        );
+    }
+
+    #[test]
     fn join_folds_parent_directories() {
         assert_eq!(
             join("network/stable/2024-07-01/vnet.json", "./network.json"),

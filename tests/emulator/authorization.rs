@@ -46,6 +46,15 @@ fn assignment(sub_role: &str, principal: &str, principal_type: Option<&str>) -> 
     json!({"properties": props})
 }
 
+/// An emulator that requires its own token, as `dsinfra emulator` may.
+async fn env_with_token() -> Env {
+    env(EmulatorConfig {
+        required_token: Some("test-token".into()),
+        ..fast()
+    })
+    .await
+}
+
 impl Env {
     /// A running VM with a system-assigned identity; returns its principal.
     async fn vm_with_identity(&self, rg: &str, name: &str) -> String {
@@ -122,7 +131,10 @@ async fn a_system_assigned_identity_lives_with_its_vm() {
     let mut body = vm_body("rg", "Standard_D2s_v5");
     body["identity"] = json!({"type": "SystemAssigned"});
     body["tags"] = json!({"k": "v"});
-    env.create(&vm, COMPUTE, &body).await;
+    conforms_request("PUT", &vm, COMPUTE, &body);
+    let updated = env.create(&vm, COMPUTE, &body).await;
+    conforms("PUT", &vm, COMPUTE, &updated);
+    assert_eq!(updated.body["identity"]["principalId"], principal.as_str());
     let patched = env
         .call("PATCH", &vm, COMPUTE, Some(&json!({"tags": {"k": "w"}})))
         .await;
@@ -149,6 +161,19 @@ async fn a_system_assigned_identity_lives_with_its_vm() {
         )
     );
 
+    // With a required token (`dsinfra emulator --token`), IMDS tokens are valid as well.
+    let required = env_with_token().await;
+    required.vm_with_identity("rg", "head").await;
+    let token = required.token_of(&vm).await;
+    let read = required
+        .send("GET", &with_version(&vm, COMPUTE), None, Some(&token))
+        .await;
+    assert_eq!(
+        read.code(),
+        "AuthorizationFailed",
+        "authenticated, then denied: {read:?}"
+    );
+
     // A new identity is a new principal.
     let again = env
         .call(
@@ -162,6 +187,23 @@ async fn a_system_assigned_identity_lives_with_its_vm() {
         .as_str()
         .expect("principal");
     assert_ne!(second, principal);
+
+    // Deleting the VM deletes its principal: it can no longer be assigned a role.
+    let deleted = env.delete(&vm, COMPUTE).await;
+    if let Some(url) = deleted.header("azure-asyncoperation") {
+        env.poll_status(url).await;
+    }
+    let orphan = env
+        .put(
+            &format!(
+                "{}/providers/Microsoft.Authorization/roleAssignments/{ASSIGNMENT}",
+                rg_path("rg")
+            ),
+            AUTHZ,
+            &assignment(READER, second, Some("ServicePrincipal")),
+        )
+        .await;
+    assert_eq!(orphan.code(), "PrincipalNotFound", "{orphan:?}");
 
     let mut user = vm_body("rg", "Standard_D2s_v5");
     user["identity"] = json!({"type": "UserAssigned", "userAssignedIdentities": {}});
