@@ -116,6 +116,24 @@ pub struct PlanSource {
 }
 
 impl Plan {
+    /// The blocks whose post-boot work this plan runs, in order: those its steps list (all with
+    /// steps, or those `-target` selects), then the blocks of `desired` that park when idle and
+    /// that the targets include. Their head's watcher is a step the engine adds, so they have
+    /// post-boot work even with no steps of their own.
+    pub fn post_boot_blocks(&self, desired: &crate::model::Desired) -> Vec<Address> {
+        let mut blocks: Vec<Address> = Vec::new();
+        let targeted = |block: &Address| {
+            self.targets.is_empty() || self.targets.iter().any(|t| t.block_address() == *block)
+        };
+        let listed = self.steps.iter().map(|s| &s.block);
+        for block in listed.chain(desired.park_idle.keys().filter(|b| targeted(b))) {
+            if !blocks.contains(block) {
+                blocks.push(block.clone());
+            }
+        }
+        blocks
+    }
+
     /// Whether applying the plan would change any resource (`--detailed-exitcode` exits 2 if
     /// so). Post-boot steps do not count, as in Terraform, where provisioners are no changes: a
     /// step with `run = "always"` would otherwise make every plan look dirty. See

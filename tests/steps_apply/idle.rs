@@ -7,6 +7,9 @@
 //! fail loudly, and `status` shows ARM's AuthorizationFailed; the role restored, the watcher
 //! deallocates the VM with the head's own token on its next tick and `status` says parked.
 //!
+//! The VM has no steps of its own: the watcher is installed all the same (an apply used to
+//! run post-boot work only for blocks with steps).
+//!
 //! One `vm` block: the farm's sshd hosts do not read the `/root/.ssh` the `ssh_mesh` step
 //! writes, so a cluster's head could not sample its other nodes here (docs/park.md); the other
 //! nodes first, the head last, is held by tests/step_library/idle.rs against a local stand-in.
@@ -102,10 +105,6 @@ fn write_gpu_vm(w: &World, farm: &NodeFarm) {
   ssh_key        = "{}"
   park {{
     idle = "2m"
-  }}
-  step "script" {{
-    name   = "hello"
-    script = "true"
   }}
 }}
 "#,

@@ -157,20 +157,9 @@ pub async fn apply(
         // decide.
         if let Some(job) = steps.as_ref().filter(|_| desired.has_post_boot()) {
             let store = StateStore::new(backend, state);
-            // Only the blocks the plan lists (`-target` narrows them), and the blocks that park
-            // when idle (their head's watcher is a step the plan does not list) unless a target
-            // leaves them out.
-            let mut blocks: Vec<Address> = planned.steps.iter().map(|s| s.block.clone()).collect();
-            blocks.extend(
-                desired
-                    .park_idle
-                    .keys()
-                    .filter(|block| {
-                        planned.targets.is_empty()
-                            || planned.targets.iter().any(|t| t.block_address() == **block)
-                    })
-                    .cloned(),
-            );
+            // The blocks the plan runs steps on (`-target` narrows them), and those that park
+            // when idle (their watcher).
+            let blocks = planned.post_boot_blocks(&desired);
             let outcomes = cancel
                 .interruptible(Box::pin(job.now(&desired, &store, Some(&blocks))))
                 .await?;

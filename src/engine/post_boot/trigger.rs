@@ -36,10 +36,10 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// Tracks the blocks whose steps `plan` lists (all blocks with steps, or those `-target`
-    /// selects), against `plan`'s changes.
+    /// Tracks the blocks `plan` runs post-boot work on ([`Plan::post_boot_blocks`]: steps, or the
+    /// idle watcher), against `plan`'s changes.
     pub fn new(plan: &Plan, desired: &Desired) -> Self {
-        let blocks: BTreeSet<Address> = plan.steps.iter().map(|s| s.block.clone()).collect();
+        let blocks: BTreeSet<Address> = plan.post_boot_blocks(desired).into_iter().collect();
         let mut pending = BTreeMap::new();
         for block in blocks {
             let needed = needed_resources(desired, &block);
