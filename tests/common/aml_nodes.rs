@@ -23,7 +23,6 @@
 #![allow(dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use dsinfra::emulator::{AmlNodeBoot, AmlNodeHook};
@@ -63,12 +62,6 @@ impl AmlNodeFarm {
         Arc::new(move |boot: &AmlNodeBoot| farm.upgrade().map(|farm| farm.boot(boot)))
     }
 
-    /// The directory standing in for the mesh user's `~/.ssh` on every node (for
-    /// `DSINFRA_MESH_DIR`): every host accepts the keys in its `authorized_keys`.
-    pub fn mesh_dir(&self) -> PathBuf {
-        self.hosts.dir().join("mesh")
-    }
-
     /// The host key the host standing in for `node_id` generated.
     pub fn host_key(&self, node_id: &str) -> Option<HostKey> {
         self.hosts.with_host(node_id, |h| h.public_key.clone())
@@ -94,15 +87,6 @@ impl AmlNodeFarm {
         }
         let address = loopback_for(&boot.private_ip);
         let mesh = self.mesh_dir();
-        std::fs::create_dir_all(&mesh).expect("the mesh directory can be created");
-        // sshd reads authorized_keys as the login user, and the mesh makes the directory 0700
-        // as ~/.ssh is: the user owns it, as a user owns their ~/.ssh (root writes it anyway).
-        let owned = std::process::Command::new("chown")
-            .arg(self.user())
-            .arg(&mesh)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(owned, "chown {} {}", self.user(), mesh.display());
         let port = self.hosts.start_host_at(
             &boot.node_id,
             &name,

@@ -8,8 +8,9 @@
 //! Like cloud-init, the farm installs the key pair from the cloud-config's `ssh_keys`; a VM
 //! created without one gets a fresh random key (what an adopted VM would present). The login
 //! user is always [`TEST_USER`]; `authorized_keys` holds the farm's client key and the keys the
-//! VM was created with. A VM booted again under the same name (a replacement) gets a new host in
-//! place of the old one. Every host stops when the farm drops; the hook holds the farm weakly so
+//! VM was created with; every host also lets in the keys of the shared [`FarmHosts::mesh_dir`]
+//! (where the `ssh_mesh` step appends the head's key under `DSINFRA_MESH_DIR`). A VM booted
+//! again under the same name (a replacement) gets a new host in place of the old one. Every host stops when the farm drops; the hook holds the farm weakly so
 //! an emulator outliving the farm boots nothing more.
 //!
 //! A VM of an InfiniBand size also gets an ib0 stand-in ([`sshd::Ib0`]): a member of an
@@ -99,12 +100,14 @@ impl FarmHosts {
         let mut all = vec![self.client_public_key()];
         all.extend(keys.iter().cloned());
         sshd::write_authorized_keys(&authorized, &all);
+        // Also the mesh's authorized_keys, which the `ssh_mesh` step appends the head's key to.
+        let mesh = self.mesh_dir();
         let host = Host::start_with_key_and_ib0(
             self.dir.path(),
             dir_name,
             private,
             public,
-            &authorized,
+            &[&authorized, &mesh.join("authorized_keys")],
             ib0,
         );
         let port = host.port;
@@ -153,6 +156,24 @@ impl FarmHosts {
     /// The farm's scratch directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The directory standing in for the mesh user's `~/.ssh` on every host (for
+    /// `DSINFRA_MESH_DIR`; the hosts share one filesystem): every host accepts the keys in its
+    /// `authorized_keys`. Created on first use, owned by the login user as a user owns their
+    /// `~/.ssh`: the mesh makes it 0700 and sshd reads `authorized_keys` as that user.
+    pub fn mesh_dir(&self) -> PathBuf {
+        let mesh = self.dir.path().join("mesh");
+        if !mesh.is_dir() {
+            std::fs::create_dir_all(&mesh).expect("the mesh directory can be created");
+            let owned = std::process::Command::new("chown")
+                .arg(self.user())
+                .arg(&mesh)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(owned, "chown {} {}", self.user(), mesh.display());
+        }
+        mesh
     }
 
     /// What `read` says of the host filed under `name`, if there is one.

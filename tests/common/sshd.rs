@@ -171,7 +171,7 @@ impl Host {
             name,
             pair.private_openssh().expose(),
             pair.public(),
-            authorized,
+            &[authorized],
             ib0,
         )
     }
@@ -186,16 +186,17 @@ impl Host {
         public_key: &HostKey,
         authorized: &Path,
     ) -> Self {
-        Self::start_with_key_and_ib0(root, name, private_key, public_key, authorized, None)
+        Self::start_with_key_and_ib0(root, name, private_key, public_key, &[authorized], None)
     }
 
-    /// [`Host::start_with_key`] with an ib0 stand-in.
+    /// [`Host::start_with_key`] with an ib0 stand-in, letting in the keys of every file in
+    /// `authorized` (a missing file lets in nobody).
     pub fn start_with_key_and_ib0(
         root: &Path,
         name: &str,
         private_key: &str,
         public_key: &HostKey,
-        authorized: &Path,
+        authorized: &[&Path],
         ib0: Option<&Ib0>,
     ) -> Self {
         Self::start_listening(root, name, (private_key, public_key), authorized, ib0, None)
@@ -215,7 +216,7 @@ impl Host {
             root,
             name,
             (private_key, public_key),
-            authorized,
+            &[authorized],
             None,
             Some(address),
         )
@@ -225,7 +226,7 @@ impl Host {
         root: &Path,
         name: &str,
         (private_key, public_key): (&str, &HostKey),
-        authorized: &Path,
+        authorized: &[&Path],
         ib0: Option<&Ib0>,
         also_listen: Option<&str>,
     ) -> Self {
@@ -380,7 +381,7 @@ fn sshd_config(
     port: u16,
     key: &Path,
     pid: &Path,
-    authorized: &Path,
+    authorized: &[&Path],
     (ib0, also_listen): (Option<&Ib0>, Option<&str>),
 ) -> String {
     let ib0 = match ib0 {
@@ -417,7 +418,12 @@ fn sshd_config(
          Subsystem sftp {SFTP_SERVER}\n",
         key = key.display(),
         pid = pid.display(),
-        authorized = authorized.display(),
+        // sshd splits the list at spaces: the farm's scratch paths have none.
+        authorized = authorized
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
     )
 }
 
