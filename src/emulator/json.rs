@@ -8,6 +8,15 @@
 
 use serde_json::Value;
 
+/// The strings of a JSON array: nothing for `None`, a non-array, or items that are not strings.
+pub(crate) fn strings(value: Option<&Value>) -> impl Iterator<Item = &str> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 /// `value.at("/properties/ipConfigurations/0")`: [`Value::pointer`] for paths without `~`
 /// escapes.
 pub(crate) trait At {

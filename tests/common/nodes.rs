@@ -97,9 +97,7 @@ impl FarmHosts {
             );
         }
         let authorized = self.dir.path().join(format!("{dir_name}.authorized_keys"));
-        let mut all = vec![self.client_public_key()];
-        all.extend(keys.iter().cloned());
-        sshd::write_authorized_keys(&authorized, &all);
+        self.authorize(&authorized, keys);
         // Also the mesh's authorized_keys, which the `ssh_mesh` step appends the head's key to.
         let mesh = self.mesh_dir();
         let host = Host::start_with_key_and_ib0(
@@ -110,15 +108,7 @@ impl FarmHosts {
             &[&authorized, &mesh.join("authorized_keys")],
             ib0,
         );
-        let port = host.port;
-        let old = self
-            .hosts
-            .lock()
-            .expect("farm mutex not poisoned")
-            .insert(name.to_owned(), host);
-        // Stopping the replaced host waits for its process: outside the lock.
-        drop(old);
-        port
+        self.keep(name, host)
     }
 
     /// Starts a host for a node that has its own address: like [`FarmHosts::start_host`], but
@@ -133,9 +123,7 @@ impl FarmHosts {
         (authorized, keys): (&Path, &[String]),
         address: &str,
     ) -> u16 {
-        let mut all = vec![self.client_public_key()];
-        all.extend(keys.iter().cloned());
-        sshd::write_authorized_keys(authorized, &all);
+        self.authorize(authorized, keys);
         let host = Host::start_with_key_at(
             self.dir.path(),
             dir_name,
@@ -143,12 +131,26 @@ impl FarmHosts {
             authorized,
             address,
         );
+        self.keep(name, host)
+    }
+
+    /// Writes `path` as an authorized_keys file letting in the client key and `keys`.
+    fn authorize(&self, path: &Path, keys: &[String]) {
+        let mut all = vec![self.client_public_key()];
+        all.extend(keys.iter().cloned());
+        sshd::write_authorized_keys(path, &all);
+    }
+
+    /// Files `host` under `name` in place of the host that stood for it before, and returns its
+    /// port.
+    fn keep(&self, name: &str, host: Host) -> u16 {
         let port = host.port;
         let old = self
             .hosts
             .lock()
             .expect("farm mutex not poisoned")
             .insert(name.to_owned(), host);
+        // Stopping the replaced host waits for its process: outside the lock.
         drop(old);
         port
     }

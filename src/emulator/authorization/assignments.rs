@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::{roles, scope_contains};
 use crate::emulator::compute;
 use crate::emulator::error::ArmError;
-use crate::emulator::json::At as _;
+use crate::emulator::json::{At as _, strings};
 use crate::emulator::providers::TENANT;
 use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::Cloud;
@@ -172,12 +172,7 @@ fn put(cloud: &mut Cloud, ctx: &Ctx<'_>, scope: &str, name: &str) -> Result<Repl
 
 /// Whether a role may be assigned at a scope: one of its assignable scopes contains it.
 fn assignable_at(role: &Value, scope: &str) -> bool {
-    role.at("/properties/assignableScopes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .any(|s| scope_contains(s, scope))
+    strings(role.at("/properties/assignableScopes")).any(|s| scope_contains(s, scope))
 }
 
 /// PrincipalNotFound for a principal the directory does not (yet) know.

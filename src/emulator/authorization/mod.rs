@@ -15,7 +15,7 @@ pub(crate) mod roles;
 use serde_json::Value;
 
 use super::error::ArmError;
-use super::json::At as _;
+use super::json::{self, At as _};
 use super::path::percent_decode;
 use super::server::{Ctx, Reply};
 use super::store::Cloud;
@@ -77,13 +77,7 @@ pub(crate) fn scope_contains(outer: &str, inner: &str) -> bool {
 /// Whether a role definition's permissions grant an action.
 fn role_grants(role: &Value, action: &str) -> bool {
     let strings = |value: Option<&Value>| -> Vec<String> {
-        value
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
+        json::strings(value).map(str::to_owned).collect()
     };
     role.at("/properties/permissions")
         .and_then(Value::as_array)

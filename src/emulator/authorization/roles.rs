@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::scope_contains;
 use crate::emulator::error::ArmError;
-use crate::emulator::json::At as _;
+use crate::emulator::json::{At as _, strings};
 use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::Cloud;
 
@@ -205,12 +205,7 @@ fn put(cloud: &mut Cloud, ctx: &Ctx<'_>, scope: &str, name: &str) -> Result<Repl
             "The role definition must have a 'properties.roleName'.",
         ));
     };
-    let scopes: Vec<String> = props
-        .get("assignableScopes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+    let scopes: Vec<String> = strings(props.get("assignableScopes"))
         .map(str::to_owned)
         .collect();
     if scopes.is_empty() {
@@ -307,11 +302,7 @@ pub(crate) fn list(cloud: &Cloud, ctx: &Ctx<'_>, scope: &str) -> Result<Reply, A
     let filter = ctx.query("$filter").map(parse_filter).transpose()?;
     let sub = subscription_of(scope);
     let custom = cloud.role_definitions.values().filter(|role| {
-        role.at("/properties/assignableScopes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
+        strings(role.at("/properties/assignableScopes"))
             .any(|s| scope_contains(s, scope) || scope_contains(scope, s))
     });
     let built_ins = BUILT_INS.iter().filter_map(|b| built_in(b.guid, sub));

@@ -9,7 +9,7 @@ use super::quota::{check_quota, holds_cores, vm_size};
 use super::skus::{Placement, check_sku, offered_size};
 use super::{merge, render};
 use crate::emulator::error::ArmError;
-use crate::emulator::json::At as _;
+use crate::emulator::json::{At as _, strings};
 use crate::emulator::ops;
 use crate::emulator::providers::{Target, envelope, key, require_location, require_reference};
 use crate::emulator::server::{Ctx, Reply};
@@ -43,14 +43,7 @@ fn check_vm_request(
     }
     let location = require_location(body)?;
     let spec = offered_size(ctx.config, size, &location)?;
-    let zones: Vec<String> = body
-        .get("zones")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
+    let zones: Vec<String> = strings(body.get("zones")).map(str::to_owned).collect();
     // A retired size is refused when a VM is created with it or resized to it.
     let newly = existing
         .and_then(vm_size)
