@@ -1,0 +1,353 @@
+//! `stage` through the binary on the four nodes of an Azure Machine Learning cluster (issue 17):
+//! the emulator serves the manifest's storage account's blob data plane from a private Azurite
+//! (`EmulatorConfig::blob_data_plane`), so the account advertises Azurite's URL as its blob
+//! endpoint and `listKeys` answers the key Azurite knows; the `sas` dsinfra signs from that key
+//! is checked by Azurite on every request. The nodes are the AML farm's sshd hosts
+//! (tests/common/aml_nodes.rs) and run the real azcopy (npm), named by `DSINFRA_AZCOPY`.
+//!
+//! Held: the engine lists the container at the account's own endpoint (not
+//! `https://NAME.blob.core.windows.net`); every rank copies its own size-balanced shard with
+//! azcopy, decompressed and under its real name; the shards together are the whole prefix, no
+//! file twice; each rank writes its done marker; a second apply starts nothing, changes no
+//! record and never runs azcopy.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Stdio;
+
+use base64::Engine as _;
+use dsinfra::storage::{AccountKey, Auth, BlobStore, PutOptions};
+
+use super::*;
+use common::azurite::Azurite;
+
+/// The storage account the manifest names, so that Azurite can be started knowing it.
+const ACCOUNT: &str = "amlstagedata";
+
+/// The container the dataset lives in.
+const CONTAINER: &str = "cosmo";
+
+/// `(path under train/, uncompressed size)`: uneven sizes, so that balancing by size matters,
+/// and a subdirectory, whose path the copy keeps.
+const FILES: &[(&str, usize)] = &[
+    ("univ_00.tfrecord", 96 * 1024),
+    ("univ_01.tfrecord", 3 * 1024),
+    ("univ_02.tfrecord", 41 * 1024),
+    ("univ_03.tfrecord", 7 * 1024 + 13),
+    ("univ_04.tfrecord", 130 * 1024),
+    ("univ_05.tfrecord", 1024),
+    ("univ_06.tfrecord", 57 * 1024),
+    ("univ_07.tfrecord", 12 * 1024 + 7),
+    ("univ_08.tfrecord", 75 * 1024),
+    ("univ_09.tfrecord", 2 * 1024 + 1),
+    ("val/univ_10.tfrecord", 33 * 1024),
+    ("val/univ_11.tfrecord", 18 * 1024),
+];
+
+/// Deterministic bytes gzip cannot shrink (xorshift64*), so stored sizes keep the skew.
+fn content(seed: usize, len: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ (seed as u64 + 1);
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        bytes.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+/// `bytes` compressed by the system's gzip (`-n`: reproducible).
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut child = std::process::Command::new("gzip")
+        .args(["-c", "-n"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip is installed");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("gzip runs");
+    writer.join().expect("no panic").expect("gzip reads");
+    assert!(output.status.success(), "gzip failed");
+    output.stdout
+}
+
+/// The npm azcopy the step library tests use; `None` (said why) outside CI when missing.
+fn azcopy_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("DSINFRA_AZCOPY").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(
+                ".cache/dsinfra/tools/node_modules/@azure-tools/azcopy-linux/dist/bin/azcopy_linux_amd64",
+            )
+        },
+        PathBuf::from,
+    );
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "azcopy not found at {} (set DSINFRA_AZCOPY or run scripts/test --install-only)",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("NOT RUN: {why}");
+    None
+}
+
+/// An `azcopy` that notes every invocation's first argument in `log`, then runs the real one:
+/// what the nodes ran, without trusting the step's own output.
+fn counting_azcopy(dir: &Path, real: &Path, log: &Path) -> PathBuf {
+    let path = dir.join("azcopy");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .expect("the wrapper is written");
+    let mut mode = std::fs::metadata(&path).expect("written").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&path, mode).expect("made executable");
+    path
+}
+
+/// Creates the container in Azurite and uploads the dataset gzip content-encoded, plus a blob
+/// outside the prefix. The test seeds it: containers made through ARM have no data plane.
+async fn seed(azurite: &Azurite, key: &str) -> Vec<dsinfra::storage::BlobItem> {
+    let key = AccountKey::new(ACCOUNT, key).expect("a valid key");
+    let admin =
+        BlobStore::new(&azurite.endpoint_of(ACCOUNT), Auth::AccountKey(key)).expect("endpoint");
+    admin
+        .create_container(CONTAINER)
+        .await
+        .expect("the container is made");
+    let gzip_encoded = PutOptions {
+        content_encoding: Some("gzip".into()),
+        ..PutOptions::default()
+    };
+    for (i, (name, len)) in FILES.iter().enumerate() {
+        admin
+            .put(
+                CONTAINER,
+                &format!("train/{name}.gz"),
+                &gzip(&content(i, *len)),
+                &gzip_encoded,
+            )
+            .await
+            .expect("upload");
+    }
+    admin
+        .put(
+            CONTAINER,
+            "other/readme.txt",
+            b"not staged\n",
+            &PutOptions::default(),
+        )
+        .await
+        .expect("upload");
+    admin
+        .list(CONTAINER, "train/", false)
+        .await
+        .expect("the dataset lists")
+}
+
+/// The account, its container and a read SAS (https off: Azurite here speaks http), a new
+/// workspace and four nodes that stage `train/` sharded, decompressed.
+fn write_manifest(w: &World, farm: &AmlNodeFarm) {
+    let to = w.out().join("staged").display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"storage_account "data" {{
+  name = "{ACCOUNT}"
+  container "{CONTAINER}" {{}}
+}}
+sas "read" {{
+  container  = storage_account.data.container.{CONTAINER}
+  https_only = false
+}}
+aml_workspace "ws" {{}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 4
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "stage" {{
+    from       = storage_account.data.container.{CONTAINER}
+    sas        = sas.read
+    prefix     = "train/"
+    to         = "{to}"
+    decompress = true
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+}
+
+/// Every file below `root` but the stage's own bookkeeping, by path relative to it.
+fn staged_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    files_below(root)
+        .into_iter()
+        .filter_map(|(path, _)| {
+            let relative = path.strip_prefix(root).ok()?.display().to_string();
+            (!relative.starts_with(".dsinfra-stage/"))
+                .then(|| (relative, std::fs::read(&path).expect("readable")))
+        })
+        .collect()
+}
+
+// Issue 17, Done-when 2 (the staging half): `stage` on four AML nodes through the engine.
+#[allow(clippy::too_many_lines)] // one story, in order
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reruns_nothing() {
+    let Some(real_azcopy) = azcopy_binary() else {
+        return;
+    };
+    let key = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 64]>());
+    let Some(azurite) = Azurite::start_with_accounts(&[(ACCOUNT, &key)]) else {
+        return;
+    };
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let listing = seed(&azurite, &key).await;
+    let plane = BlobDataPlane::from_azurite_accounts(&azurite.url(), &format!("{ACCOUNT}:{key}"))
+        .expect("a valid data plane");
+    let w = World::with_aml_farm_and_blobs(Arc::clone(&farm), plane).await;
+    write_manifest(&w, &farm);
+    let tools = w.path("tools");
+    let temp = w.path("temp");
+    std::fs::create_dir_all(&tools).expect("tools dir");
+    std::fs::create_dir_all(&temp).expect("temp dir");
+    let runs = w.path("azcopy-runs");
+    let azcopy = counting_azcopy(&tools, &real_azcopy, &runs);
+    let env = [
+        ("DSINFRA_AZCOPY", azcopy.as_path()),
+        ("DSINFRA_TEMP_DIR", temp.as_path()),
+    ];
+
+    let started_at = std::time::Instant::now();
+    let first = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    eprintln!("first apply took {:?}", started_at.elapsed());
+    assert_eq!(farm.booted().len(), 4, "{first}");
+    // The account is Azurite's: its key is the one Azurite knows, and its blob endpoint (what
+    // the engine listed and the nodes copied from) is Azurite's URL for it.
+    assert_eq!(w.account_keys().await[0], key);
+    let account = w.resource("storage_account.data.account");
+    let body: Value = reqwest::Client::new()
+        .get(format!(
+            "{}{}?api-version=2023-05-01",
+            w.handle.endpoint(),
+            account["id"].as_str().expect("an id")
+        ))
+        .bearer_auth("dsinfra-emulator")
+        .send()
+        .await
+        .expect("the account reads")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        body["properties"]["primaryEndpoints"]["blob"],
+        format!("{}/", azurite.endpoint_of(ACCOUNT))
+    );
+    // Nothing but the signature opens the container: Azurite refuses an anonymous listing.
+    let anonymous = reqwest::get(format!(
+        "{}/{CONTAINER}?restype=container&comp=list",
+        azurite.endpoint_of(ACCOUNT)
+    ))
+    .await
+    .expect("Azurite answers");
+    assert!(!anonymous.status().is_success(), "{anonymous:?}");
+
+    // The whole prefix landed, decompressed, under its real names and paths, byte for byte;
+    // nothing outside the prefix did.
+    let root = w.out().join("staged");
+    let staged = staged_files(&root);
+    let expected: BTreeMap<String, Vec<u8>> = FILES
+        .iter()
+        .enumerate()
+        .map(|(i, (name, len))| ((*name).to_owned(), content(i, *len)))
+        .collect();
+    assert_eq!(
+        staged.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "{first}"
+    );
+    for (name, bytes) in &expected {
+        assert!(staged[name] == *bytes, "{name} differs from the original");
+    }
+
+    // Each rank copied a shard of its own, the one balancing by stored size gives it: together
+    // every file, none twice, each rank's list what the node running that rank reported, and
+    // each rank's done marker is there.
+    let plan = dsinfra::steps::library::stage_shards(&listing, "train/", None, 4, true)
+        .expect("the listing shards");
+    let state = root.join(".dsinfra-stage");
+    let mut union = BTreeSet::new();
+    let mut total = 0;
+    for rank in 0..4 {
+        let copied = std::fs::read_to_string(state.join(format!("rank-{rank}.copied")))
+            .unwrap_or_default();
+        let mut mine: Vec<&str> = copied.lines().collect();
+        mine.sort_unstable();
+        let mut shard: Vec<&str> = plan.shards[rank]
+            .entries
+            .iter()
+            .map(|(_, local, _)| local.as_str())
+            .collect();
+        shard.sort_unstable();
+        assert_eq!(mine, shard, "rank {rank}\n{first}");
+        assert!(!mine.is_empty(), "rank {rank} copied nothing\n{first}");
+        total += mine.len();
+        union.extend(mine.iter().map(|s| (*s).to_owned()));
+        let said = format!(
+            "[aml_cluster.scratch[{rank}]] [stage] dsinfra: rank {rank}: copying {n} of {n} file(s) with azcopy ",
+            n = mine.len()
+        );
+        assert!(
+            first.lines().any(|l| l.starts_with(&said)),
+            "{said}\n{first}"
+        );
+        let done = std::fs::read_to_string(state.join(format!("rank-{rank}.done")))
+            .unwrap_or_default();
+        assert_eq!(done.trim().len(), 64, "rank {rank}'s done marker: {done:?}");
+    }
+    assert_eq!(total, FILES.len(), "no file copied twice");
+    assert_eq!(
+        union.into_iter().collect::<Vec<_>>(),
+        expected.keys().cloned().collect::<Vec<_>>()
+    );
+    let copies = std::fs::read_to_string(&runs).expect("azcopy ran");
+    assert_eq!(
+        copies.lines().filter(|l| *l == "copy").count(),
+        4,
+        "one copy per node: {copies}"
+    );
+
+    // Nothing to do the second time: no step starts, no record changes, azcopy never runs.
+    let before = w.state()["resources"].clone();
+    let second = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+    assert_eq!(w.state()["resources"], before, "{second}");
+    assert_eq!(
+        std::fs::read_to_string(&runs).expect("azcopy ran"),
+        copies,
+        "{second}"
+    );
+}
