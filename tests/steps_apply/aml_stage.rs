@@ -1,9 +1,11 @@
-//! `stage` through the binary on the four nodes of an Azure Machine Learning cluster (issue 17):
+//! `stage` through the binary on the four nodes of an Azure Machine Learning cluster (issue 17),
+//! and on a two-VM cluster:
 //! the emulator serves the manifest's storage account's blob data plane from a private Azurite
 //! (`EmulatorConfig::blob_data_plane`), so the account advertises Azurite's URL as its blob
 //! endpoint and `listKeys` answers the key Azurite knows; the `sas` dsinfra signs from that key
 //! is checked by Azurite on every request. The nodes are the AML farm's sshd hosts
-//! (tests/common/aml_nodes.rs) and run the real azcopy (npm), named by `DSINFRA_AZCOPY`.
+//! (tests/common/aml_nodes.rs) or the VM farm's (tests/common/nodes.rs), and run the real azcopy
+//! (npm), named by `DSINFRA_AZCOPY`; `DSINFRA_TEMP_DIR` stands in for their temp disk.
 //!
 //! Held: the engine lists the container at the account's own endpoint (not
 //! `https://NAME.blob.core.windows.net`); every rank copies its own size-balanced shard with
@@ -158,9 +160,75 @@ async fn seed(azurite: &Azurite, key: &str) -> Vec<dsinfra::storage::BlobItem> {
         .expect("the dataset lists")
 }
 
-/// The account, its container and a read SAS (https off: Azurite here speaks http), a new
-/// workspace and four nodes that stage `train/` sharded, decompressed.
-fn write_manifest(w: &World, farm: &AmlNodeFarm) {
+/// A private Azurite knowing [`ACCOUNT`] under a fresh key, seeded with the dataset.
+struct Dataset {
+    azurite: Azurite,
+    key: String,
+    /// The blobs under `train/`, as the engine lists them.
+    listing: Vec<dsinfra::storage::BlobItem>,
+    /// The real azcopy the nodes run (through a counting wrapper).
+    azcopy: PathBuf,
+}
+
+impl Dataset {
+    /// `None` (said why) outside CI when azcopy or Azurite is missing.
+    async fn start() -> Option<Self> {
+        let azcopy = azcopy_binary()?;
+        let key = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 64]>());
+        let azurite = Azurite::start_with_accounts(&[(ACCOUNT, &key)])?;
+        let listing = seed(&azurite, &key).await;
+        Some(Self {
+            azurite,
+            key,
+            listing,
+            azcopy,
+        })
+    }
+
+    /// The emulator's side: [`ACCOUNT`]'s blob data plane is this Azurite.
+    fn plane(&self) -> BlobDataPlane {
+        BlobDataPlane::from_azurite_accounts(
+            &self.azurite.url(),
+            &format!("{ACCOUNT}:{}", self.key),
+        )
+        .expect("a valid data plane")
+    }
+}
+
+/// The environment of the applies (the counting azcopy, the temp disk) and azcopy's log.
+struct Tools {
+    azcopy: PathBuf,
+    temp: PathBuf,
+    runs: PathBuf,
+}
+
+impl Tools {
+    fn new(w: &World, real: &Path) -> Self {
+        let dir = w.path("tools");
+        let temp = w.path("temp");
+        std::fs::create_dir_all(&dir).expect("tools dir");
+        std::fs::create_dir_all(&temp).expect("temp dir");
+        let runs = w.path("azcopy-runs");
+        let azcopy = counting_azcopy(&dir, real, &runs);
+        Self { azcopy, temp, runs }
+    }
+
+    fn env(&self) -> [(&'static str, &Path); 2] {
+        [
+            ("DSINFRA_AZCOPY", self.azcopy.as_path()),
+            ("DSINFRA_TEMP_DIR", self.temp.as_path()),
+        ]
+    }
+
+    /// The first argument of every azcopy the nodes ran so far.
+    fn runs(&self) -> String {
+        std::fs::read_to_string(&self.runs).unwrap_or_default()
+    }
+}
+
+/// The account, its container and a read SAS (https off: Azurite here speaks http), `rest`,
+/// and `block` whose nodes stage `train/` sharded, decompressed, into `out/staged`.
+fn write_manifest(w: &World, rest: &str, block: &str) {
     let to = w.out().join("staged").display().to_string();
     w.write_hcl(
         "stepsdemo",
@@ -173,13 +241,7 @@ sas "read" {{
   container  = storage_account.data.container.{CONTAINER}
   https_only = false
 }}
-aml_workspace "ws" {{}}
-aml_cluster "scratch" {{
-  workspace      = aml_workspace.ws
-  size           = "Standard_D2_v2"
-  count          = 4
-  admin_username = "{user}"
-  ssh_key        = "{key}"
+{rest}{block}
   step "stage" {{
     from       = storage_account.data.container.{CONTAINER}
     sas        = sas.read
@@ -188,9 +250,7 @@ aml_cluster "scratch" {{
     decompress = true
   }}
 }}
-"#,
-            user = farm.user(),
-            key = farm.client_public_key(),
+"#
         ),
     );
 }
@@ -207,72 +267,16 @@ fn staged_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-// Issue 17, Done-when 2 (the staging half): `stage` on four AML nodes through the engine.
-#[allow(clippy::too_many_lines)] // one story, in order
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reruns_nothing() {
-    let Some(real_azcopy) = azcopy_binary() else {
-        return;
-    };
-    let key = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 64]>());
-    let Some(azurite) = Azurite::start_with_accounts(&[(ACCOUNT, &key)]) else {
-        return;
-    };
-    let Some(farm) = AmlNodeFarm::start() else {
-        return;
-    };
-    let listing = seed(&azurite, &key).await;
-    let plane = BlobDataPlane::from_azurite_accounts(&azurite.url(), &format!("{ACCOUNT}:{key}"))
-        .expect("a valid data plane");
-    let w = World::with_aml_farm_and_blobs(Arc::clone(&farm), plane).await;
-    write_manifest(&w, &farm);
-    let tools = w.path("tools");
-    let temp = w.path("temp");
-    std::fs::create_dir_all(&tools).expect("tools dir");
-    std::fs::create_dir_all(&temp).expect("temp dir");
-    let runs = w.path("azcopy-runs");
-    let azcopy = counting_azcopy(&tools, &real_azcopy, &runs);
-    let env = [
-        ("DSINFRA_AZCOPY", azcopy.as_path()),
-        ("DSINFRA_TEMP_DIR", temp.as_path()),
-    ];
-
-    let started_at = std::time::Instant::now();
-    let first = w
-        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
-        .await;
-    eprintln!("first apply took {:?}", started_at.elapsed());
-    assert_eq!(farm.booted().len(), 4, "{first}");
-    // The account is Azurite's: its key is the one Azurite knows, and its blob endpoint (what
-    // the engine listed and the nodes copied from) is Azurite's URL for it.
-    assert_eq!(w.account_keys().await[0], key);
-    let account = w.resource("storage_account.data.account");
-    let body: Value = reqwest::Client::new()
-        .get(format!(
-            "{}{}?api-version=2023-05-01",
-            w.handle.endpoint(),
-            account["id"].as_str().expect("an id")
-        ))
-        .bearer_auth("dsinfra-emulator")
-        .send()
-        .await
-        .expect("the account reads")
-        .json()
-        .await
-        .expect("JSON");
-    assert_eq!(
-        body["properties"]["primaryEndpoints"]["blob"],
-        format!("{}/", azurite.endpoint_of(ACCOUNT))
-    );
-    // Nothing but the signature opens the container: Azurite refuses an anonymous listing.
-    let anonymous = reqwest::get(format!(
-        "{}/{CONTAINER}?restype=container&comp=list",
-        azurite.endpoint_of(ACCOUNT)
-    ))
-    .await
-    .expect("Azurite answers");
-    assert!(!anonymous.status().is_success(), "{anonymous:?}");
-
+/// What the first apply (`first`, its output) must have done on the `ranks` nodes of `block`:
+/// the whole prefix landed, each rank copied its own size-balanced shard with one azcopy, and
+/// wrote its done marker.
+fn assert_staged(
+    w: &World,
+    data: &Dataset,
+    tools: &Tools,
+    (block, ranks): (&str, usize),
+    first: &str,
+) {
     // The whole prefix landed, decompressed, under its real names and paths, byte for byte;
     // nothing outside the prefix did.
     let root = w.out().join("staged");
@@ -294,14 +298,14 @@ async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reru
     // Each rank copied a shard of its own, the one balancing by stored size gives it: together
     // every file, none twice, each rank's list what the node running that rank reported, and
     // each rank's done marker is there.
-    let plan = dsinfra::steps::library::stage_shards(&listing, "train/", None, 4, true)
+    let plan = dsinfra::steps::library::stage_shards(&data.listing, "train/", None, ranks, true)
         .expect("the listing shards");
     let state = root.join(".dsinfra-stage");
     let mut union = BTreeSet::new();
     let mut total = 0;
-    for rank in 0..4 {
-        let copied = std::fs::read_to_string(state.join(format!("rank-{rank}.copied")))
-            .unwrap_or_default();
+    for rank in 0..ranks {
+        let copied =
+            std::fs::read_to_string(state.join(format!("rank-{rank}.copied"))).unwrap_or_default();
         let mut mine: Vec<&str> = copied.lines().collect();
         mine.sort_unstable();
         let mut shard: Vec<&str> = plan.shards[rank]
@@ -315,15 +319,15 @@ async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reru
         total += mine.len();
         union.extend(mine.iter().map(|s| (*s).to_owned()));
         let said = format!(
-            "[aml_cluster.scratch[{rank}]] [stage] dsinfra: rank {rank}: copying {n} of {n} file(s) with azcopy ",
+            "[{block}[{rank}]] [stage] dsinfra: rank {rank}: copying {n} of {n} file(s) with azcopy ",
             n = mine.len()
         );
         assert!(
             first.lines().any(|l| l.starts_with(&said)),
             "{said}\n{first}"
         );
-        let done = std::fs::read_to_string(state.join(format!("rank-{rank}.done")))
-            .unwrap_or_default();
+        let done =
+            std::fs::read_to_string(state.join(format!("rank-{rank}.done"))).unwrap_or_default();
         assert_eq!(done.trim().len(), 64, "rank {rank}'s done marker: {done:?}");
     }
     assert_eq!(total, FILES.len(), "no file copied twice");
@@ -331,23 +335,127 @@ async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reru
         union.into_iter().collect::<Vec<_>>(),
         expected.keys().cloned().collect::<Vec<_>>()
     );
-    let copies = std::fs::read_to_string(&runs).expect("azcopy ran");
     assert_eq!(
-        copies.lines().filter(|l| *l == "copy").count(),
-        4,
-        "one copy per node: {copies}"
+        tools.runs().lines().filter(|l| *l == "copy").count(),
+        ranks,
+        "one copy per node: {}",
+        tools.runs()
     );
+}
 
-    // Nothing to do the second time: no step starts, no record changes, azcopy never runs.
+/// A second apply starts no step, changes no record and runs no azcopy at all.
+async fn assert_second_apply_runs_nothing(w: &World, tools: &Tools) {
     let before = w.state()["resources"].clone();
+    let runs = tools.runs();
     let second = w
-        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &tools.env())
         .await;
     assert_eq!(started(&second), Vec::<String>::new(), "{second}");
     assert_eq!(w.state()["resources"], before, "{second}");
-    assert_eq!(
-        std::fs::read_to_string(&runs).expect("azcopy ran"),
-        copies,
-        "{second}"
+    assert_eq!(tools.runs(), runs, "{second}");
+}
+
+/// The primary blob endpoint the emulator advertises for the storage account at `address`.
+async fn advertised_blob_endpoint(w: &World, address: &str) -> Value {
+    let account = w.resource(address);
+    let body: Value = reqwest::Client::new()
+        .get(format!(
+            "{}{}?api-version=2023-05-01",
+            w.handle.endpoint(),
+            account["id"].as_str().expect("an id")
+        ))
+        .bearer_auth("dsinfra-emulator")
+        .send()
+        .await
+        .expect("the account reads")
+        .json()
+        .await
+        .expect("JSON");
+    body["properties"]["primaryEndpoints"]["blob"].clone()
+}
+
+// Issue 17, Done-when 2 (the staging half): `stage` on four AML nodes through the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reruns_nothing() {
+    let Some(data) = Dataset::start().await else {
+        return;
+    };
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm_and_blobs(Arc::clone(&farm), data.plane()).await;
+    let block = format!(
+        r#"aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 4
+  admin_username = "{}"
+  ssh_key        = "{}""#,
+        farm.user(),
+        farm.client_public_key(),
     );
+    write_manifest(&w, "aml_workspace \"ws\" {}\n", &block);
+    let tools = Tools::new(&w, &data.azcopy);
+
+    let started_at = std::time::Instant::now();
+    let first = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &tools.env())
+        .await;
+    eprintln!("first apply took {:?}", started_at.elapsed());
+    assert_eq!(farm.booted().len(), 4, "{first}");
+    // The account is Azurite's: its key is the one Azurite knows, and its blob endpoint (what
+    // the engine listed and the nodes copied from) is Azurite's URL for it. The workspace's own
+    // account, which Azurite does not know, keeps the public endpoint.
+    assert_eq!(w.account_keys().await[0], data.key);
+    assert_eq!(
+        advertised_blob_endpoint(&w, "storage_account.data.account").await,
+        format!("{}/", data.azurite.endpoint_of(ACCOUNT))
+    );
+    let workspace_storage = advertised_blob_endpoint(&w, "aml_workspace.ws.storage").await;
+    assert!(
+        workspace_storage
+            .as_str()
+            .is_some_and(|e| e.ends_with(".blob.core.windows.net/")),
+        "{workspace_storage}"
+    );
+    // Nothing but the signature opens the container: Azurite refuses an anonymous listing.
+    let anonymous = reqwest::get(format!(
+        "{}/{CONTAINER}?restype=container&comp=list",
+        data.azurite.endpoint_of(ACCOUNT)
+    ))
+    .await
+    .expect("Azurite answers");
+    assert!(!anonymous.status().is_success(), "{anonymous:?}");
+
+    assert_staged(&w, &data, &tools, ("aml_cluster.scratch", 4), &first);
+    assert_second_apply_runs_nothing(&w, &tools).await;
+}
+
+// The same on VMs: a two-node cluster, reached through its head, stages its halves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_shards_a_container_across_a_two_vm_cluster_through_azurite() {
+    let Some(data) = Dataset::start().await else {
+        return;
+    };
+    let Some(farm) = NodeFarm::start() else {
+        return;
+    };
+    let w = World::with_farm_and_blobs(Arc::clone(&farm), data.plane()).await;
+    let block = format!(
+        r#"cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 2
+  image          = "ubuntu-22.04"
+  admin_username = "{}"
+  ssh_key        = "{}""#,
+        farm.user(),
+        farm.client_public_key(),
+    );
+    write_manifest(&w, "", &block);
+    let tools = Tools::new(&w, &data.azcopy);
+    let first = w
+        .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &tools.env())
+        .await;
+    assert_staged(&w, &data, &tools, ("cluster.train", 2), &first);
+    assert_second_apply_runs_nothing(&w, &tools).await;
 }

@@ -96,6 +96,12 @@ impl World {
         Some((farm, world))
     }
 
+    /// A world whose VMs boot into `farm` and whose storage accounts named in `plane` have
+    /// their blob data plane in an Azurite.
+    async fn with_farm_and_blobs(farm: Arc<NodeFarm>, plane: BlobDataPlane) -> Self {
+        Self::build(Some(farm), None, Some(plane)).await
+    }
+
     /// A world whose AmlCompute nodes boot into `aml` (no VM farm).
     async fn with_aml_farm(aml: Arc<AmlNodeFarm>) -> Self {
         Self::build(None, Some(aml), None).await
