@@ -41,10 +41,10 @@ impl Azurite {
     /// [`BlobDataPlane`](dsinfra::emulator::BlobDataPlane) serves here. `None` as for
     /// [`Azurite::start`].
     pub fn start_with_accounts(accounts: &[(&str, &str)]) -> Option<Self> {
-        Self::start_with(Some(azurite_accounts(accounts)))
+        Self::start_with(Some(&azurite_accounts(accounts)))
     }
 
-    fn start_with(accounts: Option<String>) -> Option<Self> {
+    fn start_with(accounts: Option<&str>) -> Option<Self> {
         let binary = binary();
         if !binary.exists() {
             let why = format!(
@@ -66,7 +66,7 @@ impl Azurite {
             let mut command = Command::new(&binary);
             // Never the caller's accounts by accident: only what this test asked for.
             command.env_remove("AZURITE_ACCOUNTS");
-            if let Some(accounts) = &accounts {
+            if let Some(accounts) = accounts {
                 command.env("AZURITE_ACCOUNTS", accounts);
             }
             let mut child = command

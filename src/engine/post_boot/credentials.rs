@@ -7,6 +7,8 @@
 //! covers) name the secret without revealing it, so a re-signed SAS re-runs the steps using it
 //! and a re-read account key under the same identity does not.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::context::{References, account_of};
@@ -124,7 +126,7 @@ async fn add_endpoints(
     refs: &References,
     ctx: &mut NodeContext,
 ) -> Result<(), String> {
-    let mut accounts: std::collections::BTreeMap<Address, Value> = Default::default();
+    let mut accounts: BTreeMap<Address, Value> = BTreeMap::new();
     for storage in &refs.storage {
         let Some(target) = ctx.storage.get_mut(&storage.to_string()) else {
             continue;
