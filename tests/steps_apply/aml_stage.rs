@@ -12,6 +12,7 @@
 //! azcopy, decompressed and under its real name; the shards together are the whole prefix, no
 //! file twice; each rank writes its done marker; a second apply starts nothing, changes no
 //! record and never runs azcopy.
+//! And `dsinfra emulator --azurite URL` serves the accounts of `AZURITE_ACCOUNTS` the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -458,4 +459,99 @@ async fn stage_shards_a_container_across_a_two_vm_cluster_through_azurite() {
         .await;
     assert_staged(&w, &data, &tools, ("cluster.train", 2), &first);
     assert_second_apply_runs_nothing(&w, &tools).await;
+}
+
+/// `dsinfra emulator` with `args`, `AZURITE_ACCOUNTS` set to `accounts` (or removed).
+fn emulator_command(args: &[&str], accounts: Option<&str>) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dsinfra"));
+    cmd.arg("emulator")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("AZURITE_ACCOUNTS");
+    if let Some(accounts) = accounts {
+        cmd.env("AZURITE_ACCOUNTS", accounts);
+    }
+    cmd
+}
+
+// `dsinfra emulator --azurite URL` takes the accounts from AZURITE_ACCOUNTS, as Azurite does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emulator_command_serves_the_accounts_of_azurite_accounts_from_azurite() {
+    use std::io::BufRead as _;
+    let refused = emulator_command(
+        &["--in-memory", "--azurite", "http://127.0.0.1:10000"],
+        None,
+    )
+    .output()
+    .expect("dsinfra runs");
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--azurite: no Azurite accounts: set AZURITE_ACCOUNTS=name:key"),
+        "{said}"
+    );
+
+    let key = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 64]>());
+    let mut child = emulator_command(
+        &[
+            "--in-memory",
+            "--latency-scale",
+            "0",
+            "--azurite",
+            "http://127.0.0.1:10000/",
+        ],
+        Some(&format!("flagacct:{key}")),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("the emulator starts");
+    let mut endpoint = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut endpoint)
+        .expect("the endpoint is printed");
+    let endpoint = endpoint.trim().to_owned();
+    let client = reqwest::Client::new();
+    let group = format!("{endpoint}/subscriptions/s/resourceGroups/rg");
+    let account = format!("{group}/providers/Microsoft.Storage/storageAccounts/flagacct");
+    let send = |request: reqwest::RequestBuilder| async move {
+        request
+            .bearer_auth("t")
+            .send()
+            .await
+            .expect("the emulator answers")
+    };
+    send(
+        client
+            .put(format!("{group}?api-version=2025-04-01"))
+            .json(&serde_json::json!({"location": "eastus"})),
+    )
+    .await;
+    let created = send(
+        client
+            .put(format!("{account}?api-version=2025-01-01"))
+            .json(&serde_json::json!({
+                "location": "eastus", "kind": "StorageV2", "sku": {"name": "Standard_LRS"}
+            })),
+    )
+    .await;
+    assert_eq!(created.status(), 202);
+    // At latency 0 the creation is done by the next request.
+    let body: Value = send(client.get(format!("{account}?api-version=2025-01-01")))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let keys: Value = send(client.post(format!("{account}/listKeys?api-version=2025-01-01")))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    child.kill().expect("the emulator stops");
+    let _ = child.wait();
+    assert_eq!(
+        body["properties"]["primaryEndpoints"]["blob"], "http://127.0.0.1:10000/flagacct/",
+        "{body}"
+    );
+    assert_eq!(keys["keys"][0]["value"], key.as_str(), "{keys}");
 }
