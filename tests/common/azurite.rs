@@ -143,6 +143,31 @@ pub fn azurite_accounts(accounts: &[(&str, &str)]) -> String {
         .join(";")
 }
 
+/// The npm azcopy (`DSINFRA_AZCOPY`, set by `scripts/test`, or the shared tools directory) that
+/// talks to Azurite in the stage tests; `None` (said why) outside CI when it is missing, a
+/// failure under CI.
+pub fn azcopy_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("DSINFRA_AZCOPY").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(
+                ".cache/dsinfra/tools/node_modules/@azure-tools/azcopy-linux/dist/bin/azcopy_linux_amd64",
+            )
+        },
+        PathBuf::from,
+    );
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "azcopy not found at {} (set DSINFRA_AZCOPY or run scripts/test --install-only)",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("NOT RUN: {why}");
+    None
+}
+
 fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("DSINFRA_AZURITE_BLOB") {
         return PathBuf::from(path);

@@ -23,7 +23,7 @@ use base64::Engine as _;
 use dsinfra::storage::{AccountKey, Auth, BlobStore, PutOptions};
 
 use super::*;
-use common::azurite::Azurite;
+use common::azurite::{Azurite, azcopy_binary};
 
 /// The storage account the manifest names, so that Azurite can be started knowing it.
 const ACCOUNT: &str = "amlstagedata";
@@ -77,29 +77,6 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     writer.join().expect("no panic").expect("gzip reads");
     assert!(output.status.success(), "gzip failed");
     output.stdout
-}
-
-/// The npm azcopy the step library tests use; `None` (said why) outside CI when missing.
-fn azcopy_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("DSINFRA_AZCOPY").map_or_else(
-        || {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home).join(
-                ".cache/dsinfra/tools/node_modules/@azure-tools/azcopy-linux/dist/bin/azcopy_linux_amd64",
-            )
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!(
-        "azcopy not found at {} (set DSINFRA_AZCOPY or run scripts/test --install-only)",
-        path.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-    eprintln!("NOT RUN: {why}");
-    None
 }
 
 /// An `azcopy` that notes every invocation's first argument in `log`, then runs the real one:
