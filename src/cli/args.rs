@@ -302,6 +302,12 @@ pub struct EmulatorArgs {
     /// (`POST .../providers/{namespace}/register`, as `az provider register` sends).
     #[arg(long, value_name = "NAMESPACES", value_delimiter = ',')]
     pub unregistered: Vec<String>,
+    /// Serve the blob data plane of some storage accounts from the Azurite at this URL
+    /// (`http://127.0.0.1:10000`): the accounts and keys of `AZURITE_ACCOUNTS` (`name:key;...`,
+    /// the variable Azurite reads) advertise Azurite's URL as their blob endpoint, and listKeys
+    /// answers their Azurite key. Create such an account with that `name`.
+    #[arg(long, value_name = "URL")]
+    pub azurite: Option<String>,
 }
 
 /// `--page-size`: a whole number of at least 1 (a page of 0 items would never progress).

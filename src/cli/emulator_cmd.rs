@@ -36,6 +36,13 @@ pub async fn emulator(
     config.throttle = !args.no_throttle;
     config.page_size = args.page_size;
     config.unregistered.clone_from(&args.unregistered);
+    if let Some(url) = &args.azurite {
+        let accounts = std::env::var("AZURITE_ACCOUNTS").unwrap_or_default();
+        config.blob_data_plane = Some(
+            emulator::BlobDataPlane::from_azurite_accounts(url, &accounts)
+                .map_err(|e| anyhow::anyhow!("--azurite: {e}"))?,
+        );
+    }
     let handle = emulator::start(config)
         .await
         .context("could not start the emulator")?;

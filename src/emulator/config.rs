@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::boot::VmBootHook;
 use super::faults::FaultRule;
 use super::ml::AmlNodeHook;
+use super::storage_plane::BlobDataPlane;
 
 /// One VM size the emulated compute provider knows, with what Resource SKUs reports for it.
 ///
@@ -304,6 +305,11 @@ pub struct EmulatorConfig {
     /// becomes the SSH endpoint of the cluster's public IP at the node's port, and of the node's
     /// private IP, until the node leaves (scale-down, delete). `None` (the default) boots nothing.
     pub on_aml_node: Option<AmlNodeHook>,
+    /// Serves the blob data plane of the storage accounts it names from an Azurite: their
+    /// `primaryEndpoints.blob` is Azurite's URL for the account and `listKeys` answers the key
+    /// Azurite knows (see storage_plane.rs). `None` (the default): every account advertises the
+    /// public endpoint and random keys, and has no data plane.
+    pub blob_data_plane: Option<BlobDataPlane>,
 }
 
 /// What a validator is told about one ARM request.
@@ -394,6 +400,7 @@ impl Default for EmulatorConfig {
             response_validator: None,
             on_vm_boot: None,
             on_aml_node: None,
+            blob_data_plane: None,
         }
     }
 }
@@ -424,6 +431,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("response_validator", &self.response_validator.is_some())
             .field("on_vm_boot", &self.on_vm_boot.is_some())
             .field("on_aml_node", &self.on_aml_node.is_some())
+            .field("blob_data_plane", &self.blob_data_plane)
             .finish()
     }
 }

@@ -35,6 +35,7 @@ mod registry;
 mod schedules;
 mod server;
 mod storage;
+mod storage_plane;
 mod store;
 mod throttle;
 
@@ -53,6 +54,7 @@ pub use config::{
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
 pub use ml::{AmlNodeBoot, AmlNodeHook};
+pub use storage_plane::BlobDataPlane;
 
 use crate::engine::reach::SshEndpoint;
 use json::At as _;

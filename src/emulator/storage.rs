@@ -13,10 +13,11 @@ use super::json::At as _;
 use super::ops;
 use super::providers::{Target, envelope, key, require_location};
 use super::server::{Ctx, Reply};
+use super::storage_plane::BlobDataPlane;
 use super::store::{Cloud, Kind, OpKind, Resource};
 
 /// ARM's rule: 3-24 characters, lower-case letters and digits only.
-fn valid_account_name(name: &str) -> bool {
+pub(super) fn valid_account_name(name: &str) -> bool {
     (3..=24).contains(&name.len())
         && name
             .chars()
@@ -47,9 +48,14 @@ fn random_key() -> String {
     STANDARD.encode(bytes)
 }
 
-fn endpoints(name: &str) -> Value {
+/// The account's endpoints; the blob endpoint is Azurite's when the configuration serves the
+/// account's blob data plane there.
+fn endpoints(name: &str, plane: Option<&BlobDataPlane>) -> Value {
+    let blob = plane
+        .and_then(|p| p.blob_endpoint(name))
+        .unwrap_or_else(|| format!("https://{name}.blob.core.windows.net/"));
     json!({
-        "blob": format!("https://{name}.blob.core.windows.net/"),
+        "blob": blob,
         "queue": format!("https://{name}.queue.core.windows.net/"),
         "table": format!("https://{name}.table.core.windows.net/"),
         "file": format!("https://{name}.file.core.windows.net/"),
@@ -62,9 +68,9 @@ fn endpoints(name: &str) -> Value {
 fn new_account_properties(
     body: &Value,
     name: &str,
-    location: &str,
-    kind: &str,
+    (location, kind): (&str, &str),
     now: &str,
+    plane: Option<&BlobDataPlane>,
 ) -> serde_json::Map<String, Value> {
     let mut props = body
         .get("properties")
@@ -73,7 +79,7 @@ fn new_account_properties(
         .unwrap_or_default();
     props.insert("provisioningState".into(), json!("Creating"));
     props.insert("creationTime".into(), json!(now));
-    props.insert("primaryEndpoints".into(), endpoints(name));
+    props.insert("primaryEndpoints".into(), endpoints(name, plane));
     props.insert("primaryLocation".into(), json!(location));
     props.insert("statusOfPrimary".into(), json!("available"));
     props.insert("keyCreationTime".into(), json!({"key1": now, "key2": now}));
@@ -238,7 +244,8 @@ pub(crate) fn put_account(
     }
     let id = target.id.clone();
     let now = ctx.now.to_rfc3339();
-    let mut props = new_account_properties(&body, &name, &location, &kind, &now);
+    let plane = ctx.config.blob_data_plane.as_ref();
+    let mut props = new_account_properties(&body, &name, (&location, &kind), &now, plane);
     let acls = network_acls(cloud, body.at("/properties/networkAcls"))?;
     props.insert("networkAcls".into(), acls);
     let mut stored_body = envelope(&id, &name, Kind::StorageAccount, Some(&location), &body);
@@ -262,7 +269,14 @@ pub(crate) fn put_account(
     let mut account = cloud.new_resource(id, Kind::StorageAccount, stored_body);
     account.op = Some(op.id.clone());
     account.hidden = true;
-    account.keys = vec![random_key(), random_key()];
+    // An account Azurite serves has the keys Azurite knows, so what is signed with them passes
+    // there; a second key Azurite was not given stays random, as it cannot sign for Azurite.
+    let mut keys = plane
+        .and_then(|p| p.keys_of(&name))
+        .map(<[String]>::to_vec)
+        .unwrap_or_default();
+    keys.resize_with(2, random_key);
+    account.keys = keys;
     cloud.put_resource(target.key.clone(), account);
     Ok(Reply::empty(202).headers(ops::storage_headers(ctx, &op)))
 }

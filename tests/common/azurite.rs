@@ -33,6 +33,18 @@ impl Azurite {
     /// Starts a private Azurite. Returns `None` only outside CI when the binary is missing,
     /// after printing why; under CI (`CI=true`) that is a failure.
     pub fn start() -> Option<Self> {
+        Self::start_with(None)
+    }
+
+    /// Starts a private Azurite that knows `accounts` (name, base64 key) instead of the dev
+    /// account, as `AZURITE_ACCOUNTS` tells it: the accounts an emulator's
+    /// [`BlobDataPlane`](dsinfra::emulator::BlobDataPlane) serves here. `None` as for
+    /// [`Azurite::start`].
+    pub fn start_with_accounts(accounts: &[(&str, &str)]) -> Option<Self> {
+        Self::start_with(Some(&azurite_accounts(accounts)))
+    }
+
+    fn start_with(accounts: Option<&str>) -> Option<Self> {
         let binary = binary();
         if !binary.exists() {
             let why = format!(
@@ -51,7 +63,13 @@ impl Azurite {
             let port = free_port();
             let log = std::fs::File::create(dir.path().join(format!("azurite-{port}.log")))
                 .expect("the log file can be created in the temporary directory");
-            let mut child = Command::new(&binary)
+            let mut command = Command::new(&binary);
+            // Never the caller's accounts by accident: only what this test asked for.
+            command.env_remove("AZURITE_ACCOUNTS");
+            if let Some(accounts) = accounts {
+                command.env("AZURITE_ACCOUNTS", accounts);
+            }
+            let mut child = command
                 .args([
                     "--blobHost",
                     "127.0.0.1",
@@ -94,7 +112,17 @@ impl Azurite {
 
     /// The blob endpoint of the dev account, e.g. `http://127.0.0.1:41234/devstoreaccount1`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/{ACCOUNT}", self.port)
+        self.endpoint_of(ACCOUNT)
+    }
+
+    /// The path-style blob endpoint of `account`, e.g. `http://127.0.0.1:41234/stageacct`.
+    pub fn endpoint_of(&self, account: &str) -> String {
+        format!("{}/{account}", self.url())
+    }
+
+    /// The blob service without an account, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 }
 
@@ -104,6 +132,40 @@ impl Drop for Azurite {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `accounts` as `AZURITE_ACCOUNTS` writes them: `name:key;name:key`.
+pub fn azurite_accounts(accounts: &[(&str, &str)]) -> String {
+    accounts
+        .iter()
+        .map(|(name, key)| format!("{name}:{key}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The npm azcopy (`DSINFRA_AZCOPY`, set by `scripts/test`, or the shared tools directory) that
+/// talks to Azurite in the stage tests; `None` (said why) outside CI when it is missing, a
+/// failure under CI.
+pub fn azcopy_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("DSINFRA_AZCOPY").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(
+                ".cache/dsinfra/tools/node_modules/@azure-tools/azcopy-linux/dist/bin/azcopy_linux_amd64",
+            )
+        },
+        PathBuf::from,
+    );
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "azcopy not found at {} (set DSINFRA_AZCOPY or run scripts/test --install-only)",
+        path.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("NOT RUN: {why}");
+    None
 }
 
 fn binary() -> PathBuf {

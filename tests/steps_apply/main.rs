@@ -17,6 +17,7 @@
 mod common;
 
 mod aml;
+mod aml_stage;
 mod beeond;
 mod bench;
 mod disks;
@@ -31,7 +32,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsinfra::emulator::{EmulatorHandle, FaultAction, FaultRule, RequestInfo};
+use dsinfra::emulator::{BlobDataPlane, EmulatorHandle, FaultAction, FaultRule, RequestInfo};
 use serde_json::Value;
 
 use common::aml_nodes::AmlNodeFarm;
@@ -95,16 +96,32 @@ impl World {
         Some((farm, world))
     }
 
+    /// A world whose VMs boot into `farm` and whose storage accounts named in `plane` have
+    /// their blob data plane in an Azurite.
+    async fn with_farm_and_blobs(farm: Arc<NodeFarm>, plane: BlobDataPlane) -> Self {
+        Self::build(Some(farm), None, Some(plane)).await
+    }
+
     /// A world whose AmlCompute nodes boot into `aml` (no VM farm).
     async fn with_aml_farm(aml: Arc<AmlNodeFarm>) -> Self {
-        Self::build(None, Some(aml)).await
+        Self::build(None, Some(aml), None).await
+    }
+
+    /// A world whose AmlCompute nodes boot into `aml` and whose storage accounts named in
+    /// `plane` have their blob data plane in an Azurite.
+    async fn with_aml_farm_and_blobs(aml: Arc<AmlNodeFarm>, plane: BlobDataPlane) -> Self {
+        Self::build(None, Some(aml), Some(plane)).await
     }
 
     async fn new(farm: Option<Arc<NodeFarm>>) -> Self {
-        Self::build(farm, None).await
+        Self::build(farm, None, None).await
     }
 
-    async fn build(farm: Option<Arc<NodeFarm>>, aml: Option<Arc<AmlNodeFarm>>) -> Self {
+    async fn build(
+        farm: Option<Arc<NodeFarm>>,
+        aml: Option<Arc<AmlNodeFarm>>,
+        plane: Option<BlobDataPlane>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("out")).expect("out dir");
         std::fs::create_dir_all(dir.path().join("markers")).expect("markers dir");
@@ -117,6 +134,7 @@ impl World {
         let aml_hook = aml.as_ref().map(AmlNodeFarm::hook);
         let handle = start_emulator(dir.path(), farm.as_ref().map(NodeFarm::hook), |config| {
             config.on_aml_node = aml_hook;
+            config.blob_data_plane = plane;
             config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
                 seen.lock().expect("not poisoned").push((
                     epoch_seconds(),

@@ -30,6 +30,28 @@ pub fn elbencho_command() -> Option<String> {
     std::env::var(ELBENCHO_ENV).ok().filter(|v| !v.is_empty())
 }
 
+/// The environment variable that names a preinstalled `azcopy` on the nodes (an absolute path;
+/// [`NodeContext::azcopy`]): `stage` then runs it instead of installing the pinned package, and
+/// refuses it if it is older than the step needs. Read on the workstation, like
+/// `DSINFRA_ELBENCHO`: an image with azcopy elsewhere, or a test's npm azcopy.
+pub const AZCOPY_ENV: &str = "DSINFRA_AZCOPY";
+
+/// The `azcopy` command override from [`AZCOPY_ENV`], if set and not empty.
+pub fn azcopy_command() -> Option<String> {
+    std::env::var(AZCOPY_ENV).ok().filter(|v| !v.is_empty())
+}
+
+/// The environment variable naming a directory that stands in for the nodes' temp disk
+/// ([`NodeContext::temp_dir`]; `/mnt/resource` or `/mnt` on Azure): azcopy's logs and job plans
+/// and the stage's scratch go there. Tests whose sshd hosts have no temp disk set it. Unset on
+/// Azure.
+pub const TEMP_DIR_ENV: &str = "DSINFRA_TEMP_DIR";
+
+/// The temp-disk override from [`TEMP_DIR_ENV`], if set and not empty.
+pub fn temp_dir() -> Option<String> {
+    std::env::var(TEMP_DIR_ENV).ok().filter(|v| !v.is_empty())
+}
+
 /// An image as one line: `publisher:offer:sku:version` for a marketplace reference, the text
 /// itself otherwise.
 fn image_name(image: &Value) -> String {
@@ -224,8 +246,10 @@ fn cluster_node(node: &NodeReach, endpoints: &Endpoints) -> ClusterNode {
 }
 
 /// The context of `block` without secrets and listings: nodes (head first), InfiniBand from the
-/// catalog, the admin user, the Ubuntu release of the image and the storage targets its steps
-/// name (public Azure endpoints).
+/// catalog, the admin user, the Ubuntu release of the image, the storage targets its steps
+/// name (public Azure endpoints until [`super::credentials::add_credentials`] reads the
+/// accounts' own), and the node-side tool and temp-disk overrides ([`AZCOPY_ENV`],
+/// [`TEMP_DIR_ENV`]).
 pub fn base_context(
     desired: &Desired,
     block: &Address,
@@ -269,6 +293,10 @@ pub fn base_context(
         .filter_map(|n| Some((n.name.clone(), n.host_key.clone()?)))
         .collect();
     ctx.storage = storage_targets(desired, &refs.storage);
+    // Read here, where every context the engine builds starts (apply, stop, release), so a
+    // step renders the same script whichever of them renders it.
+    ctx.azcopy = azcopy_command();
+    ctx.temp_dir = temp_dir();
     ctx
 }
 

@@ -1,11 +1,13 @@
-//! The half of a block's [`NodeContext`] that needs Azure: account keys (`listKeys`), SAS tokens
-//! (re-derived exactly as apply signed them, see [`crate::engine::sas`]) and the blob listings
-//! `stage` steps shard.
+//! The half of a block's [`NodeContext`] that needs Azure: the storage accounts' own endpoints
+//! (as ARM returns them), account keys (`listKeys`), SAS tokens (re-derived exactly as apply
+//! signed them, see [`crate::engine::sas`]) and the blob listings `stage` steps shard.
 //!
 //! Nothing here is stored: keys and tokens live in memory for the run, registered for redaction,
 //! and reach the nodes only as runner secret inputs. Credential identities (what the step hash
 //! covers) name the secret without revealing it, so a re-signed SAS re-runs the steps using it
 //! and a re-read account key under the same identity does not.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -15,7 +17,7 @@ use crate::azure::{ArmClient, ResourceId};
 use crate::model::{Desired, Step};
 use crate::ssh::Secret;
 use crate::state::State;
-use crate::steps::library::{Credential, CredentialKind, NodeContext};
+use crate::steps::library::{Credential, CredentialKind, NodeContext, StorageTarget};
 use crate::storage::{AccountKey, Auth, BlobStore};
 
 /// Where secrets come from.
@@ -42,18 +44,20 @@ fn credential_key(account: &Address) -> String {
     format!("{}.{}", account.kind, account.name)
 }
 
-/// Adds the account keys and SAS tokens `refs` needs to `ctx.credentials`.
+/// Points `ctx.storage` at the accounts' own endpoints, then adds the account keys and SAS
+/// tokens `refs` needs to `ctx.credentials`.
 ///
 /// # Errors
 ///
-/// A `listKeys` call failed, or a SAS is not applied yet or cannot be re-derived; the text names
-/// the resource, never a secret.
+/// Reading an account or a `listKeys` call failed, or a SAS is not applied yet or cannot be
+/// re-derived; the text names the resource, never a secret.
 pub async fn add_credentials(
     azure: Azure<'_>,
     state: &State,
     refs: &References,
     ctx: &mut NodeContext,
 ) -> Result<(), String> {
+    add_endpoints(azure, state, refs, ctx).await?;
     for account in &refs.account_keys {
         let resource = azure
             .desired
@@ -112,6 +116,68 @@ pub async fn add_credentials(
     Ok(())
 }
 
+/// Reads each storage account a target of `ctx.storage` lives in, once, and takes its endpoints
+/// from the account as ARM returned it. `https://NAME.blob.core.windows.net` is only public
+/// Azure's: sovereign clouds, Azure Stack and emulated accounts served by Azurite advertise
+/// other endpoints, and listing or copying from the public name there reaches nothing.
+async fn add_endpoints(
+    azure: Azure<'_>,
+    state: &State,
+    refs: &References,
+    ctx: &mut NodeContext,
+) -> Result<(), String> {
+    let mut accounts: BTreeMap<Address, Value> = BTreeMap::new();
+    for storage in &refs.storage {
+        let Some(target) = ctx.storage.get_mut(&storage.to_string()) else {
+            continue;
+        };
+        let account = account_of(storage);
+        if !accounts.contains_key(&account) {
+            // The id ARM gave it when apply made or read it; the manifest's when not recorded.
+            let id = match state.resource(&account).and_then(|r| r.id.clone()) {
+                Some(id) => id,
+                None => azure
+                    .desired
+                    .resource(&account)
+                    .ok_or_else(|| format!("the manifest has no {account}"))?
+                    .arm_id(azure.subscription),
+            };
+            let body = azure
+                .client
+                .get::<Value>(&ResourceId::from_raw(id))
+                .await
+                .map_err(|e| format!("reading {account} for its endpoints failed: {e}"))?
+                .ok_or_else(|| format!("{account} does not exist in Azure: apply creates it"))?;
+            accounts.insert(account.clone(), body);
+        }
+        use_account_endpoints(target, &accounts[&account]);
+    }
+    Ok(())
+}
+
+/// Sets `target`'s endpoints from the account's `properties.primaryEndpoints`; an endpoint the
+/// body does not give stays the public one.
+fn use_account_endpoints(target: &mut StorageTarget, account: &Value) {
+    let endpoint = |service: &str| {
+        account
+            .pointer(&format!("/properties/primaryEndpoints/{service}"))
+            .and_then(Value::as_str)
+            .map(|url| url.trim_end_matches('/'))
+            .filter(|url| !url.is_empty())
+    };
+    if let Some(blob) = endpoint("blob") {
+        blob.clone_into(&mut target.blob_endpoint);
+    }
+    // Mounts name the file service by host alone (`HOST:/account/share`, `//HOST/share`).
+    if let Some(host) = endpoint("file")
+        .and_then(|url| url.split_once("://"))
+        .and_then(|(_, rest)| rest.split('/').next())
+        .filter(|host| !host.is_empty())
+    {
+        host.clone_into(&mut target.file_host);
+    }
+}
+
 /// Lists, once each, the blobs every `stage` step of `steps` copies, into `ctx.listings` by step
 /// name. Runs after [`add_credentials`]: it reads with the step's SAS, else the account key.
 ///
@@ -153,4 +219,49 @@ pub async fn add_listings(steps: &[&Step], ctx: &mut NodeContext) -> Result<(), 
         ctx.listings.insert(step.name.clone(), listing);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A storage account as ARM answers a GET of it, with the given primary endpoints.
+    fn account(endpoints: &Value) -> Value {
+        json!({"name": "expdata01", "properties": {"primaryEndpoints": endpoints}})
+    }
+
+    #[test]
+    fn targets_take_the_endpoints_the_account_advertises() {
+        let mut target = StorageTarget::azure("expdata01", "raw");
+        // Azure China: neither host is public Azure's.
+        use_account_endpoints(
+            &mut target,
+            &account(&json!({
+                "blob": "https://expdata01.blob.core.chinacloudapi.cn/",
+                "file": "https://expdata01.file.core.chinacloudapi.cn/",
+            })),
+        );
+        assert_eq!(
+            target.blob_endpoint,
+            "https://expdata01.blob.core.chinacloudapi.cn"
+        );
+        assert_eq!(target.file_host, "expdata01.file.core.chinacloudapi.cn");
+        // An emulated account served by Azurite: path-style, the account in the path.
+        let mut target = StorageTarget::azure("stageacct", "raw");
+        use_account_endpoints(
+            &mut target,
+            &account(&json!({"blob": "http://127.0.0.1:10000/stageacct/"})),
+        );
+        assert_eq!(target.blob_endpoint, "http://127.0.0.1:10000/stageacct");
+        assert_eq!(target.file_host, "stageacct.file.core.windows.net");
+    }
+
+    #[test]
+    fn an_account_without_endpoints_keeps_the_public_ones() {
+        let mut target = StorageTarget::azure("expdata01", "raw");
+        use_account_endpoints(&mut target, &json!({"properties": {}}));
+        use_account_endpoints(&mut target, &account(&json!({"blob": ""})));
+        assert_eq!(target, StorageTarget::azure("expdata01", "raw"));
+    }
 }
