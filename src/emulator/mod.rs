@@ -4,7 +4,7 @@
 //! It behaves as real ARM does per `shared/reference/arm.md`: long-running PUTs, DELETEs and
 //! actions with Azure-AsyncOperation / Location polling, ARM's error codes and messages,
 //! throttling headers and 429s, bearer-token checks, quotas and SKU restrictions. Its responses
-//! are checked against the official OpenAPI specs by `tests/conformance.rs`; the deviations it
+//! are checked against the official OpenAPI specs by `tests/conformance/`; the deviations it
 //! chose are listed in `docs/emulator.md`. The module imports one thing from the rest of the
 //! crate: [`SshEndpoint`], the entry of its SSH endpoint map, which the engine defines because it
 //! reads the map (the test server depends on production code, not the reverse; decision 33).
