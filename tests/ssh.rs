@@ -567,6 +567,65 @@ async fn markers_skip_unchanged_steps_and_rerun_changed_and_per_boot_ones() {
     );
 }
 
+/// How many sessions (channels running a command) the host's sshd started so far: sshd logs
+/// each at `LogLevel VERBOSE`.
+fn sessions(host: &sshd::Host) -> usize {
+    std::fs::read_to_string(&host.log)
+        .unwrap_or_default()
+        .matches("Starting session:")
+        .count()
+}
+
+/// The runner reads a node's markers in a shell that it then hands the first step that runs,
+/// as OpenSSH's one `cat >f && bash f` per node: one channel (one login shell) fewer per node
+/// than reading and running apart, which was the fan-out's gap at 32 nodes
+/// (docs/benchmarks.md). A run that skips everything, and a step whose check runs first, still
+/// work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_step_runs_in_the_shell_that_read_the_markers() {
+    let Some(hosts) = sshd::start(2) else { return };
+    let nodes = [hosts.hosts[0].node(), hosts.hosts[1].node()];
+    let mut steps = vec![step("one", "echo one"), step("two", "echo two")];
+    let counts = || hosts.hosts.iter().map(sessions).collect::<Vec<_>>();
+
+    let first = steps::run(&nodes, &steps, &options(&hosts, "h1"))
+        .await
+        .expect("valid");
+    assert!(first.success(), "{first}");
+    assert_eq!(
+        outcomes(&first, "host0"),
+        pairs(&[("one", "ran: new"), ("two", "ran: new")])
+    );
+    // The read and step one on one channel, step two on another.
+    assert_eq!(counts(), [2, 2], "{first}");
+
+    let second = steps::run(&nodes, &steps, &options(&hosts, "h2"))
+        .await
+        .expect("valid");
+    assert_eq!(
+        second.to_string(),
+        "host0  ok: 0 ran, 2 skipped\nhost1  ok: 0 ran, 2 skipped\n"
+    );
+    assert_eq!(counts(), [3, 3], "only the read: {second}");
+
+    // A new step with a check that says "run": the check has its own channel, the step runs in
+    // the held shell.
+    steps.push(step("three", "echo three"));
+    steps[2].check = Some("false".to_owned());
+    let third = steps::run(&nodes, &steps, &options(&hosts, "h3"))
+        .await
+        .expect("valid");
+    assert!(third.success(), "{third}");
+    assert_eq!(
+        outcomes(&third, "host1")[2],
+        ("three".to_owned(), "ran: new".to_owned())
+    );
+    assert_eq!(counts(), [5, 5], "{third}");
+    let log = std::fs::read_to_string(hosts.dir().join("logs/h3/host1/three.log"))
+        .expect("the step's log");
+    assert!(log.contains("three"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_asking_for_a_reboot_reboots_and_the_next_step_continues() {
     let Some(hosts) = sshd::start(1) else { return };

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use russh::ChannelMsg;
+use russh::client;
+use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 
 use super::error::{Error, ErrorKind};
 use super::script::{self, Privilege, ScriptRequest, shell_quote};
@@ -93,17 +94,42 @@ impl Session {
         timeout: Option<Duration>,
         on_line: LineSink<'_>,
     ) -> Result<Exit, Error> {
+        let (mut reader, writer) = self.open_exec(command).await?;
+        self.drive(&mut reader, &writer, command, stdin, timeout, on_line)
+            .await
+    }
+
+    /// Opens a channel and starts `command` on it.
+    pub(crate) async fn open_exec(
+        &self,
+        command: &str,
+    ) -> Result<(ChannelReadHalf, ChannelWriteHalf<client::Msg>), Error> {
         let channel = self
             .handle()
             .channel_open_session()
             .await
             .map_err(|e| self.lost_or_protocol(&e))?;
-        let (mut reader, writer) = channel.split();
+        let (reader, writer) = channel.split();
         writer
             .exec(true, command)
             .await
             .map_err(|e| self.lost_or_protocol(&e))?;
+        Ok((reader, writer))
+    }
 
+    /// Writes `stdin` to a started command (then end of input), streams its output line by
+    /// line to `on_line` until the channel closes, and returns how it ended. After `timeout`
+    /// the command is sent SIGKILL and the call fails with a timeout error. `command` is for
+    /// messages only.
+    pub(crate) async fn drive(
+        &self,
+        reader: &mut ChannelReadHalf,
+        writer: &ChannelWriteHalf<client::Msg>,
+        command: &str,
+        stdin: &[u8],
+        timeout: Option<Duration>,
+        on_line: LineSink<'_>,
+    ) -> Result<Exit, Error> {
         // Writing and reading run together: a command may print before it has read all its
         // input, and neither side may wait for the other's window.
         let write = async {
@@ -197,27 +223,45 @@ impl Session {
         request: &ScriptRequest,
         on_line: LineSink<'_>,
     ) -> Result<Exit, Error> {
-        let token = format!("{:016x}", rand::random::<u64>());
-        let wrapper =
-            script::render(request, &token).map_err(|why| self.error(ErrorKind::Protocol(why)))?;
-        // The script's limit is enforced on the node (see `script::render`); the channel only
-        // gives up later, for a node that stopped answering altogether.
-        let channel_limit = request.timeout.map(|t| t + script::CHANNEL_GRACE);
-        let exit = self
+        let (wrapper, channel_limit) = self.wrap(request)?;
+        let result = self
             .exec(
                 request.privilege.shell(),
                 wrapper.as_bytes(),
                 channel_limit,
                 on_line,
             )
-            .await
-            .map_err(|e| match e.kind_timeout() {
-                Some(after) => self.error(ErrorKind::Timeout {
-                    what: "script".to_owned(),
-                    after,
-                }),
-                None => e,
-            })?;
+            .await;
+        self.script_exit(request, result)
+    }
+
+    /// The stdin wrapper for `request` (see [`super::script`]) and how long the channel waits
+    /// for it: the script's limit is enforced on the node (see `script::render`); the channel
+    /// only gives up later, for a node that stopped answering altogether.
+    pub(crate) fn wrap(
+        &self,
+        request: &ScriptRequest,
+    ) -> Result<(String, Option<Duration>), Error> {
+        let token = format!("{:016x}", rand::random::<u64>());
+        let wrapper =
+            script::render(request, &token).map_err(|why| self.error(ErrorKind::Protocol(why)))?;
+        Ok((wrapper, request.timeout.map(|t| t + script::CHANNEL_GRACE)))
+    }
+
+    /// How a wrapped script ended: a channel timeout or the script's own limit is a timeout
+    /// error about the script.
+    pub(crate) fn script_exit(
+        &self,
+        request: &ScriptRequest,
+        result: Result<Exit, Error>,
+    ) -> Result<Exit, Error> {
+        let exit = result.map_err(|e| match e.kind_timeout() {
+            Some(after) => self.error(ErrorKind::Timeout {
+                what: "script".to_owned(),
+                after,
+            }),
+            None => e,
+        })?;
         match (exit, request.timeout) {
             (Exit::Code(script::TIMEOUT_EXIT), Some(after)) => {
                 Err(self.error(ErrorKind::Timeout {

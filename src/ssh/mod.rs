@@ -10,6 +10,7 @@
 mod auth;
 mod error;
 mod exec;
+mod held;
 mod host_key;
 mod script;
 mod secret;
@@ -19,6 +20,7 @@ mod wait;
 pub use auth::Auth;
 pub use error::Error;
 pub use exec::{BOOT_ID_PATH, Exit, LineSink, Output, Stream};
+pub use held::Held;
 pub use host_key::{HostKey, HostKeyPair, HostKeyPolicy, RecordHostKey};
 pub(crate) use script::is_file_name;
 pub use script::{Privilege, ScriptRequest, TIMEOUT_EXIT, shell_quote};

@@ -414,6 +414,7 @@ fn sshd_config(
          KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org\n\
          MaxStartups 200:30:400\n\
          MaxSessions 50\n\
+         LogLevel VERBOSE\n\
          AllowTcpForwarding yes\n\
          Subsystem sftp {SFTP_SERVER}\n",
         key = key.display(),

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ssh::{Exit, ScriptRequest, Session, WaitPolicy};
+use crate::ssh::{Exit, Held, ScriptRequest, Session, WaitPolicy};
 
 use crate::steps::log::{StepLog, log_path};
 use crate::steps::marker::{
@@ -15,24 +15,30 @@ use crate::steps::spec::NodeSpec;
 use super::pool::pool_key;
 use super::{CHECK_TIMEOUT, Context, Event, Ran};
 
-/// Reads the boot id and the markers with one unprivileged command.
-pub(super) async fn read_state(session: &Session, node: &NodeSpec) -> Result<NodeState, String> {
-    let output = session
-        .output(
+/// Reads the boot id and the markers with one unprivileged command, whose shell is then held
+/// for the node's first script ([`crate::ssh::Held`]: one channel and one login shell fewer per
+/// node than reading and running apart).
+pub(super) async fn read_state(
+    session: &Session,
+    node: &NodeSpec,
+) -> Result<(NodeState, Held), String> {
+    let (output, held) = session
+        .hold(
             &read_state_command(&node.marker_dir, &node.boot_id_path),
-            b"",
             Some(Duration::from_mins(1)),
         )
         .await
         .map_err(|e| e.to_string())?;
-    parse_state(&output.stdout).ok_or_else(|| {
-        format!(
-            "node {}: cannot read the boot id from {}: {}",
-            node.name(),
-            node.boot_id_path,
-            output.stderr.trim()
-        )
-    })
+    if let Some(state) = parse_state(&output.stdout) {
+        return Ok((state, held));
+    }
+    held.release().await;
+    Err(format!(
+        "node {}: cannot read the boot id from {}: {}",
+        node.name(),
+        node.boot_id_path,
+        output.stderr.trim()
+    ))
 }
 
 impl Context {
@@ -40,6 +46,7 @@ impl Context {
     pub(super) async fn run_step(
         &self,
         session: &Session,
+        held: Option<Held>,
         index: usize,
         i: usize,
         reason: RunReason,
@@ -80,18 +87,20 @@ impl Context {
                 &node.boot_id_path,
             )),
         };
-        let result = session
-            .run_script(&request, &mut |stream, line| {
-                let line = self.redactor.redact(line);
-                log.line(&line);
-                self.emit(&Event::Line {
-                    node: node.name(),
-                    step: &step.name,
-                    stream,
-                    line: &line,
-                });
-            })
-            .await;
+        let mut on_line = |stream, line: &str| {
+            let line = self.redactor.redact(line);
+            log.line(&line);
+            self.emit(&Event::Line {
+                node: node.name(),
+                step: &step.name,
+                stream,
+                line: &line,
+            });
+        };
+        let result = match held {
+            Some(held) => held.run_script(&request, &mut on_line).await,
+            None => session.run_script(&request, &mut on_line).await,
+        };
         log.finish();
         let log_note = format!("(log: {})", path.display());
         match result {

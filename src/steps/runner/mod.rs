@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::ssh::{Auth, Privilege, Session, Stream, WaitPolicy};
+use crate::ssh::{Auth, Held, Privilege, Session, Stream, WaitPolicy};
 
 use super::log::Redactor;
 use super::marker::{Decision, Known, NodeState, RunReason, SkipReason, decide};
@@ -339,12 +339,33 @@ impl Context {
                 },
             )
         };
-        let mut session = self
+        let session = self
             .connect(node, &self.options.wait)
             .await
             .map_err(unreachable)?;
-        let mut state = read_state(&session, node).await.map_err(unreachable)?;
+        let (state, held) = read_state(&session, node).await.map_err(unreachable)?;
+        let mut held = Some(held);
+        let result = self
+            .walk_steps(index, report, session, state, &mut held)
+            .await;
+        // No step ran (all skipped, or a stop before the first): the held shell just exits.
+        if let Some(held) = held {
+            held.release().await;
+        }
+        result
+    }
 
+    /// [`Self::walk`]'s steps on a connected node whose state was read; the first step that
+    /// runs takes the `held` shell.
+    async fn walk_steps(
+        &self,
+        index: usize,
+        report: &mut NodeReport,
+        mut session: Session,
+        mut state: NodeState,
+        held: &mut Option<Held>,
+    ) -> Result<(), (usize, NodeStatus)> {
+        let node = &self.nodes[index];
         for (i, step) in self.steps.iter().enumerate() {
             if !applies(step.scope, index) {
                 self.publish(index, i + 1, false);
@@ -363,7 +384,7 @@ impl Context {
             };
 
             let started = Instant::now();
-            let outcome = match self.run_step(&session, index, i, reason).await {
+            let outcome = match self.run_step(&session, held.take(), index, i, reason).await {
                 Ok(Ran::Done) => Ok(false),
                 Ok(Ran::Reboot) => {
                     self.emit(&Event::Rebooting {
