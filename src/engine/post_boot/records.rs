@@ -4,14 +4,58 @@
 //!
 //! A manifest step `blobfuse2` expands into runner steps `blobfuse2.install` and
 //! `blobfuse2.mount`; a `script` step is one runner step of its own name. So a manifest step owns
-//! the runner steps named `<name>` or `<name>.<part>`. All pure, unit-tested.
+//! the runner steps named `<name>` or `<name>.<part>`. Also where the head's mesh key is kept
+//! with the head's records. All pure, unit-tested.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::addr::Address;
+use crate::engine::reach::NodeReach;
 use crate::model::Step;
-use crate::state::{State, StepRecord};
+use crate::state::{MeshKey, State, StepRecord};
 use crate::steps::{RunPolicy, RunReport, Scope, StepOutcome, StepSpec};
+
+/// The head's mesh key recorded in `state` for the head as it is now, if any: on an AML node's
+/// record (a node id is one node's life: a new head, as after unpark, has no record), or on the
+/// head VM when it was read at the VM's current boot (a replaced VM is a new record; an unparked
+/// one has booted again).
+pub fn recorded_mesh_key(state: &State, head: &NodeReach) -> Option<String> {
+    let recorded = match head.aml_compute() {
+        Some(compute) => state
+            .resource(&compute)?
+            .nodes
+            .get(&head.name)?
+            .mesh_key
+            .clone()?,
+        None => {
+            let vm = state.resource(&head.vm)?;
+            vm.mesh_key.clone().filter(|k| k.boot == vm.boots)?
+        }
+    };
+    Some(recorded.key)
+}
+
+/// Records `key`, just read from `head`, where [`recorded_mesh_key`] finds it.
+pub fn record_mesh_key(state: &mut State, head: &NodeReach, key: &str) {
+    let at = |boot| {
+        Some(MeshKey {
+            key: key.to_owned(),
+            boot,
+        })
+    };
+    match head.aml_compute() {
+        Some(compute) => {
+            if let Some(r) = state.resource_mut(&compute) {
+                r.node_mut(&head.name).mesh_key = at(0);
+            }
+        }
+        None => {
+            if let Some(vm) = state.resource_mut(&head.vm) {
+                vm.mesh_key = at(vm.boots);
+            }
+        }
+    }
+}
 
 /// Whether runner step `runner` belongs to manifest step `manifest`.
 pub fn belongs(runner: &str, manifest: &str) -> bool {
@@ -228,6 +272,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            mesh_key: None,
             nodes: std::collections::BTreeMap::new(),
             drift: None,
         }
