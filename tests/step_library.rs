@@ -14,6 +14,8 @@
 
 #[path = "step_library/bench.rs"]
 mod bench;
+#[path = "step_library/beeond_root.rs"]
+mod beeond_root;
 #[allow(dead_code)] // Each test binary uses only some of the shared helpers.
 mod common;
 #[path = "step_library/dataset.rs"]
@@ -462,6 +464,7 @@ fn all_rendered_steps() -> Vec<StepSpec> {
         .collect();
     steps.extend(extras());
     steps.extend(bench::renders());
+    steps.extend(beeond_root::renders());
     steps
 }
 
