@@ -12,10 +12,10 @@
 // Real-peer scenarios read best top to bottom, as one story per test.
 #![allow(clippy::too_many_lines)]
 
-#[path = "step_library/bench.rs"]
-mod bench;
 #[path = "step_library/beeond_root.rs"]
 mod beeond_root;
+#[path = "step_library/bench.rs"]
+mod bench;
 #[allow(dead_code)] // Each test binary uses only some of the shared helpers.
 mod common;
 #[path = "step_library/dataset.rs"]

@@ -60,7 +60,10 @@ fn with_a_stand_in_root_the_beeond_scripts_run_its_tools_and_write_under_it() {
         let text = script(name);
         // Before the check section, which already calls dpkg, modinfo or findmnt.
         let at = text.find(&path).unwrap_or_else(|| panic!("{name}: {text}"));
-        assert!(at < text.find("dsinfra_done() {").expect("a check"), "{name}");
+        assert!(
+            at < text.find("dsinfra_done() {").expect("a check"),
+            "{name}"
+        );
     }
     let install = script("beeond.install");
     for written in [
@@ -79,7 +82,10 @@ fn with_a_stand_in_root_the_beeond_scripts_run_its_tools_and_write_under_it() {
         .collect();
     assert_eq!(outside, [". /etc/os-release"], "{install}");
     let start = script("beeond.start");
-    assert!(start.contains(&format!("-L {ROOT}/var/log/beeond")), "{start}");
+    assert!(
+        start.contains(&format!("-L {ROOT}/var/log/beeond")),
+        "{start}"
+    );
     // The mesh's remote commands (the mount count on every node) find the same tools.
     assert!(
         start.contains(&format!(
@@ -88,18 +94,31 @@ fn with_a_stand_in_root_the_beeond_scripts_run_its_tools_and_write_under_it() {
         "{start}"
     );
     let stop = script("beeond.stop");
-    assert!(stop.contains(&format!("[ -e {ROOT}/var/tmp/beeond.tmp ]")), "{stop}");
+    assert!(
+        stop.contains(&format!("[ -e {ROOT}/var/tmp/beeond.tmp ]")),
+        "{stop}"
+    );
 
     // Unset, the scripts are the ones Azure gets: no trace of the seam.
     for step in render(None).expect("renders") {
-        assert!(!step.script.contains("DSINFRA_BEEOND_ROOT"), "{}", step.name);
+        assert!(
+            !step.script.contains("DSINFRA_BEEOND_ROOT"),
+            "{}",
+            step.name
+        );
         assert!(!step.script.contains("export PATH="), "{}", step.name);
     }
 }
 
 #[test]
 fn a_stand_in_root_must_be_a_plain_absolute_path() {
-    for bad in ["relative/root", "/", "/tmp/a b", "/tmp/$(id)", "/tmp/../etc"] {
+    for bad in [
+        "relative/root",
+        "/",
+        "/tmp/a b",
+        "/tmp/$(id)",
+        "/tmp/../etc",
+    ] {
         let err = render(Some(bad)).expect_err(bad).to_string();
         assert!(err.contains("the BeeOND root"), "{bad}: {err}");
     }

@@ -347,6 +347,57 @@ mod tests {
     /// Issue 17: an AML node's records are on its compute under its node id; a step it only
     /// skipped keeps its record, a node seen for the first time gets one.
     #[test]
+    fn the_heads_mesh_key_is_read_again_only_for_a_new_head() {
+        use crate::engine::reach::Route;
+        let head = |vm: &str, block: &str, name: &str| NodeReach {
+            vm: vm.parse().expect("ok"),
+            block: block.parse().expect("ok"),
+            index: 0,
+            name: name.into(),
+            user: "azureuser".into(),
+            public_ip: None,
+            private_ip: Some("10.0.0.4".into()),
+            host_key: None,
+            route: Route::Direct {
+                host: "10.0.0.4".into(),
+                port: 22,
+            },
+        };
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx3 dsinfra-exp-head";
+        let mut state = State::new("exp");
+        state.upsert(vm("cluster.c[0].vm", 0, &[]));
+        let mut compute = vm("aml_cluster.s.compute", 0, &[]);
+        compute.kind = ResourceKind::MlCompute;
+        state.upsert(compute);
+
+        // A VM head: kept for the boot it was read at; an unpark (a new boot) reads it again.
+        let vm_head = head("cluster.c[0].vm", "cluster.c", "exp-c-0");
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None);
+        record_mesh_key(&mut state, &vm_head, key);
+        assert_eq!(recorded_mesh_key(&state, &vm_head).as_deref(), Some(key));
+        let boots = &mut state.resource_mut(&vm_head.vm).expect("vm").boots;
+        *boots += 1;
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None, "unparked");
+        // A replaced VM is a new record, without the key.
+        state.upsert(vm("cluster.c[0].vm", 0, &[]));
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None, "replaced");
+
+        // An AML head: kept on its node id's record; another node id as head reads it again.
+        let aml_head = head("aml_cluster.s[0].node", "aml_cluster.s", "tvmps_a");
+        record_mesh_key(&mut state, &aml_head, key);
+        assert_eq!(recorded_mesh_key(&state, &aml_head).as_deref(), Some(key));
+        let compute = state
+            .resource(&"aml_cluster.s.compute".parse().expect("ok"))
+            .expect("compute");
+        assert_eq!(
+            compute.nodes["tvmps_a"].mesh_key.as_ref().map(|k| k.boot),
+            Some(0)
+        );
+        let new_head = head("aml_cluster.s[0].node", "aml_cluster.s", "tvmps_z");
+        assert_eq!(recorded_mesh_key(&state, &new_head), None, "new node id");
+    }
+
+    #[test]
     fn aml_node_records_are_read_from_the_compute_by_node_id() {
         let mut state = State::new("exp");
         let mut compute = vm("aml_cluster.s.compute", 0, &[]);
