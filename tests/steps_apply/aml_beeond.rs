@@ -71,7 +71,10 @@ fn stand_ins() -> Vec<(&'static str, String)> {
             r#"url=${!#}
 if [ "${2:-}" = -O- ]; then echo "-----BEGIN PGP PUBLIC KEY BLOCK-----"; exit 0; fi
 release=$(echo "$url" | sed -n 's|.*/release/\(beegfs_[0-9.]*\)/.*|\1|p')
-echo "deb [arch=amd64] https://www.beegfs.io/release/${release} stable non-free" >"${3:?}"
+# Written whole, then renamed: the other nodes read this file (one filesystem here).
+staging=$(mktemp "${3:?}.XXXXXX")
+echo "deb [arch=amd64] https://www.beegfs.io/release/${release} stable non-free" >"$staging"
+mv -f "$staging" "$3"
 "#
             .to_owned(),
         ),
@@ -92,7 +95,9 @@ for package in "$@"; do
       echo "${release}" >"$state/$node/packages/$package"
       # The client package brings its init script, whose rebuild builds the module.
       mkdir -p "$root/etc/beegfs"
-      cat >"$root/etc/init.d/beegfs-client" <<EOF
+      # Written whole, then renamed: another node may be running it (one filesystem here).
+      staging=$(mktemp "$root/etc/init.d/.beegfs-client.XXXXXX")
+      cat >"$staging" <<EOF
 #!/bin/bash
 set -euo pipefail
 node=\${DSINFRA_NODE:?}
@@ -101,7 +106,8 @@ grep -q '^buildEnabled=true' "$root/etc/beegfs/beegfs-client-autobuild.conf"
 mkdir -p "$state/\$node/modules"
 uname -r >"$state/\$node/modules/beegfs"
 EOF
-      chmod 755 "$root/etc/init.d/beegfs-client" ;;
+      chmod 755 "$staging"
+      mv -f "$staging" "$root/etc/init.d/beegfs-client" ;;
     *) echo 1.0 >"$state/$node/packages/$package" ;;
   esac
 done
