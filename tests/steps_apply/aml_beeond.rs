@@ -60,6 +60,13 @@ printf '%s\t%s\t%s\t%s\n' "$(date +%s.%N)" "$node" "${{0##*/}}" "$*" >>"$root/ca
 
 /// The stand-ins, by name, after the prologue.
 fn stand_ins() -> Vec<(&'static str, String)> {
+    let mut all = package_stand_ins();
+    all.extend(beegfs_stand_ins());
+    all
+}
+
+/// The tools of the install: the kernel, the download, apt and dpkg, the module.
+fn package_stand_ins() -> Vec<(&'static str, String)> {
     vec![
         (
             "uname",
@@ -136,6 +143,12 @@ echo "$(cat "$state/$node/modules/${!#}") SMP mod_unload modversions"
 "#
             .to_owned(),
         ),
+    ]
+}
+
+/// The tools of start, health and stop: the mount table, BeeOND, the BeeGFS admin tool.
+fn beegfs_stand_ins() -> Vec<(&'static str, String)> {
+    vec![
         (
             "findmnt",
             // `-n -t beegfs MNT`: this node's BeeGFS mount; `-no TARGET /mnt/resource`: the
@@ -466,8 +479,10 @@ async fn beeond_runs_on_four_aml_nodes_through_the_engine_and_a_second_apply_run
         .find(|(_, method, path)| {
             matches!(method.as_str(), "PUT" | "PATCH") && path.contains("/computes/")
         })
-        .map(|(at, _, _)| *at)
-        .unwrap_or_else(|| panic!("the compute was scaled down:\n{parked}"));
+        .map_or_else(
+            || panic!("the compute was scaled down:\n{parked}"),
+            |(at, _, _)| *at,
+        );
     assert!(
         stops[0].0 < scaled,
         "stopped at {} scaled at {scaled}",

@@ -348,7 +348,8 @@ impl<'a> PostBoot<'a> {
 
     /// The head's mesh key: as recorded for the head as it is now, else read from the head
     /// (which makes it the first time) and recorded, so that an apply with nothing to do starts
-    /// no step at all.
+    /// no step at all. An apply with `--rerun-step` reads it again: redoing a step should not
+    /// depend on what the state remembers of the head.
     async fn mesh_key(
         &self,
         block: &Block<'_>,
@@ -357,7 +358,9 @@ impl<'a> PostBoot<'a> {
         auth: &Auth,
     ) -> Result<String, String> {
         let node = &block.nodes[0];
-        if let Some(key) = recorded_mesh_key(block.state, node) {
+        if self.options.rerun.is_empty()
+            && let Some(key) = recorded_mesh_key(block.state, node)
+        {
             return Ok(key);
         }
         let options = self.run_options(auth.clone(), BTreeSet::new());

@@ -20,19 +20,15 @@ use crate::steps::{RunPolicy, RunReport, Scope, StepOutcome, StepSpec};
 /// head VM when it was read at the VM's current boot (a replaced VM is a new record; an unparked
 /// one has booted again).
 pub fn recorded_mesh_key(state: &State, head: &NodeReach) -> Option<String> {
-    let recorded = match head.aml_compute() {
-        Some(compute) => state
-            .resource(&compute)?
-            .nodes
-            .get(&head.name)?
-            .mesh_key
-            .clone()?,
-        None => {
-            let vm = state.resource(&head.vm)?;
-            vm.mesh_key.clone().filter(|k| k.boot == vm.boots)?
-        }
-    };
-    Some(recorded.key)
+    if let Some(compute) = head.aml_compute() {
+        let node = state.resource(&compute)?.nodes.get(&head.name)?;
+        return node.mesh_key.as_ref().map(|k| k.key.clone());
+    }
+    let vm = state.resource(&head.vm)?;
+    vm.mesh_key
+        .as_ref()
+        .filter(|k| k.boot == vm.boots)
+        .map(|k| k.key.clone())
 }
 
 /// Records `key`, just read from `head`, where [`recorded_mesh_key`] finds it.
