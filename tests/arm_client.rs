@@ -951,6 +951,7 @@ async fn aml_nodes_are_listed_with_a_post_and_their_next_pages_followed() {
         host_key: None,
         boots: 0,
         steps: std::collections::BTreeMap::new(),
+        mesh_key: None,
         nodes: std::collections::BTreeMap::new(),
         drift: None,
     });

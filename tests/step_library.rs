@@ -12,6 +12,8 @@
 // Real-peer scenarios read best top to bottom, as one story per test.
 #![allow(clippy::too_many_lines)]
 
+#[path = "step_library/beeond_root.rs"]
+mod beeond_root;
 #[path = "step_library/bench.rs"]
 mod bench;
 #[allow(dead_code)] // Each test binary uses only some of the shared helpers.
@@ -462,6 +464,7 @@ fn all_rendered_steps() -> Vec<StepSpec> {
         .collect();
     steps.extend(extras());
     steps.extend(bench::renders());
+    steps.extend(beeond_root::renders());
     steps
 }
 

@@ -707,6 +707,8 @@ fn record_of(
         host_key,
         boots: previous.map_or(0, |p| p.boots),
         steps: previous.map(|p| p.steps.clone()).unwrap_or_default(),
+        // The head's mesh key, like its step records, belongs to the VM, which an update keeps.
+        mesh_key: previous.and_then(|p| p.mesh_key.clone()),
         // An AmlCompute's nodes keep their pinned keys and step records across scale updates;
         // nodes that went away are dropped when the nodes are next listed.
         nodes: previous.map(|p| p.nodes.clone()).unwrap_or_default(),

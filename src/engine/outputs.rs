@@ -195,6 +195,7 @@ mod tests {
             host_key: None,
             boots: 0,
             steps: BTreeMap::new(),
+            mesh_key: None,
             nodes: std::collections::BTreeMap::new(),
             drift: None,
         });

@@ -438,6 +438,7 @@ mod tests {
             host_key: None,
             boots: 0,
             steps: std::collections::BTreeMap::new(),
+            mesh_key: None,
             nodes: std::collections::BTreeMap::new(),
             drift: Some(Drift::Deleted),
         });

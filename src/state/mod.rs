@@ -27,7 +27,8 @@ pub use error::StateError;
 pub use local::LocalBackend;
 pub use lock::LockHolder;
 pub use model::{
-    Drift, FORMAT_VERSION, NodeRecord, PowerState, ResourceState, ResourceStatus, State, StepRecord,
+    Drift, FORMAT_VERSION, MeshKey, NodeRecord, PowerState, ResourceState, ResourceStatus, State,
+    StepRecord,
 };
 pub use open::open_backend;
 pub use remote::RemoteBackend;

@@ -118,6 +118,9 @@ pub struct ResourceState {
     /// For VMs: the post-boot steps that last succeeded on this node, by step name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub steps: BTreeMap<String, StepRecord>,
+    /// For a cluster's head VM: the head's cluster SSH public key, as the head printed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh_key: Option<MeshKey>,
     /// For AmlCompute clusters: what dsinfra learnt about each node it reached, by node id
     /// (`listNodes`' `nodeId`). The nodes are not resources of their own (Azure Machine Learning
     /// makes and deletes them), so their host keys and step records live on the compute. A node
@@ -153,6 +156,21 @@ pub struct NodeRecord {
     /// The post-boot steps that last succeeded on this node, by step name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub steps: BTreeMap<String, StepRecord>,
+    /// When the node is its cluster's head: the head's cluster SSH public key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh_key: Option<MeshKey>,
+}
+
+/// The public half of the key a cluster's head generated for the SSH mesh, as the head printed
+/// it (`dsinfra-head-key`). Public, so it may be stored: the mesh is rendered from it, and a head
+/// whose key is recorded for its current boot is not asked again (a second apply runs nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeshKey {
+    /// The OpenSSH public key line (`ssh-ed25519 AAAA... comment`).
+    pub key: String,
+    /// The head VM's [`ResourceState::boots`] when it was read (0 on an AML node, which never
+    /// boots again under the same node id). A key read at another boot is read again.
+    pub boot: u64,
 }
 
 impl ResourceState {
@@ -255,6 +273,7 @@ impl State {
                 host_key: None,
                 boots: 0,
                 steps: std::collections::BTreeMap::new(),
+                mesh_key: None,
                 nodes: BTreeMap::new(),
                 drift: None,
             });

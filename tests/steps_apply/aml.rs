@@ -308,16 +308,18 @@ async fn the_mesh_and_nodefile_on_four_aml_nodes_name_every_node_by_its_own_addr
         "{authorized}"
     );
 
-    // Nothing to do the second time: no step of the manifest starts and no record changes.
-    // Only the head's key is read again (rendering the mesh needs it; it is made only once).
+    // Nothing to do the second time: no step starts, not even the head-key read (the key is
+    // recorded with the head's node record), and no record changes.
     let before = w.state()["resources"].clone();
     let second = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
+    assert_eq!(started(&second), Vec::<String>::new(), "{second}");
+    let compute = w.resource("aml_cluster.scratch.compute");
     assert_eq!(
-        started(&second),
-        ["[aml_cluster.scratch[0]] [dsinfra-head-key] started (always)"],
-        "{second}"
+        compute["nodes"][&booted[0].node_id]["mesh_key"]["key"].as_str(),
+        Some(head_key.trim()),
+        "the head's key is recorded with the head's node record"
     );
     assert_eq!(
         std::fs::read_to_string(mesh.join("id_ed25519.pub")).expect("the head's key"),

@@ -17,6 +17,7 @@
 mod common;
 
 mod aml;
+mod aml_beeond;
 mod aml_stage;
 mod beeond;
 mod bench;

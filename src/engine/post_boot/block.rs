@@ -11,12 +11,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::auth::{self, Sources};
 use super::context::{
-    base_context, beeond_command, disk_root, elbencho_command, mesh_settings, references,
+    base_context, beeond_command, beeond_root, disk_root, elbencho_command, mesh_settings,
+    references,
 };
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
 use super::idle::idle_watch;
-use super::records::{RunNode, forced_steps, rebooted_steps, succeeded};
+use super::records::{
+    RunNode, forced_steps, rebooted_steps, record_mesh_key, recorded_mesh_key, succeeded,
+};
 use super::secure_boot;
 use crate::addr::Address;
 use crate::engine::execute::StateStore;
@@ -309,6 +312,7 @@ impl<'a> PostBoot<'a> {
         ctx.beeond = beeond_command();
         ctx.elbencho = elbencho_command();
         ctx.disk_root = disk_root();
+        ctx.beeond_root = beeond_root();
         ctx.mesh = mesh_settings();
         add_credentials(self.azure, block.state, &refs, &mut ctx).await?;
         add_listings(block.steps, &mut ctx).await?;
@@ -317,8 +321,7 @@ impl<'a> PostBoot<'a> {
             .iter()
             .any(|s| matches!(s.kind.as_str(), "ssh_mesh" | "beeond"))
         {
-            let options = self.run_options(auth.clone(), BTreeSet::new());
-            ctx.head_public_key = Some(head_key(&ctx, &specs[0], &options).await?);
+            ctx.head_public_key = Some(self.mesh_key(block, &ctx, &specs[0], auth).await?);
         }
         let requests: Vec<StepRequest<'_>> = block
             .steps
@@ -341,6 +344,34 @@ impl<'a> PostBoot<'a> {
                 .push(idle_watch_step(&ctx, &watch).map_err(|e| e.to_string())?);
         }
         Ok(expansion)
+    }
+
+    /// The head's mesh key: as recorded for the head as it is now, else read from the head
+    /// (which makes it the first time) and recorded, so that an apply with nothing to do starts
+    /// no step at all. An apply with `--rerun-step` reads it again: redoing a step should not
+    /// depend on what the state remembers of the head.
+    async fn mesh_key(
+        &self,
+        block: &Block<'_>,
+        ctx: &NodeContext,
+        head: &NodeSpec,
+        auth: &Auth,
+    ) -> Result<String, String> {
+        let node = &block.nodes[0];
+        if self.options.rerun.is_empty()
+            && let Some(key) = recorded_mesh_key(block.state, node)
+        {
+            return Ok(key);
+        }
+        let options = self.run_options(auth.clone(), BTreeSet::new());
+        let key = head_key(ctx, head, &options).await?;
+        self.store
+            .update(|state| record_mesh_key(state, node, &key))
+            .await
+            .map_err(|e| {
+                format!("the head's cluster SSH key could not be saved in the state: {e}")
+            })?;
+        Ok(key)
     }
 
     /// Records what succeeded on each VM, drops records of steps the manifest no longer has,

@@ -81,6 +81,22 @@ pub fn disk_root() -> Option<String> {
     std::env::var(DISK_ROOT_ENV).ok().filter(|v| !v.is_empty())
 }
 
+/// The environment variable naming a directory that stands in for `/` for the `beeond` step kind
+/// ([`NodeContext::beeond_root`]): its `bin` comes first on the `PATH` of the BeeOND scripts and
+/// of the commands they run on other nodes over the mesh (so stand-ins for apt-get, dpkg,
+/// modinfo, findmnt, beeond and beegfs-ctl answer instead of the system's), and the system paths
+/// those scripts write (`/etc/apt`, `/etc/beegfs`, `/var/log/beeond`, the client's init script)
+/// are under it. Read on the workstation, like `DSINFRA_DISK_ROOT`: tests whose sshd hosts are
+/// this machine run every line of the step kind without changing it. Unset on Azure.
+pub const BEEOND_ROOT_ENV: &str = "DSINFRA_BEEOND_ROOT";
+
+/// The BeeOND root override from [`BEEOND_ROOT_ENV`], if set and not empty.
+pub fn beeond_root() -> Option<String> {
+    std::env::var(BEEOND_ROOT_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
 /// The environment variable naming a directory that stands in for the mesh user's `~/.ssh`
 /// ([`MeshSettings`]): the head's key pair, its SSH config and known hosts go there, and every
 /// node appends the head's key to `authorized_keys` in it. Read on the workstation, like

@@ -4,14 +4,54 @@
 //!
 //! A manifest step `blobfuse2` expands into runner steps `blobfuse2.install` and
 //! `blobfuse2.mount`; a `script` step is one runner step of its own name. So a manifest step owns
-//! the runner steps named `<name>` or `<name>.<part>`. All pure, unit-tested.
+//! the runner steps named `<name>` or `<name>.<part>`. Also where the head's mesh key is kept
+//! with the head's records. All pure, unit-tested.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::addr::Address;
+use crate::engine::reach::NodeReach;
 use crate::model::Step;
-use crate::state::{State, StepRecord};
+use crate::state::{MeshKey, State, StepRecord};
 use crate::steps::{RunPolicy, RunReport, Scope, StepOutcome, StepSpec};
+
+/// The head's mesh key recorded in `state` for the head as it is now, if any: on an AML node's
+/// record (a node id is one node's life: a new head, as after unpark, has no record), or on the
+/// head VM when it was read at the VM's current boot (a replaced VM is a new record; an unparked
+/// one has booted again).
+pub fn recorded_mesh_key(state: &State, head: &NodeReach) -> Option<String> {
+    if let Some(compute) = head.aml_compute() {
+        let node = state.resource(&compute)?.nodes.get(&head.name)?;
+        return node.mesh_key.as_ref().map(|k| k.key.clone());
+    }
+    let vm = state.resource(&head.vm)?;
+    vm.mesh_key
+        .as_ref()
+        .filter(|k| k.boot == vm.boots)
+        .map(|k| k.key.clone())
+}
+
+/// Records `key`, just read from `head`, where [`recorded_mesh_key`] finds it.
+pub fn record_mesh_key(state: &mut State, head: &NodeReach, key: &str) {
+    let at = |boot| {
+        Some(MeshKey {
+            key: key.to_owned(),
+            boot,
+        })
+    };
+    match head.aml_compute() {
+        Some(compute) => {
+            if let Some(r) = state.resource_mut(&compute) {
+                r.node_mut(&head.name).mesh_key = at(0);
+            }
+        }
+        None => {
+            if let Some(vm) = state.resource_mut(&head.vm) {
+                vm.mesh_key = at(vm.boots);
+            }
+        }
+    }
+}
 
 /// Whether runner step `runner` belongs to manifest step `manifest`.
 pub fn belongs(runner: &str, manifest: &str) -> bool {
@@ -228,6 +268,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            mesh_key: None,
             nodes: std::collections::BTreeMap::new(),
             drift: None,
         }
@@ -301,6 +342,57 @@ mod tests {
 
     /// Issue 17: an AML node's records are on its compute under its node id; a step it only
     /// skipped keeps its record, a node seen for the first time gets one.
+    #[test]
+    fn the_heads_mesh_key_is_read_again_only_for_a_new_head() {
+        use crate::engine::reach::Route;
+        let head = |vm: &str, block: &str, name: &str| NodeReach {
+            vm: vm.parse().expect("ok"),
+            block: block.parse().expect("ok"),
+            index: 0,
+            name: name.into(),
+            user: "azureuser".into(),
+            public_ip: None,
+            private_ip: Some("10.0.0.4".into()),
+            host_key: None,
+            route: Route::Direct {
+                host: "10.0.0.4".into(),
+                port: 22,
+            },
+        };
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx3 dsinfra-exp-head";
+        let mut state = State::new("exp");
+        state.upsert(vm("cluster.c[0].vm", 0, &[]));
+        let mut compute = vm("aml_cluster.s.compute", 0, &[]);
+        compute.kind = ResourceKind::MlCompute;
+        state.upsert(compute);
+
+        // A VM head: kept for the boot it was read at; an unpark (a new boot) reads it again.
+        let vm_head = head("cluster.c[0].vm", "cluster.c", "exp-c-0");
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None);
+        record_mesh_key(&mut state, &vm_head, key);
+        assert_eq!(recorded_mesh_key(&state, &vm_head).as_deref(), Some(key));
+        let boots = &mut state.resource_mut(&vm_head.vm).expect("vm").boots;
+        *boots += 1;
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None, "unparked");
+        // A replaced VM is a new record, without the key.
+        state.upsert(vm("cluster.c[0].vm", 0, &[]));
+        assert_eq!(recorded_mesh_key(&state, &vm_head), None, "replaced");
+
+        // An AML head: kept on its node id's record; another node id as head reads it again.
+        let aml_head = head("aml_cluster.s[0].node", "aml_cluster.s", "tvmps_a");
+        record_mesh_key(&mut state, &aml_head, key);
+        assert_eq!(recorded_mesh_key(&state, &aml_head).as_deref(), Some(key));
+        let compute = state
+            .resource(&"aml_cluster.s.compute".parse().expect("ok"))
+            .expect("compute");
+        assert_eq!(
+            compute.nodes["tvmps_a"].mesh_key.as_ref().map(|k| k.boot),
+            Some(0)
+        );
+        let new_head = head("aml_cluster.s[0].node", "aml_cluster.s", "tvmps_z");
+        assert_eq!(recorded_mesh_key(&state, &new_head), None, "new node id");
+    }
+
     #[test]
     fn aml_node_records_are_read_from_the_compute_by_node_id() {
         let mut state = State::new("exp");

@@ -22,6 +22,7 @@ fn resource(address: &str, kind: ResourceKind, name: &str, attrs: Value) -> Reso
         host_key: None,
         boots: 0,
         steps: BTreeMap::new(),
+        mesh_key: None,
         nodes: std::collections::BTreeMap::new(),
         drift: None,
     }

@@ -72,6 +72,30 @@ fn valid_public_key(key: &str) -> bool {
         && !key.contains(['\'', '"', '\\', '`', '$'])
 }
 
+/// The stand-in root of the `beeond` step kind ([`NodeContext::beeond_root`]) as the templates
+/// use it: empty on Azure, so every path renders exactly as without the seam, else an absolute
+/// path without a trailing `/`. It is rendered unquoted (in front of fixed paths, and inside the
+/// mesh's remote commands), so only letters, digits and `/._-` are allowed.
+fn beeond_root(b: &Builder<'_>) -> Result<String, LibraryError> {
+    let Some(root) = b.ctx().beeond_root.as_deref() else {
+        return Ok(String::new());
+    };
+    let root = root.trim_end_matches('/');
+    let plain = root.starts_with('/')
+        && root.split('/').all(|c| c != "..")
+        && root
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+    if plain {
+        Ok(root.to_owned())
+    } else {
+        Err(b.unsupported(format!(
+            "the BeeOND root {root:?} must be an absolute path other than / of letters, digits \
+             and `/._-` only, without `..`"
+        )))
+    }
+}
+
 /// Mesh variables shared by `ssh_mesh` and `beeond`.
 fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, LibraryError> {
     let ctx = b.ctx();
@@ -120,6 +144,7 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
         "authorized_keys": ctx.mesh.authorized_keys,
         "nodefile": nodefile,
         "prefer_ib": prefer_ib,
+        "root": beeond_root(b)?,
     }))
 }
 
@@ -220,13 +245,15 @@ fn beeond_vars(b: &Builder<'_>) -> Result<Value, LibraryError> {
             )));
         }
     };
+    let root = beeond_root(b)?;
     Ok(json!({
+        "root": root,
         "beeond": command,
         "version": version,
         "interface": interface,
         "mount": p.path_or("mount", BEEOND_MOUNT)?,
         "data_dir": p.path_or("data_dir", "{temp}/beeond")?,
-        "conf_dir": "/etc/beegfs/beeond",
+        "conf_dir": format!("{root}/etc/beegfs/beeond"),
     }))
 }
 

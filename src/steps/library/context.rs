@@ -135,6 +135,11 @@ pub struct NodeContext {
     /// (`/dev/disk/azure/...`) and the fstab; `None` on Azure. Tests point it at links to loop
     /// devices; the engine takes it from `DSINFRA_DISK_ROOT`.
     pub disk_root: Option<String>,
+    /// A directory standing in for `/` for the `beeond` step kind: its `bin` comes first on the
+    /// `PATH` of the BeeOND scripts and of their commands on other nodes over the mesh, and the
+    /// system paths they write are under it; `None` on Azure. The engine takes it from
+    /// `DSINFRA_BEEOND_ROOT`.
+    pub beeond_root: Option<String>,
     /// The `elbencho` command on the nodes (an absolute path) when it is not the release the
     /// step installs: a test's stand-in. The engine takes it from `DSINFRA_ELBENCHO`.
     pub elbencho: Option<String>,
@@ -165,6 +170,7 @@ impl NodeContext {
             azcopy: None,
             beeond: None,
             disk_root: None,
+            beeond_root: None,
             elbencho: None,
             vm_size: None,
             image: None,

@@ -26,6 +26,7 @@ fn compute(power: Option<PowerState>) -> ResourceState {
         host_key: None,
         boots: 0,
         steps: BTreeMap::new(),
+        mesh_key: None,
         nodes: BTreeMap::new(),
         drift: None,
     }
@@ -68,6 +69,7 @@ fn aml_nodes_are_dialled_at_their_port_in_node_id_order() {
         NodeRecord {
             host_key: Some("ssh-ed25519 AAAAB node-b".into()),
             steps: BTreeMap::new(),
+            mesh_key: None,
         },
     );
     let state = state_with(c);
