@@ -1,6 +1,8 @@
-//! Issue 17, Done-when 2 (the BeeOND half): the `beeond` step kind, every line of it, through the
-//! engine on the four nodes of an `aml_cluster`, each node a local sshd at the port `listNodes`
-//! gives it (tests/common/aml_nodes.rs), with the `ssh_mesh` step beside it.
+//! Issue 17, Done-when 2: the `beeond` step kind, every line of it, the `ssh_mesh` step and a
+//! `stage` into the BeeOND scratch, through the engine on the four nodes of an `aml_cluster`,
+//! each node a local sshd at the port `listNodes` gives it (tests/common/aml_nodes.rs), as
+//! examples/aml-beeond.hcl does. The staging half's dataset, Azurite and azcopy are
+//! tests/steps_apply/aml_stage.rs's.
 //!
 //! The BeeOND scripts would install packages, build a kernel module and mount a file system on
 //! this machine, so `DSINFRA_BEEOND_ROOT` points them at a directory standing in for `/`: its
@@ -27,6 +29,7 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
+use super::aml_stage::{Dataset, Tools, assert_staged};
 use super::*;
 
 /// A kernel BeeGFS 7.4 builds for (an AML node image's; this machine's may be newer).
@@ -269,13 +272,13 @@ fn callers(calls: &[(f64, String, String, String)], tool: &str, argv: &str) -> V
         .collect()
 }
 
+/// A new workspace and four nodes with the mesh, BeeOND on the nodefile, and the dataset staged
+/// into the BeeOND scratch (so the stage's gate asks whether the scratch is BeeGFS), as
+/// examples/aml-beeond.hcl does.
 fn write_beeond_manifest(w: &World, farm: &AmlNodeFarm) {
     let out = w.out().display().to_string();
-    w.write_hcl(
-        "stepsdemo",
-        &format!(
-            r#"aml_workspace "ws" {{}}
-aml_cluster "scratch" {{
+    let block = format!(
+        r#"aml_cluster "scratch" {{
   workspace      = aml_workspace.ws
   size           = "Standard_D2_v2"
   count          = 4
@@ -287,30 +290,41 @@ aml_cluster "scratch" {{
   step "beeond" {{
     nodefile = "{out}/nodefile"
     mount    = "{out}/scratch"
-  }}
-}}
-"#,
-            user = farm.user(),
-            key = farm.client_public_key(),
-        ),
+  }}"#,
+        user = farm.user(),
+        key = farm.client_public_key(),
+    );
+    super::aml_stage::write_stage_manifest(
+        w,
+        "aml_workspace \"ws\" {}\n",
+        &block,
+        &w.out().join("scratch/staged"),
     );
 }
 
 #[allow(clippy::too_many_lines)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn beeond_runs_on_four_aml_nodes_through_the_engine_and_a_second_apply_runs_nothing() {
+async fn beeond_mesh_and_staging_run_on_four_aml_nodes_through_the_engine_and_a_second_apply_runs_nothing()
+ {
+    let Some(data) = Dataset::start().await else {
+        return;
+    };
     let Some(farm) = AmlNodeFarm::start() else {
         return;
     };
-    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    let w = World::with_aml_farm_and_blobs(Arc::clone(&farm), data.plane()).await;
     write_beeond_manifest(&w, &farm);
     let root = stand_in_root(&farm);
+    let tools = Tools::new(&w, &data.azcopy);
     let mesh = farm.mesh_dir();
     let user = std::path::PathBuf::from(farm.user());
+    let temp = root.join("mnt/resource");
     let env = [
         ("DSINFRA_MESH_DIR", mesh.as_path()),
         ("DSINFRA_MESH_USER", user.as_path()),
         ("DSINFRA_BEEOND_ROOT", root.as_path()),
+        ("DSINFRA_AZCOPY", tools.azcopy.as_path()),
+        ("DSINFRA_TEMP_DIR", temp.as_path()),
     ];
 
     let started_at = std::time::Instant::now();
@@ -428,14 +442,24 @@ async fn beeond_runs_on_four_aml_nodes_through_the_engine_and_a_second_apply_run
             .expect("records")
             .keys()
             .collect();
-        assert_eq!(steps, ["beeond", "ssh_mesh"], "{}", b.node_id);
+        assert_eq!(steps, ["beeond", "ssh_mesh", "stage"], "{}", b.node_id);
     }
+    // Staged into the scratch, once BeeGFS was there: every rank its own shard, sharded across
+    // the four nodes, gated by the mount check of its own node.
+    assert_staged(
+        &w.out().join("scratch/staged"),
+        &data,
+        &tools,
+        ("aml_cluster.scratch", 4),
+        &first,
+    );
 
     // Nothing to do: no step starts (not even the head-key read) and no record changes. The
     // runner's own "already done?" checks still look (the start's asks every node over the mesh
     // whether the scratch is mounted); nothing else is called.
     let before = w.state()["resources"].clone();
     let calls_before = record.len();
+    let azcopy_runs = tools.runs();
     let second = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
@@ -456,6 +480,11 @@ async fn beeond_runs_on_four_aml_nodes_through_the_engine_and_a_second_apply_run
         .collect();
     assert_eq!(looked, expected, "{second}");
     assert_eq!(w.state()["resources"], before, "{second}");
+    assert_eq!(
+        tools.runs(),
+        azcopy_runs,
+        "no azcopy on the second apply: {second}"
+    );
 
     // Park stops BeeOND from the head before the service deletes the nodes.
     let requests_before = w.requests.lock().expect("not poisoned").len();

@@ -139,18 +139,18 @@ async fn seed(azurite: &Azurite, key: &str) -> Vec<dsinfra::storage::BlobItem> {
 }
 
 /// A private Azurite knowing [`ACCOUNT`] under a fresh key, seeded with the dataset.
-struct Dataset {
+pub(super) struct Dataset {
     azurite: Azurite,
     key: String,
     /// The blobs under `train/`, as the engine lists them.
     listing: Vec<dsinfra::storage::BlobItem>,
     /// The real azcopy the nodes run (through a counting wrapper).
-    azcopy: PathBuf,
+    pub(super) azcopy: PathBuf,
 }
 
 impl Dataset {
     /// `None` (said why) outside CI when azcopy or Azurite is missing.
-    async fn start() -> Option<Self> {
+    pub(super) async fn start() -> Option<Self> {
         let azcopy = azcopy_binary()?;
         let key = base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 64]>());
         let azurite = Azurite::start_with_accounts(&[(ACCOUNT, &key)])?;
@@ -164,7 +164,7 @@ impl Dataset {
     }
 
     /// The emulator's side: [`ACCOUNT`]'s blob data plane is this Azurite.
-    fn plane(&self) -> BlobDataPlane {
+    pub(super) fn plane(&self) -> BlobDataPlane {
         BlobDataPlane::from_azurite_accounts(
             &self.azurite.url(),
             &format!("{ACCOUNT}:{}", self.key),
@@ -174,14 +174,14 @@ impl Dataset {
 }
 
 /// The environment of the applies (the counting azcopy, the temp disk) and azcopy's log.
-struct Tools {
-    azcopy: PathBuf,
+pub(super) struct Tools {
+    pub(super) azcopy: PathBuf,
     temp: PathBuf,
     runs: PathBuf,
 }
 
 impl Tools {
-    fn new(w: &World, real: &Path) -> Self {
+    pub(super) fn new(w: &World, real: &Path) -> Self {
         let dir = w.path("tools");
         let temp = w.path("temp");
         std::fs::create_dir_all(&dir).expect("tools dir");
@@ -191,7 +191,7 @@ impl Tools {
         Self { azcopy, temp, runs }
     }
 
-    fn env(&self) -> [(&'static str, &Path); 2] {
+    pub(super) fn env(&self) -> [(&'static str, &Path); 2] {
         [
             ("DSINFRA_AZCOPY", self.azcopy.as_path()),
             ("DSINFRA_TEMP_DIR", self.temp.as_path()),
@@ -199,7 +199,7 @@ impl Tools {
     }
 
     /// The first argument of every azcopy the nodes ran so far.
-    fn runs(&self) -> String {
+    pub(super) fn runs(&self) -> String {
         std::fs::read_to_string(&self.runs).unwrap_or_default()
     }
 }
@@ -207,7 +207,12 @@ impl Tools {
 /// The account, its container and a read SAS (https off: Azurite here speaks http), `rest`,
 /// and `block` whose nodes stage `train/` sharded, decompressed, into `out/staged`.
 fn write_manifest(w: &World, rest: &str, block: &str) {
-    let to = w.out().join("staged").display().to_string();
+    write_stage_manifest(w, rest, block, &w.out().join("staged"));
+}
+
+/// [`write_manifest`] staging into `to`.
+pub(super) fn write_stage_manifest(w: &World, rest: &str, block: &str, to: &Path) {
+    let to = to.display().to_string();
     w.write_hcl(
         "stepsdemo",
         &format!(
@@ -246,10 +251,10 @@ fn staged_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// What the first apply (`first`, its output) must have done on the `ranks` nodes of `block`:
-/// the whole prefix landed, each rank copied its own size-balanced shard with one azcopy, and
-/// wrote its done marker.
-fn assert_staged(
-    w: &World,
+/// the whole prefix landed in `root`, each rank copied its own size-balanced shard with one
+/// azcopy, and wrote its done marker.
+pub(super) fn assert_staged(
+    root: &Path,
     data: &Dataset,
     tools: &Tools,
     (block, ranks): (&str, usize),
@@ -257,8 +262,7 @@ fn assert_staged(
 ) {
     // The whole prefix landed, decompressed, under its real names and paths, byte for byte;
     // nothing outside the prefix did.
-    let root = w.out().join("staged");
-    let staged = staged_files(&root);
+    let staged = staged_files(root);
     let expected: BTreeMap<String, Vec<u8>> = FILES
         .iter()
         .enumerate()
@@ -405,7 +409,13 @@ async fn stage_shards_a_container_across_four_aml_nodes_through_azurite_and_reru
     .expect("Azurite answers");
     assert!(!anonymous.status().is_success(), "{anonymous:?}");
 
-    assert_staged(&w, &data, &tools, ("aml_cluster.scratch", 4), &first);
+    assert_staged(
+        &w.out().join("staged"),
+        &data,
+        &tools,
+        ("aml_cluster.scratch", 4),
+        &first,
+    );
     assert_second_apply_runs_nothing(&w, &tools).await;
 }
 
@@ -434,7 +444,13 @@ async fn stage_shards_a_container_across_a_two_vm_cluster_through_azurite() {
     let first = w
         .ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &tools.env())
         .await;
-    assert_staged(&w, &data, &tools, ("cluster.train", 2), &first);
+    assert_staged(
+        &w.out().join("staged"),
+        &data,
+        &tools,
+        ("cluster.train", 2),
+        &first,
+    );
     assert_second_apply_runs_nothing(&w, &tools).await;
 }
 

@@ -76,7 +76,7 @@ fn valid_public_key(key: &str) -> bool {
 /// use it: empty on Azure, so every path renders exactly as without the seam, else an absolute
 /// path without a trailing `/`. It is rendered unquoted (in front of fixed paths, and inside the
 /// mesh's remote commands), so only letters, digits and `/._-` are allowed.
-fn beeond_root(b: &Builder<'_>) -> Result<String, LibraryError> {
+pub(super) fn beeond_root(b: &Builder<'_>) -> Result<String, LibraryError> {
     let Some(root) = b.ctx().beeond_root.as_deref() else {
         return Ok(String::new());
     };

@@ -247,6 +247,8 @@ pub(super) fn stage(b: &mut Builder<'_>, beegfs_gate: Option<&str>) -> Result<()
         "azcopy_min": AZCOPY_MIN_VERSION,
         "azcopy_pin": AZCOPY_PIN,
         "beegfs_gate": beegfs_gate,
+        // The gate asks BeeGFS through the beeond step kind's stand-in root when one is set.
+        "root": if beegfs_gate.is_some() { super::cluster::beeond_root(b)? } else { String::new() },
     });
     let request = b.request();
     let mut part = Part::new(
