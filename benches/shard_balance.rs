@@ -1,6 +1,6 @@
 //! Shard balance of the `stage` step: dsinfra's size-balanced assignment (longest processing
 //! time first) against the seed's name-modulo scheme, on the skewed 64-file test dataset
-//! (tests/step_library/dataset.rs, gzip-compressed as the test stores it) and on a larger
+//! (tests/step_library/dataset.rs, gzip-compressed as the test stores it by tests/common/gzip.rs) and on a larger
 //! heavy-tailed set. Balance is the largest shard's bytes over the mean: the stage takes that
 //! many times as long as a perfect split. Goal: <= 1.02 for size-balanced. Then the scale of
 //! CosmoFlow's real dataset: planning the shards of 300,000 blobs over 64 nodes (the whole
@@ -11,6 +11,8 @@
 
 #[path = "../tests/step_library/dataset.rs"]
 mod dataset;
+#[path = "../tests/common/gzip.rs"]
+mod gzip;
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -152,7 +154,7 @@ fn main() {
         .iter()
         .map(|(name, content)| Item {
             name: format!("cosmoUniverse/train/{name}.gz"),
-            size: dataset::gzip(content).len() as u64,
+            size: gzip::gzip(content).len() as u64,
         })
         .collect();
     // A larger set: 4096 files whose sizes follow a Pareto-like tail, named in order.

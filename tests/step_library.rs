@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::azurite::{ACCOUNT, Azurite, KEY};
+use common::azurite::{ACCOUNT, Azurite, KEY, azcopy_binary};
 use common::sshd::{self, TestHosts};
 use dsinfra::manifest::{LoadOptions, load};
 use dsinfra::model::{Desired, ResourceKind};
@@ -767,28 +767,6 @@ async fn every_check_section_reports_not_done_on_a_fresh_host() {
     }
 }
 
-fn azcopy_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("DSINFRA_AZCOPY").map_or_else(
-        || {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home).join(
-                ".cache/dsinfra/tools/node_modules/@azure-tools/azcopy-linux/dist/bin/azcopy_linux_amd64",
-            )
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!(
-        "azcopy not found at {} (set DSINFRA_AZCOPY or run scripts/test --install-only)",
-        path.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-    eprintln!("NOT RUN: {why}");
-    None
-}
-
 fn files_under(root: &Path) -> BTreeMap<String, (Vec<u8>, SystemTime)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
@@ -862,7 +840,7 @@ async fn stage_copies_each_shard_once_on_four_hosts_and_a_rerun_copies_nothing()
             .put(
                 "cosmoflow",
                 &format!("cosmoUniverse/train/{name}.gz"),
-                &dataset::gzip(content),
+                &common::gzip::gzip(content),
                 &gzip,
             )
             .await

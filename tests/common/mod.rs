@@ -4,5 +4,6 @@ pub mod aml_nodes;
 pub mod azurite;
 pub mod cloud_init;
 pub mod farm_apply;
+pub mod gzip;
 pub mod nodes;
 pub mod sshd;

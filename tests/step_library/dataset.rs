@@ -5,9 +5,6 @@
 //! Contents are deterministic pseudo-random bytes, so gzip cannot shrink them and the stored
 //! (compressed) sizes keep the skew.
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
 /// Number of files.
 pub const FILES: usize = 64;
 
@@ -37,26 +34,6 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
             (format!("univ_{i:03}.tfrecord"), content)
         })
         .collect()
-}
-
-/// `bytes` gzip-compressed by the system's gzip (`-n`: no name or time stamp, reproducible).
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("gzip")
-        .args(["-c", "-n", "-6"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("gzip is installed");
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let input = bytes.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().expect("gzip runs");
-    writer
-        .join()
-        .expect("the writer thread does not panic")
-        .expect("gzip reads its input");
-    assert!(output.status.success(), "gzip failed");
-    output.stdout
 }
 
 /// `n` synthetic blob names and sizes at CosmoFlow's scale (its training set is ~300,000 gzip

@@ -15,7 +15,6 @@
 //! And `dsinfra emulator --azurite URL` serves the accounts of `AZURITE_ACCOUNTS` the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -24,6 +23,7 @@ use dsinfra::storage::{AccountKey, Auth, BlobStore, PutOptions};
 
 use super::*;
 use common::azurite::{Azurite, azcopy_binary};
+use common::gzip::gzip;
 
 /// The storage account the manifest names, so that Azurite can be started knowing it.
 const ACCOUNT: &str = "amlstagedata";
@@ -60,23 +60,6 @@ fn content(seed: usize, len: usize) -> Vec<u8> {
     }
     bytes.truncate(len);
     bytes
-}
-
-/// `bytes` compressed by the system's gzip (`-n`: reproducible).
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut child = std::process::Command::new("gzip")
-        .args(["-c", "-n"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("gzip is installed");
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let input = bytes.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output().expect("gzip runs");
-    writer.join().expect("no panic").expect("gzip reads");
-    assert!(output.status.success(), "gzip failed");
-    output.stdout
 }
 
 /// An `azcopy` that notes every invocation's first argument in `log`, then runs the real one:
