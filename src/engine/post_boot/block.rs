@@ -10,10 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::auth::{self, Sources};
-use super::context::{
-    base_context, beeond_command, beeond_root, disk_root, elbencho_command, mesh_settings,
-    references,
-};
+use super::context::{base_context, references};
 use super::credentials::{Azure, add_credentials, add_listings};
 use super::fetch::fetch_files;
 use super::idle::idle_watch;
@@ -309,11 +306,6 @@ impl<'a> PostBoot<'a> {
         let desired = self.azure.desired;
         let refs = references(desired, block.steps);
         let mut ctx = base_context(desired, block.address, block.nodes, block.endpoints, &refs);
-        ctx.beeond = beeond_command();
-        ctx.elbencho = elbencho_command();
-        ctx.disk_root = disk_root();
-        ctx.beeond_root = beeond_root();
-        ctx.mesh = mesh_settings();
         add_credentials(self.azure, block.state, &refs, &mut ctx).await?;
         add_listings(block.steps, &mut ctx).await?;
         if block

@@ -26,7 +26,7 @@ pub const BEEOND_ENV: &str = "DSINFRA_BEEOND";
 pub const ELBENCHO_ENV: &str = "DSINFRA_ELBENCHO";
 
 /// The `elbencho` command override from [`ELBENCHO_ENV`], if set and not empty.
-pub fn elbencho_command() -> Option<String> {
+fn elbencho_command() -> Option<String> {
     std::env::var(ELBENCHO_ENV).ok().filter(|v| !v.is_empty())
 }
 
@@ -37,7 +37,7 @@ pub fn elbencho_command() -> Option<String> {
 pub const AZCOPY_ENV: &str = "DSINFRA_AZCOPY";
 
 /// The `azcopy` command override from [`AZCOPY_ENV`], if set and not empty.
-pub fn azcopy_command() -> Option<String> {
+fn azcopy_command() -> Option<String> {
     std::env::var(AZCOPY_ENV).ok().filter(|v| !v.is_empty())
 }
 
@@ -48,7 +48,7 @@ pub fn azcopy_command() -> Option<String> {
 pub const TEMP_DIR_ENV: &str = "DSINFRA_TEMP_DIR";
 
 /// The temp-disk override from [`TEMP_DIR_ENV`], if set and not empty.
-pub fn temp_dir() -> Option<String> {
+fn temp_dir() -> Option<String> {
     std::env::var(TEMP_DIR_ENV).ok().filter(|v| !v.is_empty())
 }
 
@@ -66,7 +66,7 @@ fn image_name(image: &Value) -> String {
 }
 
 /// The `beeond` command override from [`BEEOND_ENV`], if set and not empty.
-pub fn beeond_command() -> Option<String> {
+fn beeond_command() -> Option<String> {
     std::env::var(BEEOND_ENV).ok().filter(|v| !v.is_empty())
 }
 
@@ -77,7 +77,7 @@ pub fn beeond_command() -> Option<String> {
 pub const DISK_ROOT_ENV: &str = "DSINFRA_DISK_ROOT";
 
 /// The data-disk root override from [`DISK_ROOT_ENV`], if set and not empty.
-pub fn disk_root() -> Option<String> {
+fn disk_root() -> Option<String> {
     std::env::var(DISK_ROOT_ENV).ok().filter(|v| !v.is_empty())
 }
 
@@ -91,7 +91,7 @@ pub fn disk_root() -> Option<String> {
 pub const BEEOND_ROOT_ENV: &str = "DSINFRA_BEEOND_ROOT";
 
 /// The BeeOND root override from [`BEEOND_ROOT_ENV`], if set and not empty.
-pub fn beeond_root() -> Option<String> {
+fn beeond_root() -> Option<String> {
     std::env::var(BEEOND_ROOT_ENV)
         .ok()
         .filter(|v| !v.is_empty())
@@ -110,7 +110,7 @@ pub const MESH_USER_ENV: &str = "DSINFRA_MESH_USER";
 
 /// Where the SSH mesh lives: root's `~/.ssh` unless [`MESH_DIR_ENV`] and [`MESH_USER_ENV`] move
 /// it.
-pub fn mesh_settings() -> MeshSettings {
+fn mesh_settings() -> MeshSettings {
     let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
     mesh_settings_from(read(MESH_DIR_ENV), read(MESH_USER_ENV))
 }
@@ -309,10 +309,15 @@ pub fn base_context(
         .filter_map(|n| Some((n.name.clone(), n.host_key.clone()?)))
         .collect();
     ctx.storage = storage_targets(desired, &refs.storage);
-    // Read here, where every context the engine builds starts (apply, stop, release), so a
-    // step renders the same script whichever of them renders it.
+    // The workstation's seams are read here, where every context the engine builds starts
+    // (apply, stop, release), so a step renders the same script whichever of them renders it.
     ctx.azcopy = azcopy_command();
     ctx.temp_dir = temp_dir();
+    ctx.beeond = beeond_command();
+    ctx.beeond_root = beeond_root();
+    ctx.elbencho = elbencho_command();
+    ctx.disk_root = disk_root();
+    ctx.mesh = mesh_settings();
     ctx
 }
 

@@ -14,7 +14,7 @@ use crate::steps::library::data_disk_release;
 use crate::steps::{self, NodeStatus};
 
 use super::block::PostBoot;
-use super::context::{References, base_context, disk_root};
+use super::context::{References, base_context};
 
 impl PostBoot<'_> {
     /// Releases every disk of `detaches` on the VM it leaves, in order.
@@ -67,14 +67,13 @@ impl PostBoot<'_> {
         if let Route::Unreachable { why } = &node.route {
             return Ok(Some(format!("{} {why}", node.node())));
         }
-        let mut ctx = base_context(
+        let ctx = base_context(
             self.azure.desired,
             &block,
             &nodes,
             endpoints,
             &References::default(),
         );
-        ctx.disk_root = disk_root();
         // A key seen for the first time here is not stored: the next apply pins it.
         let tofu: RecordHostKey = std::sync::Arc::new(|_, _| {});
         let spec = node.node_spec(None, tofu).map_err(|e| e.to_string())?;

@@ -11,7 +11,7 @@ use crate::steps::library::beeond_stop;
 use crate::steps::{self, NodeStatus};
 
 use super::block::PostBoot;
-use super::context::{base_context, beeond_command, beeond_root, mesh_settings, references};
+use super::context::{base_context, references};
 
 impl PostBoot<'_> {
     /// Stops BeeOND on every block of `only` (all blocks when empty) that has a `beeond` step.
@@ -47,10 +47,7 @@ impl PostBoot<'_> {
             return Err(format!("the head {} {why}", head.node()));
         }
         let refs = references(self.azure.desired, &[step]);
-        let mut ctx = base_context(self.azure.desired, &step.block, &nodes, endpoints, &refs);
-        ctx.beeond = beeond_command();
-        ctx.beeond_root = beeond_root();
-        ctx.mesh = mesh_settings();
+        let ctx = base_context(self.azure.desired, &step.block, &nodes, endpoints, &refs);
         let stop_step = beeond_stop(&step.name, &step.params, &ctx).map_err(|e| e.to_string())?;
         // A key seen for the first time here is not stored: stopping is best effort and the
         // next apply pins it.
