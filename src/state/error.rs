@@ -105,6 +105,13 @@ pub enum StateError {
         what: &'static str,
     },
 
+    /// A save was asked for after the operation gave the state up (a second Ctrl-C): a task of
+    /// the abandoned walk that was still running. Nothing was written.
+    #[error(
+        "the state was not saved: the operation had already given it up (a second Ctrl-C) and released its lock; what this change recorded was started with an intent in the state, so the next apply adopts it"
+    )]
+    Closed,
+
     /// The manifest path has no file name to derive the state directory from.
     #[error("cannot find a state location for {}: the path has no file name", path.display())]
     NoManifestStem {

@@ -59,7 +59,17 @@ pub(super) struct Early {
     /// Turns `true` when the key task has put its VMs in `ready`.
     keys_done: Option<watch::Receiver<bool>>,
     /// The key task, awaited before the intents no node took are withdrawn.
-    key_task: Mutex<Option<JoinHandle<()>>>,
+    key_task: Mutex<Option<KeyTask>>,
+}
+
+/// The key task's handle. A walk dropped before it awaited the task (the operation gave up)
+/// aborts it: like the walk's other tasks, it must not outlive the operation that started it.
+struct KeyTask(JoinHandle<()>);
+
+impl Drop for KeyTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Early {
@@ -146,7 +156,7 @@ impl Early {
                 done,
             ));
             early.keys_done = Some(keys_done);
-            early.key_task = Mutex::new(Some(task));
+            early.key_task = Mutex::new(Some(KeyTask(task)));
         }
         early
     }
@@ -169,8 +179,8 @@ impl Early {
     /// state, in memory: the run's closing flush saves that.
     pub(super) async fn withdraw_untaken(&self, store: &StateStore) {
         let task = relock(&self.key_task).take();
-        if let Some(task) = task {
-            let _ = task.await;
+        if let Some(mut task) = task {
+            let _ = (&mut task.0).await;
         }
         let untaken: Vec<Address> = std::mem::take(&mut *relock(&self.ready))
             .into_keys()

@@ -1,5 +1,5 @@
 //! The run's state and its backend, shared by every task of the walk: changes staged in memory,
-//! saved by group commit, held on the synchronous exit path.
+//! saved by group commit, handed back (lock and all) when an operation gives up.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -30,14 +30,18 @@ use crate::state::{Backend, ResourceState, State, StateError};
 pub struct StateStore {
     /// The state and how many changes were made to it. Held only to change or copy it.
     state: Mutex<(State, u64)>,
-    /// The backend and how many changes its last successful save contained.
-    backend: tokio::sync::Mutex<(Box<dyn Backend + Send>, u64)>,
+    /// The backend (with its lock) until [`StateStore::close`] hands it back, and how many
+    /// changes its last successful save contained.
+    backend: tokio::sync::Mutex<Slot>,
     /// The same count as the backend's, readable without waiting for a save in progress.
     saved: AtomicU64,
 }
 
-/// The backend, held by [`StateStore::hold`] so that no save starts.
-pub type Held<'a> = tokio::sync::MutexGuard<'a, (Box<dyn Backend + Send>, u64)>;
+/// Where the backend is kept: `None` once the store was closed.
+struct Slot {
+    backend: Option<Box<dyn Backend + Send>>,
+    saved: u64,
+}
 
 /// A change made in memory and not known to be saved: [`StateStore::persist`] it, or let a later
 /// save carry it.
@@ -77,7 +81,10 @@ impl StateStore {
     pub fn new(backend: Box<dyn Backend + Send>, state: State) -> Self {
         Self {
             state: Mutex::new((state, 0)),
-            backend: tokio::sync::Mutex::new((backend, 0)),
+            backend: tokio::sync::Mutex::new(Slot {
+                backend: Some(backend),
+                saved: 0,
+            }),
             saved: AtomicU64::new(0),
         }
     }
@@ -102,8 +109,8 @@ impl StateStore {
     pub async fn persist(&self, staged: Staged) -> Result<(), StateError> {
         // Fair (first come, first served): every change made while a save runs is in the copy
         // the next save takes, so the queue behind it mostly finds its change already saved.
-        let mut backend = self.backend.lock().await;
-        self.save_if_behind(&mut backend, staged, |save| blocking(save))
+        let mut slot = self.backend.lock().await;
+        self.save_if_behind(&mut slot, staged)
     }
 
     /// Save every change staged so far.
@@ -121,40 +128,27 @@ impl StateStore {
         self.saved.load(Ordering::SeqCst) >= staged.0
     }
 
-    /// Saves a copy of the live state unless `backend` has already saved `wanted`. `io` runs
-    /// the save itself: [`blocking`] from a task, directly on the synchronous exit path.
-    fn save_if_behind(
-        &self,
-        backend: &mut (Box<dyn Backend + Send>, u64),
-        wanted: Staged,
-        io: impl FnOnce(&mut dyn FnMut() -> Result<(), StateError>) -> Result<(), StateError>,
-    ) -> Result<(), StateError> {
-        if backend.1 >= wanted.0 {
+    /// Saves a copy of the live state unless the backend has already saved `wanted`. The save
+    /// itself is synchronous I/O, run in [`blocking`].
+    fn save_if_behind(&self, slot: &mut Slot, wanted: Staged) -> Result<(), StateError> {
+        if slot.saved >= wanted.0 {
             return Ok(());
         }
+        let Some(saver) = slot.backend.as_mut() else {
+            return Err(StateError::Closed);
+        };
         let (mut copy, version) = {
             let guard = relock(&self.state);
             (guard.0.clone(), guard.1)
         };
-        let saver = &mut backend.0;
-        io(&mut || saver.save(&mut copy))?;
-        self.saved_up_to(backend, version, &copy);
-        Ok(())
-    }
-
-    /// After a save of the changes up to `version`: the counts, and the serial the backend gave
-    /// the copy it saved, which the live state follows.
-    fn saved_up_to(
-        &self,
-        backend: &mut (Box<dyn Backend + Send>, u64),
-        version: u64,
-        copy: &State,
-    ) {
-        backend.1 = version;
+        blocking(|| saver.save(&mut copy))?;
+        slot.saved = version;
         self.saved.store(version, Ordering::SeqCst);
+        // The live state follows the serial the backend gave the copy it saved.
         let mut guard = relock(&self.state);
         guard.0.serial = copy.serial;
         guard.0.dsinfra_version.clone_from(&copy.dsinfra_version);
+        Ok(())
     }
 
     /// A copy of the state now.
@@ -174,19 +168,36 @@ impl StateStore {
         relock(&self.state).0.lineage.clone()
     }
 
-    /// Wait until no save is in progress, save what is only staged, and keep others out until
-    /// the guard drops: the second Ctrl-C exits while holding this, so it never cuts a save in
-    /// half and leaves nothing it knows unsaved. It blocks the calling thread (the exit path is
-    /// synchronous); a save it waits for runs on another thread.
-    pub fn hold(&self) -> (Held<'_>, Result<(), StateError>) {
-        let mut backend = futures::executor::block_on(self.backend.lock());
-        let saved = self.save_if_behind(&mut backend, self.latest(), |save| save());
-        (backend, saved)
+    /// Gives the state up: waits for a save in progress, saves what is only staged, and hands
+    /// the backend (and with it the state's lock) back to the caller, who releases it. The
+    /// second Ctrl-C closes the store this way, so the lock is free when the operation returns,
+    /// not when the last task of the abandoned walk happens to drop its share of the store.
+    ///
+    /// Every save asked for afterwards fails with [`StateError::Closed`] and writes nothing: the
+    /// walk's tasks still running are detached from the state. What they started has an intent
+    /// in the state already (intents are saved before their PUT), so the next apply adopts it.
+    ///
+    /// The backend is `None` when the store was closed before.
+    pub async fn close(&self) -> (Option<Box<dyn Backend + Send>>, Result<(), StateError>) {
+        let mut slot = self.backend.lock().await;
+        if slot.backend.is_none() {
+            return (None, Ok(()));
+        }
+        let saved = self.save_if_behind(&mut slot, self.latest());
+        (slot.backend.take(), saved)
     }
 
     /// The backend and the final state.
+    ///
+    /// # Panics
+    ///
+    /// After [`StateStore::close`]: the caller that closed the store has the backend (a bug).
     pub fn into_parts(self) -> (Box<dyn Backend + Send>, State) {
-        let backend = self.backend.into_inner().0;
+        let backend = self
+            .backend
+            .into_inner()
+            .backend
+            .expect("into_parts is never called on a closed store");
         let state = self
             .state
             .into_inner()

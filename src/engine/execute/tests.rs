@@ -167,6 +167,8 @@ async fn concurrent_updates_share_saves_and_every_update_is_saved_before_it_retu
 struct Handshake {
     go: std::sync::mpsc::Receiver<()>,
     holder: crate::state::LockHolder,
+    /// Told when a save starts.
+    entered: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Backend for Handshake {
@@ -179,6 +181,9 @@ impl Backend for Handshake {
     }
 
     fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+        if let Some(entered) = &self.entered {
+            let _ = entered.send(());
+        }
         self.go
             .recv_timeout(Duration::from_secs(10))
             .map_err(|_| StateError::Io {
@@ -207,6 +212,7 @@ async fn a_save_in_progress_does_not_stop_the_other_tasks() {
         Box::new(Handshake {
             go,
             holder: crate::state::LockHolder::this_process(),
+            entered: None,
         }),
         State::new("exp"),
     ));
@@ -256,15 +262,63 @@ async fn a_staged_change_is_saved_by_the_next_save_by_anyone_or_by_the_flush() {
     assert!(store.is_saved(staged) && gone(&last_saved().expect("saved"), 2));
     store.flush().await.expect("nothing to save");
     assert_eq!(saves.lock().expect("not poisoned").len(), 2);
-    // The second Ctrl-C's hold saves what is staged before it keeps everyone out.
+    // The second Ctrl-C's close saves what is staged, then hands the backend back.
     let staged = store.stage(|state| {
         state.remove(&addresses[3]);
     });
-    let (held, outcome) = store.hold();
+    let (backend, outcome) = store.close().await;
     outcome.expect("saves");
-    drop(held);
+    assert!(
+        backend.is_some(),
+        "the backend (and its lock) is handed back"
+    );
     assert!(store.is_saved(staged) && gone(&last_saved().expect("saved"), 3));
     assert_eq!(saves.lock().expect("not poisoned").len(), 3);
+    // A task still running afterwards is detached: its save is refused and writes nothing.
+    let late = store
+        .update(|state| {
+            state.remove(&addresses[4]);
+        })
+        .await;
+    assert!(matches!(late, Err(StateError::Closed)), "{late:?}");
+    assert_eq!(saves.lock().expect("not poisoned").len(), 3);
+    let (again, outcome) = store.close().await;
+    assert!(again.is_none() && outcome.is_ok(), "closed once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_waits_for_the_save_in_progress_and_keeps_what_it_wrote() {
+    let (tx, go) = std::sync::mpsc::channel();
+    let (entered, started) = std::sync::mpsc::channel();
+    let store = Arc::new(StateStore::new(
+        Box::new(Handshake {
+            go,
+            holder: crate::state::LockHolder::this_process(),
+            entered: Some(entered),
+        }),
+        State::new("exp"),
+    ));
+    let saving = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.update(|state| state.serial = 7).await })
+    };
+    // The save is in progress (it waits for `go`) when the close starts.
+    tokio::task::spawn_blocking(move || started.recv().expect("the save starts"))
+        .await
+        .expect("no panic");
+    let closing = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.close().await })
+    };
+    tx.send(()).expect("the save is waiting");
+    saving
+        .await
+        .expect("no panic")
+        .expect("the save in progress finished");
+    let (backend, outcome) = closing.await.expect("no panic");
+    outcome.expect("nothing more to save");
+    assert!(backend.is_some());
+    assert_eq!(store.snapshot().serial, 8, "the save's serial is kept");
 }
 
 #[test]

@@ -5,11 +5,11 @@
 //! Ctrl-C once stops new work and lets running operations finish (at most [`GRACE`]); what
 //! finished is saved and the outcome says the walk was interrupted. A second Ctrl-C (or the end
 //! of the grace period) gives up waiting at once, after a state save in progress, if any: the
-//! outcome is [`ApplyOutcome::Abandoned`], and what still runs in Azure has an intent in the
-//! state, so the next apply adopts it.
+//! outcome is [`ApplyOutcome::Abandoned`], the state's lock is released before it is returned,
+//! and what still runs in Azure has an intent in the state, so the next apply adopts it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -73,9 +73,17 @@ pub(super) async fn walk(
     let (backend, state) = release_disks(steps, plan, desired, (backend, state), cancel).await?;
     events.event(OpEvent::WorkStarted);
     let in_flight = Arc::new(AtomicUsize::new(0));
+    // Set when the operation gives up: a task of the walk that has not stopped yet is heard no
+    // more (the operation has returned, and its caller may be printing its last words).
+    let gone = Arc::new(AtomicBool::new(false));
     let listener = Arc::clone(events);
+    let silenced = Arc::clone(&gone);
     let sink = counting(
-        Arc::new(move |event: &Event| listener.event(OpEvent::Resource(event))),
+        Arc::new(move |event: &Event| {
+            if !silenced.load(Ordering::SeqCst) {
+                listener.event(OpEvent::Resource(event));
+            }
+        }),
         Arc::clone(&in_flight),
     );
     // Post-boot steps hear the engine's events, so each block starts once it is ready.
@@ -129,7 +137,7 @@ pub(super) async fn walk(
             () = presses.pressed() => {
                 // Two presses close together may be seen as one wake-up: count them.
                 if interrupted || presses.presses() >= 2 {
-                    return Ok(abandon(&store, events));
+                    return Ok(abandon(&store, &gone, events).await);
                 }
                 interrupted = true;
                 let _ = stop.send(true);
@@ -141,7 +149,7 @@ pub(super) async fn walk(
                     "operations still running after {}s; exiting without waiting for them",
                     GRACE.as_secs()
                 )));
-                return Ok(abandon(&store, events));
+                return Ok(abandon(&store, &gone, events).await);
             }
         }
     };
@@ -223,14 +231,19 @@ fn counting(sink: EventSink, in_flight: Arc<AtomicUsize>) -> EventSink {
     })
 }
 
-/// Gives up waiting: waits for a save in progress, saves what is only staged, and says what that
-/// means. Everything finished is then saved; what still runs in Azure has an intent in the state,
-/// so the next apply adopts it.
-fn abandon(store: &StateStore, events: &Events) -> ApplyOutcome {
-    let (held, saved) = store.hold();
-    // The backend stays held: the tasks still running are dropped with the walk, and none of
-    // them may start a save that the process's exit (which follows) would cut in half.
-    std::mem::forget(held);
+/// Gives up waiting: waits for a save in progress, saves what is only staged, releases the
+/// state's lock, and says what that means. Everything finished is then saved; what still runs in
+/// Azure has an intent in the state, so the next apply adopts it.
+///
+/// The walk's tasks are detached here, not waited for: the store refuses their saves from now on
+/// ([`StateStore::close`]), `gone` silences their events, and dropping the walk's future (the
+/// caller returns) aborts them. So the lock is free when the operation returns, every time, and
+/// no save of theirs can start that a process exit would cut in half.
+async fn abandon(store: &StateStore, gone: &AtomicBool, events: &Events) -> ApplyOutcome {
+    let (backend, saved) = store.close().await;
+    gone.store(true, Ordering::SeqCst);
+    // Handed back explicitly: the OS lock or the blob lease is released now.
+    drop(backend);
     match saved {
         Ok(()) => events.event(OpEvent::Note(
             "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
