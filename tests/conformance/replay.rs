@@ -427,7 +427,89 @@ const UPDATE_EXAMPLES: &[&str] = &["Compute/createOrUpdate/AmlCompute.json"];
 /// brings them to the emulator. Their examples are not replayed; instead the test checks that the
 /// emulator still refuses their resource types, so a provider that gets emulated must leave this
 /// list (and have its examples replayed) instead of hiding behind it.
-const NOT_YET_EMULATED: &[(&str, &str)] = &[];
+const NOT_YET_EMULATED: &[(&str, &str)] = &[("Microsoft.ContainerService", "issue 33")];
+
+/// Operations of emulated providers whose specs arrived for work not done yet, by operationId,
+/// with the issue that brings them, and a request path of the operation the emulator must still
+/// refuse as not implemented (checked like [`NOT_YET_EMULATED`]).
+const OPERATIONS_NOT_YET_EMULATED: &[(&str, &str, &str)] = &[
+    (
+        "VirtualMachineImages_Get",
+        "issue 29",
+        "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Compute/locations/eastus/publishers/Canonical/artifacttypes/vmimage/offers/ubuntu-24_04-lts/skus/server/versions/latest",
+    ),
+    // A subscription's feature registrations (Trusted Launch by default, `Standard` security
+    // type): the provider's path ends in another provider's namespace, so it is named here.
+    (
+        "Features_List",
+        "issue 29",
+        "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Features/providers/Microsoft.Compute/features",
+    ),
+];
+
+/// Path parameters of examples whose placeholders ARM refuses before it reaches what the example
+/// shows (`roleDefinitionId` must be a GUID; `scope` must be an ARM scope), by example file:
+/// replaced with values of the same meaning, so the example's answer is still checked.
+const EXAMPLE_PARAMETERS: &[(&str, &str, &str)] = &[
+    (
+        "GetRoleDefinitionByName.json",
+        "scope",
+        "subscriptions/00000000-0000-0000-0000-000000000000",
+    ),
+    (
+        "GetRoleDefinitionByName.json",
+        "roleDefinitionId",
+        "6a3f1a4e-8c3b-4f0e-9d52-1f0c2b7e5a10",
+    ),
+    (
+        "PutRoleDefinition.json",
+        "scope",
+        "subscriptions/00000000-0000-0000-0000-000000000000",
+    ),
+    (
+        "PutRoleDefinition.json",
+        "roleDefinitionId",
+        "6a3f1a4e-8c3b-4f0e-9d52-1f0c2b7e5a10",
+    ),
+];
+
+/// PUT examples whose body parameter holds `{}` and whose body sits under another key (the
+/// role definition example puts it in `body.roleDefinition`), with that key's pointer. The
+/// assignable scope is the replaced `scope` (the example's `/subscriptions/subId` is not a
+/// subscription id).
+const EXAMPLE_BODIES: &[(&str, &str)] =
+    &[("PutRoleDefinition.json", "/parameters/body/roleDefinition")];
+
+/// The example's value of path parameter `name`, replaced per [`EXAMPLE_PARAMETERS`].
+fn example_parameter(file: &str, name: &str, given: &Value) -> String {
+    if let Some((_, _, value)) = EXAMPLE_PARAMETERS
+        .iter()
+        .find(|(f, n, _)| file.ends_with(f) && *n == name)
+    {
+        return (*value).to_owned();
+    }
+    match given {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The body of an [`EXAMPLE_BODIES`] example, with its assignable scopes made the scope the
+/// request names.
+fn example_body(file: &str, example: &Value, scope: &str) -> Option<Value> {
+    let (_, pointer) = EXAMPLE_BODIES.iter().find(|(f, _)| file.ends_with(f))?;
+    let mut body = example.pointer(pointer)?.clone();
+    let map = body.as_object_mut()?;
+    for read_only in ["id", "name", "type"] {
+        map.remove(read_only);
+    }
+    let mut properties = serde_json::Map::new();
+    for (key, value) in std::mem::take(map) {
+        properties.insert(key, value);
+    }
+    properties.insert("assignableScopes".into(), json!([scope]));
+    Some(json!({ "properties": properties }))
+}
 
 /// The principal the role assignment examples name: a user of the examples' directory, which
 /// the emulator (without Entra ID) is told exists.
@@ -449,6 +531,31 @@ async fn authorization_prerequisites(
         .as_str()
         .or_else(|| answer["roleDefinitionId"].as_str());
     let sub = decoded.split('/').nth(2).unwrap_or_default();
+    if let Some((scope, _)) =
+        decoded.split_once("/providers/Microsoft.Authorization/roleDefinitions/")
+    {
+        // A role definition example: a read needs the definition, made with what its answer
+        // shows, assignable where the request looks.
+        if method != "PUT" && answer.is_object() {
+            let body = json!({"properties": {"roleName": answer["roleName"],
+                "description": answer["description"], "permissions": answer["permissions"],
+                "assignableScopes": [scope]}});
+            let made = send(
+                http,
+                endpoint,
+                "PUT",
+                &versioned(decoded, "2022-04-01"),
+                Some(&body),
+            )
+            .await;
+            assert_eq!(
+                made.status, 201,
+                "prerequisite role {decoded}: {:?}",
+                made.body
+            );
+        }
+        return;
+    }
     if let Some(guid) = role.and_then(|r| r.rsplit('/').next()) {
         let scope = format!("/subscriptions/{sub}");
         let path = format!("{scope}/providers/Microsoft.Authorization/roleDefinitions/{guid}");
@@ -517,11 +624,16 @@ async fn every_example_present_replays_against_the_emulator() {
         let handle = emulator().await;
         let endpoint = handle.endpoint();
         let mut path = op.template().to_owned();
+        if let Some((id, issue, _)) = OPERATIONS_NOT_YET_EMULATED
+            .iter()
+            .find(|(id, _, _)| *id == op.operation_id())
+        {
+            not_yet.insert(*id);
+            let _ = issue;
+            continue;
+        }
         for name in op.path_parameters() {
-            let mut value = match &params[&name] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let mut value = example_parameter(&example.file, &name, &params[&name]);
             if name == "resourceGroupName" {
                 // A placeholder such as `{resourceGroupName}` is not a valid group name, for ARM
                 // as for the emulator; the example means "some group".
@@ -553,7 +665,12 @@ async fn every_example_present_replays_against_the_emulator() {
             query.push('=');
             query.push_str(&encode_segment(&value));
         }
-        let body = body_param.and_then(|p| params.get(p)).cloned();
+        let scope = format!(
+            "/{}",
+            example_parameter(&example.file, "scope", &params["scope"])
+        );
+        let body = example_body(&example.file, example.body, &scope)
+            .or_else(|| body_param.and_then(|p| params.get(p)).cloned());
         let method = op.method().to_ascii_uppercase();
         // Prerequisites: the group, every resource the body refers to, and the target itself
         // for reads, deletes and actions (or its parent for a child PUT).
@@ -713,8 +830,13 @@ async fn every_example_present_replays_against_the_emulator() {
     let handle = emulator().await;
     let group = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg";
     ensure(&http, &handle.endpoint(), group).await;
-    for (ns, issue) in NOT_YET_EMULATED {
-        let resource = format!("{group}/providers/{ns}/things/x");
+    let providers = NOT_YET_EMULATED
+        .iter()
+        .map(|(ns, issue)| (format!("{group}/providers/{ns}/things/x"), *ns, *issue));
+    let operations = OPERATIONS_NOT_YET_EMULATED
+        .iter()
+        .map(|(id, issue, path)| ((*path).to_owned(), *id, *issue));
+    for (resource, ns, issue) in providers.chain(operations) {
         let path = format!("{resource}?api-version=2024-01-01");
         let answer = send(&http, &handle.endpoint(), "GET", &path, None).await;
         let error = |field: &str| {
@@ -730,7 +852,8 @@ async fn every_example_present_replays_against_the_emulator() {
         assert!(
             answer.status == 501 && code == "NotImplemented",
             "{ns} is listed as not yet emulated ({issue}) but the emulator answered {} {code}: \
-             remove it from NOT_YET_EMULATED so its examples are replayed",
+             remove it from NOT_YET_EMULATED (or OPERATIONS_NOT_YET_EMULATED) so its examples \
+             are replayed",
             answer.status
         );
         assert_eq!(
