@@ -10,6 +10,7 @@
 //! from, its date, and how to refresh the files. A fact the sources did not state is `None`, never
 //! a guess; the preflight fills it from the subscription's live Resource SKUs when connected.
 
+pub mod images;
 mod locations;
 pub mod query;
 mod table;

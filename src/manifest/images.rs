@@ -5,12 +5,16 @@
 //! should not have to know this, so an alias (`ubuntu-22.04`, `dsvm-ubuntu-22.04`, ...) picks the
 //! SKU of the right generation for the VM size; an explicit image is checked against the size.
 //!
+//! An explicit image's generation comes from the one image table the emulator reads too
+//! ([`crate::catalog::images`]); an image it does not know and whose SKU does not say is not
+//! refused offline, only warned about (Azure knows; the size's rule is checked at create).
+//!
 //! GPUs add one more rule. Azure's HPC image (`microsoft-dsvm:ubuntu-hpc:2204`) ships NVIDIA's
 //! open kernel modules, which run Turing and newer GPUs only; for V100 (Volta: NCv3, NDv2)
 //! Azure/azhpc-images publishes `2204-v100` with the proprietary modules. The alias picks by the
 //! catalog's GPU architecture ([`crate::catalog::GpuArch`]), never by the size's name.
 
-use crate::catalog::{GpuArch, VmSize};
+use crate::catalog::{GpuArch, VmSize, images as known_images};
 
 /// A marketplace image reference with its generation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +27,9 @@ pub(super) struct ImageRef {
     pub sku: String,
     /// Version (`latest`).
     pub version: String,
-    /// Hyper-V generation, 1 or 2.
-    pub generation: u8,
+    /// Hyper-V generation, 1 or 2; `None` when it is not known offline (an image outside the
+    /// shared table whose SKU does not say).
+    pub generation: Option<u8>,
 }
 
 impl ImageRef {
@@ -136,7 +141,7 @@ pub(super) enum ImageError {
 pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     if let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(text)) {
         let want_gen1 = size.is_some_and(VmSize::gen1_only);
-        let (sku, generation) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
+        let (sku, generation): (&str, u8) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
             (true, Some(sku), _) | (false, Some(sku), None) => (sku, 1),
             (false, _, Some(sku)) => (sku, 2),
             (true, None, _) => return Err(ImageError::Generation { needs: 1, image: 2 }),
@@ -156,7 +161,7 @@ pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, Ima
             offer: alias.offer.to_owned(),
             sku: sku.to_owned(),
             version: "latest".to_owned(),
-            generation,
+            generation: Some(generation),
         };
         return check(image, size);
     }
@@ -167,33 +172,29 @@ pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, Ima
             offer: parts[1].to_owned(),
             sku: parts[2].to_owned(),
             version: parts[3].to_owned(),
-            generation: generation_from_sku(parts[2]),
+            generation: generation_of(parts[0], parts[1], parts[2]),
         };
         return check(image, size);
     }
     Err(ImageError::Unknown)
 }
 
-/// Marketplace convention: Generation 2 SKUs say so in their name (`22_04-lts-gen2`, `2204-gen2`).
-pub(super) fn generation_from_sku(sku: &str) -> u8 {
-    if sku.to_ascii_lowercase().contains("gen2") {
-        2
-    } else {
-        1
-    }
+/// The generation of an image named by publisher, offer and SKU, when it is known offline
+/// ([`crate::catalog::images::generation`]: the shared table, then the SKU's name).
+pub(super) fn generation_of(publisher: &str, offer: &str, sku: &str) -> Option<u8> {
+    known_images::generation(publisher, offer, sku).map(|(generation, _)| generation)
 }
 
-/// Check an explicit image against a size's generation rule.
+/// Check an explicit image against a size's generation rule. An image whose generation is not
+/// known offline passes: the caller warns, and Azure decides at create.
 pub(super) fn check(image: ImageRef, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     match size {
-        Some(s) if s.gen2_only() && image.generation != 2 => Err(ImageError::Generation {
-            needs: 2,
-            image: image.generation,
-        }),
-        Some(s) if s.gen1_only() && image.generation != 1 => Err(ImageError::Generation {
-            needs: 1,
-            image: image.generation,
-        }),
+        Some(s) if s.gen2_only() && image.generation == Some(1) => {
+            Err(ImageError::Generation { needs: 2, image: 1 })
+        }
+        Some(s) if s.gen1_only() && image.generation == Some(2) => {
+            Err(ImageError::Generation { needs: 1, image: 2 })
+        }
         _ => Ok(image),
     }
 }
@@ -217,7 +218,7 @@ mod tests {
         );
         assert_eq!(
             resolve("dsvm-ubuntu-22.04", d3).map(|i| i.generation),
-            Ok(1)
+            Ok(Some(1))
         );
         assert_eq!(
             resolve("hpc-ubuntu-22.04", d3),
@@ -282,5 +283,26 @@ mod tests {
         )
         .expect("gen2 fits");
         assert_eq!(ok.to_json()["version"], "latest");
+    }
+
+    /// Issue 29 item 6: the V100 HPC image's SKU does not say `gen2`, and the old rule (the SKU
+    /// name, else Generation 1) refused it on the very size it is made for.
+    #[test]
+    fn urns_of_known_generation_2_images_are_generation_2_whatever_their_sku_says() {
+        let nd = vm_size("Standard_ND40rs_v2");
+        let image = resolve("microsoft-dsvm:ubuntu-hpc:2204-v100:latest", nd)
+            .expect("the V100 HPC image fits ND40rs_v2");
+        assert_eq!(image.generation, Some(2));
+        assert_eq!(
+            resolve(
+                "microsoft-dsvm:ubuntu-hpc:2204:latest",
+                vm_size("Standard_D3_v2")
+            ),
+            Err(ImageError::Generation { needs: 1, image: 2 })
+        );
+        // Not in the table, and the SKU does not say: not known, so not refused.
+        let unknown = resolve("nvidia:ngc_azure_17_11:ngc-base-version-24_03_4:latest", nd)
+            .expect("an unknown generation is not refused offline");
+        assert_eq!(unknown.generation, None);
     }
 }

@@ -214,7 +214,8 @@ async fn a_typical_lifecycle_validates_end_to_end() {
     .await;
     c.settle(&disk, disks).await;
     let vm = p("Microsoft.Compute/virtualMachines/exp-vm");
-    let vm_body = json!({"location": "eastus", "zones": ["1"], "properties": {
+    // No `zones`: a VM in an availability set cannot also name a zone (ARM refuses both).
+    let vm_body = json!({"location": "eastus", "properties": {
         "hardwareProfile": {"vmSize": "Standard_ND40rs_v2"},
         "storageProfile": {"imageReference": {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"},
             "osDisk": {"createOption": "FromImage", "caching": "ReadWrite", "managedDisk": {"storageAccountType": "Premium_LRS"}, "deleteOption": "Delete"},

@@ -183,3 +183,30 @@ async fn an_availability_set_is_a_fabric_that_a_vm_joins_only_at_creation() {
     assert_eq!(env.delete(&set, COMPUTE).await.status, 200);
     assert_eq!(env.delete(&set, COMPUTE).await.status, 204);
 }
+
+/// Issue 29 item 7: a VM is placed by an availability set or by a zone, never both; ARM refuses
+/// the PUT before anything is allocated (the manifest refuses `zone` on an InfiniBand cluster
+/// for the same reason).
+#[tokio::test]
+async fn a_vm_in_an_availability_set_cannot_also_name_a_zone() {
+    let env = env(fast()).await;
+    env.network("rg").await;
+    let set = res("rg", "Microsoft.Compute/availabilitySets/fabric");
+    let body = json!({"location": "eastus", "sku": {"name": "Aligned"},
+        "properties": {"platformFaultDomainCount": 1, "platformUpdateDomainCount": 1}});
+    assert_eq!(env.put(&set, COMPUTE, &body).await.status, 200);
+    let a = nic(&env, "nic-a").await;
+    let vm = res("rg", "Microsoft.Compute/virtualMachines/a");
+    let mut zoned = member(&a, Some(&set));
+    zoned["zones"] = json!(["1"]);
+    let refused = env.put(&vm, COMPUTE, &zoned).await;
+    assert_eq!((refused.status, refused.code()), (400, "InvalidParameter"));
+    assert_eq!(refused.body["error"]["target"], "zones");
+    assert_eq!(
+        env.get(&vm, COMPUTE).await.status,
+        404,
+        "nothing was created"
+    );
+    // The same VM without the zone is created.
+    env.create(&vm, COMPUTE, &member(&a, Some(&set))).await;
+}

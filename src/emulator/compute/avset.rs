@@ -194,6 +194,21 @@ pub(super) fn check_vm_set(
         return Ok(());
     };
     require_reference(cloud, asked, vm_id)?;
+    // A VM is placed either by an availability set or by a zone, never both (issue 29, item 7).
+    // ARM's exact wording here is not captured in shared/reference/arm.md; the code is the one
+    // ARM gives conflicting VM parameters.
+    if body
+        .get("zones")
+        .and_then(Value::as_array)
+        .is_some_and(|zones| !zones.is_empty())
+    {
+        return Err(ArmError::new(
+            400,
+            "InvalidParameter",
+            "Virtual machines in an availability set cannot be placed in an availability zone:              remove either 'availabilitySet' or 'zones'.",
+        )
+        .with_target("zones"));
+    }
     match existing {
         Some(vm) if vm_fabric(vm).map(key) != Some(key(asked)) => {
             Err(changed("availabilitySet.id"))

@@ -7,16 +7,9 @@ use serde_json::{Map, Value, json};
 
 use crate::emulator::json::At as _;
 
-/// Marketplace images that are Generation 2 without saying so in their SKU. Azure knows every
-/// image's generation; the emulator knows these and the `...gen2` naming convention.
-const GEN2_IMAGES: [(&str, &str, &str); 3] = [
-    ("microsoft-dsvm", "ubuntu-hpc", "2204"),
-    ("microsoft-dsvm", "ubuntu-hpc", "2204-v100"),
-    ("Canonical", "ubuntu-24_04-lts", "server"),
-];
-
-/// The Hyper-V generation of the image a storage profile names: 2 for `...gen2` SKUs and the
-/// images in [`GEN2_IMAGES`], 1 otherwise (and for a profile without a marketplace image).
+/// The Hyper-V generation of the image a storage profile names, from the image table the
+/// manifest reads too ([`crate::catalog::images`]): 1 when it does not know (and for a profile
+/// without a marketplace image).
 pub(super) fn image_generation(storage_profile: &Value) -> u8 {
     let part = |name: &str| {
         storage_profile
@@ -24,17 +17,8 @@ pub(super) fn image_generation(storage_profile: &Value) -> u8 {
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    let (publisher, offer, sku) = (part("publisher"), part("offer"), part("sku"));
-    let known = GEN2_IMAGES.iter().any(|(p, o, s)| {
-        p.eq_ignore_ascii_case(publisher)
-            && o.eq_ignore_ascii_case(offer)
-            && s.eq_ignore_ascii_case(sku)
-    });
-    if known || sku.to_ascii_lowercase().contains("gen2") {
-        2
-    } else {
-        1
-    }
+    crate::catalog::images::generation(part("publisher"), part("offer"), part("sku"))
+        .map_or(1, |(generation, _)| generation)
 }
 
 /// Azure's default for a new VM's properties: Trusted Launch with Secure Boot and vTPM when the

@@ -90,6 +90,9 @@ pub(super) fn read_image(
     };
     match result {
         Ok(image) => {
+            if let Some(size) = info.filter(|s| image.generation.is_none() && s.gen1 != s.gen2) {
+                check.report(unknown_generation_warning(size, &shown, span.clone()));
+            }
             if let Some(size) = info.filter(|s| {
                 s.gpu_arch.is_some_and(GpuArch::is_nvidia) && images::lacks_gpu_driver(&image)
             }) {
@@ -140,9 +143,9 @@ fn image_from_block(
         return None;
     };
     let generation = generation.map_or_else(
-        || images::generation_from_sku(&sku.value),
+        || images::generation_of(&publisher.value, &offer.value, &sku.value),
         // in_range checked the range 1..=2.
-        |g| if g.value == 2 { 2 } else { 1 },
+        |g| Some(if g.value == 2 { 2 } else { 1 }),
     );
     let image = ImageRef {
         publisher: publisher.value,
@@ -154,6 +157,25 @@ fn image_from_block(
         generation,
     };
     Some((image, sku.value))
+}
+
+/// Issue 29 item 6: an image outside the shared table whose SKU does not say its generation, on
+/// a size that boots only one. Not refused: Azure knows the image, and refuses the VM at create
+/// if it does not fit.
+fn unknown_generation_warning(size: &VmSize, image: &str, span: Span) -> Diagnostic {
+    let needs = if size.gen2_only() { 2 } else { 1 };
+    Diagnostic::warning(format!(
+        "the Hyper-V generation of `{image}` is not known offline"
+    ))
+    .with_span(span)
+    .with_label(format!(
+        "{} boots Generation {needs} images only; this image's SKU does not say which it is",
+        size.name
+    ))
+    .with_help(format!(
+        "if it is Generation {}, Azure refuses the VM when it is created; state it with an `image {{ publisher offer sku generation = {needs} }}` block, or use an alias such as `ubuntu-22.04`",
+        3 - needs
+    ))
 }
 
 /// Issue 13 item 10: a GPU size with a plain Ubuntu image boots without an NVIDIA driver, and

@@ -169,8 +169,28 @@ impl Machine {
             .os_disk_sku
             .filter(|s| premium_fits(&mut check, info, &s.value, s.span.clone(), "its OS disk"))
             .map_or_else(|| "StandardSSD_LRS".to_owned(), |s| s.value);
+        let infiniband = info.is_some_and(|s| s.infiniband);
+        if block.ident == "cluster"
+            && infiniband
+            && let Some(zone) = &attrs.zone
+        {
+            check.report(zone_with_fabric(&check.title(), zone));
+        }
         let zone = attrs.zone.map(|z| z.value);
         let network = choose_network(&mut check, attrs.network, &networks);
+        if infiniband
+            && let Some((space, span)) = network
+                .as_ref()
+                .and_then(|n| networks.get(n))
+                .and_then(|n| n.ipoib_overlap.clone())
+        {
+            check.report(ipoib_overlap_warning(
+                &check.title(),
+                network.as_deref(),
+                space,
+                span,
+            ));
+        }
         let subnets = network
             .as_ref()
             .and_then(|n| networks.get(n))
@@ -542,6 +562,36 @@ pub(super) fn check_username(check: &mut Check<'_>, user: &Located<String>) -> b
         return false;
     }
     true
+}
+
+/// Issue 29 item 7: an InfiniBand cluster's nodes share an availability set (their fabric), and
+/// ARM refuses a VM that names both an availability set and a zone, after the network, the
+/// placement group and the set exist.
+fn zone_with_fabric(title: &str, zone: &OneOf<Zone>) -> Diagnostic {
+    Diagnostic::error(format!("{title} cannot be placed in a zone"))
+        .with_span(zone.span.clone())
+        .with_label("its InfiniBand nodes share an availability set, and Azure refuses a VM in both an availability set and a zone")
+        .with_help("remove `zone`: the availability set (in the cluster's proximity placement group) already keeps the nodes on one InfiniBand fabric, in one datacenter")
+}
+
+/// Issue 29 item 8: Azure gives the InfiniBand interface (IPoIB) of RDMA-capable VMs addresses in
+/// 172.16.0.0/16; a VNet overlapping it makes routes to those addresses ambiguous on the node.
+fn ipoib_overlap_warning(
+    title: &str,
+    network: Option<&str>,
+    space: ipnet::Ipv4Net,
+    span: Span,
+) -> Diagnostic {
+    let network = network.map_or_else(|| "its network".to_owned(), |n| format!("network \"{n}\""));
+    Diagnostic::warning(format!(
+        "{network} overlaps the InfiniBand range of {title}"
+    ))
+    .with_span(span)
+    .with_label(format!(
+        "{space} overlaps {}, which Azure gives the nodes' InfiniBand (IPoIB) interfaces",
+        super::network::IPOIB_RANGE
+    ))
+    .with_help("choose an address space outside 172.16.0.0/16, such as 10.20.0.0/16")
 }
 
 /// The most VMs Azure puts in one availability set, and so in one InfiniBand fabric.

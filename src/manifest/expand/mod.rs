@@ -48,6 +48,9 @@ pub(super) struct Experiment {
 #[derive(Debug, Clone)]
 struct NetworkInfo {
     subnets: Vec<String>,
+    /// The first address space that overlaps the InfiniBand range Azure reserves, and where
+    /// `address_space` is written: InfiniBand blocks on this network are warned.
+    ipoib_overlap: Option<(ipnet::Ipv4Net, Span)>,
 }
 
 /// A data disk attached to a VM.

@@ -45,9 +45,30 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         .as_ref()
         .map_or_else(|| vec![DEFAULT_SPACE.to_owned()], |s| s.value.clone());
     let spaces = address_spaces(&mut check, &space_texts);
+    let space_span = check.span_of("address_space");
     let subnets = subnets(&mut check, &spaces, &space_texts);
     let rules = nsg_rules(&mut check, attrs.ssh_from.as_ref());
     push_network(ex, block, label, &rules, &space_texts, subnets);
+    if let Some(info) = ex.networks.get_mut(label) {
+        info.ipoib_overlap = spaces
+            .iter()
+            .copied()
+            .find(overlaps_ipoib)
+            .map(|space| (space, space_span));
+    }
+}
+
+/// The range Azure gives the InfiniBand (IPoIB) interfaces of RDMA-capable VMs: a VNet that
+/// overlaps it is ambiguous on those VMs (issue 29, item 8).
+pub(super) const IPOIB_RANGE: Ipv4Net =
+    match Ipv4Net::new(std::net::Ipv4Addr::new(172, 16, 0, 0), 16) {
+        Ok(net) => net,
+        Err(_) => panic!("a /16 is a valid prefix"),
+    };
+
+/// Whether `space` and [`IPOIB_RANGE`] share addresses.
+fn overlaps_ipoib(space: &Ipv4Net) -> bool {
+    space.contains(&IPOIB_RANGE.network()) || IPOIB_RANGE.contains(&space.network())
 }
 
 /// The parsed `address_space` ranges (the default when not written).
@@ -247,6 +268,7 @@ fn push_network(
         label.to_owned(),
         NetworkInfo {
             subnets: subnets.into_iter().map(|(n, _)| n).collect(),
+            ipoib_overlap: None,
         },
     );
     ex.set_primaries(block, vec![vnet]);

@@ -79,7 +79,10 @@ pub(super) fn choose(
         .collect();
     let infiniband = size.is_some_and(|s| s.infiniband);
 
-    let gen1 = image.is_some_and(|i| i.generation == 1);
+    // Not known offline: the size's own rule says what it must be.
+    let gen1 = image.is_some_and(|i| {
+        i.generation == Some(1) || (i.generation.is_none() && size.is_some_and(VmSize::gen1_only))
+    });
     if gen1 {
         for asked in [&trusted_launch, &secure_boot]
             .into_iter()
