@@ -76,16 +76,7 @@ pub(super) async fn walk(
     // Set when the operation gives up: a task of the walk that has not stopped yet is heard no
     // more (the operation has returned, and its caller may be printing its last words).
     let gone = Arc::new(AtomicBool::new(false));
-    let listener = Arc::clone(events);
-    let silenced = Arc::clone(&gone);
-    let sink = counting(
-        Arc::new(move |event: &Event| {
-            if !silenced.load(Ordering::SeqCst) {
-                listener.event(OpEvent::Resource(event));
-            }
-        }),
-        Arc::clone(&in_flight),
-    );
+    let sink = counting(until_gone(events, &gone), Arc::clone(&in_flight));
     // Post-boot steps hear the engine's events, so each block starts once it is ready.
     let (messages, received) = mpsc::unbounded_channel();
     let sink = match steps {
@@ -213,6 +204,17 @@ async fn conclude(
         Some(Err(other)) => Err(other),
         Some(Ok(())) | None => Ok(0),
     }
+}
+
+/// The engine's events as the listener's, until `gone` is set.
+fn until_gone(events: &Events, gone: &Arc<AtomicBool>) -> EventSink {
+    let listener = Arc::clone(events);
+    let gone = Arc::clone(gone);
+    Arc::new(move |event: &Event| {
+        if !gone.load(Ordering::SeqCst) {
+            listener.event(OpEvent::Resource(event));
+        }
+    })
 }
 
 /// Counts resources in flight (for the Ctrl-C message) on the way to `sink`.

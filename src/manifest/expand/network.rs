@@ -53,7 +53,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         info.ipoib_overlap = spaces
             .iter()
             .copied()
-            .find(overlaps_ipoib)
+            .find(|space| overlaps_ipoib(*space))
             .map(|space| (space, space_span));
     }
 }
@@ -67,7 +67,7 @@ pub(super) const IPOIB_RANGE: Ipv4Net =
     };
 
 /// Whether `space` and [`IPOIB_RANGE`] share addresses.
-fn overlaps_ipoib(space: &Ipv4Net) -> bool {
+fn overlaps_ipoib(space: Ipv4Net) -> bool {
     space.contains(&IPOIB_RANGE.network()) || IPOIB_RANGE.contains(&space.network())
 }
 
