@@ -419,3 +419,61 @@ fn emulator_unregistered_namespaces_start_not_registered() {
         "{compute}"
     );
 }
+
+/// Issue 29 item 12: `dsinfra emulator --log-file F` logs every ARM request at debug level
+/// (method, path as ARM serves it, status, duration), which is how a client nobody here wrote is
+/// diagnosed: a request that ended in 501 is one line to find.
+#[test]
+fn emulator_logs_every_request_to_its_log_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("emulator.log");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsinfra"))
+        .args(["emulator", "--in-memory", "--log-file"])
+        .arg(&log)
+        .env_remove("DSINFRA_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the emulator starts");
+    let mut endpoint = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut endpoint)
+        .expect("the endpoint is printed");
+    let address = endpoint.trim().trim_start_matches("http://").to_owned();
+    let send = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).expect("connects");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer t\r\nConnection: close\r\n\r\n"
+        )
+        .expect("sends");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("reads");
+        answer
+    };
+    let served = send("/subscriptions/s/providers/Microsoft.Compute?api-version=2025-04-01");
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    // The JavaScript SDK's scope form: logged (and served) as the one-slash path.
+    let missing = send(
+        "//subscriptions/s/providers/Microsoft.ContainerService/managedClusters?api-version=2025-10-01",
+    );
+    assert!(missing.starts_with("HTTP/1.1 501"), "{missing}");
+    child.kill().expect("the emulator stops");
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).expect("the log file is written");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("ARM request")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("method=GET")
+            && lines[0].contains("path=/subscriptions/s/providers/Microsoft.Compute ")
+            && lines[0].contains("status=200")
+            && lines[0].contains("duration_ms="),
+        "{text}"
+    );
+    assert!(
+        lines[1]
+            .contains("path=/subscriptions/s/providers/Microsoft.ContainerService/managedClusters")
+            && lines[1].contains("status=501"),
+        "{text}"
+    );
+}

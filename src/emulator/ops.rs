@@ -320,9 +320,16 @@ pub(crate) fn status(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
 }
 
 /// `GET .../operationResults/{id}` and the resource group operationresults URL: 202 while
-/// running, then the synchronous result (200 with no body for deletes and actions), or the
-/// failure with its status.
-pub(crate) fn result(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Result<Reply, ArmError> {
+/// running, then the synchronous result, or the failure with its status. The result of a PUT or
+/// PATCH (`OpKind::Put`) is the resource as it is now (`render`, given its key), as ARM's Location
+/// URL returns it: clients that take the final state from the Location (the JavaScript SDK for a
+/// PATCH) read it there. Deletes and actions, and a resource deleted since, have no body (200).
+pub(crate) fn result(
+    ctx: &Ctx<'_>,
+    cloud: &Cloud,
+    (sub, id): (&str, &str),
+    render: impl Fn(&Cloud, &str) -> Option<Value>,
+) -> Result<Reply, ArmError> {
     let op = find(cloud, sub, id)?;
     match op.status {
         OpStatus::InProgress => {
@@ -344,7 +351,10 @@ pub(crate) fn result(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
                 .header("Location", location)
                 .headers(waits(ctx, op)))
         }
-        OpStatus::Succeeded => Ok(Reply::empty(200)),
+        OpStatus::Succeeded => Ok(match (&op.kind, render(cloud, &op.target)) {
+            (OpKind::Put, Some(body)) => Reply::json(200, body),
+            _ => Reply::empty(200),
+        }),
         OpStatus::Failed => Err(op
             .failure
             .clone()

@@ -226,6 +226,7 @@ pub(crate) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let uri = single_leading_slash(uri);
     let path = uri.path().to_owned();
     if path.starts_with(imds::PREFIX) {
         let query = uri.query().unwrap_or_default();
@@ -239,7 +240,19 @@ pub(crate) async fn handle(
         .get("x-ms-correlation-request-id")
         .and_then(|v| v.to_str().ok())
         .map_or_else(|| request_id.clone(), str::to_owned);
+    let began = std::time::Instant::now();
     let (reply, rate_header) = arm(&shared, &method, &uri, &headers, &body).await;
+    // One debug line per ARM request (`dsinfra emulator --log-file F`): what a client sent and
+    // what it got, to diagnose a client nobody here wrote. The path only: a query may carry a
+    // filter or a skip token, never needed to tell which call it was.
+    tracing::debug!(
+        target: "dsinfra::emulator::request",
+        method = %method,
+        path = %uri.path(),
+        status = reply.status,
+        duration_ms = began.elapsed().as_secs_f64() * 1000.0,
+        "ARM request"
+    );
     check_response(&shared, &method, &uri, &body, &reply);
     let mut response = build(reply);
     let out = response.headers_mut();
@@ -249,6 +262,28 @@ pub(crate) async fn handle(
         insert(out, name, &remaining.to_string());
     }
     response
+}
+
+/// The request's URI with its leading slashes collapsed into one. The official SDKs build
+/// `{scope}` paths as `/{scope}/providers/...`, and the JavaScript SDK documents scopes that start
+/// with `/` (`/subscriptions/...`), so its requests arrive as `//subscriptions/...`; ARM serves
+/// them as the single-slash path, and ids stored from them must not keep the `//` (a list by
+/// scope would then miss the resource).
+fn single_leading_slash(uri: Uri) -> Uri {
+    if !uri.path().starts_with("//") {
+        return uri;
+    }
+    let path = format!("/{}", uri.path().trim_start_matches('/'));
+    let path_and_query = match uri.query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path,
+    };
+    let mut parts = uri.into_parts();
+    // The collapsed form of a valid path is valid; the request is kept as sent otherwise.
+    if let Ok(collapsed) = path_and_query.parse() {
+        parts.path_and_query = Some(collapsed);
+    }
+    Uri::from_parts(parts).unwrap_or_default()
 }
 
 /// Runs the configured response validator on an answer and records what it reports. The answer

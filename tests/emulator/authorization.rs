@@ -629,3 +629,40 @@ async fn role_definitions_are_found_and_go_with_their_group() {
     let deleted = env.delete(&path, AUTHZ).await;
     assert_eq!(deleted.status, 204);
 }
+
+/// Issue 29 item 12c: the JavaScript SDK builds `/{scope}/providers/...` from a scope written as
+/// `/subscriptions/...`, so its requests start with `//`. ARM serves them as the one-slash path;
+/// the emulator kept the `//` in the stored id, and a list by scope missed the assignment.
+#[tokio::test]
+async fn a_scope_sent_with_a_leading_double_slash_is_the_same_scope() {
+    let env = env(fast()).await;
+    let group = rg_path("rg");
+    let principal = env.vm_with_identity("rg", "head").await;
+    let path = assignment_path(&group, ASSIGNMENT);
+    let created = env
+        .put_checked(
+            &format!("/{path}"),
+            &assignment(READER, &principal, Some("ServicePrincipal")),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    assert_eq!(created.body["id"], path.as_str());
+    assert_eq!(created.body["properties"]["scope"], group.as_str());
+    let listed = env
+        .get(
+            &format!("{group}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope()"),
+            AUTHZ,
+        )
+        .await;
+    let ids: Vec<&str> = listed.body["value"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert_eq!(ids, [path.as_str()], "{listed:?}");
+    // Read and deleted through the same form.
+    assert_eq!(env.get(&format!("/{path}"), AUTHZ).await.status, 200);
+    assert_eq!(env.delete(&format!("/{path}"), AUTHZ).await.status, 200);
+    assert_eq!(env.get(&path, AUTHZ).await.status, 404);
+}

@@ -217,9 +217,35 @@ async fn vm_patch_resizes_within_the_cluster_while_running_and_freely_when_deall
          https://aka.ms/azure-resizevm."
     );
 
+    // Issue 29 item 12b: the VM's own size list (VirtualMachines_ListAvailableSizes, which the
+    // JavaScript SDK's resize helpers call) says the same as the refusal: the cluster's sizes
+    // while it runs, every size of its location once deallocated.
+    let names = |resp: &Resp| -> Vec<String> {
+        resp.body["value"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let sizes_path = format!("{vm}/vmSizes");
+    let running = env.get(&sizes_path, COMPUTE).await;
+    assert_eq!(running.status, 200, "{running:?}");
+    super::providers::conforms("GET", &sizes_path, COMPUTE, &running);
+    assert_eq!(names(&running), ["Standard_D2s_v5", "Standard_D4s_v5"]);
+
     let deallocate = env.post(&format!("{vm}/deallocate"), COMPUTE).await;
     env.poll_location(deallocate.header("location").expect("Location"))
         .await;
+    let parked = env.get(&sizes_path, COMPUTE).await;
+    let everywhere = env
+        .get(
+            &format!("/subscriptions/{SUB}/providers/Microsoft.Compute/locations/eastus/vmSizes"),
+            COMPUTE,
+        )
+        .await;
+    assert_eq!(parked.body, everywhere.body);
+    assert!(names(&parked).contains(&"Standard_D2_v2".to_owned()));
     env.patch_and_wait(&vm, COMPUTE, &size("Standard_D2_v2"))
         .await;
     let after = env.get(&vm, COMPUTE).await;
@@ -311,6 +337,18 @@ async fn disk_patch_grows_changes_sku_and_tags_and_never_shrinks() {
         .header("azure-asyncoperation")
         .expect("disk PATCH is long-running");
     assert_eq!(env.poll_status(url).await["status"], "Succeeded");
+    // Issue 29 item 12a: a client that takes the final state from the Location URL (the
+    // JavaScript SDK for a PATCH) reads the resource there, as ARM returns it, not an empty 200.
+    let location = grown
+        .header("location")
+        .expect("a disk PATCH names its result URL too");
+    let result = env.poll_location(location).await;
+    assert_eq!(result.status, 200, "{result:?}");
+    assert_eq!(result.body["properties"]["diskSizeGB"], 128, "{result:?}");
+    assert_eq!(
+        result.body["id"].as_str().map(str::to_ascii_lowercase),
+        Some(disk.to_ascii_lowercase())
+    );
     let after = env.get(&disk, DISKS).await;
     assert_eq!(after.body["properties"]["diskSizeGB"], 128);
     assert_eq!(

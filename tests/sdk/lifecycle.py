@@ -589,6 +589,25 @@ class Lifecycle:
         for name, cores in [("Standard_D2s_v5", 2), ("Standard_ND96asr_v4", 96)]:
             expect(f"vmSizes in {LOCATION}: numberOfCores of {name}", cores, sizes.get(name))
 
+    def vm_available_sizes(self):
+        """A running VM's own size list (VirtualMachines_ListAvailableSizes): the sizes it can be
+        resized to without deallocating, its own among them (issue 29: the emulator answered
+        501). VMS[2]: the others are patched or powered meanwhile."""
+        vm = self.compute.virtual_machines.get(GROUP, VMS[2], **COMPUTE)
+        current = vm.hardware_profile.vm_size
+        names = [
+            size.name
+            for size in self.compute.virtual_machines.list_available_sizes(
+                GROUP, VMS[2], **COMPUTE
+            )
+        ]
+        expect_true(f"{VMS[2]} vmSizes includes its own size {current}", current in names, names)
+        expect_true(
+            f"{VMS[2]} vmSizes while running: only its hardware cluster's sizes",
+            "Standard_ND96asr_v4" not in names,
+            names,
+        )
+
     def errors(self):
         vms = self.compute.virtual_machines
         expect_error(
@@ -925,6 +944,7 @@ class Lifecycle:
             [
                 ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
                 ("power_actions", self.power, ["vm_create"]),
+                ("vm_available_sizes", self.vm_available_sizes, ["vm_create"]),
                 ("error_codes", self.errors, ["vm_create", "storage_account_keys"]),
                 ("ml_compute", self.ml_compute, ["ml_workspace"]),
             ],

@@ -113,6 +113,9 @@ pub(crate) fn vm_action(
     if ctx.method == "GET" && tail.eq_ignore_ascii_case("instanceView") {
         return Ok(Reply::json(200, instance_view(&vm, &ctx.now.to_rfc3339())));
     }
+    if ctx.method == "GET" && tail.eq_ignore_ascii_case("vmSizes") {
+        return Ok(super::skus::vm_available_sizes(ctx, &vm));
+    }
     let action = match tail.to_ascii_lowercase().as_str() {
         "start" => "start",
         "deallocate" => "deallocate",

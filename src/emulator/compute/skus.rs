@@ -17,6 +17,7 @@ use crate::emulator::config::{EmulatorConfig, VmSizeSpec, normalize_location};
 use crate::emulator::error::ArmError;
 use crate::emulator::paging;
 use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::store::Resource;
 
 /// The OS disk size limit every VM size reports (1023 GiB): the same for all sizes in ARM.
 const OS_DISK_MB: u32 = 1_047_552;
@@ -332,14 +333,36 @@ pub(crate) fn vm_sizes(ctx: &Ctx<'_>, location: &str) -> Result<Reply, ArmError>
             ),
         ));
     }
+    Ok(size_list(ctx, &location, |_| true))
+}
+
+/// `GET .../virtualMachines/{vm}/vmSizes` (VirtualMachines_ListAvailableSizes): the sizes the VM
+/// can be resized to. A VM holding its hardware can move only within its hardware cluster (the
+/// emulator's cluster is the size's quota family, as the resize check in `vm.rs` models it); a
+/// deallocated VM can take any size offered in its location.
+pub(crate) fn vm_available_sizes(ctx: &Ctx<'_>, vm: &Resource) -> Reply {
+    let location = normalize_location(vm.location());
+    let family = super::quota::vm_size(vm)
+        .filter(|_| super::quota::holds_cores(vm))
+        .and_then(|size| ctx.config.vm_size(size))
+        .map(|spec| spec.family.clone());
+    size_list(ctx, &location, |size| {
+        family.as_ref().is_none_or(|f| &size.family == f)
+    })
+}
+
+/// The `VirtualMachineSizeListResult` of the sizes offered in `location` (and not restricted
+/// everywhere there) that `keep` keeps.
+fn size_list(ctx: &Ctx<'_>, location: &str, keep: impl Fn(&VmSizeSpec) -> bool) -> Reply {
     let today = ctx.now.date_naive();
     let value: Vec<Value> = ctx
         .config
         .vm_sizes
         .iter()
         .filter(|size| {
-            size.offered_in(&location)
-                && !restricted_everywhere_in(ctx.config, size, &location, today)
+            size.offered_in(location)
+                && !restricted_everywhere_in(ctx.config, size, location, today)
+                && keep(size)
         })
         .map(|size| {
             let mut item = json!({
@@ -356,7 +379,7 @@ pub(crate) fn vm_sizes(ctx: &Ctx<'_>, location: &str) -> Result<Reply, ArmError>
             item
         })
         .collect();
-    Ok(Reply::json(200, json!({ "value": value })))
+    Reply::json(200, json!({ "value": value }))
 }
 
 #[cfg(test)]
