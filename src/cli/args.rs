@@ -302,6 +302,16 @@ pub struct EmulatorArgs {
     /// (`POST .../providers/{namespace}/register`, as `az provider register` sends).
     #[arg(long, value_name = "NAMESPACES", value_delimiter = ',')]
     pub unregistered: Vec<String>,
+    /// Model a subscription registered for Microsoft.Compute/TrustedLaunchByDefaultPreview: a
+    /// Generation 2 VM created without a security type gets Trusted Launch with Secure Boot on
+    /// (without it, as for most subscriptions, REST clients get no Trusted Launch by default).
+    #[arg(long)]
+    pub trusted_launch_default: bool,
+    /// Preview features the subscription is registered for, comma-separated `Namespace/Name`
+    /// (e.g. `Microsoft.Compute/UseStandardSecurityType`, without which ARM refuses a VM body
+    /// stating `securityType: Standard`).
+    #[arg(long, value_name = "FEATURES", value_delimiter = ',')]
+    pub feature: Vec<String>,
     /// Serve the blob data plane of some storage accounts from the Azurite at this URL
     /// (`http://127.0.0.1:10000`): the accounts and keys of `AZURITE_ACCOUNTS` (`name:key;...`,
     /// the variable Azurite reads) advertise Azurite's URL as their blob endpoint, and listKeys

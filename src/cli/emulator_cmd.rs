@@ -36,6 +36,12 @@ pub async fn emulator(
     config.throttle = !args.no_throttle;
     config.page_size = args.page_size;
     config.unregistered.clone_from(&args.unregistered);
+    config.features.clone_from(&args.feature);
+    if args.trusted_launch_default {
+        config
+            .features
+            .push(emulator::TRUSTED_LAUNCH_BY_DEFAULT.to_owned());
+    }
     if let Some(url) = &args.azurite {
         let accounts = std::env::var("AZURITE_ACCOUNTS").unwrap_or_default();
         config.blob_data_plane = Some(

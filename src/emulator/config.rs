@@ -277,6 +277,12 @@ pub struct EmulatorConfig {
     /// until a `POST .../providers/{namespace}/register` (see registry.rs). Empty by default:
     /// every namespace the emulator serves starts registered.
     pub unregistered: Vec<String>,
+    /// Preview features the subscription is registered for, as `Namespace/Name`. Two change
+    /// what a VM PUT gets (issue 29; docs/emulator.md "Trusted Launch"): with
+    /// [`TRUSTED_LAUNCH_BY_DEFAULT`] a Generation 2 VM created without a security type gets
+    /// Trusted Launch with Secure Boot; without [`USE_STANDARD_SECURITY_TYPE`] a body that states
+    /// `securityType: Standard` is refused. Empty by default, as a new subscription is.
+    pub features: Vec<String>,
     /// Principals the directory holds besides the VMs' identities (users, groups, service
     /// principals made outside the emulator), by object id: role assignments may name them. The
     /// emulator has no Entra ID; empty by default.
@@ -393,6 +399,7 @@ impl Default for EmulatorConfig {
             .map(str::to_owned)
             .collect(),
             unregistered: Vec::new(),
+            features: Vec::new(),
             principals: Vec::new(),
             faults: Vec::new(),
             faults_file: None,
@@ -424,6 +431,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("vm_sizes", &self.vm_sizes.len())
             .field("locations", &self.locations)
             .field("unregistered", &self.unregistered)
+            .field("features", &self.features)
             .field("principals", &self.principals)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
@@ -474,6 +482,20 @@ pub fn normalize_location(location: &str) -> String {
         .filter(|c| !c.is_whitespace())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// The preview feature that gives REST and SDK clients Trusted Launch by default (the portal,
+/// CLI and PowerShell have it for everyone).
+pub const TRUSTED_LAUNCH_BY_DEFAULT: &str = "Microsoft.Compute/TrustedLaunchByDefaultPreview";
+
+/// The feature a subscription needs before ARM accepts `securityType: Standard` in a VM body.
+pub const USE_STANDARD_SECURITY_TYPE: &str = "Microsoft.Compute/UseStandardSecurityType";
+
+impl EmulatorConfig {
+    /// Whether the subscription is registered for the preview feature `name` (`Namespace/Name`).
+    pub fn has_feature(&self, name: &str) -> bool {
+        self.features.iter().any(|f| f.eq_ignore_ascii_case(name))
+    }
 }
 
 #[cfg(test)]

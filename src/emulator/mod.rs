@@ -49,7 +49,8 @@ pub use boot::{VmBoot, VmBootHook};
 pub use config::{
     BucketShape, ComputeLimits, DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit,
     RecordedViolation, RequestInfo, RequestValidator, ResponseInfo, ResponseValidator,
-    SkuRestriction, VmSizeSpec, default_vm_sizes, normalize_location,
+    SkuRestriction, TRUSTED_LAUNCH_BY_DEFAULT, USE_STANDARD_SECURITY_TYPE, VmSizeSpec,
+    default_vm_sizes, normalize_location,
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};

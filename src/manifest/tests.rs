@@ -603,5 +603,53 @@ vm "standard" {{
     );
 }
 
+/// Issue 29 item 4: a T4 VM on the HPC image got Trusted Launch with Secure Boot on, and the
+/// image's NVIDIA driver (built with DKMS, signed by no key the VM trusts) could not load.
+#[test]
+fn an_nvidia_gpu_gets_secure_boot_off_and_asking_for_it_warns() {
+    let text = format!(
+        r#"
+azure {{ location = "eastus" }}
+network "main" {{ ssh_from = ["198.51.100.0/24"] }}
+vm "t4" {{
+  size    = "Standard_NC4as_T4_v3"
+  image   = "hpc-ubuntu-22.04"
+  ssh_key = "{KEY}"
+}}
+vm "strict" {{
+  size        = "Standard_NC4as_T4_v3"
+  image       = "dsvm-ubuntu-22.04"
+  secure_boot = true
+  ssh_key     = "{KEY}"
+}}
+"#
+    );
+    let loaded = load_ok(Path::new("gpu.hcl"), &text, &LoadOptions::default());
+    let security = |address: &str| resource(&loaded, address).attrs["security"].clone();
+    assert_eq!(
+        security("vm.t4.vm"),
+        json!({"type": "TrustedLaunch", "secure_boot": false, "vtpm": true})
+    );
+    assert_eq!(
+        security("vm.strict.vm"),
+        json!({"type": "TrustedLaunch", "secure_boot": true, "vtpm": true})
+    );
+    let warnings: Vec<&str> = loaded.warnings.iter().map(|w| w.summary.as_str()).collect();
+    assert_eq!(
+        warnings,
+        ["Secure Boot on vm \"strict\", whose NVIDIA driver is unsigned"]
+    );
+    assert!(
+        loaded
+            .desired
+            .notes
+            .iter()
+            .any(|(block, note)| block.to_string() == "vm.t4"
+                && note.contains("NVIDIA driver is built on the VM")),
+        "{:?}",
+        loaded.desired.notes
+    );
+}
+
 mod aml;
 mod idle;

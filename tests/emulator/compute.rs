@@ -333,12 +333,50 @@ async fn proximity_placement_groups_are_synchronous() {
     assert_eq!(env.delete(&ppg, COMPUTE).await.status, 204);
 }
 
-/// Issue 13 item 13: Azure now gives a Generation 2 VM created without a security type Trusted
-/// Launch with Secure Boot and vTPM on; the emulator followed the old default (none). What a
-/// body states is kept, and an update that leaves the profile out keeps the VM's.
+/// Issue 29 item 1: a REST client's VM gets no Trusted Launch by default unless the
+/// subscription is registered for the preview feature (issue 13 took the portal's default for
+/// everyone's, and the emulator learned it). And `Standard` needs its own feature (item 5).
+#[tokio::test]
+async fn trusted_launch_by_default_and_the_standard_type_are_per_subscription() {
+    let plain = env(fast()).await;
+    plain.network("rg").await;
+    let created = plain.vm("rg", "vm", "Standard_D4s_v5").await;
+    assert_eq!(created.status, 201);
+    assert!(
+        created.body["properties"].get("securityProfile").is_none(),
+        "{created:?}"
+    );
+    let path = res("rg", "Microsoft.Compute/virtualMachines/std");
+    let mut standard = vm_body("rg", "Standard_D4s_v5");
+    standard["properties"]["securityProfile"] = json!({"securityType": "Standard"});
+    let refused = plain.put(&path, COMPUTE, &standard).await;
+    assert_eq!((refused.status, refused.code()), (400, "InvalidParameter"));
+    assert_eq!(
+        refused.body["error"]["target"],
+        "securityProfile.securityType"
+    );
+    assert_eq!(plain.get(&path, COMPUTE).await.status, 404);
+
+    let registered = env(EmulatorConfig {
+        features: vec![dsinfra::emulator::USE_STANDARD_SECURITY_TYPE.to_owned()],
+        ..fast()
+    })
+    .await;
+    registered.network("rg").await;
+    assert_eq!(registered.put(&path, COMPUTE, &standard).await.status, 201);
+}
+
+/// Issue 13 item 13, on a subscription registered for Trusted Launch by default
+/// (`dsinfra emulator --trusted-launch-default`): a Generation 2 VM created without a security
+/// type gets Trusted Launch with Secure Boot and vTPM on. What a body states is kept, and an
+/// update that leaves the profile out keeps the VM's.
 #[tokio::test]
 async fn a_gen2_vm_created_without_a_security_profile_gets_trusted_launch_with_secure_boot() {
-    let env = env(fast()).await;
+    let env = env(EmulatorConfig {
+        features: vec![dsinfra::emulator::TRUSTED_LAUNCH_BY_DEFAULT.to_owned()],
+        ..fast()
+    })
+    .await;
     env.network("rg").await;
     let trusted_on = json!({"securityType": "TrustedLaunch",
         "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}});

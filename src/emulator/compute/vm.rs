@@ -78,6 +78,11 @@ fn check_vm_request(
         }
     }
     check_accelerated_networking(cloud, ctx.config, spec, &props, &location, id)?;
+    super::security::check_security_type(
+        &props,
+        ctx.config
+            .has_feature(crate::emulator::config::USE_STANDARD_SECURITY_TYPE),
+    )?;
     if let Some(ppg) = props
         .at("/proximityPlacementGroup/id")
         .and_then(Value::as_str)
@@ -312,7 +317,11 @@ pub(crate) fn put_vm(
     let created = existing.is_none();
     let mut stored_props = stored_vm_properties(ctx, existing.as_ref(), &props, profile);
     if created {
-        super::security::apply_default(&mut stored_props);
+        super::security::apply_default(
+            &mut stored_props,
+            ctx.config
+                .has_feature(crate::emulator::config::TRUSTED_LAUNCH_BY_DEFAULT),
+        );
     }
     let mut stored_body = envelope(
         &id,

@@ -79,9 +79,11 @@ impl Builder<'_> {
     }
 
     /// `securityProfile` from the VM's `security` attribute (manifest::expand::security chose
-    /// it). Always sent: without it Azure gives a Generation 2 VM Trusted Launch with Secure Boot
-    /// on, which the kernel-module steps cannot work with.
-    fn security_profile(&self) -> Result<SecurityProfile, BodyError> {
+    /// it): Trusted Launch with its UEFI settings, or none at all for `Standard`. `Standard` is
+    /// never sent: ARM accepts it from REST clients only on subscriptions registered for
+    /// `UseStandardSecurityType`, and a body without a profile gets a VM without Trusted Launch
+    /// (issue 29, item 5; decision 59).
+    fn security_profile(&self) -> Result<Option<SecurityProfile>, BodyError> {
         let security = self
             .value("security")
             .ok_or_else(|| self.missing("security"))?;
@@ -93,18 +95,14 @@ impl Builder<'_> {
         };
         let kind = security.get("type").and_then(Value::as_str);
         match kind {
-            Some("TrustedLaunch") => Ok(SecurityProfile {
+            Some("TrustedLaunch") => Ok(Some(SecurityProfile {
                 security_type: Some(SecurityType::TrustedLaunch),
                 uefi_settings: Some(UefiSettings {
                     secure_boot_enabled: Some(flag("secure_boot")?),
                     v_tpm_enabled: Some(flag("vtpm")?),
                 }),
-            }),
-            // UEFI settings exist only with Trusted Launch (or a confidential VM).
-            Some("Standard") => Ok(SecurityProfile {
-                security_type: Some(SecurityType::Standard),
-                uefi_settings: None,
-            }),
+            })),
+            Some("Standard") => Ok(None),
             _ => Err(self.invalid("security", "`type` must be TrustedLaunch or Standard")),
         }
     }
@@ -223,7 +221,7 @@ impl Builder<'_> {
                 proximity_placement_group: self
                     .reference_id("proximity_placement_group")?
                     .map(SubResource::new),
-                security_profile: Some(self.security_profile()?),
+                security_profile: self.security_profile()?,
                 availability_set: self.reference_id("availability_set")?.map(SubResource::new),
                 ..VirtualMachineProperties::default()
             }),

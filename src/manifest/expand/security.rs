@@ -1,5 +1,16 @@
 //! A VM's `securityProfile`: Trusted Launch, Secure Boot and vTPM, chosen once per `vm` or
-//! `cluster` block and stated in every VM body (issue 13, item 13).
+//! `cluster` block (issue 13, item 13; issue 29, items 4 and 5).
+//!
+//! A block without Trusted Launch (`Standard` here) sends no `securityProfile` at all: the
+//! `Standard` security type is accepted from REST clients only on subscriptions registered for
+//! `Microsoft.Compute/UseStandardSecurityType` (Trusted Launch FAQ), and without a profile a REST
+//! client gets a VM without Trusted Launch unless the subscription is registered for
+//! `TrustedLaunchByDefaultPreview` (issue 29; docs/decisions.md 59).
+//!
+//! A size with an NVIDIA GPU gets Secure Boot off: the drivers of the images dsinfra names (the
+//! HPC images build them with DKMS, azhpc-images) are not signed by a key the VM trusts, and
+//! Microsoft's N-series driver page says third-party drivers under Secure Boot need an enrolled
+//! Machine Owner Key; `nvidia-smi` would find no driver.
 //!
 //! Azure now creates a Generation 2 VM whose body has no `securityProfile` with Trusted Launch
 //! and Secure Boot on. Secure Boot refuses locally built, unsigned kernel modules, so a block
@@ -11,7 +22,7 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::catalog::VmSize;
+use crate::catalog::{GpuArch, VmSize};
 use crate::diag::Diagnostic;
 use crate::model::KERNEL_MODULE_STEPS;
 
@@ -78,6 +89,9 @@ pub(super) fn choose(
         .filter(|kind| KERNEL_MODULE_STEPS.contains(&kind.as_str()))
         .collect();
     let infiniband = size.is_some_and(|s| s.infiniband);
+    let nvidia = size
+        .and_then(|s| s.gpu_arch)
+        .is_some_and(GpuArch::is_nvidia);
 
     // Not known offline: the size's own rule says what it must be.
     let gen1 = image.is_some_and(|i| {
@@ -117,6 +131,14 @@ pub(super) fn choose(
         );
     }
     if let Some(sb) = secure_boot {
+        if sb.value && nvidia && module_steps.is_empty() {
+            check.report(
+                Diagnostic::warning(format!("Secure Boot on {title}, whose NVIDIA driver is unsigned"))
+                    .with_span(sb.span.clone())
+                    .with_label("the image's NVIDIA kernel modules are built on the VM (DKMS) and signed by no key it trusts")
+                    .with_help("remove `secure_boot = true` (dsinfra then turns Secure Boot off for this block), or enroll a Machine Owner Key for the driver yourself"),
+            );
+        }
         if sb.value && !module_steps.is_empty() {
             let steps = match module_steps.as_slice() {
                 [one] => format!("{one} step builds"),
@@ -146,6 +168,13 @@ pub(super) fn choose(
             Some(format!(
                 "Trusted Launch with Secure Boot off: {builders} kernel modules, which Secure Boot would refuse to load (`secure_boot = true` keeps it on; the kernel-module steps then refuse to start)"
             )),
+        ),
+        None if nvidia => Security::trusted(
+            false,
+            Some(
+                "Trusted Launch with Secure Boot off: its image's NVIDIA driver is built on the VM and signed by no key the VM trusts, so Secure Boot would stop it from loading (`secure_boot = true` keeps Secure Boot on: then enroll a key for the driver yourself)"
+                    .to_owned(),
+            ),
         ),
         None => Security::trusted(true, None),
     }
