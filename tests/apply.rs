@@ -313,6 +313,68 @@ async fn cosmoflow_applies_converges_changes_node_count_and_destroys_to_nothing(
     .await;
 }
 
+/// Issue 29: on a subscription registered for Trusted Launch by default
+/// (`dsinfra emulator --trusted-launch-default`), the flagship and the dual DSVM apply and
+/// converge: every Generation 2 block states its profile, so Azure's default changes nothing
+/// dsinfra reads back; and the VMs that build kernel modules or carry an NVIDIA driver have
+/// Secure Boot off as Azure reports them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flagship_and_dual_dsvm_converge_where_trusted_launch_is_the_default() {
+    let w = world_with(|c| EmulatorConfig {
+        features: vec![dsinfra::emulator::TRUSTED_LAUNCH_BY_DEFAULT.to_owned()],
+        ..c
+    })
+    .await;
+    for file in ["nd40-beeond.hcl", "dual-dsvm.hcl"] {
+        w.ok(&["apply", file, "--auto-approve"]).await;
+        let plan = w.run(&["plan", file, "--detailed-exitcode"]).await;
+        assert_eq!(plan.status.code(), Some(0), "{file}: {}", describe(&plan));
+    }
+    // As Azure reports the VMs.
+    let http = reqwest::Client::new();
+    for (stem, address, expected) in [
+        ("nd40-beeond", "cluster.train[0].vm", false),
+        ("dual-dsvm", "vm.gpu.vm", false),
+        ("dual-dsvm", "vm.prep.vm", true),
+    ] {
+        let id = w.id_in_state(stem, address);
+        let vm: Value = http
+            .get(format!("{}{id}", w.handle.endpoint()))
+            .query(&[("api-version", "2024-11-01")])
+            .bearer_auth("test")
+            .send()
+            .await
+            .expect("the emulator answers")
+            .json()
+            .await
+            .expect("a VM body");
+        assert_eq!(
+            vm.pointer("/properties/securityProfile/uefiSettings/secureBootEnabled"),
+            Some(&Value::Bool(expected)),
+            "{address}: {vm}"
+        );
+    }
+}
+
+/// Issue 29 item 5: `trusted_launch = false` sent `securityType: Standard`, which ARM refuses
+/// from a subscription not registered for `UseStandardSecurityType` (the emulator's default, as
+/// most subscriptions are). The body now leaves the profile out, and the VM is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trusted_launch_false_applies_without_the_standard_security_type_feature() {
+    let w = world().await;
+    edit(
+        &w.path("dual-dsvm.hcl"),
+        "size    = \"Standard_D4ds_v5\"",
+        "size    = \"Standard_D4ds_v5\"\n  trusted_launch = false",
+    );
+    let apply = w.ok(&["apply", "dual-dsvm.hcl", "--auto-approve"]).await;
+    assert!(apply.contains("Apply complete:"), "{apply}");
+    let plan = w
+        .run(&["plan", "dual-dsvm.hcl", "--detailed-exitcode"])
+        .await;
+    assert_eq!(plan.status.code(), Some(0), "{}", describe(&plan));
+}
+
 /// The emulator's own `--help` example: `dsinfra emulator --latency-scale 0.01`, then
 /// `apply --endpoint` with nothing else set. The client cannot know the scale, so it runs at the
 /// emulator's speed only if `Retry-After` counts the emulator's seconds. In ARM time one VM create
