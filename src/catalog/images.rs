@@ -1,4 +1,5 @@
-//! Marketplace images dsinfra knows without asking Azure: their Hyper-V generation.
+//! Marketplace images dsinfra knows without asking Azure: their Hyper-V generation and whether
+//! they are Arm64 images.
 //!
 //! One table, read by the manifest (is an image's generation one the VM size boots?) and by the
 //! emulator (what Azure decides from the image's generation). Two tables disagreed before:
@@ -21,6 +22,8 @@ pub struct KnownImage {
     pub sku: &'static str,
     /// Hyper-V generation, 1 or 2.
     pub generation: u8,
+    /// An Arm64 image (for Arm64 sizes only); x64 otherwise.
+    pub arm64: bool,
 }
 
 const fn image(
@@ -34,6 +37,22 @@ const fn image(
         offer,
         sku,
         generation,
+        arm64: false,
+    }
+}
+
+/// An Arm64 image: Generation 2, as every Arm64 VM is.
+const fn arm64_image(
+    publisher: &'static str,
+    offer: &'static str,
+    sku: &'static str,
+) -> KnownImage {
+    KnownImage {
+        publisher,
+        offer,
+        sku,
+        generation: 2,
+        arm64: true,
     }
 }
 
@@ -46,6 +65,11 @@ pub static KNOWN_IMAGES: &[KnownImage] = &[
         "20_04-lts-gen2",
         2,
     ),
+    arm64_image(
+        "Canonical",
+        "0001-com-ubuntu-server-focal",
+        "20_04-lts-arm64",
+    ),
     image("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts", 1),
     image(
         "Canonical",
@@ -53,8 +77,14 @@ pub static KNOWN_IMAGES: &[KnownImage] = &[
         "22_04-lts-gen2",
         2,
     ),
+    arm64_image(
+        "Canonical",
+        "0001-com-ubuntu-server-jammy",
+        "22_04-lts-arm64",
+    ),
     image("Canonical", "ubuntu-24_04-lts", "server-gen1", 1),
     image("Canonical", "ubuntu-24_04-lts", "server", 2),
+    arm64_image("Canonical", "ubuntu-24_04-lts", "server-arm64"),
     image("microsoft-dsvm", "ubuntu-2004", "2004", 1),
     image("microsoft-dsvm", "ubuntu-2004", "2004-gen2", 2),
     image("microsoft-dsvm", "ubuntu-2204", "2204", 1),

@@ -65,6 +65,22 @@ pub struct VmSize {
     pub facts: &'static str,
 }
 
+/// Whether a size name marks an Arm64 processor. Azure's size naming convention puts the
+/// additive feature letters, lower case, after the vCPU count (`Standard_D4ps_v5`: `p`, `s`), and
+/// `p` is "Arm-based processor" there; every catalog size with it is an Ampere Altra or Cobalt
+/// size (B*ps/pls/pts_v2, D*p*_v5/v6, E*p*_v5/v6), and no x64 size has it. Resource SKUs says the
+/// same as `CpuArchitectureType: Arm64`, which the catalog does not record yet (issue 29).
+pub fn is_arm64_name(name: &str) -> bool {
+    let rest = name.strip_prefix("Standard_").unwrap_or(name);
+    let series = rest.split('_').next().unwrap_or_default();
+    // Family letters (upper case), then the vCPU count (and a constrained count after `-`),
+    // then the feature letters.
+    let features = series
+        .trim_start_matches(|c: char| c.is_ascii_uppercase())
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '-');
+    features.chars().all(|c| c.is_ascii_lowercase()) && features.contains('p')
+}
+
 /// Where a size stands on a given day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retirement {
@@ -83,6 +99,11 @@ impl VmSize {
     /// Accepts only Generation 1 images.
     pub fn gen1_only(&self) -> bool {
         self.gen1 && !self.gen2
+    }
+
+    /// Has an Arm64 processor, and so boots Arm64 images only ([`is_arm64_name`]).
+    pub fn arm64(&self) -> bool {
+        is_arm64_name(self.name)
     }
 
     /// Whether the size is retired or retiring as of `today`.
@@ -437,6 +458,42 @@ pub fn disk_price_per_hour(sku: &str, size_gib: u32) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn arm64_sizes_are_the_ones_whose_feature_letters_have_p() {
+        for arm in [
+            "Standard_D4ps_v5",
+            "Standard_D2pds_v6",
+            "Standard_E4ps_v5",
+            "Standard_B2pts_v2",
+            "Standard_D16plds_v5",
+        ] {
+            assert!(super::is_arm64_name(arm), "{arm}");
+        }
+        for x64 in [
+            "Standard_D4s_v5",
+            "Standard_NP10s",
+            "Standard_ND40rs_v2",
+            "Standard_NC4as_T4_v3",
+            "Standard_M416-208ms_v2",
+            "Standard_HB176-144rs_v4",
+            "Standard_D3_v2",
+        ] {
+            assert!(!super::is_arm64_name(x64), "{x64}");
+        }
+        // Every catalog size so marked is in an Arm family (see the doc).
+        for size in super::vm_sizes() {
+            if size.arm64() {
+                assert!(
+                    ["B", "D", "E"]
+                        .iter()
+                        .any(|f| size.name["Standard_".len()..].starts_with(f)),
+                    "{}",
+                    size.name
+                );
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -53,6 +53,8 @@ struct Alias {
     /// The SKU for GPUs the default SKU's driver cannot run (see the module docs), if the image
     /// comes in such a variant.
     proprietary_driver_sku: Option<&'static str>,
+    /// The Arm64 SKU (Generation 2), for Arm64 sizes, if the image comes in one.
+    arm64_sku: Option<&'static str>,
 }
 
 static ALIASES: &[Alias] = &[
@@ -63,6 +65,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: Some("20_04-lts"),
         gen2_sku: Some("20_04-lts-gen2"),
         proprietary_driver_sku: None,
+        arm64_sku: Some("20_04-lts-arm64"),
     },
     Alias {
         name: "ubuntu-22.04",
@@ -71,6 +74,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: Some("22_04-lts"),
         gen2_sku: Some("22_04-lts-gen2"),
         proprietary_driver_sku: None,
+        arm64_sku: Some("22_04-lts-arm64"),
     },
     Alias {
         name: "ubuntu-24.04",
@@ -79,6 +83,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: Some("server-gen1"),
         gen2_sku: Some("server"),
         proprietary_driver_sku: None,
+        arm64_sku: Some("server-arm64"),
     },
     Alias {
         name: "dsvm-ubuntu-20.04",
@@ -87,6 +92,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: Some("2004"),
         gen2_sku: Some("2004-gen2"),
         proprietary_driver_sku: None,
+        arm64_sku: None,
     },
     Alias {
         name: "dsvm-ubuntu-22.04",
@@ -95,6 +101,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: Some("2204"),
         gen2_sku: Some("2204-gen2"),
         proprietary_driver_sku: None,
+        arm64_sku: None,
     },
     Alias {
         name: "hpc-ubuntu-22.04",
@@ -103,6 +110,7 @@ static ALIASES: &[Alias] = &[
         gen1_sku: None,
         gen2_sku: Some("2204"),
         proprietary_driver_sku: Some("2204-v100"),
+        arm64_sku: None,
     },
 ];
 
@@ -128,6 +136,11 @@ pub(super) fn alias_names() -> impl Iterator<Item = &'static str> {
 pub(super) enum ImageError {
     /// Not an alias and not a `publisher:offer:sku:version` URN.
     Unknown,
+    /// The size has an Arm64 processor and the image is x64, or the other way round.
+    Architecture {
+        /// The size is Arm64 (and the image is not).
+        size_arm64: bool,
+    },
     /// The size needs the other generation, which this image does not have.
     Generation {
         /// What the size needs.
@@ -140,6 +153,19 @@ pub(super) enum ImageError {
 /// Resolve an alias or a URN (`publisher:offer:sku:version`) for a size (when known).
 pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     if let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(text)) {
+        if size.is_some_and(VmSize::arm64) {
+            // Arm64 sizes boot Arm64 images, all Generation 2 (issue 29, item 10).
+            let Some(sku) = alias.arm64_sku else {
+                return Err(ImageError::Architecture { size_arm64: true });
+            };
+            return Ok(ImageRef {
+                publisher: alias.publisher.to_owned(),
+                offer: alias.offer.to_owned(),
+                sku: sku.to_owned(),
+                version: "latest".to_owned(),
+                generation: Some(2),
+            });
+        }
         let want_gen1 = size.is_some_and(VmSize::gen1_only);
         let (sku, generation): (&str, u8) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
             (true, Some(sku), _) | (false, Some(sku), None) => (sku, 1),
@@ -188,6 +214,16 @@ pub(super) fn generation_of(publisher: &str, offer: &str, sku: &str) -> Option<u
 /// Check an explicit image against a size's generation rule. An image whose generation is not
 /// known offline passes: the caller warns, and Azure decides at create.
 pub(super) fn check(image: ImageRef, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
+    // A known image of the other architecture: Azure refuses it on this size.
+    if let (Some(size), Some(known)) = (
+        size,
+        known_images::known(&image.publisher, &image.offer, &image.sku),
+    ) && known.arm64 != size.arm64()
+    {
+        return Err(ImageError::Architecture {
+            size_arm64: size.arm64(),
+        });
+    }
     match size {
         Some(s) if s.gen2_only() && image.generation == Some(1) => {
             Err(ImageError::Generation { needs: 2, image: 1 })
@@ -283,6 +319,38 @@ mod tests {
         )
         .expect("gen2 fits");
         assert_eq!(ok.to_json()["version"], "latest");
+    }
+
+    /// Issue 29 item 10: Arm64 sizes got x64 images, which Azure refuses.
+    #[test]
+    fn arm64_sizes_get_arm64_images_or_an_error() {
+        let arm = vm_size("Standard_D4ps_v5");
+        assert_eq!(
+            resolve("ubuntu-22.04", arm).map(|i| (i.sku, i.generation)),
+            Ok(("22_04-lts-arm64".to_owned(), Some(2)))
+        );
+        assert_eq!(
+            resolve("ubuntu-24.04", arm).map(|i| i.sku),
+            Ok("server-arm64".to_owned())
+        );
+        assert_eq!(
+            resolve("dsvm-ubuntu-22.04", arm),
+            Err(ImageError::Architecture { size_arm64: true })
+        );
+        assert_eq!(
+            resolve(
+                "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
+                arm
+            ),
+            Err(ImageError::Architecture { size_arm64: true })
+        );
+        assert_eq!(
+            resolve(
+                "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-arm64:latest",
+                vm_size("Standard_D4s_v5")
+            ),
+            Err(ImageError::Architecture { size_arm64: false })
+        );
     }
 
     /// Issue 29 item 6: the V100 HPC image's SKU does not say `gen2`, and the old rule (the SKU

@@ -113,6 +113,25 @@ pub(super) fn read_image(
             });
             None
         }
+        Err(ImageError::Architecture { size_arm64 }) => {
+            let size = info.map_or("this size", |s| s.name);
+            let (size_arch, image_arch) = if size_arm64 {
+                ("an Arm64", "x64")
+            } else {
+                ("an x64", "Arm64")
+            };
+            check.report(
+                Diagnostic::error(format!("{size} needs an image of its processor's architecture"))
+                    .with_span(span)
+                    .with_label(format!("{size} has {size_arch} processor; `{shown}` is an {image_arch} image"))
+                    .with_help(if size_arm64 {
+                        "use `ubuntu-22.04`, `ubuntu-20.04` or `ubuntu-24.04` (they pick the Arm64 image; the DSVM and HPC images have none), or an x64 size such as Standard_D4s_v5"
+                    } else {
+                        "use an x64 image (an alias such as `ubuntu-22.04` picks one), or an Arm64 size such as Standard_D4ps_v5"
+                    }),
+            );
+            None
+        }
         Err(ImageError::Generation { needs, image }) => {
             let size = info.map_or("this size", |s| s.name);
             check.report(

@@ -115,6 +115,39 @@ fn unknown_kind(block: &EvalBlock, step: &EvalBlock) -> Diagnostic {
 
 /// One step: its common attributes, its kind's parameters, then the rules that involve several
 /// parameters or other blocks. `None` when anything was reported.
+/// Step kinds that download x86_64 builds (the MLNX_OFED tarball, elbencho's static release):
+/// on an Arm64 size they would fail on the node after a long boot (issue 29, item 10).
+const X86_64_ONLY_STEPS: [&str; 2] = ["mofed", "elbencho"];
+
+/// An x86_64-only step on an Arm64 size: an error at the step.
+fn check_architecture(
+    ex: &mut Expander<'_>,
+    owner: &Owner<'_>,
+    step: &EvalBlock,
+    kind: &Kind,
+    title: &str,
+) -> bool {
+    let Some(size) = owner
+        .size
+        .filter(|s| crate::catalog::is_arm64_name(&s.value))
+    else {
+        return true;
+    };
+    if !X86_64_ONLY_STEPS.contains(&kind.name) {
+        return true;
+    }
+    ex.diags.push(
+        Diagnostic::error(format!("{title} cannot run on an Arm64 size"))
+            .with_span(step.header.clone())
+            .with_label(format!(
+                "it installs an x86_64 build, and {} has an Arm64 processor",
+                size.value
+            ))
+            .with_help("use an x64 size (no `p` among the letters after the vCPU count, e.g. Standard_D4s_v5), or remove this step"),
+    );
+    false
+}
+
 fn read_step(
     ex: &mut Expander<'_>,
     owner: &Owner<'_>,
@@ -137,6 +170,7 @@ fn read_step(
         .iter()
         .all(|a| allowed.contains(&a.name.as_str()));
     ok &= check_placement(ex, owner, step, kind, &title);
+    ok &= check_architecture(ex, owner, step, kind, &title);
     let sas_scopes = ex.sas_scopes.clone();
     let share_protocols = ex.share_protocols.clone();
     let base_dir = ex.base_dir.clone();
