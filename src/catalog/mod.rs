@@ -458,6 +458,8 @@ pub fn disk_price_per_hour(sku: &str, size_gib: u32) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn arm64_sizes_are_the_ones_whose_feature_letters_have_p() {
         for arm in [
@@ -467,7 +469,7 @@ mod tests {
             "Standard_B2pts_v2",
             "Standard_D16plds_v5",
         ] {
-            assert!(super::is_arm64_name(arm), "{arm}");
+            assert!(is_arm64_name(arm), "{arm}");
         }
         for x64 in [
             "Standard_D4s_v5",
@@ -478,10 +480,10 @@ mod tests {
             "Standard_HB176-144rs_v4",
             "Standard_D3_v2",
         ] {
-            assert!(!super::is_arm64_name(x64), "{x64}");
+            assert!(!is_arm64_name(x64), "{x64}");
         }
         // Every catalog size so marked is in an Arm family (see the doc).
-        for size in super::vm_sizes() {
+        for size in vm_sizes() {
             if size.arm64() {
                 assert!(
                     ["B", "D", "E"]
@@ -493,8 +495,6 @@ mod tests {
             }
         }
     }
-
-    use super::*;
 
     #[test]
     fn the_shipped_files_parse_and_every_size_is_priced_somewhere() {

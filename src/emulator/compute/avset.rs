@@ -205,7 +205,8 @@ pub(super) fn check_vm_set(
         return Err(ArmError::new(
             400,
             "InvalidParameter",
-            "Virtual machines in an availability set cannot be placed in an availability zone:              remove either 'availabilitySet' or 'zones'.",
+            "Virtual machines in an availability set cannot be placed in an availability zone: \
+             remove either 'availabilitySet' or 'zones'.",
         )
         .with_target("zones"));
     }

@@ -12,13 +12,12 @@
 //! Microsoft's N-series driver page says third-party drivers under Secure Boot need an enrolled
 //! Machine Owner Key; `nvidia-smi` would find no driver.
 //!
-//! Azure now creates a Generation 2 VM whose body has no `securityProfile` with Trusted Launch
-//! and Secure Boot on. Secure Boot refuses locally built, unsigned kernel modules, so a block
-//! whose steps build them (`mofed`, `beeond`) or whose size has InfiniBand (OFED, and on the HPC
-//! images nvidia-peermem and the file-system clients) gets Trusted Launch with Secure Boot off:
-//! the vTPM stays, the modules load. Every other Generation 2 block gets Trusted Launch with
-//! Secure Boot and vTPM on; a Generation 1 image cannot have Trusted Launch at all (`Standard`).
-//! `trusted_launch = false` and `secure_boot = true|false` override the choice.
+//! Secure Boot refuses locally built, unsigned kernel modules, so a block whose steps build them
+//! (`mofed`, `beeond`) or whose size has InfiniBand (OFED, and on the HPC images nvidia-peermem
+//! and the file-system clients) gets Trusted Launch with Secure Boot off: the vTPM stays, the
+//! modules load. Every other Generation 2 block gets Trusted Launch with Secure Boot and vTPM on;
+//! a Generation 1 image cannot have Trusted Launch at all (`Standard`). `trusted_launch = false`
+//! and `secure_boot = true|false` override the choice.
 
 use serde_json::{Value as Json, json};
 

@@ -113,8 +113,6 @@ fn unknown_kind(block: &EvalBlock, step: &EvalBlock) -> Diagnostic {
     }
 }
 
-/// One step: its common attributes, its kind's parameters, then the rules that involve several
-/// parameters or other blocks. `None` when anything was reported.
 /// Step kinds that download x86_64 builds (the MLNX_OFED tarball, elbencho's static release):
 /// on an Arm64 size they would fail on the node after a long boot (issue 29, item 10).
 const X86_64_ONLY_STEPS: [&str; 2] = ["mofed", "elbencho"];
@@ -148,6 +146,8 @@ fn check_architecture(
     false
 }
 
+/// One step: its common attributes, its kind's parameters, then the rules that involve several
+/// parameters or other blocks. `None` when anything was reported.
 fn read_step(
     ex: &mut Expander<'_>,
     owner: &Owner<'_>,
