@@ -94,15 +94,6 @@ pub static KNOWN_IMAGES: &[KnownImage] = &[
     image("microsoft-dsvm", "ubuntu-hpc", "2204-v100", 2),
 ];
 
-/// Where a generation came from: how sure the caller may be of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GenerationSource {
-    /// The image is in [`KNOWN_IMAGES`].
-    Table,
-    /// The SKU's name says `gen2` or `gen1`.
-    SkuName,
-}
-
 /// The image in [`KNOWN_IMAGES`], compared as ARM compares names (case-insensitively).
 pub fn known(publisher: &str, offer: &str, sku: &str) -> Option<&'static KnownImage> {
     KNOWN_IMAGES.iter().find(|i| {
@@ -112,18 +103,18 @@ pub fn known(publisher: &str, offer: &str, sku: &str) -> Option<&'static KnownIm
     })
 }
 
-/// The Hyper-V generation of an image, and how it is known: from [`KNOWN_IMAGES`], else from a
-/// SKU name that says `gen2` or `gen1`; `None` when neither tells (Azure does: read
+/// The Hyper-V generation of an image: from [`KNOWN_IMAGES`] (which wins over the SKU's name),
+/// else from a SKU name that says `gen2` or `gen1`; `None` when neither tells (Azure does: read
 /// `hyperVGeneration` when connected).
-pub fn generation(publisher: &str, offer: &str, sku: &str) -> Option<(u8, GenerationSource)> {
+pub fn generation(publisher: &str, offer: &str, sku: &str) -> Option<u8> {
     if let Some(image) = known(publisher, offer, sku) {
-        return Some((image.generation, GenerationSource::Table));
+        return Some(image.generation);
     }
     let sku = sku.to_ascii_lowercase();
     if sku.contains("gen2") {
-        Some((2, GenerationSource::SkuName))
+        Some(2)
     } else if sku.contains("gen1") {
-        Some((1, GenerationSource::SkuName))
+        Some(1)
     } else {
         None
     }
@@ -138,17 +129,17 @@ mod tests {
         for sku in ["2204", "2204-v100", "2204-V100"] {
             assert_eq!(
                 generation("microsoft-dsvm", "ubuntu-hpc", sku),
-                Some((2, GenerationSource::Table)),
+                Some(2),
                 "{sku}"
             );
         }
         assert_eq!(
             generation("Canonical", "ubuntu-24_04-lts", "server"),
-            Some((2, GenerationSource::Table))
+            Some(2)
         );
         assert_eq!(
             generation("canonical", "0001-com-ubuntu-server-jammy", "22_04-lts"),
-            Some((1, GenerationSource::Table))
+            Some(1)
         );
     }
 
@@ -160,12 +151,9 @@ mod tests {
                 "0001-com-ubuntu-pro-jammy",
                 "pro-22_04-lts-gen2"
             ),
-            Some((2, GenerationSource::SkuName))
+            Some(2)
         );
-        assert_eq!(
-            generation("someone", "their-image", "v3-gen1"),
-            Some((1, GenerationSource::SkuName))
-        );
+        assert_eq!(generation("someone", "their-image", "v3-gen1"), Some(1));
         assert_eq!(
             generation("nvidia", "ngc_azure_17_11", "ngc-base-version-24_03_4"),
             None

@@ -153,34 +153,14 @@ pub(super) enum ImageError {
 /// Resolve an alias or a URN (`publisher:offer:sku:version`) for a size (when known).
 pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, ImageError> {
     if let Some(alias) = ALIASES.iter().find(|a| a.name.eq_ignore_ascii_case(text)) {
-        if size.is_some_and(VmSize::arm64) {
+        let (sku, generation) = if size.is_some_and(VmSize::arm64) {
             // Arm64 sizes boot Arm64 images, all Generation 2 (issue 29, item 10).
-            let Some(sku) = alias.arm64_sku else {
-                return Err(ImageError::Architecture { size_arm64: true });
-            };
-            return Ok(ImageRef {
-                publisher: alias.publisher.to_owned(),
-                offer: alias.offer.to_owned(),
-                sku: sku.to_owned(),
-                version: "latest".to_owned(),
-                generation: Some(2),
-            });
-        }
-        let want_gen1 = size.is_some_and(VmSize::gen1_only);
-        let (sku, generation): (&str, u8) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
-            (true, Some(sku), _) | (false, Some(sku), None) => (sku, 1),
-            (false, _, Some(sku)) => (sku, 2),
-            (true, None, _) => return Err(ImageError::Generation { needs: 1, image: 2 }),
-            (false, None, None) => return Err(ImageError::Unknown),
-        };
-        let needs_proprietary = size
-            .and_then(|s| s.gpu_arch)
-            .is_some_and(GpuArch::needs_proprietary_nvidia_driver);
-        // The driver variant is published for the Generation 2 SKU only (so far, always the
-        // generation these GPUs' sizes take).
-        let sku = match alias.proprietary_driver_sku {
-            Some(variant) if needs_proprietary && generation == 2 => variant,
-            _ => sku,
+            let sku = alias
+                .arm64_sku
+                .ok_or(ImageError::Architecture { size_arm64: true })?;
+            (sku, 2)
+        } else {
+            x64_sku(alias, size)?
         };
         let image = ImageRef {
             publisher: alias.publisher.to_owned(),
@@ -198,17 +178,33 @@ pub(super) fn resolve(text: &str, size: Option<&VmSize>) -> Result<ImageRef, Ima
             offer: parts[1].to_owned(),
             sku: parts[2].to_owned(),
             version: parts[3].to_owned(),
-            generation: generation_of(parts[0], parts[1], parts[2]),
+            generation: known_images::generation(parts[0], parts[1], parts[2]),
         };
         return check(image, size);
     }
     Err(ImageError::Unknown)
 }
 
-/// The generation of an image named by publisher, offer and SKU, when it is known offline
-/// ([`crate::catalog::images::generation`]: the shared table, then the SKU's name).
-pub(super) fn generation_of(publisher: &str, offer: &str, sku: &str) -> Option<u8> {
-    known_images::generation(publisher, offer, sku).map(|(generation, _)| generation)
+/// The SKU and generation an alias gives an x64 size: the generation the size boots, and the
+/// proprietary-driver variant for the GPUs that need it.
+fn x64_sku(alias: &Alias, size: Option<&VmSize>) -> Result<(&'static str, u8), ImageError> {
+    let want_gen1 = size.is_some_and(VmSize::gen1_only);
+    let (sku, generation) = match (want_gen1, alias.gen1_sku, alias.gen2_sku) {
+        (true, Some(sku), _) | (false, Some(sku), None) => (sku, 1),
+        (false, _, Some(sku)) => (sku, 2),
+        (true, None, _) => return Err(ImageError::Generation { needs: 1, image: 2 }),
+        (false, None, None) => return Err(ImageError::Unknown),
+    };
+    let needs_proprietary = size
+        .and_then(|s| s.gpu_arch)
+        .is_some_and(GpuArch::needs_proprietary_nvidia_driver);
+    // The driver variant is published for the Generation 2 SKU only (so far, always the
+    // generation these GPUs' sizes take).
+    let sku = match alias.proprietary_driver_sku {
+        Some(variant) if needs_proprietary && generation == 2 => variant,
+        _ => sku,
+    };
+    Ok((sku, generation))
 }
 
 /// Check an explicit image against a size's generation rule. An image whose generation is not

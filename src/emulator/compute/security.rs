@@ -22,8 +22,7 @@ pub(super) fn image_generation(storage_profile: &Value) -> u8 {
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    crate::catalog::images::generation(part("publisher"), part("offer"), part("sku"))
-        .map_or(1, |(generation, _)| generation)
+    crate::catalog::images::generation(part("publisher"), part("offer"), part("sku")).unwrap_or(1)
 }
 
 /// ARM refuses `securityType: Standard` from a subscription not registered for

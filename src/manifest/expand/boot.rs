@@ -162,7 +162,7 @@ fn image_from_block(
         return None;
     };
     let generation = generation.map_or_else(
-        || images::generation_of(&publisher.value, &offer.value, &sku.value),
+        || crate::catalog::images::generation(&publisher.value, &offer.value, &sku.value),
         // in_range checked the range 1..=2.
         |g| Some(if g.value == 2 { 2 } else { 1 }),
     );
