@@ -327,7 +327,8 @@ pub(crate) fn status(ctx: &Ctx<'_>, cloud: &Cloud, sub: &str, id: &str) -> Resul
 pub(crate) fn result(
     ctx: &Ctx<'_>,
     cloud: &Cloud,
-    (sub, id): (&str, &str),
+    sub: &str,
+    id: &str,
     render: impl Fn(&Cloud, &str) -> Option<Value>,
 ) -> Result<Reply, ArmError> {
     let op = find(cloud, sub, id)?;

@@ -22,7 +22,7 @@ pub(crate) fn dispatch(
         Route::Resources { sub } => generic::list(cloud, ctx, sub, None),
         Route::GroupResources { sub, group } => generic::list(cloud, ctx, sub, Some(group)),
         Route::Group { sub, group } => groups::handle(cloud, ctx, sub, group),
-        Route::GroupOperation { sub, id } => ops::result(ctx, cloud, (sub, id), |_, _| None),
+        Route::GroupOperation { sub, id } => ops::result(ctx, cloud, sub, id, |_, _| None),
         Route::Location {
             sub,
             namespace,
@@ -38,7 +38,7 @@ pub(crate) fn dispatch(
                 }
                 [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
                     let ctx: &Ctx<'_> = ctx;
-                    ops::result(ctx, cloud, (sub, id), |cloud, key| {
+                    ops::result(ctx, cloud, sub, id, |cloud, key| {
                         cloud.resources.get(key).map(|r| render(cloud, ctx, r))
                     })
                 }

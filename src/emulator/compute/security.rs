@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
 
 /// The Hyper-V generation of the image a storage profile names, from the image table the
@@ -28,15 +29,12 @@ pub(super) fn image_generation(storage_profile: &Value) -> u8 {
 /// ARM refuses `securityType: Standard` from a subscription not registered for
 /// `UseStandardSecurityType` (Trusted Launch FAQ). ARM's exact wording was not captured here;
 /// the code is the one ARM gives an invalid VM parameter, with the property as its target.
-pub(super) fn check_security_type(
-    props: &Value,
-    standard_allowed: bool,
-) -> Result<(), crate::emulator::error::ArmError> {
+pub(super) fn check_security_type(props: &Value, standard_allowed: bool) -> Result<(), ArmError> {
     let stated = props
         .at("/securityProfile/securityType")
         .and_then(Value::as_str);
     if stated.is_some_and(|t| t.eq_ignore_ascii_case("Standard")) && !standard_allowed {
-        return Err(crate::emulator::error::ArmError::new(
+        return Err(ArmError::new(
             400,
             "InvalidParameter",
             "The value 'Standard' of parameter 'securityProfile.securityType' needs the \
