@@ -7,8 +7,8 @@
 //! not say `gen2`, while the emulator knew it is Generation 2 (issue 29, item 6).
 //!
 //! Azure knows every image's generation (`hyperVGeneration` of VirtualMachineImages_Get); this
-//! table holds the images the manifest's aliases name, whose generations were read from their
-//! marketplace listings. For any other image, a SKU that says `gen2` or `gen1` in its name is
+//! table holds the images the manifest's aliases name, with the generations the aliases and the
+//! emulator already agreed on (decision 57 says how sure that is). For any other image, a SKU that says `gen2` or `gen1` in its name is
 //! taken at its word (the marketplace convention); otherwise the generation is not known offline.
 
 /// A marketplace image (any version) and its generation.
