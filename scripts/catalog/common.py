@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 SIZE_COLUMNS = [
     "name", "vcpus", "vcpus_available", "memory_gib", "gpus", "gpu_model", "gpu_arch",
     "temp_disk_gib", "quota_family", "generations", "rdma", "accelerated_networking",
-    "premium_io", "retirement_date", "facts",
+    "premium_io", "cpu_architecture", "trusted_launch", "temp_nvme", "nvme_gib", "retirement_date",
+    "facts",
 ]
 PRICE_COLUMNS = ["name", "region", "linux_payg", "spot"]
 DOCS_FACTS_COLUMNS = [
@@ -25,6 +26,8 @@ DOCS_FACTS_COLUMNS = [
     "source",
 ]
 RETIREMENT_COLUMNS = ["pattern", "retirement_date", "source"]
+PLATFORM_COLUMNS = ["pattern", "cpu_architecture", "trusted_launch", "local_disk", "source"]
+CPU_ARCHITECTURES = ("x64", "Arm64")
 
 # GPU model -> architecture. The model's base name (before any "-80GB"/"-NVL" suffix) is looked
 # up; AMD Instinct parts are all "MI<n>".
@@ -132,7 +135,7 @@ def plain_decimal(text: str) -> str:
 
 def same_value(column: str, a: str, b: str) -> bool:
     """Whether two sources say the same: numbers by value, names and booleans by case-folded text."""
-    if column in ("gpu_model", "quota_family") or column in BOOLEAN_FIELDS:
+    if column in ("gpu_model", "quota_family", "cpu_architecture", "trusted_launch", "temp_nvme") or column in BOOLEAN_FIELDS:
         return a.lower() == b.lower()
     da, db = decimal(a), decimal(b)
     if da is not None and db is not None:
@@ -172,6 +175,9 @@ def naming_facts(name: str) -> dict:
         facts["rdma"] = "true"
     if "s" in features or parts["family"] in ("DS", "GS"):
         facts["premium_io"] = "true"
+    if "p" in features:
+        # `p` = Arm-based processor; the convention's only architecture letter.
+        facts["cpu_architecture"] = "Arm64"
     if parts["constrained"]:
         facts["vcpus_available"] = parts["constrained"]
     tokens = (parts["rest"] or "").split("_")[1:]

@@ -44,9 +44,9 @@ from pathlib import Path
 import bootstrap as bootstrap_mode
 import online as online_mode
 from common import (
-    BOOLEAN_FIELDS, DOCS_FACTS_COLUMNS, PRICE_COLUMNS, REPO, RETIREMENT_COLUMNS, SIZE_COLUMNS,
-    Catalog, InputError, Size, decimal, gpu_arch, is_gpu_family, label, naming_facts, run_date,
-    same_value, warn,
+    BOOLEAN_FIELDS, CPU_ARCHITECTURES, DOCS_FACTS_COLUMNS, PLATFORM_COLUMNS, PRICE_COLUMNS, REPO,
+    RETIREMENT_COLUMNS, SIZE_COLUMNS, Catalog, InputError, Size, decimal, gpu_arch, is_gpu_family,
+    label, naming_facts, run_date, same_value, warn,
 )
 
 
@@ -149,7 +149,10 @@ def apply_docs_facts(catalog: Catalog, path: Path) -> str:
             continue
         tag, origin = f"docs:{page_slug(row['source'])}", f"{path.name}:{number}"
         for column in ("temp_disk_gib", *BOOLEAN_FIELDS, "gpus", "gpu_model"):
-            fill(size, column, row[column], tag, origin)
+            # The temp storage a page lists for a size whose local disks are NVMe (apply_platform)
+            # is those disks.
+            target = "nvme_gib" if column == "temp_disk_gib" and size.get("local_disk") == "nvme" else column
+            fill(size, target, row[column], tag, origin)
     if unknown:
         warn(f"{path}: {len(unknown)} rows name sizes the catalog lacks: {' '.join(unknown[:10])}")
     return overlay_source(path, rows, "temp disk, RDMA, accelerated networking, premium IO, GPUs")
@@ -183,6 +186,91 @@ def apply_retirements(catalog: Catalog, path: Path) -> str:
     return overlay_source(path, rows, "retirement dates by size-name pattern")
 
 
+def apply_platform(catalog: Catalog, path: Path) -> str:
+    """CPU architecture, Trusted Launch support and NVMe local storage by size-name pattern.
+
+    A size matched by several rows takes each fact from the first row that states it, so a
+    specific row (one size) goes above the series row it refines. `local_disk = nvme` says that
+    the temp storage the size's page lists is raw NVMe (the v6 and newer `d` sizes); the derived
+    values are written by `finish_sizes`.
+    """
+    rows = read_overlay(path, PLATFORM_COLUMNS)
+    stated: dict = {}  # (size, column) -> the line that stated it
+    for number, row in rows:
+        where = f"{path}:{number}"
+        if row["cpu_architecture"] not in ("", *CPU_ARCHITECTURES):
+            raise InputError(f"{where}: cpu_architecture must be {' or '.join(CPU_ARCHITECTURES)} or empty")
+        if row["trusted_launch"] not in ("", "true", "false"):
+            raise InputError(f"{where}: trusted_launch must be true, false or empty")
+        if row["local_disk"] not in ("", "nvme"):
+            raise InputError(f"{where}: local_disk must be nvme or empty")
+        if not row["source"].startswith("https://"):
+            raise InputError(f"{where}: source must be the page's https URL")
+        try:
+            pattern = re.compile(row["pattern"], re.IGNORECASE)
+        except re.error as e:
+            raise InputError(f"{where}: pattern is not a valid regular expression: {e}") from None
+        matched = [s for s in catalog.sizes.values() if pattern.fullmatch(s.name)]
+        if not matched:
+            warn(f"{where}: pattern {row['pattern']} matches no size in the catalog")
+        tag = f"platform:{page_slug(row['source'])}"
+        for size in matched:
+            for column in ("cpu_architecture", "trusted_launch", "local_disk"):
+                if row[column] and (size.name, column) not in stated:
+                    stated[size.name, column] = number
+                    if column == "local_disk":
+                        size.values["local_disk"] = row[column]
+                        size.tag(tag)
+                    else:
+                        fill(size, column, row[column], tag, f"{path.name}:{number}")
+    return overlay_source(path, rows, "CPU architecture, Trusted Launch support, NVMe local disks by size-name pattern")
+
+
+def refresh(args) -> Catalog:
+    """The shipped catalog as the primary source (`refresh` mode)."""
+    source_dir = Path(args.source_dir)
+
+    def rows(name: str, columns: list[str]) -> tuple[list[str], list[dict]]:
+        path = source_dir / name
+        if not path.exists():
+            raise InputError(f"{path}: missing; refresh reads the shipped catalog")
+        lines = path.read_text().splitlines()
+        comments = [line[2:] for line in lines if line.startswith("# ")]
+        table = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+        # Columns added since the file was written are read as unknown.
+        missing = [c for c in columns if table and c not in table[0] and c in ("cpu_architecture", "trusted_launch", "temp_nvme", "nvme_gib")]
+        unknown = [c for c in (table[0] if table else {}) if c not in columns]
+        if unknown:
+            raise InputError(f"{path}:header: columns {', '.join(unknown)} are not in this generator's schema")
+        for row in table:
+            for column in missing:
+                row[column] = ""
+        return comments, table
+
+    size_comments, size_rows = rows("vm-sizes.csv", SIZE_COLUMNS)
+    price_comments, price_rows = rows("vm-prices.csv", PRICE_COLUMNS)
+
+    def comment(key: str) -> str:
+        return next((c.split(": ", 1)[1] for c in size_comments if c.startswith(f"{key}: ")), "")
+
+    # The overlays' and the naming convention's lines are written again by this run.
+    overlay_files = tuple(label(Path(f)) + " (" for f in (args.docs_facts, args.retirements, args.platform))
+    overlay_files += ("Azure VM naming conventions",)
+    sources = [c.split(": ", 1)[1] for c in size_comments
+               if c.startswith("source: ") and not c.split(": ", 1)[1].startswith(overlay_files)]
+    sizes = {}
+    for row in size_rows:
+        facts = [f for f in row.pop("facts").split(";") if f]
+        name = row.pop("name")
+        sizes[name] = Size(name, {k: v for k, v in row.items() if v}, facts)
+    prices = {(r["name"], r["region"]): (r["linux_payg"], r["spot"]) for r in price_rows}
+    prices_date = next((c.split(": ", 1)[1] for c in price_comments if c.startswith("prices-date: ")), "")
+    catalog = Catalog(sizes, prices, sources, prices_date, comment("mode") or "refresh")
+    catalog.notes.append(f"refresh: {len(sizes)} sizes and {len(prices)} prices read from {label(source_dir)} "
+                         f"(generated {comment('generated')}); overlays applied again")
+    return catalog
+
+
 # Facts every row must have (docs/catalog.md): a size no source gives one of is left out.
 REQUIRED = ("vcpus", "vcpus_available", "memory_gib", "gpus", "generations")
 
@@ -204,6 +292,22 @@ def finish_sizes(catalog: Catalog) -> None:
             v.pop("gpu_model", None)
         if v.get("gpu_model"):
             v["gpu_arch"] = gpu_arch(v["gpu_model"])
+        if not v.get("cpu_architecture"):
+            # Azure's Arm64 sizes (Ampere Altra, Cobalt) all carry the naming convention's `p`.
+            v["cpu_architecture"] = "x64"
+        if v.get("generations") and "2" not in v["generations"].split():
+            # Trusted Launch needs a Generation 2 VM.
+            v["trusted_launch"] = "false"
+        if v.pop("local_disk", "") == "nvme" or v.get("temp_nvme") == "true":
+            # The page's temp storage is raw NVMe disks: Resource SKUs' MaxResourceVolumeMB is 0
+            # for these sizes (no resource disk is mounted), the space is NvmeDiskSizeInMiB. A
+            # temp disk equal to it is the same disks counted twice (a catalog written before
+            # this rule).
+            v["temp_nvme"] = "true"
+            if v.get("temp_disk_gib", "") in ("", "0", v.get("nvme_gib")):
+                v["temp_disk_gib"] = "0"
+            else:
+                warn(f"{size.name}: local disks are NVMe, yet temp_disk_gib is {v['temp_disk_gib']} and nvme_gib {v.get('nvme_gib', '')}; kept both")
         for column in ("vcpus", "vcpus_available"):
             # Some sources write counts as decimals ("8.0"); the format has integers.
             number = decimal(v.get(column, ""))
@@ -272,11 +376,13 @@ def summary(catalog: Catalog, out: Path) -> None:
           f"{sum(1 for r in gpu_rows if r['gpu_arch'])} with an architecture)")
     print("sizes with each fact known:")
     for column in ("vcpus", "memory_gib", "gpus", "temp_disk_gib", "quota_family", "generations",
-                   *BOOLEAN_FIELDS, "retirement_date"):
+                   *BOOLEAN_FIELDS, "cpu_architecture", "trusted_launch", "temp_nvme", "nvme_gib", "retirement_date"):
         known = sum(1 for r in rows if r[column] != "")
         extra = ""
-        if column in BOOLEAN_FIELDS:
+        if column in (*BOOLEAN_FIELDS, "trusted_launch", "temp_nvme"):
             extra = f" (true {sum(1 for r in rows if r[column] == 'true')})"
+        elif column == "cpu_architecture":
+            extra = f" (Arm64 {sum(1 for r in rows if r[column] == 'Arm64')})"
         print(f"  {column:24} {known:5} of {len(rows)}{extra}")
     if catalog.left_out:
         print(f"left out for a missing required fact: {len(catalog.left_out)} sizes: {' '.join(sorted(catalog.left_out))}")
@@ -291,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where vm-sizes.csv and vm-prices.csv are written (default: data/catalog)")
     shared.add_argument("--docs-facts", metavar="F", default=str(REPO / "data/catalog/sources/docs-facts.csv"),
                         help="per-size facts from Microsoft's size pages (default: data/catalog/sources/docs-facts.csv)")
+    shared.add_argument("--platform", metavar="F", default=str(REPO / "data/catalog/sources/platform-facts.csv"),
+                        help="CPU architecture, Trusted Launch, NVMe by name pattern (default: data/catalog/sources/platform-facts.csv)")
     shared.add_argument("--retirements", metavar="F", default=str(REPO / "data/catalog/sources/retirements.csv"),
                         help="retirement dates by name pattern (default: data/catalog/sources/retirements.csv)")
     parser = argparse.ArgumentParser(
@@ -308,6 +416,15 @@ def main(argv: list[str] | None = None) -> int:
                       help="karpenter zz_generated.pricing.go or its CSV: cross-check only, never shipped")
     boot.add_argument("--prices-date", metavar="YYYY-MM-DD",
                       help="when the anycloud prices were read (known for the recorded file)")
+    again = modes.add_parser(
+        "refresh", parents=[shared], help="re-apply the overlays to the shipped catalog",
+        description="Read the shipped vm-sizes.csv and vm-prices.csv as the primary source and "
+                    "apply the overlays again: how a change to data/catalog/sources/ reaches the "
+                    "catalog without the bootstrap inputs or a login. Facts the shipped rows "
+                    "state win over the overlays, as they would in the mode that made them.",
+    )
+    again.add_argument("--from", dest="source_dir", metavar="DIR", default=str(REPO / "data/catalog"),
+                       help="where the shipped vm-sizes.csv and vm-prices.csv are read (default: data/catalog)")
     live = modes.add_parser(
         "online", parents=[shared], help="from the Retail Prices and Resource SKUs APIs",
         description="Build the catalog from Microsoft's APIs. Resource SKUs needs a subscription "
@@ -324,9 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        mode = bootstrap_mode.bootstrap if args.mode == "bootstrap" else online_mode.online
+        mode = {"bootstrap": bootstrap_mode.bootstrap, "online": online_mode.online,
+                "refresh": refresh}[args.mode]
         catalog = mode(args)
         docs_path, retire_path = Path(args.docs_facts), Path(args.retirements)
+        platform_path = Path(args.platform)
+        platform_source = apply_platform(catalog, platform_path)
         docs_source = apply_docs_facts(catalog, docs_path)
         apply_naming(catalog)
         retire_source = apply_retirements(catalog, retire_path)
@@ -334,8 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         extra = [
             docs_source,
             retire_source,
-            "Azure VM naming conventions (r = RDMA capable, s = premium storage capable, -N = "
-            "constrained vCPUs, _H100_ = accelerator), "
+            platform_source,
+            "Azure VM naming conventions (r = RDMA capable, s = premium storage capable, "
+            "p = Arm-based processor, -N = constrained vCPUs, _H100_ = accelerator), "
             "https://learn.microsoft.com/azure/virtual-machines/vm-naming-conventions, "
             "licence: Microsoft's documentation, no text copied",
         ]

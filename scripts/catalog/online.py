@@ -175,6 +175,21 @@ def sku_size(name: str, records: list[dict]) -> tuple[Size, set]:
         "accelerated_networking": yes_no(cap("AcceleratedNetworkingEnabled")),
         "premium_io": yes_no(cap("PremiumIO")),
     }
+    architecture = {"x64": "x64", "arm64": "Arm64"}.get(cap("CpuArchitectureType").lower(), "")
+    if architecture:
+        values["cpu_architecture"] = architecture
+    # Resource SKUs marks the sizes that refuse Trusted Launch (`TrustedLaunchDisabled: True`)
+    # and, as far as the answers seen show, says nothing on the others; a Generation 2 size
+    # without the mark is taken to support it (docs/decisions.md 61).
+    disabled = yes_no(cap("TrustedLaunchDisabled"))
+    if disabled:
+        values["trusted_launch"] = "false" if disabled == "true" else "true"
+    elif "2" in values["generations"].split():
+        values["trusted_launch"] = "true"
+    if cap("NvmeDiskSizeInMiB") and Decimal(cap("NvmeDiskSizeInMiB")) > 0:
+        values["nvme_gib"] = str(round(Decimal(cap("NvmeDiskSizeInMiB")) / 1024))
+        if cap("MaxResourceVolumeMB") in ("", "0"):
+            values["temp_nvme"] = "true"
     if cap("MaxResourceVolumeMB"):
         values["temp_disk_gib"] = str(round(Decimal(cap("MaxResourceVolumeMB")) / 1024))
     retirement = cap("RetirementDateUtc")  # "09/03/2024": month/day/year

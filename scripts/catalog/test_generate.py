@@ -69,6 +69,7 @@ def bootstrap_args(out: Path, *extra: str, docs: Path = FIXTURES / "docs-facts.c
     return [
         "bootstrap", "--out", str(out), "--docs-facts", str(docs),
         "--retirements", str(FIXTURES / "retirements.csv"),
+        "--platform", str(FIXTURES / "platform-facts.csv"),
         "--anycloud", str(FIXTURES / "anycloud-vms.csv"),
         "--known-skus", str(FIXTURES / "known_skus.yaml"),
         "--karpenter-prices", str(FIXTURES / "karpenter-pricing.go"), *extra,
@@ -111,9 +112,50 @@ class BootstrapTest(unittest.TestCase):
             "name": "Standard_D8ds_v5", "vcpus": "8", "vcpus_available": "8", "memory_gib": "32",
             "gpus": "0", "gpu_model": "", "gpu_arch": "", "temp_disk_gib": "300",
             "quota_family": "standardDDSv5Family", "generations": "1 2", "rdma": "false",
-            "accelerated_networking": "true", "premium_io": "true", "retirement_date": "",
-            "facts": "anycloud;known_skus;docs:ddsv5-series;naming",
+            "accelerated_networking": "true", "premium_io": "true", "cpu_architecture": "x64",
+            "trusted_launch": "true", "temp_nvme": "", "nvme_gib": "", "retirement_date": "",
+            "facts": "anycloud;known_skus;platform:trusted-launch;docs:ddsv5-series;naming",
         })
+
+    def test_platform_facts_by_pattern_and_generation(self):
+        arm = self.sizes["Standard_D4ps_v5"]
+        self.assertEqual((arm["cpu_architecture"], arm["trusted_launch"]), ("Arm64", "false"))
+        # Generation 1 only: no Trusted Launch, whatever a row says.
+        self.assertEqual(self.sizes["Standard_D2_v2"]["trusted_launch"], "false")
+        # No row names NCv3 here: unknown, not guessed.
+        self.assertEqual(self.sizes["Standard_NC6s_v3"]["trusted_launch"], "")
+        self.assertIn("platform-facts.csv:7: pattern Standard_HB120rs_v9 matches no size", self.result.stderr)
+
+    def test_the_temp_storage_of_an_nvme_size_is_its_nvme(self):
+        row = self.sizes["Standard_D8ds_v6"]
+        self.assertEqual((row["temp_disk_gib"], row["temp_nvme"], row["nvme_gib"], row["trusted_launch"]),
+                         ("0", "true", "440", "true"))
+
+    def test_refresh_reapplies_the_overlays_to_a_shipped_catalog(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "again"
+            result = run("refresh", "--from", str(self.out), "--out", str(out),
+                         "--docs-facts", str(FIXTURES / "docs-facts.csv"),
+                         "--retirements", str(FIXTURES / "retirements.csv"),
+                         "--platform", str(FIXTURES / "platform-facts.csv"))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            # The same inputs give the same bytes: refresh is idempotent.
+            for name in ("vm-sizes.csv", "vm-prices.csv"):
+                self.assertEqual((out / name).read_text(), (self.out / name).read_text(), name)
+            # A catalog written before the new columns is read with them unknown.
+            old = Path(tmp) / "old"
+            old.mkdir()
+            lines = (self.out / "vm-sizes.csv").read_text().splitlines()
+            keep = [i for i, c in enumerate(common.SIZE_COLUMNS) if c not in ("cpu_architecture", "trusted_launch", "temp_nvme", "nvme_gib")]
+            (old / "vm-sizes.csv").write_text("\n".join(
+                line if line.startswith("#") else ",".join(line.split(",")[i] for i in keep) for line in lines) + "\n")
+            (old / "vm-prices.csv").write_text((self.out / "vm-prices.csv").read_text())
+            result = run("refresh", "--from", str(old), "--out", str(out),
+                         "--docs-facts", str(FIXTURES / "docs-facts.csv"),
+                         "--retirements", str(FIXTURES / "retirements.csv"),
+                         "--platform", str(FIXTURES / "platform-facts.csv"))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual((out / "vm-sizes.csv").read_text(), (self.out / "vm-sizes.csv").read_text())
 
     def test_the_unquoted_generation_list_is_read_whole(self):
         self.assertEqual(self.sizes["Standard_D8s_v5"]["generations"], "1 2")
@@ -126,7 +168,7 @@ class BootstrapTest(unittest.TestCase):
         row = self.sizes["Standard_D2ads_v5"]
         self.assertEqual((row["temp_disk_gib"], row["rdma"], row["accelerated_networking"]), ("", "", ""))
         self.assertEqual(row["premium_io"], "true")
-        self.assertEqual(row["facts"], "anycloud;known_skus;naming")
+        self.assertEqual(row["facts"], "anycloud;known_skus;platform:trusted-launch;naming")
         # D2_v2 has no `s`: premium IO comes from its page only.
         self.assertEqual(self.sizes["Standard_D2_v2"]["premium_io"], "false")
 
@@ -174,7 +216,7 @@ class BootstrapTest(unittest.TestCase):
     def test_prices_keep_the_source_text_and_drop_spot_equal_to_payg(self):
         rows = [(r["name"], r["region"], r["linux_payg"], r["spot"]) for r in self.prices]
         self.assertEqual(rows, sorted(rows))
-        self.assertEqual(len(rows), 14)
+        self.assertEqual(len(rows), 16)
         self.assertIn(("Standard_D8s_v5", "eastus", "0.384", "0.081446"), rows)
         self.assertIn(("Standard_D8s_v5", "westeurope", "0.46", "0.085008"), rows)
         self.assertIn(("Standard_ND96isr_H200_v5", "eastus2", "84.8", ""), rows)
@@ -194,9 +236,11 @@ class BootstrapTest(unittest.TestCase):
         self.assertIn("0.103,0.022402", (self.out / "vm-prices.csv").read_text())
 
     def test_the_summary_counts_known_facts(self):
-        self.assertIn("vm-sizes.csv: 10 sizes", self.result.stdout)
-        self.assertIn("14 rows, 3 regions, 12 with a spot price", self.result.stdout)
-        self.assertRegex(self.result.stdout, r"temp_disk_gib\s+7 of 10")
+        self.assertIn("vm-sizes.csv: 12 sizes", self.result.stdout)
+        self.assertIn("16 rows, 3 regions, 14 with a spot price", self.result.stdout)
+        self.assertRegex(self.result.stdout, r"temp_disk_gib\s+8 of 12")
+        self.assertRegex(self.result.stdout, r"cpu_architecture\s+12 of 12 \(Arm64 1\)")
+        self.assertRegex(self.result.stdout, r"trusted_launch\s+7 of 12 \(true 5\)")
 
     def test_two_runs_give_the_same_bytes(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -289,6 +333,7 @@ class OnlineTest(unittest.TestCase):
             "--arm-url", cls.server.base,
             "--docs-facts", str(FIXTURES / "docs-facts.csv"),
             "--retirements", str(FIXTURES / "retirements.csv"),
+            "--platform", str(FIXTURES / "platform-facts.csv"),
             env={"AZURE_ACCESS_TOKEN": token, **env},
         )
 
@@ -326,12 +371,13 @@ class OnlineTest(unittest.TestCase):
             "name": "Standard_D8ds_v5", "vcpus": "8", "vcpus_available": "8", "memory_gib": "32",
             "gpus": "0", "gpu_model": "", "gpu_arch": "", "temp_disk_gib": "300",
             "quota_family": "standardDDSv5Family", "generations": "1 2", "rdma": "false",
-            "accelerated_networking": "true", "premium_io": "true", "retirement_date": "",
-            "facts": "skus;docs:ddsv5-series;naming",
+            "accelerated_networking": "true", "premium_io": "true", "cpu_architecture": "x64",
+            "trusted_launch": "true", "temp_nvme": "", "nvme_gib": "", "retirement_date": "",
+            "facts": "skus;platform:trusted-launch;docs:ddsv5-series;naming",
         })
         d8s = self.sizes["Standard_D8s_v5"]
         # MaxResourceVolumeMB 0 is a fact: no temp disk.
-        self.assertEqual((d8s["temp_disk_gib"], d8s["facts"]), ("0", "skus;naming"))
+        self.assertEqual((d8s["temp_disk_gib"], d8s["facts"]), ("0", "skus;platform:trusted-launch;naming"))
         hb = self.sizes["Standard_HB176-144rs_v4"]
         self.assertEqual((hb["vcpus"], hb["vcpus_available"], hb["rdma"]), ("176", "144", "true"))
         d2 = self.sizes["Standard_D2_v2"]
@@ -419,6 +465,25 @@ class FixtureShapeTest(unittest.TestCase):
 
 
 class HelperTest(unittest.TestCase):
+    def test_trusted_launch_architecture_and_nvme_from_capabilities(self):
+        def record(name, generations, **caps):
+            capabilities = [{"name": "vCPUs", "value": "8"}, {"name": "MemoryGB", "value": "32"},
+                            {"name": "HyperVGenerations", "value": generations}]
+            capabilities += [{"name": k, "value": v} for k, v in caps.items()]
+            return [{"name": name, "family": "f", "locations": ["eastus"], "capabilities": capabilities}]
+
+        nd, _ = online.sku_size("Standard_ND96asr_v4", record("Standard_ND96asr_v4", "V1,V2", TrustedLaunchDisabled="True"))
+        self.assertEqual(nd.values["trusted_launch"], "false")
+        arm, _ = online.sku_size("Standard_D4ps_v5", record("Standard_D4ps_v5", "V2", CpuArchitectureType="Arm64"))
+        self.assertEqual(arm.values["cpu_architecture"], "Arm64")
+        # Resource SKUs marks only the sizes that refuse it; a Generation 1 size cannot have it.
+        self.assertEqual(arm.values["trusted_launch"], "true")
+        gen1, _ = online.sku_size("Standard_D2_v2", record("Standard_D2_v2", "V1"))
+        self.assertNotIn("trusted_launch", gen1.values)
+        v6, _ = online.sku_size("Standard_D8ds_v6", record(
+            "Standard_D8ds_v6", "V2", MaxResourceVolumeMB="0", NvmeDiskSizeInMiB="450560"))
+        self.assertEqual((v6.values["temp_disk_gib"], v6.values["temp_nvme"], v6.values["nvme_gib"]), ("0", "true", "440"))
+
     def test_naming_facts(self):
         self.assertEqual(common.naming_facts("Standard_ND96isr_H200_v5"),
                          {"rdma": "true", "premium_io": "true", "gpu_model": "H200"})

@@ -59,6 +59,17 @@ pub struct VmSize {
     pub accelerated_networking: Option<bool>,
     /// Can attach Premium SSD disks; `None` when the sources do not say.
     pub premium_io: Option<bool>,
+    /// Its processor's architecture (Resource SKUs `CpuArchitectureType`): the images it boots.
+    pub cpu: CpuArchitecture,
+    /// Whether ARM accepts `securityType: TrustedLaunch` for it: `Some(false)` where Resource
+    /// SKUs say `TrustedLaunchDisabled` (or the size boots Generation 1 only), `None` where the
+    /// shipped sources do not say.
+    pub trusted_launch: Option<bool>,
+    /// Its local storage is raw NVMe disks, not a mounted temp (resource) disk: the v6 and newer
+    /// `d` sizes. Nothing is mounted at boot; a step that needs local scratch assembles them.
+    pub temp_nvme: bool,
+    /// Local NVMe capacity in GiB (all disks), `None` when not known or none.
+    pub nvme_gib: Option<u32>,
     /// When Azure retired or retires the size, if it announced that.
     pub retirement_date: Option<NaiveDate>,
     /// Where the row's facts came from (`skus;docs:ddsv5-series`), for `dsinfra sizes --json`.
@@ -81,6 +92,35 @@ pub fn is_arm64_name(name: &str) -> bool {
     features.chars().all(|c| c.is_ascii_lowercase()) && features.contains('p')
 }
 
+/// A processor architecture, as Resource SKUs' `CpuArchitectureType` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuArchitecture {
+    /// x86-64.
+    X64,
+    /// 64-bit Arm (Ampere Altra, Cobalt).
+    Arm64,
+}
+
+impl CpuArchitecture {
+    /// From Resource SKUs' (and the catalog's) spelling: `x64`, `Arm64`, any case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "x64" => Some(Self::X64),
+            "arm64" => Some(Self::Arm64),
+            _ => None,
+        }
+    }
+
+    /// The size name's own statement when no source gave one ([`is_arm64_name`]).
+    pub fn of_name(name: &str) -> Self {
+        if is_arm64_name(name) {
+            Self::Arm64
+        } else {
+            Self::X64
+        }
+    }
+}
+
 /// Where a size stands on a given day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retirement {
@@ -101,9 +141,14 @@ impl VmSize {
         self.gen1 && !self.gen2
     }
 
-    /// Has an Arm64 processor, and so boots Arm64 images only ([`is_arm64_name`]).
+    /// Has an Arm64 processor, and so boots Arm64 images only.
     pub fn arm64(&self) -> bool {
-        is_arm64_name(self.name)
+        self.cpu == CpuArchitecture::Arm64
+    }
+
+    /// Has local NVMe disks and no temp disk: `{temp}` needs them assembled first.
+    pub fn nvme_only(&self) -> bool {
+        self.temp_nvme && self.temp_disk_gib.unwrap_or(0) == 0
     }
 
     /// Whether the size is retired or retiring as of `today`.
@@ -271,6 +316,8 @@ pub fn learn(live: VmSize) -> &'static VmSize {
                     .or(live.accelerated_networking),
                 premium_io: known.premium_io.or(live.premium_io),
                 retirement_date: known.retirement_date.or(live.retirement_date),
+                trusted_launch: known.trusted_launch.or(live.trusted_launch),
+                nvme_gib: known.nvme_gib.or(live.nvme_gib),
                 ..known.clone()
             };
             if filled == *known {
@@ -461,6 +508,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn trusted_launch_support_and_nvme_come_from_the_shipped_rows() {
+        let size = |name| vm_size(name).expect(name);
+        // Issue 29: NDasrA100_v4 and NDm_A100_v4 refuse Trusted Launch; NDv2 and T4 accept it.
+        assert_eq!(size("Standard_ND96asr_v4").trusted_launch, Some(false));
+        assert_eq!(size("Standard_ND96amsr_A100_v4").trusted_launch, Some(false));
+        assert_eq!(size("Standard_ND40rs_v2").trusted_launch, Some(true));
+        assert_eq!(size("Standard_NC4as_T4_v3").trusted_launch, Some(true));
+        assert_eq!(size("Standard_D4ps_v5").trusted_launch, Some(false));
+        // Generation 1 only: never.
+        assert_eq!(size("Standard_A1_v2").trusted_launch, Some(false));
+        // A v6 `d` size: its 440 GiB are one NVMe disk, not a temp disk.
+        let v6 = size("Standard_D8ds_v6");
+        assert!(v6.nvme_only());
+        assert_eq!((v6.temp_disk_gib, v6.nvme_gib), (Some(0), Some(440)));
+        assert!(!size("Standard_D8ds_v5").nvme_only());
+        assert!(!size("Standard_ND40rs_v2").nvme_only());
+        for size in vm_sizes() {
+            if size.gen1_only() {
+                assert_eq!(size.trusted_launch, Some(false), "{}", size.name);
+            }
+            assert!(!size.nvme_only() || size.temp_nvme, "{}", size.name);
+        }
+    }
+
+    #[test]
     fn arm64_sizes_are_the_ones_whose_feature_letters_have_p() {
         for arm in [
             "Standard_D4ps_v5",
@@ -482,8 +554,10 @@ mod tests {
         ] {
             assert!(!is_arm64_name(x64), "{x64}");
         }
-        // Every catalog size so marked is in an Arm family (see the doc).
+        // Every catalog size so marked is in an Arm family (see the doc), and the catalog's
+        // architecture column says the same as the name.
         for size in vm_sizes() {
+            assert_eq!(size.arm64(), is_arm64_name(size.name), "{}", size.name);
             if size.arm64() {
                 assert!(
                     ["B", "D", "E"]

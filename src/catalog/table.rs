@@ -10,7 +10,7 @@ use std::fmt;
 
 use chrono::NaiveDate;
 
-use super::{GpuArch, Price, VmSize};
+use super::{CpuArchitecture, GpuArch, Price, VmSize};
 
 /// A row the parser could not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +130,10 @@ const SIZES_HEADER: &[&str] = &[
     "rdma",
     "accelerated_networking",
     "premium_io",
+    "cpu_architecture",
+    "trusted_launch",
+    "temp_nvme",
+    "nvme_gib",
     "retirement_date",
     "facts",
 ];
@@ -226,11 +230,16 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
     if !gen1 && !gen2 {
         return Err(row.err(9, format!("`{generations}` names neither 1 nor 2")));
     }
-    let retirement_date = match row.text(13) {
+    let cpu = match row.text(13) {
+        "" => CpuArchitecture::of_name(row.text(0)),
+        name => CpuArchitecture::from_name(name)
+            .ok_or_else(|| row.err(13, format!("`{name}` is neither x64 nor Arm64")))?,
+    };
+    let retirement_date = match row.text(17) {
         "" => None,
         date => Some(
             NaiveDate::parse_from_str(date, "%Y-%m-%d")
-                .map_err(|e| row.err(13, format!("`{date}`: {e}")))?,
+                .map_err(|e| row.err(17, format!("`{date}`: {e}")))?,
         ),
     };
     Ok(VmSize {
@@ -248,8 +257,12 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
         infiniband: row.parse::<bool>(10)? == Some(true),
         accelerated_networking: row.parse(11)?,
         premium_io: row.parse(12)?,
+        cpu,
+        trusted_launch: row.parse(14)?,
+        temp_nvme: row.parse::<bool>(15)? == Some(true),
+        nvme_gib: row.parse(16)?,
         retirement_date,
-        facts: row.text(14),
+        facts: row.text(18),
     })
 }
 
@@ -302,7 +315,7 @@ pub(super) fn parse_prices(
 mod tests {
     use super::*;
 
-    const HEAD: &str = "name,vcpus,vcpus_available,memory_gib,gpus,gpu_model,gpu_arch,temp_disk_gib,quota_family,generations,rdma,accelerated_networking,premium_io,retirement_date,facts";
+    const HEAD: &str = "name,vcpus,vcpus_available,memory_gib,gpus,gpu_model,gpu_arch,temp_disk_gib,quota_family,generations,rdma,accelerated_networking,premium_io,cpu_architecture,trusted_launch,temp_nvme,nvme_gib,retirement_date,facts";
 
     fn sizes(rows: &str) -> Result<(Provenance, Vec<VmSize>), TableError> {
         let text = format!("# generated: 2026-11-26\n# source: a test\n{HEAD}\n{rows}");
@@ -312,8 +325,8 @@ mod tests {
     #[test]
     fn a_row_reads_into_its_facts_and_empty_means_unknown() {
         let (provenance, rows) = sizes(
-            "Standard_A_v1,2,,4.5,0.167,A10,Ampere,,fam,1 2,,true,,2028-05-01,anycloud\n\
-             Standard_B_v1,176,144,768,0,,,480,famB,2,true,false,true,,docs",
+            "Standard_A_v1,2,,4.5,0.167,A10,Ampere,,fam,1 2,,true,,,,,,2028-05-01,anycloud\n\
+             Standard_B_v1,176,144,768,0,,,0,famB,2,true,false,true,Arm64,false,true,880,,docs",
         )
         .expect("parses");
         assert_eq!(
@@ -325,6 +338,9 @@ mod tests {
         assert_eq!((a.vcpus_available, a.memory_gib, a.gpus), (2, 4.5, 0.167));
         assert_eq!((a.temp_disk_gib, a.premium_io), (None, None));
         assert_eq!(a.accelerated_networking, Some(true));
+        // No architecture column value: the name's (x64 here); Trusted Launch unknown.
+        assert_eq!((a.cpu, a.trusted_launch), (CpuArchitecture::X64, None));
+        assert!(!a.temp_nvme && !a.nvme_only() && a.nvme_gib.is_none());
         assert!(a.gen1 && a.gen2 && !a.infiniband);
         assert_eq!(
             a.retirement_date.map(|d| d.to_string()).as_deref(),
@@ -334,28 +350,33 @@ mod tests {
         assert!(b.gen2_only() && b.infiniband);
         assert_eq!(
             (b.vcpus, b.vcpus_available, b.temp_disk_gib),
-            (176, 144, Some(480))
+            (176, 144, Some(0))
         );
+        assert!(b.arm64() && b.nvme_only());
+        assert_eq!((b.trusted_launch, b.nvme_gib), (Some(false), Some(880)));
     }
 
     #[test]
     fn a_bad_row_names_its_file_line_and_column() {
-        let err = sizes("Standard_A_v1,two,,4,0,,,,fam,1,,,,,x").expect_err("bad vcpus");
+        let err = sizes("Standard_A_v1,two,,4,0,,,,fam,1,,,,,,,,,x").expect_err("bad vcpus");
         assert_eq!(err.line, 4);
         assert!(
             err.to_string()
                 .starts_with("data/catalog/vm-sizes.csv:4: column `vcpus`"),
             "{err}"
         );
-        let err = sizes("Standard_A_v1,2,,4,0,,,,fam,3,,,,,x").expect_err("bad generation");
+        let err = sizes("Standard_A_v1,2,,4,0,,,,fam,3,,,,,,,,,x").expect_err("bad generation");
         assert!(err.message.contains("`generations`"), "{err}");
-        let err = sizes("Standard_A_v1,2,,4,0,,,,fam,1,,,,").expect_err("short row");
-        assert!(err.message.contains("14 fields, expected 15"), "{err}");
+        let err =
+            sizes("Standard_A_v1,2,,4,0,,,,fam,1,,,,ia64,,,,,x").expect_err("bad architecture");
+        assert!(err.message.contains("`cpu_architecture`"), "{err}");
+        let err = sizes("Standard_A_v1,2,,4,0,,,,fam,1,,,,,,,,").expect_err("short row");
+        assert!(err.message.contains("18 fields, expected 19"), "{err}");
     }
 
     #[test]
     fn rows_out_of_order_are_refused() {
-        let err = sizes("Standard_B_v1,2,,4,0,,,,f,1,,,,,x\nStandard_a_v1,2,,4,0,,,,f,1,,,,,x")
+        let err = sizes("Standard_B_v1,2,,4,0,,,,f,1,,,,,,,,,x\nStandard_a_v1,2,,4,0,,,,f,1,,,,,,,,,x")
             .expect_err("unsorted");
         assert!(err.message.contains("is not after"), "{err}");
     }
@@ -363,7 +384,7 @@ mod tests {
     #[test]
     fn prices_belong_to_known_sizes_in_order() {
         let (_, rows) =
-            sizes("Standard_A_v1,2,,4,0,,,,f,1,,,,,x\nStandard_B_v1,2,,4,0,,,,f,1,,,,,x")
+            sizes("Standard_A_v1,2,,4,0,,,,f,1,,,,,,,,,x\nStandard_B_v1,2,,4,0,,,,f,1,,,,,,,,,x")
                 .expect("sizes");
         let prices = "# prices-date: 2026-05-20\nname,region,linux_payg,spot\n\
             Standard_A_v1,eastus,0.1,0.02\nStandard_A_v1,westeurope,0.12,\n\

@@ -288,6 +288,10 @@ mod tests {
             infiniband: false,
             accelerated_networking: Some(true),
             premium_io: Some(true),
+            cpu: crate::catalog::CpuArchitecture::X64,
+            trusted_launch: Some(true),
+            temp_nvme: false,
+            nvme_gib: None,
             retirement_date: None,
             facts: "skus;docs:ddsv5-series",
         };

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::quota::ResourceSku;
-use crate::catalog::{self, VmSize};
+use crate::catalog::{self, CpuArchitecture, VmSize};
 use crate::diag::Diagnostic;
 use crate::model::{Desired, ResourceKind};
 
@@ -22,6 +22,17 @@ use super::{Capacity, Demand, text};
 /// A `True`/`False` capability of a SKU, if it states it.
 fn flag(sku: &ResourceSku, name: &str) -> Option<bool> {
     sku.capability(name).map(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Whether the SKU accepts Trusted Launch: Resource SKUs mark the sizes that refuse it
+/// (`TrustedLaunchDisabled: True`) and say nothing of the others, which accept it if they boot
+/// Generation 2 (docs/decisions.md 61).
+pub fn trusted_launch(sku: &ResourceSku) -> Option<bool> {
+    if let Some(disabled) = flag(sku, "TrustedLaunchDisabled") {
+        return Some(!disabled);
+    }
+    let generations = sku.capability("HyperVGenerations")?;
+    Some(generations.split(',').any(|g| g.trim().eq_ignore_ascii_case("V2")))
 }
 
 /// `RetirementDateUtc` (`MM/DD/YYYY`, as Resource SKUs writes it), if the SKU states one.
@@ -167,6 +178,9 @@ pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
     let generations = sku.capability("HyperVGenerations").unwrap_or("V1");
     // Resource SKUs report the temp disk in MB; 0 is no temp disk.
     let temp_disk_gib = whole("MaxResourceVolumeMB").map(|mb| mb / 1024);
+    let nvme_gib = whole("NvmeDiskSizeInMiB")
+        .filter(|mib| *mib > 0)
+        .map(|mib| mib / 1024);
     // The strings live as long as the process, as the shipped catalog's do; a run learns a
     // handful of sizes at most.
     let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
@@ -189,6 +203,13 @@ pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
         infiniband: flag(sku, "RdmaEnabled") == Some(true),
         accelerated_networking: flag(sku, "AcceleratedNetworkingEnabled"),
         premium_io: flag(sku, "PremiumIO"),
+        cpu: sku
+            .capability("CpuArchitectureType")
+            .and_then(CpuArchitecture::from_name)
+            .unwrap_or_else(|| CpuArchitecture::of_name(name)),
+        trusted_launch: trusted_launch(sku),
+        temp_nvme: nvme_gib.is_some() && temp_disk_gib.unwrap_or(0) == 0,
+        nvme_gib,
         retirement_date: retirement(sku),
         facts: catalog::LIVE_FACTS,
     })
