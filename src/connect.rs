@@ -252,6 +252,10 @@ fn emulator_size(size: &catalog::VmSize) -> Option<VmSizeSpec> {
     spec.accelerated_networking = size.accelerated_networking;
     spec.premium_io = size.premium_io;
     spec.retirement_date = size.retirement_date;
+    // Resource SKUs mark only the sizes that refuse Trusted Launch.
+    spec.trusted_launch = size.trusted_launch.filter(|supported| !supported);
+    spec.arm64 = size.arm64();
+    spec.nvme_mib = size.nvme_gib.map(|gib| u64::from(gib) * 1024);
     Some(spec)
 }
 

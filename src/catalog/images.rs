@@ -1,17 +1,20 @@
-//! Marketplace images dsinfra knows without asking Azure: their Hyper-V generation and whether
-//! they are Arm64 images.
+//! Marketplace images dsinfra knows without asking Azure: their Hyper-V generation, whether
+//! they are Arm64 images, whether they support Trusted Launch, and their OS disk's size.
 //!
-//! One table, read by the manifest (is an image's generation one the VM size boots?) and by the
-//! emulator (what Azure decides from the image's generation). Two tables disagreed before:
-//! the manifest judged `microsoft-dsvm:ubuntu-hpc:2204-v100` Generation 1 because its SKU does
-//! not say `gen2`, while the emulator knew it is Generation 2 (issue 29, item 6).
+//! One table, read by the manifest (is an image's generation one the VM size boots? may the
+//! block state Trusted Launch?) and by the emulator (what Azure decides from the image, and what
+//! VirtualMachineImages_Get answers). Two tables disagreed before: the manifest judged
+//! `microsoft-dsvm:ubuntu-hpc:2204-v100` Generation 1 because its SKU does not say `gen2`, while
+//! the emulator knew it is Generation 2 (issue 29, item 6).
 //!
-//! Azure knows every image's generation (`hyperVGeneration` of VirtualMachineImages_Get); this
-//! table holds the images the manifest's aliases name, with the generations the aliases and the
-//! emulator already agreed on (decision 57 says how sure that is). For any other image, a SKU that says `gen2` or `gen1` in its name is
-//! taken at its word (the marketplace convention); otherwise the generation is not known offline.
+//! Azure knows every image's facts (VirtualMachineImages_Get: `hyperVGeneration`, the
+//! `SecurityType` feature, `osDiskImage.sizeInGb`); this table holds the images the manifest's
+//! aliases name, with what decision 57 and 61 say of how sure each fact is. A fact not known is
+//! `None`, and the connected plan reads it from Azure. For any other image, a SKU that says
+//! `gen2` or `gen1` in its name is taken at its word (the marketplace convention); otherwise the
+//! generation is not known offline.
 
-/// A marketplace image (any version) and its generation.
+/// A marketplace image (any version) and its facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownImage {
     /// Publisher (`Canonical`).
@@ -24,6 +27,12 @@ pub struct KnownImage {
     pub generation: u8,
     /// An Arm64 image (for Arm64 sizes only); x64 otherwise.
     pub arm64: bool,
+    /// Whether its `features` say `SecurityType: TrustedLaunchSupported` (or a value that
+    /// includes it): `Some(false)` for Generation 1 images, `None` where not known here.
+    pub trusted_launch: Option<bool>,
+    /// Its OS disk's size in GiB (`osDiskImage.sizeInGb`): a VM's OS disk when the request names
+    /// none. `None` where not known here.
+    pub os_disk_gb: Option<u32>,
 }
 
 const fn image(
@@ -38,6 +47,9 @@ const fn image(
         sku,
         generation,
         arm64: false,
+        // Trusted Launch needs a Generation 2 VM, and so a Generation 2 image.
+        trusted_launch: if generation == 1 { Some(false) } else { None },
+        os_disk_gb: None,
     }
 }
 
@@ -48,48 +60,77 @@ const fn arm64_image(
     sku: &'static str,
 ) -> KnownImage {
     KnownImage {
-        publisher,
-        offer,
-        sku,
-        generation: 2,
         arm64: true,
+        ..image(publisher, offer, sku, 2)
     }
 }
 
+impl KnownImage {
+    /// The image advertises Trusted Launch support.
+    const fn trusted_launch(self) -> Self {
+        Self {
+            trusted_launch: Some(true),
+            ..self
+        }
+    }
+
+    /// Its OS disk is `gb` GiB.
+    const fn os_disk(self, gb: u32) -> Self {
+        Self {
+            os_disk_gb: Some(gb),
+            ..self
+        }
+    }
+}
+
+/// The OS disk of Canonical's Ubuntu server images, every release and architecture.
+const UBUNTU_OS_DISK_GB: u32 = 30;
+
 /// Every image an alias can pick (manifest/images.rs), with its generation.
 pub static KNOWN_IMAGES: &[KnownImage] = &[
-    image("Canonical", "0001-com-ubuntu-server-focal", "20_04-lts", 1),
+    // Canonical's Generation 2 x64 server images advertise Trusted Launch (decision 61).
+    image("Canonical", "0001-com-ubuntu-server-focal", "20_04-lts", 1).os_disk(UBUNTU_OS_DISK_GB),
     image(
         "Canonical",
         "0001-com-ubuntu-server-focal",
         "20_04-lts-gen2",
         2,
-    ),
+    )
+    .trusted_launch()
+    .os_disk(UBUNTU_OS_DISK_GB),
     arm64_image(
         "Canonical",
         "0001-com-ubuntu-server-focal",
         "20_04-lts-arm64",
-    ),
-    image("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts", 1),
+    )
+    .os_disk(UBUNTU_OS_DISK_GB),
+    image("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts", 1).os_disk(UBUNTU_OS_DISK_GB),
     image(
         "Canonical",
         "0001-com-ubuntu-server-jammy",
         "22_04-lts-gen2",
         2,
-    ),
+    )
+    .trusted_launch()
+    .os_disk(UBUNTU_OS_DISK_GB),
     arm64_image(
         "Canonical",
         "0001-com-ubuntu-server-jammy",
         "22_04-lts-arm64",
-    ),
-    image("Canonical", "ubuntu-24_04-lts", "server-gen1", 1),
-    image("Canonical", "ubuntu-24_04-lts", "server", 2),
-    arm64_image("Canonical", "ubuntu-24_04-lts", "server-arm64"),
+    )
+    .os_disk(UBUNTU_OS_DISK_GB),
+    image("Canonical", "ubuntu-24_04-lts", "server-gen1", 1).os_disk(UBUNTU_OS_DISK_GB),
+    image("Canonical", "ubuntu-24_04-lts", "server", 2)
+        .trusted_launch()
+        .os_disk(UBUNTU_OS_DISK_GB),
+    arm64_image("Canonical", "ubuntu-24_04-lts", "server-arm64").os_disk(UBUNTU_OS_DISK_GB),
+    // The DSVM images: Trusted Launch support and OS disk size not known here.
     image("microsoft-dsvm", "ubuntu-2004", "2004", 1),
     image("microsoft-dsvm", "ubuntu-2004", "2004-gen2", 2),
     image("microsoft-dsvm", "ubuntu-2204", "2204", 1),
     image("microsoft-dsvm", "ubuntu-2204", "2204-gen2", 2),
-    // The HPC images are Generation 2 only, and their SKUs do not say so.
+    // The HPC images are Generation 2 only, and their SKUs do not say so. Trusted Launch
+    // support not known here (issue 29, item 3): the connected plan reads it.
     image("microsoft-dsvm", "ubuntu-hpc", "2204", 2),
     image("microsoft-dsvm", "ubuntu-hpc", "2204-v100", 2),
 ];
@@ -118,6 +159,26 @@ pub fn generation(publisher: &str, offer: &str, sku: &str) -> Option<u8> {
     } else {
         None
     }
+}
+
+/// Whether an image supports Trusted Launch, as far as known offline: the table's fact, else
+/// `Some(false)` for a Generation 1 image (by [`generation`]); `None` otherwise.
+pub fn trusted_launch(publisher: &str, offer: &str, sku: &str) -> Option<bool> {
+    if let Some(image) = known(publisher, offer, sku) {
+        return image.trusted_launch;
+    }
+    (generation(publisher, offer, sku) == Some(1)).then_some(false)
+}
+
+/// What VirtualMachineImages_Get's `features` say of Trusted Launch: `SecurityType` values
+/// `TrustedLaunchSupported`, `TrustedLaunchAndConfidentialVmSupported` and `TrustedLaunch`
+/// (an image that needs it) include it; `Standard` and `ConfidentialVmSupported` do not; an
+/// image without the feature has no Trusted Launch support.
+pub fn security_type_allows_trusted_launch(security_type: Option<&str>) -> bool {
+    security_type.is_some_and(|t| {
+        let t = t.to_ascii_lowercase();
+        t.starts_with("trustedlaunch")
+    })
 }
 
 #[cfg(test)]
@@ -158,6 +219,44 @@ mod tests {
             generation("nvidia", "ngc_azure_17_11", "ngc-base-version-24_03_4"),
             None
         );
+    }
+
+    #[test]
+    fn trusted_launch_support_is_known_for_the_plain_ubuntu_images_only() {
+        assert_eq!(
+            trusted_launch(
+                "Canonical",
+                "0001-com-ubuntu-server-jammy",
+                "22_04-lts-gen2"
+            ),
+            Some(true)
+        );
+        assert_eq!(
+            trusted_launch("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts"),
+            Some(false)
+        );
+        assert_eq!(
+            trusted_launch("microsoft-dsvm", "ubuntu-hpc", "2204-v100"),
+            None
+        );
+        assert_eq!(
+            trusted_launch("someone", "their-image", "v3-gen1"),
+            Some(false)
+        );
+        assert_eq!(trusted_launch("someone", "their-image", "v3"), None);
+        for allows in [
+            "TrustedLaunchSupported",
+            "TrustedLaunchAndConfidentialVmSupported",
+            "TrustedLaunch",
+        ] {
+            assert!(
+                security_type_allows_trusted_launch(Some(allows)),
+                "{allows}"
+            );
+        }
+        for refuses in [None, Some("Standard"), Some("ConfidentialVmSupported")] {
+            assert!(!security_type_allows_trusted_launch(refuses), "{refuses:?}");
+        }
     }
 
     #[test]

@@ -512,7 +512,10 @@ mod tests {
         let size = |name| vm_size(name).expect(name);
         // Issue 29: NDasrA100_v4 and NDm_A100_v4 refuse Trusted Launch; NDv2 and T4 accept it.
         assert_eq!(size("Standard_ND96asr_v4").trusted_launch, Some(false));
-        assert_eq!(size("Standard_ND96amsr_A100_v4").trusted_launch, Some(false));
+        assert_eq!(
+            size("Standard_ND96amsr_A100_v4").trusted_launch,
+            Some(false)
+        );
         assert_eq!(size("Standard_ND40rs_v2").trusted_launch, Some(true));
         assert_eq!(size("Standard_NC4as_T4_v3").trusted_launch, Some(true));
         assert_eq!(size("Standard_D4ps_v5").trusted_launch, Some(false));

@@ -376,8 +376,9 @@ mod tests {
 
     #[test]
     fn rows_out_of_order_are_refused() {
-        let err = sizes("Standard_B_v1,2,,4,0,,,,f,1,,,,,,,,,x\nStandard_a_v1,2,,4,0,,,,f,1,,,,,,,,,x")
-            .expect_err("unsorted");
+        let err =
+            sizes("Standard_B_v1,2,,4,0,,,,f,1,,,,,,,,,x\nStandard_a_v1,2,,4,0,,,,f,1,,,,,,,,,x")
+                .expect_err("unsorted");
         assert!(err.message.contains("is not after"), "{err}");
     }
 

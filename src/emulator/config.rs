@@ -59,6 +59,16 @@ pub struct VmSizeSpec {
     /// not available to any subscription.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retirement_date: Option<NaiveDate>,
+    /// Whether ARM accepts Trusted Launch for it: `Some(false)` is Resource SKUs'
+    /// `TrustedLaunchDisabled: True` (and a refused VM PUT); `None`, as on Azure, says nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_launch: Option<bool>,
+    /// An Arm64 processor (`CpuArchitectureType: Arm64`); x64 otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub arm64: bool,
+    /// Local NVMe capacity in MiB (`NvmeDiskSizeInMiB`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_mib: Option<u64>,
 }
 
 impl VmSizeSpec {
@@ -79,6 +89,9 @@ impl VmSizeSpec {
             accelerated_networking: None,
             premium_io: None,
             retirement_date: None,
+            trusted_launch: None,
+            arm64: false,
+            nvme_mib: None,
         }
     }
 
@@ -137,7 +150,14 @@ pub fn default_vm_sizes() -> Vec<VmSizeSpec> {
         ("Standard_L32s_v2", 32, "standardLSv2Family"),
     ]
     .into_iter()
-    .map(|(name, vcpus, family)| VmSizeSpec::new(name, vcpus, family))
+    .map(|(name, vcpus, family)| {
+        let mut size = VmSizeSpec::new(name, vcpus, family);
+        // Issue 29: ARM refuses Trusted Launch on NDasrA100_v4.
+        if name == "Standard_ND96asr_v4" {
+            size.trusted_launch = Some(false);
+        }
+        size
+    })
     .collect()
 }
 
@@ -283,6 +303,10 @@ pub struct EmulatorConfig {
     /// Trusted Launch with Secure Boot; without [`USE_STANDARD_SECURITY_TYPE`] a body that states
     /// `securityType: Standard` is refused. Empty by default, as a new subscription is.
     pub features: Vec<String>,
+    /// Marketplace images (`publisher:offer:sku`) whose `features` lack `SecurityType`, so ARM
+    /// refuses Trusted Launch for them (compute/images.rs). Images the shared image table knows
+    /// keep its facts. Empty by default.
+    pub no_trusted_launch_images: Vec<String>,
     /// Principals the directory holds besides the VMs' identities (users, groups, service
     /// principals made outside the emulator), by object id: role assignments may name them. The
     /// emulator has no Entra ID; empty by default.
@@ -400,6 +424,7 @@ impl Default for EmulatorConfig {
             .collect(),
             unregistered: Vec::new(),
             features: Vec::new(),
+            no_trusted_launch_images: Vec::new(),
             principals: Vec::new(),
             faults: Vec::new(),
             faults_file: None,
@@ -432,6 +457,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("locations", &self.locations)
             .field("unregistered", &self.unregistered)
             .field("features", &self.features)
+            .field("no_trusted_launch_images", &self.no_trusted_launch_images)
             .field("principals", &self.principals)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)

@@ -20,6 +20,7 @@ mod compute;
 mod config;
 mod error;
 mod faults;
+mod features;
 mod generic;
 mod groups;
 mod imds;

@@ -48,6 +48,10 @@ pub(crate) fn dispatch(
                 [sizes] if compute && sizes.eq_ignore_ascii_case("vmSizes") => {
                     compute::vm_sizes(ctx, location)
                 }
+                [publishers, ..] if compute && publishers.eq_ignore_ascii_case("publishers") => {
+                    compute::vm_image(ctx, sub, location, rest)
+                        .unwrap_or_else(|| Err(not_implemented(ctx)))
+                }
                 [usages] if aml && usages.eq_ignore_ascii_case("usages") => {
                     ml::usages(cloud, ctx, sub, location)
                 }
@@ -63,6 +67,13 @@ pub(crate) fn dispatch(
                 }
                 _ => Err(not_implemented(ctx)),
             }
+        }
+        Route::Provider {
+            sub,
+            namespace,
+            rest,
+        } if namespace.eq_ignore_ascii_case("Microsoft.Features") && !rest.is_empty() => {
+            super::features::handle(cloud, ctx, sub, rest)
         }
         Route::Provider {
             sub,

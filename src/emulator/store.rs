@@ -328,6 +328,10 @@ pub(crate) struct Cloud {
     /// keeps a deleted vault recoverable, its name reserved, until it is purged.
     #[serde(default)]
     pub deleted_vaults: BTreeMap<String, String>,
+    /// Preview-feature states set by register/unregister requests, keyed by
+    /// `{subscription}/{Namespace/Name}` in lower case (see features.rs).
+    #[serde(default)]
+    pub features: BTreeMap<String, String>,
     /// Custom role definitions and role assignments, by lower-cased id: they live at any scope,
     /// outside the resources (see authorization/).
     #[serde(default)]

@@ -33,6 +33,14 @@ pub(super) struct ImageRef {
 }
 
 impl ImageRef {
+    /// `publisher:offer:sku:version`, as a manifest writes it.
+    pub fn urn(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.publisher, self.offer, self.sku, self.version
+        )
+    }
+
     /// The image as the VM's `image` attribute (what ARM's imageReference holds).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({

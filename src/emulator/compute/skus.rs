@@ -220,6 +220,17 @@ fn capabilities(size: &VmSizeSpec) -> Vec<Value> {
     if let Some(rdma) = size.rdma {
         out.push(("RdmaEnabled", flag(rdma).to_owned()));
     }
+    out.push((
+        "CpuArchitectureType",
+        if size.arm64 { "Arm64" } else { "x64" }.to_owned(),
+    ));
+    // ARM names the capability only on the sizes that refuse Trusted Launch.
+    if size.trusted_launch == Some(false) {
+        out.push(("TrustedLaunchDisabled", flag(true).to_owned()));
+    }
+    if let Some(nvme) = size.nvme_mib {
+        out.push(("NvmeDiskSizeInMiB", nvme.to_string()));
+    }
     out.into_iter()
         .map(|(name, value)| json!({"name": name, "value": value}))
         .collect()
@@ -432,9 +443,31 @@ mod tests {
         let bare_names: Vec<&str> = bare.iter().filter_map(|c| c["name"].as_str()).collect();
         assert_eq!(
             bare_names,
-            ["OSVhdSizeMB", "vCPUs", "MemoryGB", "vCPUsAvailable"]
+            [
+                "OSVhdSizeMB",
+                "vCPUs",
+                "MemoryGB",
+                "vCPUsAvailable",
+                "CpuArchitectureType"
+            ]
         );
         assert_eq!(bare[2]["value"], "0.75");
+        assert_eq!(bare[4]["value"], "x64");
+        // Issue 29: the sizes that refuse Trusted Launch say so; the others say nothing.
+        let mut a100 = VmSizeSpec::new("Standard_ND96asr_v4", 96, "standardNDASv4_A100Family");
+        a100.trusted_launch = Some(false);
+        a100.nvme_mib = Some(1024);
+        let caps = capabilities(&a100);
+        let named = |name: &str| {
+            caps.iter()
+                .find(|c| c["name"] == name)
+                .map(|c| c["value"].clone())
+        };
+        assert_eq!(
+            named("TrustedLaunchDisabled"),
+            Some(serde_json::json!("True"))
+        );
+        assert_eq!(named("NvmeDiskSizeInMiB"), Some(serde_json::json!("1024")));
     }
 
     #[test]

@@ -80,9 +80,16 @@ fn check_vm_request(
     check_accelerated_networking(cloud, ctx.config, spec, &props, &location, id)?;
     super::security::check_security_type(
         &props,
-        ctx.config
-            .has_feature(crate::emulator::config::USE_STANDARD_SECURITY_TYPE),
+        crate::emulator::features::registered(
+            cloud,
+            ctx.config,
+            &target.path.sub,
+            crate::emulator::config::USE_STANDARD_SECURITY_TYPE,
+        ),
     )?;
+    if existing.is_none() {
+        super::security::check_size_and_image(ctx.config, &props, spec)?;
+    }
     if let Some(ppg) = props
         .at("/proximityPlacementGroup/id")
         .and_then(Value::as_str)
@@ -317,10 +324,17 @@ pub(crate) fn put_vm(
     let created = existing.is_none();
     let mut stored_props = stored_vm_properties(ctx, existing.as_ref(), &props, profile);
     if created {
+        let by_default = crate::emulator::features::registered(
+            cloud,
+            config,
+            &target.path.sub,
+            crate::emulator::config::TRUSTED_LAUNCH_BY_DEFAULT,
+        );
         super::security::apply_default(
+            config,
             &mut stored_props,
-            ctx.config
-                .has_feature(crate::emulator::config::TRUSTED_LAUNCH_BY_DEFAULT),
+            by_default,
+            spec.trusted_launch != Some(false),
         );
     }
     let mut stored_body = envelope(

@@ -80,9 +80,10 @@ impl Builder<'_> {
 
     /// `securityProfile` from the VM's `security` attribute (manifest::expand::security chose
     /// it): Trusted Launch with its UEFI settings, or none at all for `Standard`. `Standard` is
-    /// never sent: ARM accepts it from REST clients only on subscriptions registered for
-    /// `UseStandardSecurityType`, and a body without a profile gets a VM without Trusted Launch
-    /// (issue 29, item 5; decision 59).
+    /// sent only when the connected preflight marked it `explicit`: ARM accepts it from REST
+    /// clients only on subscriptions registered for `UseStandardSecurityType`, and a body without
+    /// a profile gets a VM without Trusted Launch unless the subscription gives it by default
+    /// (issue 29, item 5; decisions 59 and 61).
     fn security_profile(&self) -> Result<Option<SecurityProfile>, BodyError> {
         let security = self
             .value("security")
@@ -102,6 +103,12 @@ impl Builder<'_> {
                     v_tpm_enabled: Some(flag("vtpm")?),
                 }),
             })),
+            Some("Standard") if security.get("explicit").and_then(Value::as_bool) == Some(true) => {
+                Ok(Some(SecurityProfile {
+                    security_type: Some(SecurityType::Standard),
+                    uefi_settings: None,
+                }))
+            }
             Some("Standard") => Ok(None),
             _ => Err(self.invalid("security", "`type` must be TrustedLaunch or Standard")),
         }

@@ -328,49 +328,56 @@ fn an_nfs_account_denies_every_network_but_the_subnets_with_the_storage_endpoint
     assert!(subnets[0]["properties"].get("serviceEndpoints").is_none());
 }
 
-/// Issue 13 item 13: VM bodies had no `securityProfile`, so on a subscription with Trusted Launch
-/// by default Azure applied it with Secure Boot on and the kernel-module steps could not load
-/// their modules. A Trusted Launch block states its choice: Secure Boot off where steps build
-/// kernel modules, on InfiniBand and on NVIDIA GPUs (issue 29 item 4), on elsewhere; a block
-/// without Trusted Launch sends no profile (issue 29 item 5: `Standard` needs a feature).
+/// Issue 13 item 13 and issue 29: a body states Trusted Launch only where the manifest layer (or
+/// the connected preflight) chose it, with Secure Boot off where steps build kernel modules, on
+/// InfiniBand and on NVIDIA GPUs; a block without Trusted Launch sends no profile (`Standard`
+/// needs a feature), unless the preflight marked `Standard` explicit.
 #[test]
 fn every_vm_body_states_its_security_profile() {
     let profile = |desired: &Desired, address: &str| {
         request(desired, address).to_json()["properties"]["securityProfile"].clone()
     };
+    // The HPC and DSVM images' Trusted Launch support is not known offline: no profile yet.
     let nd40 = example("nd40-beeond.hcl");
     for node in 0..4 {
         assert_eq!(
             profile(&nd40, &format!("cluster.train[{node}].vm")),
-            json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}}),
-            "node {node}: mofed and beeond build kernel modules"
+            Value::Null,
+            "node {node}"
         );
     }
-    // Issue 29 item 4: the GPU VM's NVIDIA driver is unsigned (DKMS-built on the image), so
-    // Secure Boot is off there too.
     let dual = example("dual-dsvm.hcl");
+    assert_eq!(profile(&dual, "vm.gpu.vm"), Value::Null);
+    let with_security = |security: Value| {
+        let mut desired = dual.clone();
+        let gpu = desired
+            .resources
+            .iter_mut()
+            .find(|r| r.address.to_string() == "vm.gpu.vm")
+            .expect("the GPU VM");
+        gpu.attrs.insert("security".into(), security);
+        profile(&desired, "vm.gpu.vm")
+    };
     assert_eq!(
-        profile(&dual, "vm.gpu.vm"),
+        with_security(json!({"type": "TrustedLaunch", "secure_boot": false, "vtpm": true})),
         json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}})
     );
-    // Standard_D4ds_v5 boots Generation 2 as well: Trusted Launch with secure boot, as the GPU VM
-    // (a Generation 1 only size gets Standard: manifest::expand::security's tests).
-    assert_eq!(
-        profile(&dual, "vm.prep.vm"),
-        json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
-    );
-    // `trusted_launch = false` (or a Generation 1 image): no profile at all, never `Standard`.
-    let mut standard = dual.clone();
-    let prep = standard
-        .resources
-        .iter_mut()
-        .find(|r| r.address.to_string() == "vm.prep.vm")
-        .expect("the prep VM");
-    prep.attrs.insert(
-        "security".into(),
+    // `trusted_launch = false`, a Generation 1 image, or not decided: no profile at all.
+    for standard in [
         json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+        json!({"type": "Standard", "secure_boot": false, "vtpm": false, "asked": true}),
+        json!({"type": "Standard", "secure_boot": false, "vtpm": false, "if_supported": {"secure_boot": false}}),
+    ] {
+        assert_eq!(with_security(standard.clone()), Value::Null, "{standard}");
+    }
+    // A subscription that gives Trusted Launch by default and has UseStandardSecurityType: the
+    // preflight makes `Standard` explicit, and the body says so.
+    assert_eq!(
+        with_security(
+            json!({"type": "Standard", "secure_boot": false, "vtpm": false, "asked": true, "explicit": true})
+        ),
+        json!({"securityType": "Standard"})
     );
-    assert_eq!(profile(&standard, "vm.prep.vm"), Value::Null);
 }
 
 /// The resource at `address` in `desired`, with its attributes as the plan's `after`.

@@ -32,7 +32,11 @@ pub fn trusted_launch(sku: &ResourceSku) -> Option<bool> {
         return Some(!disabled);
     }
     let generations = sku.capability("HyperVGenerations")?;
-    Some(generations.split(',').any(|g| g.trim().eq_ignore_ascii_case("V2")))
+    Some(
+        generations
+            .split(',')
+            .any(|g| g.trim().eq_ignore_ascii_case("V2")),
+    )
 }
 
 /// `RetirementDateUtc` (`MM/DD/YYYY`, as Resource SKUs writes it), if the SKU states one.

@@ -188,6 +188,11 @@ pub(super) fn push_node(
             span: header,
         },
     );
+    if let Some(span) = &kit.machine.security.asked_at {
+        // The manifest chose the VM's security itself: a change to it replaces the VM, while a
+        // changed default keeps what an existing VM has (engine::preflight::security).
+        ex.locate(&vm, "security", span.clone());
+    }
     if let Some((time, zone)) = &kit.machine.park {
         let mut attrs = Attrs::new();
         attrs.insert("location".into(), ex.location());
