@@ -29,6 +29,8 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.ContainerRegistry", "2023-07-01"),
     // Issue 18: the idle watcher's role definition and its assignment to the head VM.
     ("Microsoft.Authorization", "2022-04-01"),
+    // Issue 29: the subscription's preview features (Trusted Launch by default, Standard).
+    ("Microsoft.Features", "2021-07-01"),
 ];
 
 /// The Subscriptions API (`GET /subscriptions/{id}`, which names the tenant) is versioned on its
@@ -46,6 +48,16 @@ pub const SUBSCRIPTIONS_API_VERSION: &str = "2022-12-01";
 pub fn api_version_for_path(path: &str) -> Option<&'static str> {
     let path = path.split('?').next().unwrap_or_default();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // A feature names its provider after Microsoft.Features' own (`.../providers/
+    // Microsoft.Features/providers/Microsoft.Compute/features/{name}`); the API is Features'.
+    if segments.windows(2).any(|w| {
+        w[0].eq_ignore_ascii_case("providers") && w[1].eq_ignore_ascii_case("Microsoft.Features")
+    }) {
+        return API_VERSIONS
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case("Microsoft.Features"))
+            .map(|(_, version)| *version);
+    }
     let provider_at = segments
         .iter()
         .rposition(|s| s.eq_ignore_ascii_case("providers"));
@@ -104,6 +116,14 @@ mod tests {
             ),
             (
                 "/subscriptions/s/providers/Microsoft.Compute/locations/eastus/usages".into(),
+                "2024-11-01",
+            ),
+            (
+                "/subscriptions/s/providers/Microsoft.Features/providers/Microsoft.Compute/features/UseStandardSecurityType".into(),
+                "2021-07-01",
+            ),
+            (
+                "/subscriptions/s/providers/Microsoft.Compute/locations/eastus/publishers/Canonical/artifacttypes/vmimage/offers/o/skus/s/versions".into(),
                 "2024-11-01",
             ),
             (

@@ -10,6 +10,8 @@ use super::types::compute::{
 };
 use super::types::devtestlab::Schedule;
 use super::types::disk::{Disk, DiskUpdate};
+use super::types::features::FeatureResult;
+use super::types::images::{VirtualMachineImage, VirtualMachineImageResource};
 use super::types::ml::{ClusterUpdateParameters, ComputeResource, Workspace};
 use super::types::monitor::{AppInsightsComponent, LogAnalyticsWorkspace};
 use super::types::network::{
@@ -221,6 +223,50 @@ impl ArmClient {
             &[("$filter", filter.as_str())],
         )
         .await
+    }
+
+    /// The newest version of a marketplace image in `location` and what it supports
+    /// (VirtualMachineImages_List newest first, then VirtualMachineImages_Get); `None` when the
+    /// image is not offered there.
+    pub async fn vm_image(
+        &self,
+        subscription_id: &str,
+        location: &str,
+        urn: (&str, &str, &str, &str),
+    ) -> Result<Option<VirtualMachineImage>, ArmError> {
+        let (publisher, offer, sku, version) = urn;
+        let versions =
+            ResourceId::vm_image_versions(subscription_id, location, publisher, offer, sku);
+        let version = if version.eq_ignore_ascii_case("latest") {
+            // The list is a bare array, not a page.
+            let Some(response) = self
+                .get_raw(&versions, &[("$top", "1"), ("$orderby", "name desc")])
+                .await?
+            else {
+                return Ok(None);
+            };
+            let listed: Vec<VirtualMachineImageResource> = response.json()?;
+            match listed.into_iter().next() {
+                Some(newest) => newest.name,
+                None => return Ok(None),
+            }
+        } else {
+            version.to_owned()
+        };
+        self.get(&versions.join(&version)).await
+    }
+
+    /// Whether the subscription is registered for the preview feature `namespace/name`.
+    pub async fn feature_registered(
+        &self,
+        subscription_id: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool, ArmError> {
+        let feature: Option<FeatureResult> = self
+            .get(&ResourceId::feature(subscription_id, namespace, name))
+            .await?;
+        Ok(feature.is_some_and(|f| f.registered()))
     }
 
     /// Deletes a resource group and everything in it.

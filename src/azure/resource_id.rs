@@ -216,6 +216,30 @@ impl ResourceId {
         Self::subscription(subscription_id).join(&format!("providers/{namespace}"))
     }
 
+    /// The versions of a marketplace image in a location (VirtualMachineImages_List); a
+    /// version's own id is this joined with the version.
+    pub fn vm_image_versions(
+        subscription_id: &str,
+        location: &str,
+        publisher: &str,
+        offer: &str,
+        sku: &str,
+    ) -> Self {
+        Self::subscription(subscription_id)
+            .provider("Microsoft.Compute", "locations", location)
+            .join(&format!(
+                "publishers/{publisher}/artifacttypes/vmimage/offers/{offer}/skus/{sku}/versions"
+            ))
+    }
+
+    /// A preview feature of a subscription (`Microsoft.Features`), e.g. `Microsoft.Compute`,
+    /// `UseStandardSecurityType`.
+    pub fn feature(subscription_id: &str, namespace: &str, name: &str) -> Self {
+        Self::subscription(subscription_id).join(&format!(
+            "providers/Microsoft.Features/providers/{namespace}/features/{name}"
+        ))
+    }
+
     /// The compute resource SKU list of a subscription.
     pub fn compute_skus(subscription_id: &str) -> Self {
         Self::subscription(subscription_id).join("providers/Microsoft.Compute/skus")

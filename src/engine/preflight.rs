@@ -34,6 +34,7 @@ use crate::state::State;
 
 pub mod aml;
 pub mod live;
+pub mod security;
 
 /// The VM attribute holding the ordered size candidates of a `sizes = [...]` block.
 pub const SIZES_ATTR: &str = "sizes";
@@ -685,16 +686,27 @@ fn record_taken(
     }
 }
 
+/// What resolving against the subscription adds to the plan: notes, and problems found before
+/// planning (errors stop the plan as the preflight's do).
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// Plan notes (a size fallback taken, a NIC's accelerated networking, a VM's security).
+    pub notes: Vec<String>,
+    /// Located diagnostics.
+    pub problems: Vec<Diagnostic>,
+}
+
 /// Before planning, with a connection: fetch the capacity of `desired`'s regions when it has
-/// `sizes` fallbacks to resolve or VMs to create, resolve the fallbacks against it, and let the
-/// new VMs' NICs follow the live SKUs' accelerated networking ([`live::apply_networking`]).
-/// Returns the notes to add to the plan.
+/// `sizes` fallbacks to resolve or VMs to create, resolve the fallbacks against it, let the new
+/// VMs' NICs follow the live SKUs' accelerated networking ([`live::apply_networking`]), and
+/// decide the new VMs' security from the size, the image and the subscription's features
+/// ([`security::apply`]).
 pub async fn resolve_live(
     client: &ArmClient,
     subscription: &str,
     desired: &mut Desired,
     state: &State,
-) -> Result<Vec<String>, ArmError> {
+) -> Result<Resolved, ArmError> {
     let existing: Vec<Address> = state
         .resources
         .iter()
@@ -706,12 +718,16 @@ pub async fn resolve_live(
         .iter()
         .any(|r| r.kind == ResourceKind::VirtualMachine && !existing.contains(&r.address));
     if candidates(desired).is_empty() && !creates_vms {
-        return Ok(Vec::new());
+        return Ok(Resolved::default());
     }
     let capacity = Capacity::fetch(client, subscription, &locations_of(desired)).await?;
     let mut notes = resolve_sizes(desired, state, &capacity);
     notes.extend(live::apply_networking(desired, &existing, &capacity));
-    Ok(notes)
+    // After the fallbacks: the images and sizes read are the ones the VMs get.
+    let facts = security::SecurityFacts::fetch(client, subscription, desired, &existing).await;
+    let (security_notes, problems) = security::apply(desired, &existing, &capacity, &facts);
+    notes.extend(security_notes);
+    Ok(Resolved { notes, problems })
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ pub mod common;
 pub mod compute;
 pub mod devtestlab;
 pub mod disk;
+pub mod features;
+pub mod images;
 pub mod ml;
 pub mod monitor;
 pub mod network;

@@ -74,8 +74,15 @@ pub async fn plan(
         options,
     } = request;
     let destroy = matches!(options.mode, Mode::Destroy { .. });
-    let (arm, mut fallback_notes) =
+    let (arm, resolved) =
         refresh_and_resolve(live, desired, state, destroy, events, cancel).await?;
+    let preflight::Resolved {
+        notes: mut fallback_notes,
+        problems: early_problems,
+    } = resolved;
+    if !destroy {
+        fallback_notes.extend(preflight::security::keep_existing(desired, state));
+    }
     let mut planned = match plan::plan(desired, state, &options) {
         Ok(planned) => planned,
         Err(diagnostics) => return Err(reported(&diagnostics, sources, events)),
@@ -85,8 +92,9 @@ pub async fn plan(
         Live::Apply(_) => !destroy,
         Live::Offline | Live::Preview(_) => true,
     };
-    let problems = match arm.filter(|_| preflight_wanted) {
-        Some(arm) => {
+    let mut problems = early_problems;
+    if let Some(arm) = arm.filter(|_| preflight_wanted) {
+        problems.extend(
             cancel
                 .interruptible(preflight::preflight(
                     &arm.client,
@@ -94,10 +102,9 @@ pub async fn plan(
                     desired,
                     &planned,
                 ))
-                .await??
-        }
-        None => Vec::new(),
-    };
+                .await??,
+        );
+    }
     events.event(OpEvent::Plan(&planned));
     if arm.is_none() {
         events.event(OpEvent::Note(
@@ -131,7 +138,7 @@ async fn refresh_and_resolve<'a>(
     destroy: bool,
     events: &Events,
     cancel: &Cancel,
-) -> Result<(Option<&'a Arm>, Vec<String>), Error> {
+) -> Result<(Option<&'a Arm>, preflight::Resolved), Error> {
     let arm = match live {
         Live::Offline => None,
         Live::Preview(arm) | Live::Apply(arm) => Some(arm),
@@ -141,7 +148,7 @@ async fn refresh_and_resolve<'a>(
             .interruptible(async {
                 let report = refresh::refresh(&arm.client, &arm.subscription, state).await?;
                 let notes = if destroy {
-                    Vec::new()
+                    preflight::Resolved::default()
                 } else {
                     preflight::resolve_live(&arm.client, &arm.subscription, desired, state).await?
                 };
@@ -170,7 +177,13 @@ async fn refresh_and_resolve<'a>(
     } else {
         preflight::resolve_sizes_offline(desired, state)
     };
-    Ok((None, notes))
+    Ok((
+        None,
+        preflight::Resolved {
+            notes,
+            problems: Vec::new(),
+        },
+    ))
 }
 
 /// What the refresh found. `plan` names where it looked; apply's note never did.

@@ -12,7 +12,7 @@ use crate::plan::fixtures::resource;
 use crate::plan::{Mode, PlanOptions};
 
 /// A cluster of `count` nodes of `size` (with `sizes` candidates when given) in eastus.
-fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired {
+pub(super) fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired {
     let mut resources = vec![resource(
         "resource_group.main",
         ResourceKind::ResourceGroup,
@@ -312,7 +312,7 @@ fn starting_parked_vms_needs_their_quota_again() {
 }
 
 /// A capacity whose only SKU is `size` in eastus with these capabilities.
-fn capacity_with(size: &str, capabilities: &Value) -> Capacity {
+pub(super) fn capacity_with(size: &str, capabilities: &Value) -> Capacity {
     let mut sku = json!({
         "resourceType": "virtualMachines", "name": size, "family": "fam",
         "locations": ["eastus"],
