@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-const SIZE_HEADER: &str = "name,vcpus,vcpus_available,memory_gib,gpus,gpu_model,gpu_arch,temp_disk_gib,quota_family,generations,rdma,accelerated_networking,premium_io,retirement_date,facts";
+const SIZE_HEADER: &str = "name,vcpus,vcpus_available,memory_gib,gpus,gpu_model,gpu_arch,temp_disk_gib,quota_family,generations,rdma,accelerated_networking,premium_io,cpu_architecture,trusted_launch,temp_nvme,nvme_gib,retirement_date,facts";
 const PRICE_HEADER: &str = "name,region,linux_payg,spot";
 const GPU_ARCHES: [&str; 10] = [
     "Kepler",
@@ -193,11 +193,15 @@ fn size_row_problems(row: &[String]) -> Vec<String> {
         rdma,
         an,
         premium,
+        cpu,
+        trusted_launch,
+        temp_nvme,
+        nvme,
         retirement,
         facts,
     ] = row
     else {
-        return vec![format!("{} columns, expected 15", row.len())];
+        return vec![format!("{} columns, expected 19", row.len())];
     };
     if !(name.starts_with("Standard_") || name.starts_with("Basic_")) || name.contains(' ') {
         problems.push(format!("name `{name}` is not an ARM size name"));
@@ -239,10 +243,26 @@ fn size_row_problems(row: &[String]) -> Vec<String> {
         ("rdma", rdma),
         ("accelerated_networking", an),
         ("premium_io", premium),
+        ("trusted_launch", trusted_launch),
+        ("temp_nvme", temp_nvme),
     ] {
         if !["", "true", "false"].contains(&value.as_str()) {
             problems.push(format!("{column} `{value}` is not true, false or empty"));
         }
+    }
+    if !["x64", "Arm64"].contains(&cpu.as_str()) {
+        problems.push(format!("cpu_architecture `{cpu}` is not x64 or Arm64"));
+    }
+    if !(nvme.is_empty() || is_count(nvme)) {
+        problems.push(format!("nvme_gib `{nvme}` is neither empty nor an integer"));
+    }
+    if temp_nvme == "true" && !["", "0"].contains(&temp.as_str()) {
+        problems.push(format!(
+            "temp_nvme with temp_disk_gib `{temp}`: an NVMe size has no temp disk"
+        ));
+    }
+    if generations == "1" && trusted_launch != "false" {
+        problems.push("a Generation 1 size cannot have Trusted Launch".to_owned());
     }
     if !(retirement.is_empty() || is_date(retirement)) {
         problems.push(format!("retirement_date `{retirement}` is not YYYY-MM-DD"));
@@ -380,13 +400,14 @@ fn the_committed_catalog_follows_its_format() {
 #[test]
 fn the_format_checks_catch_bad_rows() {
     // Each check above can fail: a row with every kind of mistake gives one problem per column.
-    let bad: Vec<String> = "Standard D8,8.5,9,-1,0,V100,Newton,x,,3,yes,no,maybe,2026-13-01,"
-        .split(',')
-        .map(str::to_owned)
-        .collect();
+    let bad: Vec<String> =
+        "Standard D8,8.5,9,-1,0,V100,Newton,x,,3,yes,no,maybe,ia64,perhaps,sure,-5,2026-13-01,"
+            .split(',')
+            .map(str::to_owned)
+            .collect();
     assert_eq!(
         size_row_problems(&bad).len(),
-        13,
+        17,
         "{:#?}",
         size_row_problems(&bad)
     );
@@ -406,4 +427,25 @@ fn the_format_checks_catch_bad_rows() {
         .collect();
     assert_eq!(price_row_problems(&same).len(), 1);
     assert_eq!(size_row_problems(&["a".to_owned()]).len(), 1);
+    // Issue 29: an NVMe size has no temp disk, and a Generation 1 size no Trusted Launch.
+    let nvme: Vec<String> = "Standard_D8ds_v6,8,8,32,0,,,440,f,2,,,,x64,true,true,440,,docs"
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        size_row_problems(&nvme).len(),
+        1,
+        "{:?}",
+        size_row_problems(&nvme)
+    );
+    let gen1: Vec<String> = "Standard_A1_v2,1,1,2,0,,,10,f,1,,,,x64,,,,,docs"
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        size_row_problems(&gen1).len(),
+        1,
+        "{:?}",
+        size_row_problems(&gen1)
+    );
 }

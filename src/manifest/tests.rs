@@ -672,7 +672,7 @@ vm "arm" {{
     assert!(
         note("cluster.v100").starts_with(
             "no securityProfile offline: whether image microsoft-dsvm:ubuntu-hpc:2204-v100:latest supports Trusted Launch is not known here"
-        ),
+        ) && note("cluster.v100").ends_with("Where both support it: Trusted Launch with Secure Boot off: its InfiniBand drivers build kernel modules, which Secure Boot would refuse to load (`secure_boot = true` keeps it on; the kernel-module steps then refuse to start)"),
         "{}",
         note("cluster.v100")
     );
@@ -761,7 +761,7 @@ vm "strict" {{
             .notes
             .iter()
             .any(|(block, note)| block.to_string() == "vm.t4"
-                && note.contains("with Secure Boot off where both allow it")),
+                && note.contains("Where both support it: Trusted Launch with Secure Boot off: its image's NVIDIA driver")),
         "{:?}",
         loaded.desired.notes
     );

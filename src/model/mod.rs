@@ -252,6 +252,11 @@ pub fn known_after_apply(address: &Address, attribute: &str) -> Value {
     Value::String(format!("(known after apply: {address}.{attribute})"))
 }
 
+/// In a block's note whose Trusted Launch waits for Azure's answer (the manifest layer could not
+/// tell whether the size and image support it), what follows this is what the block gets where
+/// they do; the connected plan keeps it as the reason of its decision.
+pub const SECURITY_WHERE_SUPPORTED: &str = "Where both support it: ";
+
 /// Everything a manifest asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Desired {

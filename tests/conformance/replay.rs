@@ -396,6 +396,30 @@ const EXAMPLE_ARTIFACTS: &[(&str, &str)] = &[
         "AvailabilitySet_Get_MaximumSet_Gen.json",
         "properties.proximityPlacementGroup",
     ),
+    // A generated example of some image in an edge zone, with a purchase plan, tags and upgrade
+    // and deprecation facts; the emulator's marketplace images (the shared image table's) have
+    // none of those, as the plain Ubuntu and HPC images have none.
+    ("VirtualMachineImage_Get_MaximumSet_Gen.json", "tags"),
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "extendedLocation",
+    ),
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "properties.plan",
+    ),
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "properties.automaticOSUpgradeProperties",
+    ),
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "properties.disallowed",
+    ),
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "properties.imageDeprecationStatus",
+    ),
 ];
 
 /// Parts of a GET example's response that cannot seed the resource it describes, by pointer: the
@@ -432,25 +456,19 @@ const NOT_YET_EMULATED: &[(&str, &str)] = &[("Microsoft.ContainerService", "issu
 /// Operations of emulated providers whose specs arrived for work not done yet, by operationId,
 /// with the issue that brings them, and a request path of the operation the emulator must still
 /// refuse as not implemented (checked like [`NOT_YET_EMULATED`]).
-const OPERATIONS_NOT_YET_EMULATED: &[(&str, &str, &str)] = &[
-    (
-        "VirtualMachineImages_Get",
-        "issue 29",
-        "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Compute/locations/eastus/publishers/Canonical/artifacttypes/vmimage/offers/ubuntu-24_04-lts/skus/server/versions/latest",
-    ),
-    // A subscription's feature registrations (Trusted Launch by default, `Standard` security
-    // type): the provider's path ends in another provider's namespace, so it is named here.
-    (
-        "Features_List",
-        "issue 29",
-        "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Features/providers/Microsoft.Compute/features",
-    ),
-];
+const OPERATIONS_NOT_YET_EMULATED: &[(&str, &str, &str)] = &[];
 
 /// Path parameters of examples whose placeholders ARM refuses before it reaches what the example
 /// shows (`roleDefinitionId` must be a GUID; `scope` must be an ARM scope), by example file:
 /// replaced with values of the same meaning, so the example's answer is still checked.
 const EXAMPLE_PARAMETERS: &[(&str, &str, &str)] = &[
+    // The example's version is a placeholder; the emulator's marketplace has one version of
+    // every image (src/emulator/compute/images.rs).
+    (
+        "VirtualMachineImage_Get_MaximumSet_Gen.json",
+        "version",
+        "1.0.20241101",
+    ),
     (
         "GetRoleDefinitionByName.json",
         "scope",

@@ -29,7 +29,7 @@ use crate::addr::Address;
 use crate::azure::ArmClient;
 use crate::catalog::{self, images as known_images};
 use crate::diag::Diagnostic;
-use crate::model::{Desired, Resource, ResourceKind};
+use crate::model::{Desired, Resource, ResourceKind, SECURITY_WHERE_SUPPORTED};
 use crate::state::State;
 
 use super::{Capacity, live, text};
@@ -120,9 +120,7 @@ impl SecurityFacts {
         };
         let images = wanted.into_iter().map(|(key, (location, urn))| async move {
             let [p, o, s, v] = &urn;
-            let read = client
-                .vm_image(subscription, &location, (p, o, s, v))
-                .await;
+            let read = client.vm_image(subscription, &location, (p, o, s, v)).await;
             (key, urn.join(":"), read)
         });
         let (by_default, standard, images) = futures::join!(
@@ -135,9 +133,9 @@ impl SecurityFacts {
             match read {
                 Ok(on) if name == TRUSTED_LAUNCH_BY_DEFAULT => facts.trusted_launch_by_default = on,
                 Ok(on) => facts.standard_allowed = on,
-                Err(err) => facts
-                    .unread
-                    .push(format!("the subscription's feature Microsoft.Compute/{name}: {err}")),
+                Err(err) => facts.unread.push(format!(
+                    "the subscription's feature Microsoft.Compute/{name}: {err}"
+                )),
             }
         }
         for (key, urn, read) in images {
@@ -186,15 +184,16 @@ fn set_note(desired: &mut Desired, block: &Address, note: String) {
     desired.notes.push((block.clone(), note));
 }
 
-/// Decide each new VM's security from the live facts; returns the plan notes and the problems
-/// (errors: ARM would refuse the VM).
+/// Decide each new VM's security from the live facts. Each decision replaces its block's note
+/// (`desired.notes`, shown when the block's VMs are created); returns the plan's other notes
+/// (what could not be read) and the problems (errors: ARM would refuse the VM).
 pub fn apply(
     desired: &mut Desired,
     existing: &[Address],
     capacity: &Capacity,
     facts: &SecurityFacts,
 ) -> (Vec<String>, Vec<Diagnostic>) {
-    let mut notes: Vec<String> = facts
+    let notes: Vec<String> = facts
         .unread
         .iter()
         .map(|what| format!("could not read {what}; Trusted Launch decided from the shipped data"))
@@ -239,28 +238,55 @@ pub fn apply(
             }
             None => None,
         };
-        let image_tl = image.as_ref().map(|i| i.trusted_launch).or_else(|| {
-            known_images::trusted_launch(&urn[0], &urn[1], &urn[2])
-        });
+        let image_tl = image
+            .as_ref()
+            .map(|i| i.trusted_launch)
+            .or_else(|| known_images::trusted_launch(&urn[0], &urn[1], &urn[2]));
         if let Some(image) = &image
             && first_of_block
         {
-            problems.extend(image_problems(&block, vm, &size, &image_name, image, size_arm64));
+            problems.extend(image_problems(
+                &block,
+                vm,
+                &size,
+                &image_name,
+                image,
+                size_arm64,
+            ));
         }
         let Some(security) = vm.attrs.get("security") else {
             continue;
         };
         let want = wanted(security);
-        let span = vm.attr_spans.get("security").cloned().or_else(|| vm.span.clone());
+        let span = vm
+            .attr_spans
+            .get("security")
+            .cloned()
+            .or_else(|| vm.span.clone());
         if want.trusted_launch {
             // Stated: checked against what Azure says.
             let refusal = if size_tl == Some(false) {
-                Some(format!("{size} does not support it (Resource SKUs: TrustedLaunchDisabled)"))
+                Some(format!(
+                    "{size} does not support it (Resource SKUs: TrustedLaunchDisabled)"
+                ))
             } else if image_tl == Some(false) {
-                Some(format!("image {image_name} does not advertise it (its features have no SecurityType with Trusted Launch)"))
+                Some(format!(
+                    "image {image_name} does not advertise it (its features have no SecurityType with Trusted Launch)"
+                ))
             } else {
                 None
             };
+            let asked = vm.attr_spans.contains_key("security");
+            if let Some(why) = refusal.as_ref().filter(|_| !asked) {
+                // dsinfra's own choice, made for another size (a `sizes` fallback took this one)
+                // or from the shipped data: Azure's answer wins.
+                changes.push((
+                    vm.address.clone(),
+                    json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+                    Some(format!("no Trusted Launch: {why} (read from Azure)")),
+                ));
+                continue;
+            }
             if let Some(why) = refusal.filter(|_| first_of_block) {
                 problems.push(
                     Diagnostic::error(format!("{block} cannot use Trusted Launch: {why}"))
@@ -274,14 +300,27 @@ pub fn apply(
         let supported = size_tl == Some(true) && image_tl == Some(true);
         if let Some(secure_boot) = want.if_supported {
             if supported {
+                // The offline note said what the block gets where both support it, and why.
+                let reason = desired
+                    .notes
+                    .iter()
+                    .find(|(b, _)| *b == block)
+                    .and_then(|(_, note)| note.split_once(SECURITY_WHERE_SUPPORTED))
+                    .map_or_else(
+                        || {
+                            format!(
+                                "Trusted Launch{}",
+                                if secure_boot {
+                                    ""
+                                } else {
+                                    " with Secure Boot off"
+                                }
+                            )
+                        },
+                        |(_, reason)| reason.to_owned(),
+                    );
                 let note = format!(
-                    "Trusted Launch{}: {size} and image {image_name} support it (read from Azure){}",
-                    if secure_boot { "" } else { " with Secure Boot off" },
-                    if secure_boot {
-                        ""
-                    } else {
-                        "; Secure Boot would stop the kernel modules this block needs from loading"
-                    }
+                    "{reason} ({size} and image {image_name} support Trusted Launch, read from Azure)"
                 );
                 changes.push((vm.address.clone(), trusted(secure_boot), Some(note)));
                 continue;
@@ -313,9 +352,8 @@ pub fn apply(
         }
         // Without Trusted Launch: on a subscription that gives it by default, ARM would add it
         // (with Secure Boot) where the size and image allow.
-        let azure_adds_it = facts.trusted_launch_by_default
-            && size_tl != Some(false)
-            && image_tl == Some(true);
+        let azure_adds_it =
+            facts.trusted_launch_by_default && size_tl != Some(false) && image_tl == Some(true);
         if want.asked_standard && azure_adds_it {
             if facts.standard_allowed {
                 let mut explicit = security.clone();
@@ -343,11 +381,8 @@ pub fn apply(
             resource.attrs.insert("security".into(), security);
         }
         if let Some(note) = note {
-            set_note(desired, &block, note.clone());
-            let line = format!("{block}: {note}");
-            if !notes.contains(&line) {
-                notes.push(line);
-            }
+            // Shown with the block's VMs being created, as the manifest layer's notes are.
+            set_note(desired, &block, note);
         }
     }
     (notes, problems)
@@ -362,7 +397,11 @@ fn image_problems(
     image: &ImageFacts,
     size_arm64: Option<bool>,
 ) -> Vec<Diagnostic> {
-    let span = vm.attr_spans.get("image").cloned().or_else(|| vm.span.clone());
+    let span = vm
+        .attr_spans
+        .get("image")
+        .cloned()
+        .or_else(|| vm.span.clone());
     let mut problems = Vec::new();
     if let (Some(image_arm64), Some(size_arm64)) = (image.arm64, size_arm64)
         && image_arm64 != size_arm64
@@ -446,7 +485,8 @@ fn same_security(a: &Value, b: &Value) -> bool {
             v.get("type").and_then(Value::as_str).map(str::to_owned),
             v.get("secure_boot").and_then(Value::as_bool),
             v.get("vtpm").and_then(Value::as_bool),
-            v.pointer("/if_supported/secure_boot").and_then(Value::as_bool),
+            v.pointer("/if_supported/secure_boot")
+                .and_then(Value::as_bool),
         )
     };
     key(a) == key(b)

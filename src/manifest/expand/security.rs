@@ -27,7 +27,7 @@ use serde_json::{Value as Json, json};
 
 use crate::catalog::{GpuArch, VmSize, images as known_images};
 use crate::diag::{Diagnostic, Span};
-use crate::model::KERNEL_MODULE_STEPS;
+use crate::model::{KERNEL_MODULE_STEPS, SECURITY_WHERE_SUPPORTED};
 
 use super::super::decode::Located;
 use super::super::images::ImageRef;
@@ -279,15 +279,13 @@ fn decide(
             image.map_or_else(String::new, ImageRef::urn)
         ),
     };
-    let secure_boot = if wanted.secure_boot {
-        ""
-    } else {
-        " with Secure Boot off"
-    };
+    let reason = wanted
+        .why
+        .unwrap_or_else(|| "Trusted Launch with Secure Boot and vTPM".to_owned());
     Security {
         if_supported: Some(wanted.secure_boot),
         ..Security::standard(format!(
-            "no securityProfile offline: whether {unknown} supports Trusted Launch is not known here; a connected plan reads it from Azure and states Trusted Launch{secure_boot} where both allow it"
+            "no securityProfile offline: whether {unknown} supports Trusted Launch is not known here, and a connected plan reads it from Azure. {SECURITY_WHERE_SUPPORTED}{reason}"
         ))
     }
 }
