@@ -315,9 +315,10 @@ async fn cosmoflow_applies_converges_changes_node_count_and_destroys_to_nothing(
 
 /// Issue 29: on a subscription registered for Trusted Launch by default
 /// (`dsinfra emulator --trusted-launch-default`), the flagship and the dual DSVM apply and
-/// converge: every Generation 2 block states its profile, so Azure's default changes nothing
-/// dsinfra reads back; and the VMs that build kernel modules or carry an NVIDIA driver have
-/// Secure Boot off as Azure reports them.
+/// converge: the connected plan reads each size's SKU and each image's features, states Trusted
+/// Launch where both support it, so Azure's default changes nothing dsinfra reads back; and the
+/// VMs that build kernel modules or carry an NVIDIA driver have Secure Boot off as Azure reports
+/// them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flagship_and_dual_dsvm_converge_where_trusted_launch_is_the_default() {
     let w = world_with(|c| EmulatorConfig {

@@ -196,7 +196,7 @@ fn size_row_problems(row: &[String]) -> Vec<String> {
         cpu,
         trusted_launch,
         temp_nvme,
-        nvme,
+        nvme_gib,
         retirement,
         facts,
     ] = row
@@ -253,8 +253,10 @@ fn size_row_problems(row: &[String]) -> Vec<String> {
     if !["x64", "Arm64"].contains(&cpu.as_str()) {
         problems.push(format!("cpu_architecture `{cpu}` is not x64 or Arm64"));
     }
-    if !(nvme.is_empty() || is_count(nvme)) {
-        problems.push(format!("nvme_gib `{nvme}` is neither empty nor an integer"));
+    if !(nvme_gib.is_empty() || is_count(nvme_gib)) {
+        problems.push(format!(
+            "nvme_gib `{nvme_gib}` is neither empty nor an integer"
+        ));
     }
     if temp_nvme == "true" && !["", "0"].contains(&temp.as_str()) {
         problems.push(format!(

@@ -271,39 +271,53 @@ async fn an_unreachable_host_times_out_naming_node_and_last_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_private_node_is_reached_through_the_head_with_its_own_pinned_key() {
+    // One full-suite run hung in this test for over nine minutes (2026-12-02, not reproduced in
+    // 11 runs since): each step is bounded so a hang fails here, naming the step, instead of
+    // holding CI to its limit.
     let Some(hosts) = sshd::start(2) else { return };
     let (head, private) = (&hosts.hosts[0], &hosts.hosts[1]);
     let auth = hosts.auth();
-    let jump = ssh::connect(&head.target(), &head.pinned(), &auth, &quick_wait())
-        .await
-        .expect("head connects");
+    let jump = within(
+        "connecting to the head",
+        ssh::connect(&head.target(), &head.pinned(), &auth, &quick_wait()),
+    )
+    .await
+    .expect("head connects");
 
     // The jumped connection checks the private node's own key, not the head's.
-    let wrong = ssh::connect_via(
-        &jump,
-        &private.target(),
-        &head.pinned(),
-        &auth,
-        &quick_wait(),
+    let wrong = within(
+        "jumping with the wrong key",
+        ssh::connect_via(
+            &jump,
+            &private.target(),
+            &head.pinned(),
+            &auth,
+            &quick_wait(),
+        ),
     )
     .await
     .expect_err("the head's key is not the private node's");
     assert!(wrong.is_host_key_mismatch());
     assert_eq!(wrong.node(), "host1");
 
-    let session = ssh::connect_via(
-        &jump,
-        &private.target(),
-        &private.pinned(),
-        &auth,
-        &quick_wait(),
+    let session = within(
+        "jumping with the node's key",
+        ssh::connect_via(
+            &jump,
+            &private.target(),
+            &private.pinned(),
+            &auth,
+            &quick_wait(),
+        ),
     )
     .await
     .expect("jump works");
-    let seen = session
-        .output("echo $SSH_CONNECTION", b"", None)
-        .await
-        .expect("exec through the tunnel");
+    let seen = within(
+        "running through the tunnel",
+        session.output("echo $SSH_CONNECTION", b"", None),
+    )
+    .await
+    .expect("exec through the tunnel");
     // sshd on the private node sees its peer on its own port: the connection ends there.
     assert!(
         seen.stdout.ends_with(&format!(" {}", private.port)),
@@ -312,13 +326,15 @@ async fn a_private_node_is_reached_through_the_head_with_its_own_pinned_key() {
     );
 
     // Closing the head closes the tunnel: proof that the session really went through it.
-    jump.close().await;
+    within("closing the head", jump.close()).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        if session
-            .output("true", b"", Some(Duration::from_secs(2)))
-            .await
-            .is_err()
+        if within(
+            "running after the head closed",
+            session.output("true", b"", Some(Duration::from_secs(2))),
+        )
+        .await
+        .is_err()
         {
             break;
         }
@@ -328,6 +344,13 @@ async fn a_private_node_is_reached_through_the_head_with_its_own_pinned_key() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `fut`, or a panic naming `what` if it takes over a minute (a hang, not a slow step).
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_mins(1), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what} hung for a minute"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

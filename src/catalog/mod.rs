@@ -27,6 +27,9 @@ pub use table::{Provenance, TableError};
 pub const HOURS_PER_MONTH: f64 = 720.0;
 
 /// One VM size, as the shipped catalog states it.
+// Each flag is an independent fact Resource SKUs states (generations, RDMA, NVMe temp storage),
+// not a state machine an enum would name better.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct VmSize {
     /// ARM size name, e.g. `Standard_ND40rs_v2`.

@@ -28,46 +28,7 @@ pub(crate) fn dispatch(
             namespace,
             location,
             rest,
-        } => {
-            served(cloud, ctx, sub, namespace)?;
-            let compute = namespace.eq_ignore_ascii_case("Microsoft.Compute");
-            let aml = namespace.eq_ignore_ascii_case("Microsoft.MachineLearningServices");
-            match rest.as_slice() {
-                [kind, id] if kind.eq_ignore_ascii_case("operations") => {
-                    ops::status(ctx, cloud, sub, id)
-                }
-                [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
-                    let ctx: &Ctx<'_> = ctx;
-                    ops::result(ctx, cloud, sub, id, |cloud, key| {
-                        cloud.resources.get(key).map(|r| render(cloud, ctx, r))
-                    })
-                }
-                [usages] if compute && usages.eq_ignore_ascii_case("usages") => {
-                    compute::usages(cloud, ctx, sub, location)
-                }
-                [sizes] if compute && sizes.eq_ignore_ascii_case("vmSizes") => {
-                    compute::vm_sizes(ctx, location)
-                }
-                [publishers, ..] if compute && publishers.eq_ignore_ascii_case("publishers") => {
-                    compute::vm_image(ctx, sub, location, rest)
-                        .unwrap_or_else(|| Err(not_implemented(ctx)))
-                }
-                [usages] if aml && usages.eq_ignore_ascii_case("usages") => {
-                    ml::usages(cloud, ctx, sub, location)
-                }
-                [sizes] if aml && sizes.eq_ignore_ascii_case("vmSizes") => {
-                    Ok(ml::vm_sizes(ctx, location))
-                }
-                [deleted, name, purge]
-                    if namespace.eq_ignore_ascii_case("Microsoft.KeyVault")
-                        && deleted.eq_ignore_ascii_case("deletedVaults")
-                        && purge.eq_ignore_ascii_case("purge") =>
-                {
-                    ml::purge_vault(cloud, ctx, name)
-                }
-                _ => Err(not_implemented(ctx)),
-            }
-        }
+        } => location_route(cloud, ctx, sub, namespace, location, rest),
         Route::Provider {
             sub,
             namespace,
@@ -125,6 +86,51 @@ pub(crate) fn dispatch(
             resource(cloud, ctx, path)
         }
         Route::Unknown => Err(not_implemented(ctx)),
+    }
+}
+
+/// `/subscriptions/{s}/providers/{namespace}/locations/{location}/...`: operation status and
+/// results, usages, sizes, marketplace images, deleted vaults.
+fn location_route(
+    cloud: &mut Cloud,
+    ctx: &mut Ctx<'_>,
+    sub: &str,
+    namespace: &str,
+    location: &str,
+    rest: &[String],
+) -> Result<Reply, ArmError> {
+    served(cloud, ctx, sub, namespace)?;
+    let compute = namespace.eq_ignore_ascii_case("Microsoft.Compute");
+    let aml = namespace.eq_ignore_ascii_case("Microsoft.MachineLearningServices");
+    match rest {
+        [kind, id] if kind.eq_ignore_ascii_case("operations") => ops::status(ctx, cloud, sub, id),
+        [kind, id] if kind.eq_ignore_ascii_case("operationResults") => {
+            let ctx: &Ctx<'_> = ctx;
+            ops::result(ctx, cloud, sub, id, |cloud, key| {
+                cloud.resources.get(key).map(|r| render(cloud, ctx, r))
+            })
+        }
+        [usages] if compute && usages.eq_ignore_ascii_case("usages") => {
+            compute::usages(cloud, ctx, sub, location)
+        }
+        [sizes] if compute && sizes.eq_ignore_ascii_case("vmSizes") => {
+            compute::vm_sizes(ctx, location)
+        }
+        [publishers, ..] if compute && publishers.eq_ignore_ascii_case("publishers") => {
+            compute::vm_image(ctx, sub, location, rest).unwrap_or_else(|| Err(not_implemented(ctx)))
+        }
+        [usages] if aml && usages.eq_ignore_ascii_case("usages") => {
+            ml::usages(cloud, ctx, sub, location)
+        }
+        [sizes] if aml && sizes.eq_ignore_ascii_case("vmSizes") => Ok(ml::vm_sizes(ctx, location)),
+        [deleted, name, purge]
+            if namespace.eq_ignore_ascii_case("Microsoft.KeyVault")
+                && deleted.eq_ignore_ascii_case("deletedVaults")
+                && purge.eq_ignore_ascii_case("purge") =>
+        {
+            ml::purge_vault(cloud, ctx, name)
+        }
+        _ => Err(not_implemented(ctx)),
     }
 }
 

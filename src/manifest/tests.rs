@@ -608,6 +608,35 @@ vm "standard" {{
     );
 }
 
+/// Issue 29's first "done when": templates/cluster.hcl (ND96asr_v4, which ARM refuses Trusted
+/// Launch on) plans no Trusted Launch, and the flagship states no profile offline (its HPC image's
+/// support is read from Azure when connected), with Secure Boot off either way.
+#[test]
+fn the_cluster_template_sends_no_trusted_launch_and_the_flagship_waits_for_azure() {
+    let home = fake_home();
+    let with_ip = LoadOptions {
+        vars: vec![("my_ip".into(), "198.51.100.7/32".into())],
+        ..opts_with_home(home.path())
+    };
+    let (_, _, text) = starter_templates()
+        .iter()
+        .find(|(name, _, _)| *name == "cluster")
+        .expect("the cluster template");
+    let loaded = load_str(Path::new("cluster.hcl"), text, &with_ip)
+        .unwrap_or_else(|f| panic!("{}", render(&f)));
+    for i in 0..2 {
+        assert_eq!(
+            resource(&loaded, &format!("cluster.train[{i}].vm")).attrs["security"],
+            json!({"type": "Standard", "secure_boot": false, "vtpm": false})
+        );
+    }
+    let flagship = load_example("nd40-beeond.hcl");
+    assert_eq!(
+        resource(&flagship, "cluster.train[0].vm").attrs["security"],
+        json!({"type": "Standard", "secure_boot": false, "vtpm": false, "if_supported": {"secure_boot": false}})
+    );
+}
+
 /// Issue 29 items 2 and 3: Trusted Launch was stated for every Generation 2 block, and ARM
 /// refuses it on sizes marked TrustedLaunchDisabled (templates/cluster.hcl's ND96asr_v4) and on
 /// images that do not advertise it. It is stated only where both are known to support it; where
@@ -656,7 +685,7 @@ vm "arm" {{
         security("vm.asked.vm"),
         json!({"type": "TrustedLaunch", "secure_boot": false, "vtpm": true})
     );
-    let note = |block: &str| {
+    let note_of = |block: &str| {
         loaded
             .desired
             .notes
@@ -666,15 +695,15 @@ vm "arm" {{
             .unwrap_or_default()
     };
     assert_eq!(
-        note("cluster.a100"),
+        note_of("cluster.a100"),
         "no Trusted Launch: Standard_ND96asr_v4 does not support it (Resource SKUs: TrustedLaunchDisabled)"
     );
     assert!(
-        note("cluster.v100").starts_with(
+        note_of("cluster.v100").starts_with(
             "no securityProfile offline: whether image microsoft-dsvm:ubuntu-hpc:2204-v100:latest supports Trusted Launch is not known here"
-        ) && note("cluster.v100").ends_with("Where both support it: Trusted Launch with Secure Boot off: its InfiniBand drivers build kernel modules, which Secure Boot would refuse to load (`secure_boot = true` keeps it on; the kernel-module steps then refuse to start)"),
+        ) && note_of("cluster.v100").ends_with("Where both support it: Trusted Launch with Secure Boot off: its InfiniBand drivers build kernel modules, which Secure Boot would refuse to load (`secure_boot = true` keeps it on; the kernel-module steps then refuse to start)"),
         "{}",
-        note("cluster.v100")
+        note_of("cluster.v100")
     );
 
     // Asking for Trusted Launch or Secure Boot where Azure refuses it is an error at the line.
@@ -690,9 +719,9 @@ cluster "a100" {{
 }}
 "#
     );
-    let failed = load_str(Path::new("tl.hcl"), &refused, &LoadOptions::default())
-        .err()
-        .expect("refused");
+    let Err(failed) = load_str(Path::new("tl.hcl"), &refused, &LoadOptions::default()) else {
+        panic!("Trusted Launch on ND96asr_v4 must be refused");
+    };
     let error = failed
         .diagnostics
         .iter()

@@ -28,6 +28,7 @@ from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.machinelearningservices import MachineLearningServicesMgmtClient
 from azure.mgmt.machinelearningservices import models as ml_models
 from azure.mgmt.network import NetworkManagementClient
+from azure.mgmt.resource.features import FeatureClient
 from azure.mgmt.resource.resources import ResourceManagementClient
 from azure.mgmt.storage import StorageManagementClient
 
@@ -172,6 +173,8 @@ class Lifecycle:
             credential, subscription, api_version=STORAGE_API_VERSION, **options
         )
         self.ml = MachineLearningServicesMgmtClient(credential, subscription, **options)
+        # Microsoft.Features 2021-07-01 is this client's default.
+        self.preview = FeatureClient(credential, subscription, **options).features
         self.subscription = subscription
         self.ids = {}
 
@@ -589,6 +592,53 @@ class Lifecycle:
         for name, cores in [("Standard_D2s_v5", 2), ("Standard_ND96asr_v4", 96)]:
             expect(f"vmSizes in {LOCATION}: numberOfCores of {name}", cores, sizes.get(name))
 
+    def images_and_features(self):
+        """What dsinfra's preflight reads before a VM body states Trusted Launch (issue 29): an
+        image's newest version and its features, and the subscription's Compute features, with
+        a register and an unregister (the emulator answered 501 to all of these)."""
+        images = self.compute.virtual_machine_images
+        jammy = ("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2")
+        versions = images.list(LOCATION, *jammy, top=1, orderby="name desc", **COMPUTE)
+        expect("versions listed with $top=1", 1, len(versions))
+        image = images.get(LOCATION, *jammy, versions[0].name, **COMPUTE)
+        expect("jammy gen2 hyperVGeneration", "V2", image.hyper_v_generation)
+        features = {f.name: f.value for f in image.features or []}
+        expect("jammy gen2 SecurityType", "TrustedLaunchSupported", features.get("SecurityType"))
+        gen1 = images.get(LOCATION, "Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts",
+                          versions[0].name, **COMPUTE)
+        expect("jammy gen1 hyperVGeneration", "V1", gen1.hyper_v_generation)
+        expect_true(
+            "a Generation 1 image advertises no Trusted Launch",
+            all(f.name != "SecurityType" for f in gen1.features or []),
+            gen1.features,
+        )
+        hpc = images.get(LOCATION, "microsoft-dsvm", "ubuntu-hpc", "2204-v100", versions[0].name,
+                         **COMPUTE)
+        expect("the HPC image is Generation 2 whatever its SKU says", "V2", hpc.hyper_v_generation)
+        expect_error(
+            "GET a version the marketplace does not have",
+            lambda: images.get(LOCATION, *jammy, "0.0.1", **COMPUTE),
+            (404,),
+        )
+
+        name = "UseStandardSecurityType"
+        feature = self.preview.get("Microsoft.Compute", name)
+        expect(f"{name} before registering", "NotRegistered", feature.properties.state)
+        registered = self.preview.register("Microsoft.Compute", name)
+        expect(f"{name} after register", "Registered", registered.properties.state)
+        listed = {f.name: f.properties.state for f in self.preview.list("Microsoft.Compute")}
+        expect(f"{name} in the provider's list", "Registered",
+               listed.get(f"Microsoft.Compute/{name}"))
+        expect_true(
+            "the list names TrustedLaunchByDefaultPreview",
+            "Microsoft.Compute/TrustedLaunchByDefaultPreview" in listed,
+            listed,
+        )
+        # Back as it was: other steps create VMs on this subscription.
+        self.preview.unregister("Microsoft.Compute", name)
+        expect(f"{name} after unregister", "Unregistered",
+               self.preview.get("Microsoft.Compute", name).properties.state)
+
     def vm_available_sizes(self):
         """A running VM's own size list (VirtualMachines_ListAvailableSizes): the sizes it can be
         resized to without deallocating, its own among them (issue 29: the emulator answered
@@ -931,6 +981,7 @@ class Lifecycle:
                 ("storage_account_keys", self.storage_account, ["group"]),
                 ("provider_get", self.provider, []),
                 ("vm_sizes", self.vm_sizes, []),
+                ("images_and_features", self.images_and_features, []),
                 ("ml_dependencies", self.ml_dependencies, ["group"]),
             ],
             [

@@ -73,11 +73,14 @@ pub(crate) fn handle(
     rest: &[String],
 ) -> Option<Result<Reply, ArmError>> {
     let is = |i: usize, word: &str| rest.get(i).is_some_and(|s| s.eq_ignore_ascii_case(word));
-    if !(is(0, "publishers") && is(2, "artifacttypes") && is(3, "vmimage") && is(4, "offers"))
-        || !is(6, "skus")
-        || !is(8, "versions")
-        || rest.len() > 10
-    {
+    let image_path = is(0, "publishers")
+        && is(2, "artifacttypes")
+        && is(3, "vmimage")
+        && is(4, "offers")
+        && is(6, "skus")
+        && is(8, "versions")
+        && rest.len() <= 10;
+    if !image_path {
         return None;
     }
     if ctx.method != "GET" {

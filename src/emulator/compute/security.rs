@@ -102,15 +102,15 @@ pub(super) fn check_size_and_image(
 
 /// Azure's default for a new VM's properties on a subscription registered for Trusted Launch
 /// by default: Trusted Launch with Secure Boot and vTPM when the request names no security type
-/// and the size (`size_allows`) and the image support it. Without that registration a REST
+/// and the size and the image support it. Without that registration a REST
 /// client's VM gets none.
 pub(super) fn apply_default(
     config: &EmulatorConfig,
     props: &mut Map<String, Value>,
     trusted_launch_by_default: bool,
-    size_allows: bool,
+    size: &VmSizeSpec,
 ) {
-    if !trusted_launch_by_default || !size_allows {
+    if !trusted_launch_by_default || size.trusted_launch == Some(false) {
         return;
     }
     let stated = props
@@ -136,6 +136,10 @@ pub(super) fn apply_default(
 mod tests {
     use super::*;
 
+    fn any_size() -> VmSizeSpec {
+        VmSizeSpec::new("Standard_D4s_v5", 4, "standardDSv5Family")
+    }
+
     fn props(image: &Value, security: Option<Value>) -> Map<String, Value> {
         let mut props = Map::new();
         props.insert("storageProfile".into(), json!({"imageReference": image}));
@@ -150,7 +154,7 @@ mod tests {
     fn without_trusted_launch_by_default_nothing_is_added() {
         let jammy = json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts-gen2"});
         let mut p = props(&jammy, None);
-        apply_default(&EmulatorConfig::default(), &mut p, false, true);
+        apply_default(&EmulatorConfig::default(), &mut p, false, &any_size());
         assert!(p.get("securityProfile").is_none());
     }
 
@@ -177,7 +181,7 @@ mod tests {
         let hpc = json!({"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204-v100"});
         for image in [jammy.clone(), hpc] {
             let mut p = props(&image, None);
-            apply_default(&EmulatorConfig::default(), &mut p, true, true);
+            apply_default(&EmulatorConfig::default(), &mut p, true, &any_size());
             assert_eq!(
                 p["securityProfile"],
                 json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": true, "vTpmEnabled": true}})
@@ -185,22 +189,22 @@ mod tests {
         }
         // Other security settings sent without a type are kept next to the default.
         let mut p = props(&jammy, Some(json!({"encryptionAtHost": false})));
-        apply_default(&EmulatorConfig::default(), &mut p, true, true);
+        apply_default(&EmulatorConfig::default(), &mut p, true, &any_size());
         assert_eq!(p["securityProfile"]["encryptionAtHost"], false);
         assert_eq!(p["securityProfile"]["securityType"], "TrustedLaunch");
         // What a request states is stored as sent.
         let off = json!({"securityType": "TrustedLaunch", "uefiSettings": {"secureBootEnabled": false, "vTpmEnabled": true}});
         let mut p = props(&jammy, Some(off.clone()));
-        apply_default(&EmulatorConfig::default(), &mut p, true, true);
+        apply_default(&EmulatorConfig::default(), &mut p, true, &any_size());
         assert_eq!(p["securityProfile"], off);
         let standard = json!({"securityType": "Standard"});
         let mut p = props(&jammy, Some(standard.clone()));
-        apply_default(&EmulatorConfig::default(), &mut p, true, true);
+        apply_default(&EmulatorConfig::default(), &mut p, true, &any_size());
         assert_eq!(p["securityProfile"], standard);
         // A Generation 1 image cannot have Trusted Launch: nothing is added.
         let gen1 = json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts"});
         let mut p = props(&gen1, None);
-        apply_default(&EmulatorConfig::default(), &mut p, true, true);
+        apply_default(&EmulatorConfig::default(), &mut p, true, &any_size());
         assert!(p.get("securityProfile").is_none());
     }
 
@@ -279,12 +283,14 @@ mod tests {
             ..EmulatorConfig::default()
         };
         let jammy = json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts-gen2"});
+        let mut refusing = any_size();
+        refusing.trusted_launch = Some(false);
         let mut p = props(&jammy, None);
-        apply_default(&config, &mut p, true, false);
+        apply_default(&config, &mut p, true, &refusing);
         assert!(p.get("securityProfile").is_none(), "the size refuses it");
         let plain = json!({"publisher": "someone", "offer": "plain", "sku": "v1-gen2"});
         let mut p = props(&plain, None);
-        apply_default(&config, &mut p, true, true);
+        apply_default(&config, &mut p, true, &any_size());
         assert!(p.get("securityProfile").is_none(), "the image lacks it");
     }
 }

@@ -330,12 +330,7 @@ pub(crate) fn put_vm(
             &target.path.sub,
             crate::emulator::config::TRUSTED_LAUNCH_BY_DEFAULT,
         );
-        super::security::apply_default(
-            config,
-            &mut stored_props,
-            by_default,
-            spec.trusted_launch != Some(false),
-        );
+        super::security::apply_default(config, &mut stored_props, by_default, spec);
     }
     let mut stored_body = envelope(
         &id,

@@ -202,177 +202,16 @@ pub fn apply(
     let mut changes: Vec<(Address, Value, Option<String>)> = Vec::new();
     let mut seen_blocks = BTreeSet::new();
     for vm in new_vms(desired, existing) {
-        let block = vm.address.block_address();
-        let first_of_block = seen_blocks.insert(block.clone());
-        let (Some(size), Some(location), Some(urn)) = (
-            text(vm.attrs.get("size")),
-            text(vm.attrs.get("location")),
-            urn_of(vm),
-        ) else {
-            continue;
-        };
-        let location = location.to_ascii_lowercase();
-        let image_name = urn.join(":");
-        let live_size = capacity.sku(&location, &size);
-        let size_tl = live_size
-            .and_then(live::trusted_launch)
-            .or_else(|| catalog::vm_size(&size).and_then(|s| s.trusted_launch));
-        let size_arm64 = live_size
-            .and_then(|sku| sku.capability("CpuArchitectureType"))
-            .map(|a| a.eq_ignore_ascii_case("Arm64"))
-            .or_else(|| catalog::vm_size(&size).map(catalog::VmSize::arm64));
-        let image = match facts.images.get(&image_key(&location, &urn)) {
-            Some(Some(image)) => Some(image.clone()),
-            Some(None) => {
-                if first_of_block {
-                    problems.push(
-                        Diagnostic::error(format!(
-                            "{block}: image {image_name} is not offered in {location}"
-                        ))
-                        .with_span_opt(vm.span.clone())
-                        .with_label("VirtualMachineImages_List found no version of it there")
-                        .with_help("check the publisher, offer and SKU (`az vm image list --all --publisher ...`), or use an image alias"),
-                    );
-                }
-                continue;
-            }
-            None => None,
-        };
-        let image_tl = image
-            .as_ref()
-            .map(|i| i.trusted_launch)
-            .or_else(|| known_images::trusted_launch(&urn[0], &urn[1], &urn[2]));
-        if let Some(image) = &image
-            && first_of_block
-        {
-            problems.extend(image_problems(
-                &block,
-                vm,
-                &size,
-                &image_name,
-                image,
-                size_arm64,
-            ));
-        }
-        let Some(security) = vm.attrs.get("security") else {
-            continue;
-        };
-        let want = wanted(security);
-        let span = vm
-            .attr_spans
-            .get("security")
-            .cloned()
-            .or_else(|| vm.span.clone());
-        if want.trusted_launch {
-            // Stated: checked against what Azure says.
-            let refusal = if size_tl == Some(false) {
-                Some(format!(
-                    "{size} does not support it (Resource SKUs: TrustedLaunchDisabled)"
-                ))
-            } else if image_tl == Some(false) {
-                Some(format!(
-                    "image {image_name} does not advertise it (its features have no SecurityType with Trusted Launch)"
-                ))
-            } else {
-                None
-            };
-            let asked = vm.attr_spans.contains_key("security");
-            if let Some(why) = refusal.as_ref().filter(|_| !asked) {
-                // dsinfra's own choice, made for another size (a `sizes` fallback took this one)
-                // or from the shipped data: Azure's answer wins.
-                changes.push((
-                    vm.address.clone(),
-                    json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
-                    Some(format!("no Trusted Launch: {why} (read from Azure)")),
-                ));
-                continue;
-            }
-            if let Some(why) = refusal.filter(|_| first_of_block) {
-                problems.push(
-                    Diagnostic::error(format!("{block} cannot use Trusted Launch: {why}"))
-                        .with_span_opt(span)
-                        .with_label("ARM would refuse the VM after the network and disks exist")
-                        .with_help("remove `trusted_launch = true` / `secure_boot = true`, or use a size and an image that support Trusted Launch"),
-                );
-            }
-            continue;
-        }
-        let supported = size_tl == Some(true) && image_tl == Some(true);
-        if let Some(secure_boot) = want.if_supported {
-            if supported {
-                // The offline note said what the block gets where both support it, and why.
-                let reason = desired
-                    .notes
-                    .iter()
-                    .find(|(b, _)| *b == block)
-                    .and_then(|(_, note)| note.split_once(SECURITY_WHERE_SUPPORTED))
-                    .map_or_else(
-                        || {
-                            format!(
-                                "Trusted Launch{}",
-                                if secure_boot {
-                                    ""
-                                } else {
-                                    " with Secure Boot off"
-                                }
-                            )
-                        },
-                        |(_, reason)| reason.to_owned(),
-                    );
-                let note = format!(
-                    "{reason} ({size} and image {image_name} support Trusted Launch, read from Azure)"
-                );
-                changes.push((vm.address.clone(), trusted(secure_boot), Some(note)));
-                continue;
-            }
-            let why = if size_tl == Some(false) {
-                format!("{size} does not support it")
-            } else if image_tl == Some(false) {
-                format!("image {image_name} does not support it")
-            } else {
-                // Still not known (a read failed): no profile, as offline.
-                if facts.trusted_launch_by_default && !secure_boot && first_of_block {
-                    problems.push(
-                        Diagnostic::warning(format!(
-                            "{block}: Azure may give its VMs Secure Boot, which this block needs off"
-                        ))
-                        .with_span_opt(vm.span.clone())
-                        .with_label("the subscription gives Trusted Launch by default, and whether the size and image support it could not be read")
-                        .with_help("set `secure_boot = false` on the block to state Trusted Launch with Secure Boot off"),
-                    );
-                }
-                continue;
-            };
-            changes.push((
-                vm.address.clone(),
-                json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
-                Some(format!("no Trusted Launch: {why} (read from Azure)")),
-            ));
-            continue;
-        }
-        // Without Trusted Launch: on a subscription that gives it by default, ARM would add it
-        // (with Secure Boot) where the size and image allow.
-        let azure_adds_it =
-            facts.trusted_launch_by_default && size_tl != Some(false) && image_tl == Some(true);
-        if want.asked_standard && azure_adds_it {
-            if facts.standard_allowed {
-                let mut explicit = security.clone();
-                explicit["explicit"] = json!(true);
-                changes.push((
-                    vm.address.clone(),
-                    explicit,
-                    Some("no Trusted Launch: the VM states securityType Standard, because this subscription gives Trusted Launch by default (TrustedLaunchByDefaultPreview) and is registered for UseStandardSecurityType".to_owned()),
-                ));
-            } else if first_of_block {
-                problems.push(
-                    Diagnostic::error(format!(
-                        "{block} asks for no Trusted Launch, which this subscription cannot give"
-                    ))
-                    .with_span_opt(span)
-                    .with_label("the subscription gives Trusted Launch by default (Microsoft.Compute/TrustedLaunchByDefaultPreview), and only `securityType: Standard` opts out, which needs Microsoft.Compute/UseStandardSecurityType")
-                    .with_help("register the feature (`az feature register --namespace Microsoft.Compute --name UseStandardSecurityType`, then `az provider register -n Microsoft.Compute`), or remove `trusted_launch = false` (the VM then gets Trusted Launch)"),
-                );
-            }
+        let first_of_block = seen_blocks.insert(vm.address.block_address());
+        if let Some((security, note)) = decide(
+            vm,
+            &desired.notes,
+            capacity,
+            facts,
+            first_of_block,
+            &mut problems,
+        ) {
+            changes.push((vm.address.clone(), security, note));
         }
     }
     for (address, security, note) in changes {
@@ -386,6 +225,239 @@ pub fn apply(
         }
     }
     (notes, problems)
+}
+
+/// What is known of one new VM's size and image, live where read, else shipped.
+struct Known {
+    size: String,
+    image_name: String,
+    /// The size accepts Trusted Launch.
+    size_tl: Option<bool>,
+    /// The image advertises Trusted Launch.
+    image_tl: Option<bool>,
+}
+
+/// One new VM's size and image as Azure describes them; `None` when the VM cannot be judged (or
+/// its image is not offered, which is added to `problems` with what else ARM would refuse).
+fn known(
+    vm: &Resource,
+    capacity: &Capacity,
+    facts: &SecurityFacts,
+    first_of_block: bool,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<Known> {
+    let block = vm.address.block_address();
+    let (Some(size), Some(location), Some(urn)) = (
+        text(vm.attrs.get("size")),
+        text(vm.attrs.get("location")),
+        urn_of(vm),
+    ) else {
+        return None;
+    };
+    let location = location.to_ascii_lowercase();
+    let image_name = urn.join(":");
+    let live_size = capacity.sku(&location, &size);
+    let size_tl = live_size
+        .and_then(live::trusted_launch)
+        .or_else(|| catalog::vm_size(&size).and_then(|s| s.trusted_launch));
+    let size_arm64 = live_size
+        .and_then(|sku| sku.capability("CpuArchitectureType"))
+        .map(|a| a.eq_ignore_ascii_case("Arm64"))
+        .or_else(|| catalog::vm_size(&size).map(catalog::VmSize::arm64));
+    let image = match facts.images.get(&image_key(&location, &urn)) {
+        Some(Some(image)) => Some(image.clone()),
+        Some(None) => {
+            if first_of_block {
+                problems.push(
+                    Diagnostic::error(format!(
+                        "{block}: image {image_name} is not offered in {location}"
+                    ))
+                    .with_span_opt(vm.span.clone())
+                    .with_label("VirtualMachineImages_List found no version of it there")
+                    .with_help("check the publisher, offer and SKU (`az vm image list --all --publisher ...`), or use an image alias"),
+                );
+            }
+            return None;
+        }
+        None => None,
+    };
+    let image_tl = image
+        .as_ref()
+        .map(|i| i.trusted_launch)
+        .or_else(|| known_images::trusted_launch(&urn[0], &urn[1], &urn[2]));
+    if let Some(image) = &image
+        && first_of_block
+    {
+        problems.extend(image_problems(
+            &block,
+            vm,
+            &size,
+            &image_name,
+            image,
+            size_arm64,
+        ));
+    }
+    Some(Known {
+        size,
+        image_name,
+        size_tl,
+        image_tl,
+    })
+}
+
+/// One new VM's security from the live facts: the value to set and the block's new note, if it
+/// changes; problems are added to `problems` (once per block: `first_of_block`).
+fn decide(
+    vm: &Resource,
+    notes: &[(Address, String)],
+    capacity: &Capacity,
+    facts: &SecurityFacts,
+    first_of_block: bool,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<(Value, Option<String>)> {
+    let block = vm.address.block_address();
+    let known_facts = known(vm, capacity, facts, first_of_block, problems)?;
+    let Known {
+        size,
+        image_name,
+        size_tl,
+        image_tl,
+    } = &known_facts;
+    let (size_tl, image_tl) = (*size_tl, *image_tl);
+    let security = vm.attrs.get("security")?;
+    let want = wanted(security);
+    let span = vm
+        .attr_spans
+        .get("security")
+        .cloned()
+        .or_else(|| vm.span.clone());
+    if want.trusted_launch {
+        return check_stated(vm, &known_facts, first_of_block, problems);
+    }
+    let supported = size_tl == Some(true) && image_tl == Some(true);
+    if let Some(secure_boot) = want.if_supported {
+        if supported {
+            // The offline note said what the block gets where both support it, and why.
+            let reason = notes
+                .iter()
+                .find(|(b, _)| *b == block)
+                .and_then(|(_, note)| note.split_once(SECURITY_WHERE_SUPPORTED))
+                .map_or_else(
+                    || {
+                        format!(
+                            "Trusted Launch{}",
+                            if secure_boot {
+                                ""
+                            } else {
+                                " with Secure Boot off"
+                            }
+                        )
+                    },
+                    |(_, reason)| reason.to_owned(),
+                );
+            let note = format!(
+                "{reason} ({size} and image {image_name} support Trusted Launch, read from Azure)"
+            );
+            return Some((trusted(secure_boot), Some(note)));
+        }
+        let why = if size_tl == Some(false) {
+            format!("{size} does not support it")
+        } else if image_tl == Some(false) {
+            format!("image {image_name} does not support it")
+        } else {
+            // Still not known (a read failed): no profile, as offline.
+            if facts.trusted_launch_by_default && !secure_boot && first_of_block {
+                problems.push(
+                    Diagnostic::warning(format!(
+                        "{block}: Azure may give its VMs Secure Boot, which this block needs off"
+                    ))
+                    .with_span_opt(vm.span.clone())
+                    .with_label("the subscription gives Trusted Launch by default, and whether the size and image support it could not be read")
+                    .with_help("set `secure_boot = false` on the block to state Trusted Launch with Secure Boot off"),
+                );
+            }
+            return None;
+        };
+        return Some((
+            json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+            Some(format!("no Trusted Launch: {why} (read from Azure)")),
+        ));
+    }
+    // Without Trusted Launch: on a subscription that gives it by default, ARM would add it
+    // (with Secure Boot) where the size and image allow.
+    let azure_adds_it =
+        facts.trusted_launch_by_default && size_tl != Some(false) && image_tl == Some(true);
+    if want.asked_standard && azure_adds_it {
+        if facts.standard_allowed {
+            let mut explicit = security.clone();
+            explicit["explicit"] = json!(true);
+            return Some((explicit,
+                Some("no Trusted Launch: the VM states securityType Standard, because this subscription gives Trusted Launch by default (TrustedLaunchByDefaultPreview) and is registered for UseStandardSecurityType".to_owned()),
+            ));
+        } else if first_of_block {
+            problems.push(
+                Diagnostic::error(format!(
+                    "{block} asks for no Trusted Launch, which this subscription cannot give"
+                ))
+                .with_span_opt(span)
+                .with_label("the subscription gives Trusted Launch by default (Microsoft.Compute/TrustedLaunchByDefaultPreview), and only `securityType: Standard` opts out, which needs Microsoft.Compute/UseStandardSecurityType")
+                .with_help("register the feature (`az feature register --namespace Microsoft.Compute --name UseStandardSecurityType`, then `az provider register -n Microsoft.Compute`), or remove `trusted_launch = false` (the VM then gets Trusted Launch)"),
+            );
+        }
+    }
+    None
+}
+
+/// Trusted Launch the VM states, checked against what Azure says: dsinfra's own choice yields to
+/// a refusal, the manifest's is an error (once per block).
+fn check_stated(
+    vm: &Resource,
+    known: &Known,
+    first_of_block: bool,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<(Value, Option<String>)> {
+    let block = vm.address.block_address();
+    let Known {
+        size,
+        image_name,
+        size_tl,
+        image_tl,
+    } = known;
+    let span = vm
+        .attr_spans
+        .get("security")
+        .cloned()
+        .or_else(|| vm.span.clone());
+    // Stated: checked against what Azure says.
+    let refusal = if *size_tl == Some(false) {
+        Some(format!(
+            "{size} does not support it (Resource SKUs: TrustedLaunchDisabled)"
+        ))
+    } else if *image_tl == Some(false) {
+        Some(format!(
+            "image {image_name} does not advertise it (its features have no SecurityType with Trusted Launch)"
+        ))
+    } else {
+        None
+    };
+    let asked = vm.attr_spans.contains_key("security");
+    if let Some(why) = refusal.as_ref().filter(|_| !asked) {
+        // dsinfra's own choice, made for another size (a `sizes` fallback took this one)
+        // or from the shipped data: Azure's answer wins.
+        return Some((
+            json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+            Some(format!("no Trusted Launch: {why} (read from Azure)")),
+        ));
+    }
+    if let Some(why) = refusal.filter(|_| first_of_block) {
+        problems.push(
+            Diagnostic::error(format!("{block} cannot use Trusted Launch: {why}"))
+                .with_span_opt(span)
+                .with_label("ARM would refuse the VM after the network and disks exist")
+                .with_help("remove `trusted_launch = true` / `secure_boot = true`, or use a size and an image that support Trusted Launch"),
+        );
+    }
+    None
 }
 
 /// What ARM refuses of an image for a size: the other generation, the other architecture.
@@ -441,7 +513,7 @@ fn image_problems(
 /// replaces the VM. Returns one plan note per block whose default differs.
 pub fn keep_existing(desired: &mut Desired, state: &State) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut noted = BTreeSet::new();
+    let mut blocks_noted = BTreeSet::new();
     for resource in desired
         .resources
         .iter_mut()
@@ -466,7 +538,7 @@ pub fn keep_existing(desired: &mut Desired, state: &State) -> Vec<String> {
             continue;
         }
         let block = resource.address.block_address();
-        if !same && noted.insert(block.clone()) {
+        if !same && blocks_noted.insert(block.clone()) {
             notes.push(format!(
                 "{block}: its VMs keep the security settings they were created with ({}); dsinfra would choose {} for new ones (set `trusted_launch` or `secure_boot` on the block to change them, which replaces the VMs)",
                 describe(created),

@@ -40,8 +40,6 @@ pub(super) struct Security {
     pub trusted_launch: bool,
     /// Secure Boot (only with Trusted Launch).
     pub secure_boot: bool,
-    /// The virtual TPM (only with Trusted Launch).
-    pub vtpm: bool,
     /// No Trusted Launch because the manifest says `trusted_launch = false` (not because the
     /// size or image cannot have it): on a subscription that gives Trusted Launch by default,
     /// only an explicit `Standard` keeps it off.
@@ -61,7 +59,8 @@ impl Security {
         let mut json = json!({
             "type": if self.trusted_launch { "TrustedLaunch" } else { "Standard" },
             "secure_boot": self.secure_boot,
-            "vtpm": self.vtpm,
+            // The vTPM comes with Trusted Launch, always on.
+            "vtpm": self.trusted_launch,
         });
         if self.asked_standard {
             json["asked"] = json!(true);
@@ -76,7 +75,6 @@ impl Security {
         Self {
             trusted_launch: false,
             secure_boot: false,
-            vtpm: false,
             asked_standard: false,
             if_supported: None,
             why: Some(why),
@@ -88,7 +86,6 @@ impl Security {
         Self {
             trusted_launch: true,
             secure_boot,
-            vtpm: true,
             asked_standard: false,
             if_supported: None,
             why,
@@ -135,64 +132,8 @@ fn decide(
         .and_then(|s| s.gpu_arch)
         .is_some_and(GpuArch::is_nvidia);
 
-    let refuse = |check: &mut Check<'_>, label: String, help: &str| {
-        for asked in [&trusted_launch, &secure_boot]
-            .into_iter()
-            .flatten()
-            .filter(|a| a.value)
-        {
-            check.report(
-                Diagnostic::error(format!("{title} cannot use Trusted Launch"))
-                    .with_span(asked.span.clone())
-                    .with_label(label.clone())
-                    .with_help(help.to_owned()),
-            );
-        }
-    };
-
-    // Not known offline: the size's own rule says what it must be.
-    let gen1 = image.is_some_and(|i| {
-        i.generation == Some(1) || (i.generation.is_none() && size.is_some_and(VmSize::gen1_only))
-    });
-    if gen1 {
-        refuse(
-            check,
-            "its image is Generation 1; Trusted Launch and Secure Boot need Generation 2".into(),
-            "use a size that takes Generation 2 images (the image aliases then pick one), or remove this line",
-        );
-        return Security::standard(
-            "no Trusted Launch: its image is Generation 1, which cannot have it".to_owned(),
-        );
-    }
-    if let Some(size) = size.filter(|s| s.trusted_launch == Some(false)) {
-        refuse(
-            check,
-            format!(
-                "Azure refuses Trusted Launch on {} (Resource SKUs: TrustedLaunchDisabled)",
-                size.name
-            ),
-            "remove this line, or pick a size that supports Trusted Launch",
-        );
-        return Security::standard(format!(
-            "no Trusted Launch: {} does not support it (Resource SKUs: TrustedLaunchDisabled)",
-            size.name
-        ));
-    }
-    let image_support =
-        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
-    if let Some(image) = image.filter(|_| image_support == Some(false)) {
-        refuse(
-            check,
-            format!(
-                "image {} does not advertise Trusted Launch support",
-                image.urn()
-            ),
-            "remove this line, or use an image that supports Trusted Launch (the ubuntu-* aliases do)",
-        );
-        return Security::standard(format!(
-            "no Trusted Launch: image {} does not support it",
-            image.urn()
-        ));
+    if let Some(standard) = unsupported(check, (&trusted_launch, &secure_boot), image, size) {
+        return standard;
     }
     if trusted_launch.as_ref().is_some_and(|t| !t.value) {
         if let Some(sb) = secure_boot.as_ref().filter(|s| s.value) {
@@ -214,31 +155,8 @@ fn decide(
         };
     }
     if let Some(sb) = secure_boot {
-        if sb.value && nvidia && module_steps.is_empty() {
-            check.report(
-                Diagnostic::warning(format!("Secure Boot on {title}, whose NVIDIA driver is unsigned"))
-                    .with_span(sb.span.clone())
-                    .with_label("the image's NVIDIA kernel modules are built on the VM (DKMS) and signed by no key it trusts")
-                    .with_help("remove `secure_boot = true` (dsinfra then turns Secure Boot off for this block), or enroll a Machine Owner Key for the driver yourself"),
-            );
-        }
-        if sb.value && !module_steps.is_empty() {
-            let steps = match module_steps.as_slice() {
-                [one] => format!("{one} step builds"),
-                many => format!("{} steps build", many.join(" and ")),
-            };
-            check.report(
-                Diagnostic::warning(format!("Secure Boot on {title}, whose {steps} kernel modules"))
-                .with_span(sb.span.clone())
-                .with_label("Secure Boot refuses to load locally built, unsigned modules")
-                .with_help("remove `secure_boot = true` (dsinfra then turns Secure Boot off for this block); with it, those steps refuse to start"),
-            );
-        }
-        let why = (!sb.value).then(|| {
-            "Trusted Launch with Secure Boot off: `secure_boot = false` in the manifest".to_owned()
-        });
         // Asked for in the manifest: stated, and checked against Azure when connected.
-        return Security::trusted(sb.value, why);
+        return asked_secure_boot(check, &sb, nvidia, &module_steps);
     }
     let builders = match module_steps.as_slice() {
         [] if infiniband => Some("its InfiniBand drivers build".to_owned()),
@@ -263,6 +181,8 @@ fn decide(
         None => Security::trusted(true, None),
     };
     let size_support = size.and_then(|s| s.trusted_launch);
+    let image_support =
+        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
     if trusted_launch.is_some_and(|t| t.value)
         || (size_support == Some(true) && image_support == Some(true))
     {
@@ -288,4 +208,112 @@ fn decide(
             "no securityProfile offline: whether {unknown} supports Trusted Launch is not known here, and a connected plan reads it from Azure. {SECURITY_WHERE_SUPPORTED}{reason}"
         ))
     }
+}
+
+/// `secure_boot = true|false` in the manifest: Trusted Launch with it, warning where Secure Boot
+/// would stop the block's NVIDIA driver or kernel-module steps.
+fn asked_secure_boot(
+    check: &mut Check<'_>,
+    sb: &Located<bool>,
+    nvidia: bool,
+    module_steps: &[String],
+) -> Security {
+    let title = check.title();
+    if sb.value && nvidia && module_steps.is_empty() {
+        check.report(
+            Diagnostic::warning(format!("Secure Boot on {title}, whose NVIDIA driver is unsigned"))
+                .with_span(sb.span.clone())
+                .with_label("the image's NVIDIA kernel modules are built on the VM (DKMS) and signed by no key it trusts")
+                .with_help("remove `secure_boot = true` (dsinfra then turns Secure Boot off for this block), or enroll a Machine Owner Key for the driver yourself"),
+        );
+    }
+    if sb.value && !module_steps.is_empty() {
+        let steps = match module_steps {
+            [one] => format!("{one} step builds"),
+            many => format!("{} steps build", many.join(" and ")),
+        };
+        check.report(
+            Diagnostic::warning(format!("Secure Boot on {title}, whose {steps} kernel modules"))
+            .with_span(sb.span.clone())
+            .with_label("Secure Boot refuses to load locally built, unsigned modules")
+            .with_help("remove `secure_boot = true` (dsinfra then turns Secure Boot off for this block); with it, those steps refuse to start"),
+        );
+    }
+    let why = (!sb.value).then(|| {
+        "Trusted Launch with Secure Boot off: `secure_boot = false` in the manifest".to_owned()
+    });
+    Security::trusted(sb.value, why)
+}
+
+/// `Standard` with the reason, where Trusted Launch is known to be impossible offline: a
+/// Generation 1 image, a size Resource SKUs mark `TrustedLaunchDisabled`, an image the table
+/// knows lacks it. Asking for it there (`asked`) is an error at the attribute.
+fn unsupported(
+    check: &mut Check<'_>,
+    asked: (&Option<Located<bool>>, &Option<Located<bool>>),
+    image: Option<&ImageRef>,
+    size: Option<&VmSize>,
+) -> Option<Security> {
+    let title = check.title();
+    let (trusted_launch, secure_boot) = asked;
+    let refuse = |check: &mut Check<'_>, label: String, help: &str| {
+        for asked in [trusted_launch, secure_boot]
+            .into_iter()
+            .flatten()
+            .filter(|a| a.value)
+        {
+            check.report(
+                Diagnostic::error(format!("{title} cannot use Trusted Launch"))
+                    .with_span(asked.span.clone())
+                    .with_label(label.clone())
+                    .with_help(help.to_owned()),
+            );
+        }
+    };
+
+    // Not known offline: the size's own rule says what it must be.
+    let gen1 = image.is_some_and(|i| {
+        i.generation == Some(1) || (i.generation.is_none() && size.is_some_and(VmSize::gen1_only))
+    });
+    if gen1 {
+        refuse(
+            check,
+            "its image is Generation 1; Trusted Launch and Secure Boot need Generation 2".into(),
+            "use a size that takes Generation 2 images (the image aliases then pick one), or remove this line",
+        );
+        return Some(Security::standard(
+            "no Trusted Launch: its image is Generation 1, which cannot have it".to_owned(),
+        ));
+    }
+    if let Some(size) = size.filter(|s| s.trusted_launch == Some(false)) {
+        refuse(
+            check,
+            format!(
+                "Azure refuses Trusted Launch on {} (Resource SKUs: TrustedLaunchDisabled)",
+                size.name
+            ),
+            "remove this line, or pick a size that supports Trusted Launch",
+        );
+        return Some(Security::standard(format!(
+            "no Trusted Launch: {} does not support it (Resource SKUs: TrustedLaunchDisabled)",
+            size.name
+        )));
+    }
+    let image_support =
+        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
+    if let Some(image) = image.filter(|_| image_support == Some(false)) {
+        refuse(
+            check,
+            format!(
+                "image {} does not advertise Trusted Launch support",
+                image.urn()
+            ),
+            "remove this line, or use an image that supports Trusted Launch (the ubuntu-* aliases do)",
+        );
+        return Some(Security::standard(format!(
+            "no Trusted Launch: image {} does not support it",
+            image.urn()
+        )));
+    }
+    None
 }

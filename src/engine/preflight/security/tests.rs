@@ -34,6 +34,7 @@ fn facts_with(image: [&str; 4], read: Option<ImageFacts>) -> SecurityFacts {
     }
 }
 
+#[allow(clippy::unnecessary_wraps)] // the shape of `SecurityFacts::images`' values
 fn supports(trusted_launch: bool) -> Option<ImageFacts> {
     Some(ImageFacts {
         trusted_launch,
