@@ -441,6 +441,18 @@ pub fn with_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
     })
 }
 
+/// For a size whose local storage is NVMe only (the v6 and newer `d` sizes), the v5 size of the
+/// same name, which has a temp disk mounted at boot (`Standard_D8ds_v6` -> `Standard_D8ds_v5`).
+pub fn with_scsi_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
+    let (stem, version) = size.name.rsplit_once("_v")?;
+    if !matches!(version, "6" | "7") {
+        return None;
+    }
+    vm_size(&format!("{stem}_v5")).filter(|s| {
+        s.temp_disk_gib.is_some_and(|gib| gib > 0) && !s.temp_nvme && s.vcpus == size.vcpus
+    })
+}
+
 /// The size that is `size` with premium storage (`Standard_D4_v5` -> `Standard_D4s_v5`,
 /// `Standard_D3_v2` -> `Standard_DS3_v2`), if the catalog knows one: Azure marks premium IO with
 /// an `s` after the other feature letters, or, in the older series, an `S` after the family letter.

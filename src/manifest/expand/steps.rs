@@ -579,8 +579,38 @@ fn check_temp_disk(
             "use a size with a temp disk (a `d` size such as Standard_D4ds_v5)".to_owned()
         };
         let example = format!("/data{}", if rest.is_empty() { "/" } else { rest });
+        // The v6 and newer `d` sizes: local storage, but raw NVMe disks that nothing mounts.
+        let nvme: Vec<&&VmSize> = diskless.iter().filter(|s| s.nvme_only()).collect();
+        let (has, size_fix) = if nvme.len() == diskless.len() {
+            let capacity = nvme
+                .iter()
+                .map(|s| s.nvme_gib.map_or_else(|| "?".to_owned(), |g| format!("{g} GiB")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let scsi: Vec<&str> = nvme
+                .iter()
+                .filter_map(|s| catalog::with_scsi_temp_disk(s))
+                .map(|s| s.name)
+                .collect();
+            (
+                format!(
+                    "{has} none: {} local storage is raw NVMe ({capacity}), which is not formatted or mounted at boot, and dsinfra does not assemble it yet",
+                    if names.len() == 1 { "its" } else { "their" }
+                ),
+                if scsi.len() == nvme.len() {
+                    format!(
+                        "use a size with a mounted temp disk: {} (the v5 size of the same shape)",
+                        scsi.join(", ")
+                    )
+                } else {
+                    size_fix
+                },
+            )
+        } else {
+            (format!("{has} none"), size_fix)
+        };
         let diagnostic = Diagnostic::error(format!(
-            "{title} keeps `{}` on the temp disk, but {sizes} {has} none",
+            "{title} keeps `{}` on the temp disk, but {sizes} {has}",
             param.name
         ));
         let diagnostic = if written {
