@@ -208,6 +208,17 @@ fn gib(attrs: &Attrs, key: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
+/// The smallest OS disk of Azure's marketplace Linux images (Canonical's Ubuntu): the price of an
+/// OS disk whose image the table does not know is at least this one's.
+const MIN_OS_DISK_GB: u32 = 30;
+
+/// The OS disk size of the VM's image, from the shared image table.
+fn image_os_disk_gb(attrs: &Attrs) -> Option<u32> {
+    let image = attrs.get("image")?;
+    let part = |k: &str| image.get(k).and_then(Value::as_str);
+    catalog::images::known(part("publisher")?, part("offer")?, part("sku")?)?.os_disk_gb
+}
+
 /// How a VM's description ends when its size has no price in its region.
 const UNPRICED: &str = ": unpriced)";
 
@@ -227,6 +238,17 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
             let disk = match (gib(attrs, "os_disk_size_gb"), text(attrs, "os_disk_sku")) {
                 (Some(gib), Some(sku)) => {
                     let _ = write!(what, " + {gib} GiB {sku} OS disk");
+                    catalog::disk_price_per_hour(sku, gib)
+                }
+                // Azure makes the OS disk the image's size (issue 29: a parked cluster looked
+                // almost free while its OS disks still bill).
+                (None, Some(sku)) => {
+                    // An image the table does not know: at least the smallest.
+                    let (gib, bound) = match image_os_disk_gb(attrs) {
+                        Some(gib) => (gib, ""),
+                        None => (MIN_OS_DISK_GB, "at least "),
+                    };
+                    let _ = write!(what, " + {bound}{gib} GiB {sku} OS disk");
                     catalog::disk_price_per_hour(sku, gib)
                 }
                 _ => 0.0,
@@ -299,6 +321,7 @@ fn ml_compute_rate(attrs: &Attrs) -> (Rate, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn attrs(pairs: &[(&str, Value)]) -> Attrs {
         pairs
@@ -324,6 +347,45 @@ mod tests {
             "{rate:?}"
         );
         assert_eq!(what, "Standard_NC4as_T4_v3 + 128 GiB Premium_LRS OS disk");
+    }
+
+    /// Issue 29: without `os_disk_size_gb` the OS disk was left out, so a parked cluster looked
+    /// almost free; it is the image's size (Ubuntu's 30 GiB), or at least that when not known.
+    #[test]
+    fn a_vm_without_an_os_disk_size_is_priced_at_its_images_os_disk() {
+        let vm = |image: Value| {
+            attrs(&[
+                ("size", Value::from("Standard_NC4as_T4_v3")),
+                ("location", Value::from("eastus")),
+                ("os_disk_size_gb", Value::Null),
+                ("os_disk_sku", Value::from("StandardSSD_LRS")),
+                ("image", image),
+            ])
+        };
+        let disk = catalog::disk_price_per_hour("StandardSSD_LRS", 30);
+        assert!(disk > 0.0);
+        let (rate, what) = rate_of(
+            ResourceKind::VirtualMachine,
+            &vm(
+                json!({"publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts-gen2", "version": "latest"}),
+            ),
+        );
+        assert!((rate.parked_per_hour - disk).abs() < 1e-6, "{rate:?}");
+        assert!(
+            what.ends_with(" + 30 GiB StandardSSD_LRS OS disk"),
+            "{what}"
+        );
+        let (rate, what) = rate_of(
+            ResourceKind::VirtualMachine,
+            &vm(
+                json!({"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}),
+            ),
+        );
+        assert!((rate.parked_per_hour - disk).abs() < 1e-6, "{rate:?}");
+        assert!(
+            what.ends_with(" + at least 30 GiB StandardSSD_LRS OS disk"),
+            "{what}"
+        );
     }
 
     #[test]

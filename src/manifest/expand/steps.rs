@@ -584,7 +584,10 @@ fn check_temp_disk(
         let (has, size_fix) = if nvme.len() == diskless.len() {
             let capacity = nvme
                 .iter()
-                .map(|s| s.nvme_gib.map_or_else(|| "?".to_owned(), |g| format!("{g} GiB")))
+                .map(|s| {
+                    s.nvme_gib
+                        .map_or_else(|| "?".to_owned(), |g| format!("{g} GiB"))
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             let scsi: Vec<&str> = nvme
