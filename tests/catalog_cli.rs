@@ -149,7 +149,16 @@ fn the_same_manifest_is_priced_in_each_regions_own_prices() {
             .lines()
             .find(|l| l.contains("vm.prep.vm") && l.contains("Standard_D8s_v5"))
             .unwrap_or_else(|| panic!("a cost line for the VM in {out}"));
-        assert!(line.contains(&format!("{price:.3}")), "{region}: {line}");
+        // With its OS disk: Ubuntu's 30 GiB at the default StandardSSD_LRS.
+        let disk = dsinfra::catalog::disk_price_per_hour("StandardSSD_LRS", 30);
+        assert!(
+            line.contains("Standard_D8s_v5 + 30 GiB StandardSSD_LRS OS disk"),
+            "{region}: {line}"
+        );
+        assert!(
+            line.contains(&format!("{:.3}", price + disk)),
+            "{region}: {line}"
+        );
         seen.push(price);
     }
     assert!(

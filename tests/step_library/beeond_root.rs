@@ -68,19 +68,29 @@ fn with_a_stand_in_root_the_beeond_scripts_run_its_tools_and_write_under_it() {
     let install = script("beeond.install");
     for written in [
         format!("{ROOT}/etc/apt/sources.list.d/beegfs.list"),
-        format!("{ROOT}/etc/apt/trusted.gpg.d/beegfs.gpg"),
+        // The key, where the list names it (else apt's trusted directory), under the root.
+        format!("gpg --dearmor --yes -o \"{ROOT}${{keyring}}\""),
+        format!("mkdir -p \"{ROOT}$(dirname \"$keyring\")\""),
         format!("autobuild={ROOT}/etc/beegfs/beegfs-client-autobuild.conf"),
         format!("{ROOT}/etc/init.d/beegfs-client rebuild"),
         format!("conf_dir='{ROOT}/etc/beegfs/beeond'"),
     ] {
         assert!(install.contains(&written), "{written}: {install}");
     }
-    // The only system path left is one it reads: the node's release.
+    // The only system paths left are one it reads (the node's release) and the keyring's path
+    // as apt names it, which is written under the root (above).
     let outside: Vec<&str> = install
         .lines()
         .filter(|l| l.contains(" /etc/") || l.contains("=/etc/"))
         .collect();
-    assert_eq!(outside, [". /etc/os-release"], "{install}");
+    assert_eq!(
+        outside,
+        [
+            ". /etc/os-release",
+            "  [ -n \"$keyring\" ] || keyring=/etc/apt/trusted.gpg.d/beegfs.gpg"
+        ],
+        "{install}"
+    );
     let start = script("beeond.start");
     assert!(
         start.contains(&format!("-L {ROOT}/var/log/beeond")),

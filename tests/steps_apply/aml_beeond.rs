@@ -83,7 +83,8 @@ if [ "${2:-}" = -O- ]; then echo "-----BEGIN PGP PUBLIC KEY BLOCK-----"; exit 0;
 release=$(echo "$url" | sed -n 's|.*/release/\(beegfs_[0-9.]*\)/.*|\1|p')
 # Written whole, then renamed: the other nodes read this file (one filesystem here).
 staging=$(mktemp "${3:?}.XXXXXX")
-echo "deb [arch=amd64] https://www.beegfs.io/release/${release} stable non-free" >"$staging"
+# The list names its key (issue 29, item 11): apt reads the key there and nowhere else.
+echo "deb [arch=amd64 signed-by=/etc/apt/keyrings/beegfs.gpg] https://www.beegfs.io/release/${release} stable non-free" >"$staging"
 mv -f "$staging" "$3"
 "#
             .to_owned(),
@@ -96,6 +97,12 @@ mv -f "$staging" "$3"
 [ $# -gt 0 ] || exit 0
 shift
 release=$(sed -n 's|.*/beegfs_\([0-9.]*\) .*|\1|p' "$root/etc/apt/sources.list.d/beegfs.list" 2>/dev/null || true)
+keyring=$(sed -n 's/.*signed-by=\([^] ]*\).*/\1/p' "$root/etc/apt/sources.list.d/beegfs.list" 2>/dev/null || true)
+if [ -n "$keyring" ] && [ ! -s "$root$keyring" ]; then
+  # apt's answer to a repository whose key is not where its list says.
+  echo "W: GPG error: https://www.beegfs.io stable InRelease: NO_PUBKEY" >&2
+  release=""
+fi
 mkdir -p "$state/$node/packages"
 for package in "$@"; do
   case "$package" in
