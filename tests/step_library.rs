@@ -26,6 +26,8 @@ mod fabric;
 mod idle;
 #[path = "step_library/mounts.rs"]
 mod mounts;
+#[path = "step_library/nvme.rs"]
+mod nvme;
 #[path = "step_library/stage_scale.rs"]
 mod stage_scale;
 #[path = "step_library/stand_ins.rs"]
@@ -465,6 +467,7 @@ fn all_rendered_steps() -> Vec<StepSpec> {
     steps.extend(extras());
     steps.extend(bench::renders());
     steps.extend(beeond_root::renders());
+    steps.extend(nvme::renders());
     steps
 }
 

@@ -608,6 +608,52 @@ vm "standard" {{
     );
 }
 
+/// Issue 29 item 9: a D8ds_v6 block whose steps use `{temp}` gets a per-boot step that mounts
+/// the local NVMe as the temp disk, before its other steps; a v5 `d` size (a temp disk mounted
+/// by Azure) gets none.
+#[test]
+fn an_nvme_only_size_gets_a_step_that_mounts_its_nvme_as_the_temp_disk() {
+    let manifest = |size: &str| {
+        format!(
+            r#"
+azure {{ location = "eastus" }}
+network "main" {{ ssh_from = ["198.51.100.0/24"] }}
+cluster "scratch" {{
+  size    = "{size}"
+  image   = "ubuntu-22.04"
+  count   = 2
+  ssh_key = "{KEY}"
+  step "beeond" {{ mount = "/mnt/beeond" }}
+}}
+"#
+        )
+    };
+    let loaded = load_ok(
+        Path::new("nvme.hcl"),
+        &manifest("Standard_D8ds_v6"),
+        &LoadOptions::default(),
+    );
+    let steps: Vec<(&str, &str, RunPolicy)> = loaded
+        .desired
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.kind.as_str(), s.run))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("nvme_temp", "nvme_temp", RunPolicy::PerBoot),
+            ("beeond", "beeond", RunPolicy::PerBoot),
+        ]
+    );
+    let v5 = load_ok(
+        Path::new("nvme.hcl"),
+        &manifest("Standard_D8ds_v5"),
+        &LoadOptions::default(),
+    );
+    assert!(v5.desired.steps.iter().all(|s| s.kind != "nvme_temp"));
+}
+
 /// Issue 29's first "done when": templates/cluster.hcl (ND96asr_v4, which ARM refuses Trusted
 /// Launch on) plans no Trusted Launch, and the flagship states no profile offline (its HPC image's
 /// support is read from Azure when connected), with Secure Boot off either way.

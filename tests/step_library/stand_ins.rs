@@ -213,7 +213,11 @@ fn single_node(hosts: &TestHosts, block: &str) -> NodeContext {
     ctx
 }
 
-async fn run_ok(hosts: &TestHosts, run: &str, steps: &[StepSpec]) -> Vec<(String, String, String)> {
+pub(crate) async fn run_ok(
+    hosts: &TestHosts,
+    run: &str,
+    steps: &[StepSpec],
+) -> Vec<(String, String, String)> {
     let (options, lines) = options_with_lines(hosts, run);
     let report = steps::run(&[hosts.hosts[0].node()], steps, &options)
         .await

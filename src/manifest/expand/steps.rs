@@ -58,8 +58,9 @@ pub(super) fn expand(
     size: Option<&Located<String>>,
 ) {
     let address = Address::block(&block.ident, block.label());
+    let candidates = candidate_sizes(ex, &address, size);
     let owner = Owner {
-        diskless: sizes_without_temp_disk(ex, &address, size),
+        diskless: sizes_without_temp_disk(&candidates),
         address,
         block,
         is_cluster,
@@ -67,6 +68,10 @@ pub(super) fn expand(
         size,
     };
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    if all_nvme_only(&candidates) {
+        names.insert(NVME_TEMP_KIND.to_owned(), 0);
+        ex.steps.push(nvme_temp_step(&owner.address, size));
+    }
     for generated in data_disk_steps(ex, &owner.address) {
         names.insert(generated.name.clone(), 0);
         ex.steps.push(generated);
@@ -512,9 +517,9 @@ fn data_disk_steps(ex: &Expander<'_>, owner: &Address) -> Vec<Step> {
         .collect()
 }
 
-/// The sizes this block may get that have no temp disk: its `size`, or every candidate of
-/// `sizes = [...]` (the plan picks one by quota, so each must work).
-fn sizes_without_temp_disk(
+/// The sizes this block may get: its `size`, or every candidate of `sizes = [...]` (the plan
+/// picks one by quota, so each must work).
+fn candidate_sizes(
     ex: &Expander<'_>,
     owner: &Address,
     size: Option<&Located<String>>,
@@ -532,12 +537,43 @@ fn sizes_without_temp_disk(
     } else {
         fallbacks
     };
-    names
+    names.iter().filter_map(|n| catalog::vm_size(n)).collect()
+}
+
+/// Whether every size the block may get has NVMe local storage and no temp disk: then a
+/// generated per-boot step mounts the NVMe as the temp disk (`nvme_temp`).
+fn all_nvme_only(sizes: &[&'static VmSize]) -> bool {
+    !sizes.is_empty() && sizes.iter().all(|s| s.nvme_only())
+}
+
+/// The sizes this block may get that have no temp disk, counting NVMe-only sizes as having one
+/// when every size the block may get is one (the `nvme_temp` step mounts it).
+fn sizes_without_temp_disk(sizes: &[&'static VmSize]) -> Vec<&'static VmSize> {
+    let nvme_mounted = all_nvme_only(sizes);
+    sizes
         .iter()
-        .filter_map(|n| catalog::vm_size(n))
-        .filter(|s| s.temp_disk_gib == Some(0))
+        .copied()
+        .filter(|s| s.temp_disk_gib == Some(0) && !(nvme_mounted && s.nvme_only()))
         .collect()
 }
+
+/// The step that mounts the block's local NVMe as its temp disk, on every boot, first of the
+/// block's steps.
+fn nvme_temp_step(owner: &Address, size: Option<&Located<String>>) -> Step {
+    Step {
+        block: owner.clone(),
+        name: NVME_TEMP_KIND.to_owned(),
+        kind: NVME_TEMP_KIND.to_owned(),
+        scope: StepScope::All,
+        // Azure wipes local NVMe when the VM is deallocated, and mounts nothing at boot.
+        run: RunPolicy::PerBoot,
+        params: BTreeMap::from([("timeout".to_owned(), json!("10m"))]),
+        span: size.map(|s| s.span.clone()),
+    }
+}
+
+/// The generated step kind that mounts NVMe local storage as the temp disk.
+pub(in crate::manifest) const NVME_TEMP_KIND: &str = "nvme_temp";
 
 /// A step whose directory is on the temp disk (`{temp}/...`, by default or as written) cannot
 /// work on a size without one: the node has no such disk to resolve `{temp}` to, and the step
@@ -597,12 +633,12 @@ fn check_temp_disk(
                 .collect();
             (
                 format!(
-                    "{has} none: {} local storage is raw NVMe ({capacity}), which is not formatted or mounted at boot, and dsinfra does not assemble it yet",
+                    "{has} none: {} local storage is raw NVMe ({capacity}), which dsinfra mounts as the temp disk only when every size the block may get has it",
                     if names.len() == 1 { "its" } else { "their" }
                 ),
                 if scsi.len() == nvme.len() {
                     format!(
-                        "use a size with a mounted temp disk: {} (the v5 size of the same shape)",
+                        "use sizes of one kind: all with NVMe, or {} (the v5 size of the same shape, with a mounted temp disk) instead",
                         scsi.join(", ")
                     )
                 } else {

@@ -59,6 +59,28 @@ pub(super) fn data_disk(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     ))
 }
 
+/// `nvme_temp`: the raw local NVMe disks of a v6 and newer `d` size (one, or a RAID 0 of
+/// several) formatted if blank and mounted where `{temp}` resolves (`/mnt`), on every boot:
+/// Azure mounts no temp disk on those sizes, and wipes the disks when the VM is deallocated.
+pub(super) fn nvme_temp(b: &mut Builder<'_>) -> Result<(), LibraryError> {
+    let ctx = b.ctx();
+    let root = ctx.disk_root.as_deref().unwrap_or_default();
+    let vars = json!({
+        "links": format!("{root}/dev/disk/azure/local/by-index"),
+        "md": format!("{root}/dev/md/dsinfra-temp"),
+        "temp_dir": ctx.temp_dir,
+    });
+    let request = b.request();
+    b.push(Part::new(
+        None,
+        "nvme_temp.sh.j2",
+        "assemble, format (only if blank) and mount the local NVMe disks as the temp disk",
+        request.scope,
+        request.policy,
+        vars,
+    ))
+}
+
 /// The step that releases `disk` (attached at `lun`) on the VM it is about to leave: unmount
 /// it, drop its fstab line and, when given, the `marker` file of the VM's mount step (so that
 /// the disk is mounted again if it ever comes back). Runs on every call; its check skips it

@@ -51,7 +51,7 @@ pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 
 /// Every step kind the library renders.
-pub const KINDS: [&str; 14] = [
+pub const KINDS: [&str; 15] = [
     "mofed",
     "blobfuse2",
     "blobfuse",
@@ -68,6 +68,8 @@ pub const KINDS: [&str; 14] = [
     "head_key",
     // Not a manifest kind: generated for a `disk` block with `mount`, on the VM it is attached to.
     "data_disk",
+    // Not a manifest kind: generated for a block whose size's local storage is NVMe only.
+    "nvme_temp",
 ];
 
 /// The mount point a step of `kind` makes on every node: `explicit` (its `mount` parameter)
@@ -218,6 +220,7 @@ pub fn render(request: &StepRequest<'_>, ctx: &NodeContext) -> Result<Expansion,
         "alluxio" => cluster::alluxio(&mut b)?,
         "script" => mounts::script(&mut b)?,
         "data_disk" => disks::data_disk(&mut b)?,
+        "nvme_temp" => disks::nvme_temp(&mut b)?,
         other => return Err(LibraryError::UnknownKind(other.to_owned())),
     }
     Ok(b.finish())

@@ -49,6 +49,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/data_disk.sh.j2"),
     ),
     (
+        "nvme_temp.sh.j2",
+        include_str!("../../../templates/steps/nvme_temp.sh.j2"),
+    ),
+    (
         "data_disk-release.sh.j2",
         include_str!("../../../templates/steps/data_disk-release.sh.j2"),
     ),
