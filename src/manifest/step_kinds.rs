@@ -112,8 +112,9 @@ pub(super) static KINDS: &[Kind] = &[
             p(
                 "version",
                 Ty::Text,
-                Def::Text("5.9-0.5.6.0.107"),
-                "OFED version installed when `ofed_info` is missing",
+                // steps::library::DOCA_VERSION (a test holds them equal).
+                Def::Text("2.9.1"),
+                "DOCA-OFED release (`2.9.1`) or MLNX_OFED version (`5.9-0.5.6.0.107`) installed when `ofed_info` is missing",
             ),
             p(
                 "enable_ipoib",
@@ -608,5 +609,15 @@ mod tests {
         assert!(kind("beeond").is_some_and(|k| k.cluster_only));
         assert!(kind("nope").is_none());
         assert_eq!(NFS_VERSIONS, crate::steps::library::NFS_VERSIONS);
+        let mofed = kind("mofed").expect("mofed");
+        let version = mofed
+            .params
+            .iter()
+            .find(|p| p.name == "version")
+            .expect("version");
+        assert!(
+            matches!(version.default, Def::Text(v) if v == crate::steps::library::DOCA_VERSION),
+            "the manifest's default DOCA-OFED release is the library's"
+        );
     }
 }

@@ -164,6 +164,11 @@ esac"#));
         );
     }
 
+    /// Replaces the stand-in `name` (the forbidden ones included) for one test.
+    fn replace(&self, name: &str, body: &str) {
+        self.tool(name, body);
+    }
+
     fn set(&self, state: &str, lines: &[&str]) {
         let mut text = lines.join("\n");
         text.push('\n');
@@ -334,6 +339,179 @@ async fn mofed_holds_the_kernel_meta_packages_and_rebuilds_after_a_kernel_upgrad
     hosts.hosts[0].reboot();
     run_ok(&hosts, "mofed-3", &steps).await;
     assert_eq!(dkms_builds(&tools).len(), 1);
+}
+
+/// Issue 29, item 11: on a plain image (no OFED), `mofed` installs DOCA-OFED of the pinned
+/// release from NVIDIA's apt repository, whose list names the key it is signed with; the modules
+/// DKMS builds match the running kernel, the node reboots once, and the kernel stays held. The
+/// stand-in apt installs `doca-ofed` only from a list whose `signed-by` key exists, as apt does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mofed_installs_doca_ofed_from_its_pinned_repository_on_a_plain_image() {
+    let Some(hosts) = sshd::start(1) else { return };
+    let tools = StandIns::new(hosts.dir());
+    let s = tools.dir.display().to_string();
+    let apt_root = hosts.dir().join("apt-root");
+    let r = apt_root.display().to_string();
+    tools.set("kernel", &[NEW_KERNEL]);
+    tools.set(
+        "installed",
+        &[
+            "linux-azure",
+            "linux-image-5.15.0-1060-azure",
+            "linux-modules-5.15.0-1060-azure",
+        ],
+    );
+    // No OFED until doca-ofed is installed.
+    tools.replace(
+        "ofed_info",
+        &format!("grep -qx doca-ofed {s}/installed && echo 'OFED-internal-24.10-1.1.4:'"),
+    );
+    tools.replace(
+        "wget",
+        r#"case "${!#}" in
+  */public/repo/doca/GPG-KEY-Mellanox.pub) echo "-----BEGIN PGP PUBLIC KEY BLOCK-----" ;;
+  *) echo "stand-in wget: unexpected ${!#}" >&2; exit 1 ;;
+esac"#,
+    );
+    tools.replace("gpg", r#"cat >"${!#}""#);
+    tools.replace(
+        "apt-get",
+        &format!(
+            r#"command=; packages=(); skip=0
+for a in "$@"; do
+  if [ "$skip" = 1 ]; then skip=0; continue; fi
+  case "$a" in -o) skip=1 ;; -*) ;; *) if [ -z "$command" ]; then command=$a; else packages+=("$a"); fi ;; esac
+done
+[ "$command" = install ] || exit 0
+for p in "${{packages[@]}}"; do
+  if [ "$p" = doca-ofed ]; then
+    list={r}/etc/apt/sources.list.d/doca-ofed.list
+    grep -q 'https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu' "$list" 2>/dev/null ||
+      {{ echo "E: Unable to locate package doca-ofed" >&2; exit 100; }}
+    key=$(sed -n 's/.*signed-by=\([^] ]*\).*/\1/p' "$list")
+    [ -s "{r}$key" ] || {{ echo "W: NO_PUBKEY" >&2; echo "E: Unable to locate package doca-ofed" >&2; exit 100; }}
+    # DKMS builds the modules for the running kernel as the package installs.
+    cat {s}/kernel >>{s}/ofed-kernels
+  fi
+  grep -qx "$p" {s}/installed || echo "$p" >>{s}/installed
+done"#
+        ),
+    );
+    std::fs::create_dir_all(apt_root.join("etc")).expect("apt root");
+    std::fs::write(
+        apt_root.join("etc/os-release"),
+        "ID=ubuntu\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.04.5 LTS\"\n",
+    )
+    .expect("the node's release");
+    let mut ctx = single_node(&hosts, "vm.hpc");
+    ctx.apt_root = Some(r.clone());
+    let params: BTreeMap<String, Value> = serde_json::from_value(json!({
+        "enable_ipoib": false, "hold_kernel": true, "timeout": "5m"
+    }))
+    .expect("a map");
+    let request = StepRequest {
+        name: "mofed",
+        kind: "mofed",
+        scope: Scope::All,
+        policy: RunPolicy::Once,
+        params: &params,
+    };
+    let mut steps = library::render(&request, &ctx).expect("renders").steps;
+    for step in &mut steps {
+        tools.apply(step);
+    }
+    let (mut options, lines) = options_with_lines(&hosts, "doca-1");
+    options.reboot_command = hosts.hosts[0].simulated_reboot_command();
+    let boot_before = hosts.hosts[0].boot_id();
+    let report = steps::run(&[hosts.hosts[0].node()], &steps, &options)
+        .await
+        .expect("valid input");
+    let lines = lines.lock().expect("no poisoned lock").clone();
+    assert!(
+        report.success(),
+        "{report}\n{lines:#?}\n{:#?}",
+        tools.lines("calls")
+    );
+    assert!(tools.lines("installed").contains(&"doca-ofed".to_owned()));
+    assert_ne!(
+        hosts.hosts[0].boot_id(),
+        boot_before,
+        "the install reboots the node"
+    );
+    let list = std::fs::read_to_string(apt_root.join("etc/apt/sources.list.d/doca-ofed.list"))
+        .expect("the repository list");
+    assert_eq!(
+        list,
+        "deb [signed-by=/etc/apt/keyrings/doca-ofed.gpg] https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu22.04/x86_64/ ./\n"
+    );
+    assert!(
+        tools
+            .lines("held")
+            .contains(&format!("linux-image-{NEW_KERNEL}"))
+    );
+    assert!(
+        !tools
+            .lines("calls")
+            .iter()
+            .any(|c| c.starts_with("mlnxofedinstall"))
+    );
+}
+
+/// apt-get (and dpkg) fail with exit status 100, the status a step returns to ask the runner for
+/// a reboot: a step whose apt-get failed was taken as done-and-reboot (found when a stand-in apt
+/// refused a package and the AML test waited for a reboot that never came). Now a command that
+/// fails with 100 fails the step; the script's own `exit 100` still reboots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_failing_with_status_100_fails_the_step_and_only_exit_100_reboots() {
+    let Some(hosts) = sshd::start(1) else { return };
+    let ctx = single_node(&hosts, "vm.box");
+    let script = |name: &str, text: &str| {
+        let params: BTreeMap<String, Value> =
+            serde_json::from_value(json!({ "script": text })).expect("a map");
+        let request = StepRequest {
+            name,
+            kind: "script",
+            scope: Scope::All,
+            policy: RunPolicy::Once,
+            params: &params,
+        };
+        library::render(&request, &ctx).expect("renders").steps
+    };
+    let run = |run: &'static str, steps: Vec<StepSpec>| {
+        let hosts = &hosts;
+        async move {
+            let (mut options, lines) = options_with_lines(hosts, run);
+            options.reboot_command = hosts.hosts[0].simulated_reboot_command();
+            let report = steps::run(&[hosts.hosts[0].node()], &steps, &options)
+                .await
+                .expect("valid input");
+            let lines = lines.lock().expect("no poisoned lock").clone();
+            (report.success(), lines)
+        }
+    };
+    let boot = hosts.hosts[0].boot_id();
+    // As `apt-get install` of a package no repository has: status 100, under `set -e`.
+    let (ok, lines) = run(
+        "fails-100",
+        script(
+            "apt",
+            "sh -c 'echo \"E: Unable to locate package nothing\" >&2; exit 100'\necho after",
+        ),
+    )
+    .await;
+    assert!(!ok, "{lines:#?}");
+    assert!(
+        lines.iter().any(|(_, _, l)| l
+            .ends_with("failed with exit status 100 (a failure, not a reboot request)")),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|(_, _, l)| l == "after"), "{lines:#?}");
+    assert_eq!(hosts.hosts[0].boot_id(), boot, "no reboot");
+
+    // The script's own `exit 100` is a reboot request, as before.
+    let (ok, lines) = run("asks-100", script("reboot", "exit 100")).await;
+    assert!(ok, "{lines:#?}");
+    assert_ne!(hosts.hosts[0].boot_id(), boot, "rebooted");
 }
 
 /// Alluxio on a node that also mounts a container with blobfuse2 (Ubuntu 22.04): it installs

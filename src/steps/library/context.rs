@@ -140,6 +140,10 @@ pub struct NodeContext {
     /// system paths they write are under it; `None` on Azure. The engine takes it from
     /// `DSINFRA_BEEOND_ROOT`.
     pub beeond_root: Option<String>,
+    /// A directory standing in for `/` where the `mofed` step reads the node's release
+    /// (`etc/os-release`) and writes DOCA-OFED's apt repository and key (`etc/apt/...`); `None`
+    /// on Azure. Tests only.
+    pub apt_root: Option<String>,
     /// The `elbencho` command on the nodes (an absolute path) when it is not the release the
     /// step installs: a test's stand-in. The engine takes it from `DSINFRA_ELBENCHO`.
     pub elbencho: Option<String>,
@@ -171,6 +175,7 @@ impl NodeContext {
             beeond: None,
             disk_root: None,
             beeond_root: None,
+            apt_root: None,
             elbencho: None,
             vm_size: None,
             image: None,

@@ -46,7 +46,7 @@ pub use idle::{
     IDLE_STATE_DIR, IDLE_STEP_NAME, IDLE_WATCHER_PATH, IdleError, IdleParking, IdleState,
     IdleWatch, idle_watch_step, parse_idle_state,
 };
-pub use mounts::{FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
+pub use mounts::{DOCA_VERSION, FETCHED_DIR, NFS_VERSIONS, SCRIPT_SAS, SCRIPT_STORAGE_KEY};
 pub use plan::{CHECK_ONLY_PARAM, check_command, check_only, dry_run};
 pub use stage::{AZCOPY_MIN_VERSION, AZCOPY_PIN, SHARD_FILE, StageShard, stage_shards};
 

@@ -19,22 +19,40 @@ const SEED_ATTR_TIMEOUT: u64 = 240;
 const SEED_ENTRY_TIMEOUT: u64 = 240;
 const SEED_NEGATIVE_TIMEOUT: u64 = 120;
 
-/// `mofed`: the driver install (may reboot), then a per-boot port check.
+/// The DOCA-OFED release the `mofed` step installs by default: the DOCA-Host LTS line
+/// (Azure/azhpc-images moved its Ubuntu images from MLNX_OFED to DOCA-OFED, whose DKMS modules
+/// build for the 6.x linux-azure kernels the MLNX_OFED 5.9 tarball predates; issue 29, item 11).
+pub const DOCA_VERSION: &str = "2.9.1";
+
+/// `mofed`: the driver install (may reboot), then a per-boot port check. A `version` like
+/// `2.9.1` installs DOCA-OFED (`doca-ofed`) from NVIDIA's apt repository of that release; one
+/// like `5.9-0.5.6.0.107` installs that MLNX_OFED tarball, as before.
 pub(super) fn mofed(b: &mut Builder<'_>) -> Result<(), LibraryError> {
     let p = b.params();
-    let version = p.text_or("version", "5.9-0.5.6.0.107")?.to_owned();
-    if !version
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
-    {
+    let version = p.text_or("version", DOCA_VERSION)?.to_owned();
+    let number = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit());
+    let doca = {
+        let parts: Vec<&str> = version.split('.').collect();
+        parts.len() == 3 && parts.iter().all(|p| number(p))
+    };
+    let mlnx = version
+        .split_once('-')
+        .is_some_and(|(major, rest)| major.split('.').all(number) && rest.split('.').all(number));
+    if !doca && !mlnx {
         return Err(LibraryError::BadParam {
             step: b.name().to_owned(),
             param: "version".into(),
-            why: format!("{version:?} is not an OFED version like 5.9-0.5.6.0.107"),
+            why: format!(
+                "{version:?} is neither a DOCA-OFED release like {DOCA_VERSION} nor an MLNX_OFED \
+                 version like 5.9-0.5.6.0.107"
+            ),
         });
     }
+    let root = b.ctx().apt_root.clone().unwrap_or_default();
     let vars = json!({
         "version": version,
+        "doca": doca,
+        "root": root,
         "enable_ipoib": p.bool_or("enable_ipoib", true)?,
         "hold_kernel": p.bool_or("hold_kernel", true)?,
     });
