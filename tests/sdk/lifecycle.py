@@ -24,6 +24,7 @@ import traceback
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.core.rest import HttpRequest
 from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.machinelearningservices import MachineLearningServicesMgmtClient
 from azure.mgmt.machinelearningservices import models as ml_models
@@ -164,6 +165,7 @@ class Lifecycle:
 
     def __init__(self, endpoint, subscription, page_size):
         self.page_size = page_size
+        self.endpoint = endpoint.rstrip("/")
         options = {"base_url": endpoint, "per_call_policies": [AllowPlainHttp()]}
         credential = StaticToken()
         self.resources = ResourceManagementClient(credential, subscription, **options)
@@ -639,6 +641,36 @@ class Lifecycle:
         expect(f"{name} after unregister", "Unregistered",
                self.preview.get("Microsoft.Compute", name).properties.state)
 
+    def scope_paths(self):
+        """A `{scope}` route written as the JavaScript SDK writes it: the scope's own leading slash
+        after the route's (`//subscriptions/...`), which ARM reads as one (issue 29, item 12c: the
+        emulator kept the double slash in stored ids, so a later read by the usual path missed
+        the resource). This SDK never sends that form, so it is sent as is through the same
+        client pipeline: a custom role is written at `//subscriptions/...` and read back at
+        `/subscriptions/...`."""
+        scope = f"/subscriptions/{self.subscription}"
+        role = f"{scope}/providers/Microsoft.Authorization/roleDefinitions/6f1c9a2e-3b7d-4e58-9a0c-5d2e8b4f7a13"
+        version = "api-version=2022-04-01"
+        body = {
+            "properties": {
+                "roleName": "sdk scope path",
+                "type": "CustomRole",
+                "permissions": [{"actions": ["Microsoft.Compute/virtualMachines/read"]}],
+                "assignableScopes": [scope],
+            }
+        }
+        put = self.resources.send_request(
+            HttpRequest("PUT", f"{self.endpoint}/{role}?{version}", json=body)
+        )
+        expect(f"PUT /{role} status", 201, put.status_code)
+        read = self.resources.send_request(HttpRequest("GET", f"{self.endpoint}{role}?{version}"))
+        expect(f"GET {role} (one slash) status", 200, read.status_code)
+        expect("the role's id, with one leading slash", role, read.json().get("id"))
+        gone = self.resources.send_request(
+            HttpRequest("DELETE", f"{self.endpoint}{role}?{version}")
+        )
+        expect(f"DELETE {role} status", 200, gone.status_code)
+
     def vm_available_sizes(self):
         """A running VM's own size list (VirtualMachines_ListAvailableSizes): the sizes it can be
         resized to without deallocating, its own among them (issue 29: the emulator answered
@@ -982,6 +1014,7 @@ class Lifecycle:
                 ("provider_get", self.provider, []),
                 ("vm_sizes", self.vm_sizes, []),
                 ("images_and_features", self.images_and_features, []),
+                ("scope_paths", self.scope_paths, []),
                 ("ml_dependencies", self.ml_dependencies, ["group"]),
             ],
             [
