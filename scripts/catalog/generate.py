@@ -166,6 +166,19 @@ def apply_naming(catalog: Catalog) -> None:
             fill(size, column, value, "naming", "the naming convention")
 
 
+def sizes_matching(catalog: Catalog, where: str, text: str) -> list:
+    """The sizes an overlay row's pattern matches (full match, case-insensitive, as ARM compares
+    names); one that matches none is reported, a pattern that is not a regex is an error."""
+    try:
+        pattern = re.compile(text, re.IGNORECASE)
+    except re.error as e:
+        raise InputError(f"{where}: pattern is not a valid regular expression: {e}") from None
+    matched = [s for s in catalog.sizes.values() if pattern.fullmatch(s.name)]
+    if not matched:
+        warn(f"{where}: pattern {text} matches no size in the catalog")
+    return matched
+
+
 def apply_retirements(catalog: Catalog, path: Path) -> str:
     rows = read_overlay(path, RETIREMENT_COLUMNS)
     for number, row in rows:
@@ -173,13 +186,7 @@ def apply_retirements(catalog: Catalog, path: Path) -> str:
             datetime.date.fromisoformat(row["retirement_date"])
         except ValueError:
             raise InputError(f"{path}:{number}: retirement_date must be a YYYY-MM-DD date") from None
-        try:
-            pattern = re.compile(row["pattern"], re.IGNORECASE)
-        except re.error as e:
-            raise InputError(f"{path}:{number}: pattern is not a valid regular expression: {e}") from None
-        matched = [s for s in catalog.sizes.values() if pattern.fullmatch(s.name)]
-        if not matched:
-            warn(f"{path}:{number}: pattern {row['pattern']} matches no size in the catalog")
+        matched = sizes_matching(catalog, f"{path}:{number}", row["pattern"])
         tag = f"retire:{page_slug(row['source']).removesuffix('-retirement')}"
         for size in matched:
             fill(size, "retirement_date", row["retirement_date"], tag, f"{path.name}:{number}")
@@ -195,7 +202,7 @@ def apply_platform(catalog: Catalog, path: Path) -> str:
     values are written by `finish_sizes`.
     """
     rows = read_overlay(path, PLATFORM_COLUMNS)
-    stated: dict = {}  # (size, column) -> the line that stated it
+    stated: set = set()  # (size, column) already stated by an earlier row
     for number, row in rows:
         where = f"{path}:{number}"
         if row["cpu_architecture"] not in ("", *CPU_ARCHITECTURES):
@@ -206,18 +213,12 @@ def apply_platform(catalog: Catalog, path: Path) -> str:
             raise InputError(f"{where}: local_disk must be nvme or empty")
         if not row["source"].startswith("https://"):
             raise InputError(f"{where}: source must be the page's https URL")
-        try:
-            pattern = re.compile(row["pattern"], re.IGNORECASE)
-        except re.error as e:
-            raise InputError(f"{where}: pattern is not a valid regular expression: {e}") from None
-        matched = [s for s in catalog.sizes.values() if pattern.fullmatch(s.name)]
-        if not matched:
-            warn(f"{where}: pattern {row['pattern']} matches no size in the catalog")
+        matched = sizes_matching(catalog, where, row["pattern"])
         tag = f"platform:{page_slug(row['source'])}"
         for size in matched:
             for column in ("cpu_architecture", "trusted_launch", "local_disk"):
                 if row[column] and (size.name, column) not in stated:
-                    stated[size.name, column] = number
+                    stated.add((size.name, column))
                     if column == "local_disk":
                         size.values["local_disk"] = row[column]
                         size.tag(tag)

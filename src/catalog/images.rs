@@ -7,10 +7,11 @@
 //! `microsoft-dsvm:ubuntu-hpc:2204-v100` Generation 1 because its SKU does not say `gen2`, while
 //! the emulator knew it is Generation 2 (issue 29, item 6).
 //!
-//! Azure knows every image's facts (VirtualMachineImages_Get: `hyperVGeneration`, the
-//! `SecurityType` feature, `osDiskImage.sizeInGb`); this table holds the images the manifest's
-//! aliases name, with what decision 57 and 61 say of how sure each fact is. A fact not known is
-//! `None`, and the connected plan reads it from Azure. For any other image, a SKU that says
+//! Azure knows every image's facts (VirtualMachineImages_Get: `hyperVGeneration`,
+//! `architecture`, the `SecurityType` feature; the OS disk's size is not in its 2024-11-01
+//! answer); this table holds the images the manifest's aliases name, with what decisions 57 and
+//! 61 say of how sure each fact is. A fact not known is `None`; the connected plan reads what
+//! VirtualMachineImages_Get answers. For any other image, a SKU that says
 //! `gen2` or `gen1` in its name is taken at its word (the marketplace convention); otherwise the
 //! generation is not known offline.
 
@@ -30,8 +31,8 @@ pub struct KnownImage {
     /// Whether its `features` say `SecurityType: TrustedLaunchSupported` (or a value that
     /// includes it): `Some(false)` for Generation 1 images, `None` where not known here.
     pub trusted_launch: Option<bool>,
-    /// Its OS disk's size in GiB (`osDiskImage.sizeInGb`): a VM's OS disk when the request names
-    /// none. `None` where not known here.
+    /// Its OS disk's size in GiB: a VM's OS disk when the request names none. `None` where not
+    /// known here (VirtualMachineImages_Get does not say it).
     pub os_disk_gb: Option<u32>,
 }
 

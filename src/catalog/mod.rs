@@ -83,7 +83,8 @@ pub struct VmSize {
 /// additive feature letters, lower case, after the vCPU count (`Standard_D4ps_v5`: `p`, `s`), and
 /// `p` is "Arm-based processor" there; every catalog size with it is an Ampere Altra or Cobalt
 /// size (B*ps/pls/pts_v2, D*p*_v5/v6, E*p*_v5/v6), and no x64 size has it. Resource SKUs says the
-/// same as `CpuArchitectureType: Arm64`, which the catalog does not record yet (issue 29).
+/// same as `CpuArchitectureType: Arm64`; the catalog's `cpu_architecture` column, which this rule
+/// fills where no source states it, is what callers read ([`VmSize::arm64`]).
 pub fn is_arm64_name(name: &str) -> bool {
     let rest = name.strip_prefix("Standard_").unwrap_or(name);
     let series = rest.split('_').next().unwrap_or_default();

@@ -271,11 +271,9 @@ mod tests {
     #[test]
     fn the_hpc_alias_picks_the_v100_image_for_volta_gpus_and_the_default_for_newer_ones() {
         let urn = |size: &str| {
-            let image = resolve("hpc-ubuntu-22.04", vm_size(size)).expect("resolves");
-            format!(
-                "{}:{}:{}:{}",
-                image.publisher, image.offer, image.sku, image.version
-            )
+            resolve("hpc-ubuntu-22.04", vm_size(size))
+                .expect("resolves")
+                .urn()
         };
         for v100 in [
             "Standard_ND40rs_v2",

@@ -38,10 +38,9 @@ pub(crate) fn image(config: &EmulatorConfig, publisher: &str, offer: &str, sku: 
             && parts[1].eq_ignore_ascii_case(offer)
             && parts[2].eq_ignore_ascii_case(sku)
     });
-    let trusted_launch = match known.and_then(|k| k.trusted_launch) {
-        Some(supported) => supported,
-        None => generation == 2 && !refused,
-    };
+    // The table's fact (Generation 1 images: none), else the emulator's marketplace default.
+    let trusted_launch =
+        table::trusted_launch(publisher, offer, sku).unwrap_or(generation == 2 && !refused);
     Image {
         generation,
         arm64: known.is_some_and(|k| k.arm64) || sku.to_ascii_lowercase().contains("arm64"),

@@ -24,6 +24,12 @@ fn flag(sku: &ResourceSku, name: &str) -> Option<bool> {
     sku.capability(name).map(|v| v.eq_ignore_ascii_case("true"))
 }
 
+/// The SKU's processor architecture (`CpuArchitectureType`), if it states one.
+pub fn cpu_architecture(sku: &ResourceSku) -> Option<CpuArchitecture> {
+    sku.capability("CpuArchitectureType")
+        .and_then(CpuArchitecture::from_name)
+}
+
 /// Whether the SKU accepts Trusted Launch: Resource SKUs mark the sizes that refuse it
 /// (`TrustedLaunchDisabled: True`) and say nothing of the others, which accept it if they boot
 /// Generation 2 (docs/decisions.md 61).
@@ -207,10 +213,7 @@ pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
         infiniband: flag(sku, "RdmaEnabled") == Some(true),
         accelerated_networking: flag(sku, "AcceleratedNetworkingEnabled"),
         premium_io: flag(sku, "PremiumIO"),
-        cpu: sku
-            .capability("CpuArchitectureType")
-            .and_then(CpuArchitecture::from_name)
-            .unwrap_or_else(|| CpuArchitecture::of_name(name)),
+        cpu: cpu_architecture(sku).unwrap_or_else(|| CpuArchitecture::of_name(name)),
         trusted_launch: trusted_launch(sku),
         temp_nvme: nvme_gib.is_some() && temp_disk_gib.unwrap_or(0) == 0,
         nvme_gib,

@@ -178,6 +178,20 @@ fn trusted(secure_boot: bool) -> Value {
     json!({"type": "TrustedLaunch", "secure_boot": secure_boot, "vtpm": true})
 }
 
+/// No Trusted Launch (no profile sent), as the manifest layer writes it.
+fn standard() -> Value {
+    json!({"type": "Standard", "secure_boot": false, "vtpm": false})
+}
+
+/// Where a diagnostic about the VM's security points: the manifest's `trusted_launch` or
+/// `secure_boot` when it states one, else the block.
+fn security_span(vm: &Resource) -> Option<crate::diag::Span> {
+    vm.attr_spans
+        .get("security")
+        .cloned()
+        .or_else(|| vm.span.clone())
+}
+
 /// The block's note, replaced: the offline one said the choice was not known yet.
 fn set_note(desired: &mut Desired, block: &Address, note: String) {
     desired.notes.retain(|(b, _)| b != block);
@@ -261,8 +275,8 @@ fn known(
         .and_then(live::trusted_launch)
         .or_else(|| catalog::vm_size(&size).and_then(|s| s.trusted_launch));
     let size_arm64 = live_size
-        .and_then(|sku| sku.capability("CpuArchitectureType"))
-        .map(|a| a.eq_ignore_ascii_case("Arm64"))
+        .and_then(live::cpu_architecture)
+        .map(|cpu| cpu == catalog::CpuArchitecture::Arm64)
         .or_else(|| catalog::vm_size(&size).map(catalog::VmSize::arm64));
     let image = match facts.images.get(&image_key(&location, &urn)) {
         Some(Some(image)) => Some(image.clone()),
@@ -326,11 +340,6 @@ fn decide(
     let (size_tl, image_tl) = (*size_tl, *image_tl);
     let security = vm.attrs.get("security")?;
     let want = wanted(security);
-    let span = vm
-        .attr_spans
-        .get("security")
-        .cloned()
-        .or_else(|| vm.span.clone());
     if want.trusted_launch {
         return check_stated(vm, &known_facts, first_of_block, problems);
     }
@@ -379,7 +388,7 @@ fn decide(
             return None;
         };
         return Some((
-            json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+            standard(),
             Some(format!("no Trusted Launch: {why} (read from Azure)")),
         ));
     }
@@ -399,7 +408,7 @@ fn decide(
                 Diagnostic::error(format!(
                     "{block} asks for no Trusted Launch, which this subscription cannot give"
                 ))
-                .with_span_opt(span)
+                .with_span_opt(security_span(vm))
                 .with_label("the subscription gives Trusted Launch by default (Microsoft.Compute/TrustedLaunchByDefaultPreview), and only `securityType: Standard` opts out, which needs Microsoft.Compute/UseStandardSecurityType")
                 .with_help("register the feature (`az feature register --namespace Microsoft.Compute --name UseStandardSecurityType`, then `az provider register -n Microsoft.Compute`), or remove `trusted_launch = false` (the VM then gets Trusted Launch)"),
             );
@@ -423,11 +432,6 @@ fn check_stated(
         size_tl,
         image_tl,
     } = known;
-    let span = vm
-        .attr_spans
-        .get("security")
-        .cloned()
-        .or_else(|| vm.span.clone());
     // Stated: checked against what Azure says.
     let refusal = if *size_tl == Some(false) {
         Some(format!(
@@ -445,14 +449,14 @@ fn check_stated(
         // dsinfra's own choice, made for another size (a `sizes` fallback took this one)
         // or from the shipped data: Azure's answer wins.
         return Some((
-            json!({"type": "Standard", "secure_boot": false, "vtpm": false}),
+            standard(),
             Some(format!("no Trusted Launch: {why} (read from Azure)")),
         ));
     }
     if let Some(why) = refusal.filter(|_| first_of_block) {
         problems.push(
             Diagnostic::error(format!("{block} cannot use Trusted Launch: {why}"))
-                .with_span_opt(span)
+                .with_span_opt(security_span(vm))
                 .with_label("ARM would refuse the VM after the network and disks exist")
                 .with_help("remove `trusted_launch = true` / `secure_boot = true`, or use a size and an image that support Trusted Launch"),
         );

@@ -132,7 +132,14 @@ fn decide(
         .and_then(|s| s.gpu_arch)
         .is_some_and(GpuArch::is_nvidia);
 
-    if let Some(standard) = unsupported(check, (&trusted_launch, &secure_boot), image, size) {
+    let image_support =
+        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
+    if let Some(standard) = unsupported(
+        check,
+        (&trusted_launch, &secure_boot),
+        image.map(|i| (i, image_support)),
+        size,
+    ) {
         return standard;
     }
     if trusted_launch.as_ref().is_some_and(|t| !t.value) {
@@ -181,8 +188,6 @@ fn decide(
         None => Security::trusted(true, None),
     };
     let size_support = size.and_then(|s| s.trusted_launch);
-    let image_support =
-        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
     if trusted_launch.is_some_and(|t| t.value)
         || (size_support == Some(true) && image_support == Some(true))
     {
@@ -247,11 +252,12 @@ fn asked_secure_boot(
 
 /// `Standard` with the reason, where Trusted Launch is known to be impossible offline: a
 /// Generation 1 image, a size Resource SKUs mark `TrustedLaunchDisabled`, an image the table
-/// knows lacks it. Asking for it there (`asked`) is an error at the attribute.
+/// knows lacks it (`image`, with its support as far as known). Asking for it there (`asked`) is
+/// an error at the attribute.
 fn unsupported(
     check: &mut Check<'_>,
     asked: (&Option<Located<bool>>, &Option<Located<bool>>),
-    image: Option<&ImageRef>,
+    image: Option<(&ImageRef, Option<bool>)>,
     size: Option<&VmSize>,
 ) -> Option<Security> {
     let title = check.title();
@@ -272,7 +278,7 @@ fn unsupported(
     };
 
     // Not known offline: the size's own rule says what it must be.
-    let gen1 = image.is_some_and(|i| {
+    let gen1 = image.is_some_and(|(i, _)| {
         i.generation == Some(1) || (i.generation.is_none() && size.is_some_and(VmSize::gen1_only))
     });
     if gen1 {
@@ -299,9 +305,7 @@ fn unsupported(
             size.name
         )));
     }
-    let image_support =
-        image.and_then(|i| known_images::trusted_launch(&i.publisher, &i.offer, &i.sku));
-    if let Some(image) = image.filter(|_| image_support == Some(false)) {
+    if let Some((image, _)) = image.filter(|(_, support)| *support == Some(false)) {
         refuse(
             check,
             format!(

@@ -130,10 +130,10 @@ fn check_architecture(
     kind: &Kind,
     title: &str,
 ) -> bool {
-    let Some(size) = owner
-        .size
-        .filter(|s| crate::catalog::is_arm64_name(&s.value))
-    else {
+    // The catalog's architecture; the name's own statement for a size it does not know.
+    let Some(size) = owner.size.filter(|s| {
+        catalog::vm_size(&s.value).map_or_else(|| catalog::is_arm64_name(&s.value), VmSize::arm64)
+    }) else {
         return true;
     };
     if !X86_64_ONLY_STEPS.contains(&kind.name) {
