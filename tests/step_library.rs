@@ -202,7 +202,10 @@ fn cluster_context(experiment: &str, hosts: &TestHosts) -> NodeContext {
             ssh_port: h.port,
         })
         .collect();
-    NodeContext::new(experiment, "cluster.train", nodes)
+    let mut ctx = NodeContext::new(experiment, "cluster.train", nodes);
+    // The hosts' login user is the admin user the `ssh_mesh` step gives a mesh of its own.
+    ctx.admin_user = sshd::TEST_USER.into();
+    ctx
 }
 
 fn render_example(file: &str) -> Vec<(String, Vec<String>, Expansion)> {
@@ -1083,6 +1086,7 @@ async fn the_ssh_mesh_and_nodefile_run_for_real_on_four_hosts() {
         user: sshd::TEST_USER.into(),
         ssh_dir: ssh_dir.display().to_string(),
         authorized_keys: authorized.display().to_string(),
+        admin_dir: Some(hosts.dir().join("admin-mesh").display().to_string()),
     };
     let nodes: Vec<_> = hosts.hosts.iter().map(common::sshd::Host::node).collect();
 
@@ -1160,6 +1164,47 @@ async fn the_ssh_mesh_and_nodefile_run_for_real_on_four_hosts() {
             "{config}"
         );
     }
+    // The admin user's mesh: its own key pair (0600), a config block naming its key; the public half authorized (the hosts share one filesystem).
+    let admin = hosts.dir().join("admin-mesh");
+    let admin_key = admin.join("dsinfra_mesh_ed25519");
+    assert_eq!(
+        std::fs::metadata(&admin_key)
+            .expect("the admin mesh key exists")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let admin_private = std::fs::read_to_string(&admin_key).expect("readable");
+    assert_ne!(
+        admin_private, private,
+        "the admin mesh has a key of its own"
+    );
+    let admin_public =
+        std::fs::read_to_string(admin.join("dsinfra_mesh_ed25519.pub")).expect("the public half");
+    assert!(
+        std::fs::read_to_string(admin.join("authorized_keys"))
+            .expect("authorized")
+            .lines()
+            .any(|l| l == admin_public.trim())
+    );
+    let admin_config = std::fs::read_to_string(admin.join("config")).expect("admin config");
+    // No key is pinned here (the fabric test pins them): trusted on first use, as root's.
+    assert!(
+        admin_config.contains("StrictHostKeyChecking accept-new"),
+        "{admin_config}"
+    );
+    assert!(
+        admin_config.contains(&format!("IdentityFile {}", admin_key.display())),
+        "{admin_config}"
+    );
+    assert_eq!(
+        admin_config
+            .matches("# BEGIN dsinfra mesh mesh-test")
+            .count(),
+        1,
+        "{admin_config}"
+    );
     // Written atomically: no temp file is left next to the nodefile.
     let leftovers: Vec<_> = std::fs::read_dir(nodefile.parent().expect("a parent"))
         .expect("readable")
@@ -1173,6 +1218,14 @@ async fn the_ssh_mesh_and_nodefile_run_for_real_on_four_hosts() {
         .filter(|l| !l.starts_with("-----"))
         .collect();
     assert!(!logs.contains(&body[..40]), "the private key reached a log");
+    let admin_body: String = admin_private
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    assert!(
+        !logs.contains(&admin_body[..40]),
+        "the admin mesh's private key reached a log"
+    );
     assert!(logs.contains(&key), "the public key is in the head's log");
 }
 

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use dsinfra::emulator::{VmBoot, VmBootHook};
 use dsinfra::ssh::{HostKey, HostKeyPair};
 
-use super::sshd::{self, Host, Ib0, TEST_USER};
+use super::sshd::{self, ADMIN_USER, Host, Ib0, TEST_USER};
 
 /// What every farm of sshd hosts shares (this one and the AML node farm, `aml_nodes.rs`): a
 /// scratch directory, the client key every host lets in, and the running hosts by name. Both
@@ -84,29 +84,35 @@ impl FarmHosts {
     pub fn start_host(
         &self,
         what: &str,
-        name: &str,
-        dir_name: &str,
+        (name, dir_name, address): (&str, &str, Option<&str>),
         admin_username: &str,
         (private, public): (&str, &HostKey),
         keys: &[String],
         ib0: Option<&Ib0>,
     ) -> u16 {
-        if admin_username != TEST_USER {
+        if admin_username != TEST_USER && admin_username != ADMIN_USER {
             eprintln!(
-                "{what} has admin user {admin_username:?}; only {TEST_USER} can log in to farm hosts"
+                "{what} has admin user {admin_username:?}; only {TEST_USER} and {ADMIN_USER} can \
+                 log in to farm hosts"
             );
         }
         let authorized = self.dir.path().join(format!("{dir_name}.authorized_keys"));
         self.authorize(&authorized, keys);
-        // Also the mesh's authorized_keys, which the `ssh_mesh` step appends the head's key to.
+        // Also the mesh's authorized_keys, which the `ssh_mesh` step appends the head's key to,
+        // and the admin user's mesh moved next to it (`admin_mesh_dir`).
         let mesh = self.mesh_dir();
-        let host = Host::start_with_key_and_ib0(
+        let admin = self.admin_mesh_dir();
+        let host = Host::start_with_key_ib0_at(
             self.dir.path(),
             dir_name,
-            private,
-            public,
-            &[&authorized, &mesh.join("authorized_keys")],
+            (private, public),
+            &[
+                &authorized,
+                &mesh.join("authorized_keys"),
+                &admin.join("authorized_keys"),
+            ],
             ib0,
+            address,
         );
         self.keep(name, host)
     }
@@ -178,6 +184,14 @@ impl FarmHosts {
         mesh
     }
 
+    /// The directory standing in for the admin user's `~/.ssh` on every host (for
+    /// `DSINFRA_MESH_ADMIN_DIR`), where the `ssh_mesh` step puts that user's mesh when the
+    /// admin user is the mesh's login user too; every host accepts the keys in its
+    /// `authorized_keys`. Owned by the login user; made by the step.
+    pub fn admin_mesh_dir(&self) -> PathBuf {
+        self.dir.path().join("admin-mesh")
+    }
+
     /// What `read` says of the host filed under `name`, if there is one.
     pub fn with_host<T>(&self, name: &str, read: impl FnOnce(&Host) -> T) -> Option<T> {
         self.hosts
@@ -192,6 +206,11 @@ impl FarmHosts {
 pub struct NodeFarm {
     /// The hosts, by VM name.
     hosts: FarmHosts,
+    /// Whether each host also listens on a loopback address of its own made from its private IP
+    /// ([`super::aml_nodes::loopback_for`]), the endpoint the emulator then maps the VM to: the
+    /// nodes' addresses are distinct, as private IPs are, so an SSH config can tell them apart
+    /// by address (what `mpirun` and `pdsh` over a hostfile need).
+    addressed: bool,
     /// VM names in the order they booted (a replaced VM appears once per boot).
     order: Mutex<Vec<String>>,
 }
@@ -219,8 +238,18 @@ impl NodeFarm {
     /// A farm with no hosts yet. `None` (after printing why) when sshd cannot run here; under CI
     /// that is a test failure instead, as for `sshd::start`.
     pub fn start() -> Option<Arc<Self>> {
+        Self::start_with(false)
+    }
+
+    /// A farm whose hosts each listen on an address of their own (see [`NodeFarm::addressed`]).
+    pub fn start_addressed() -> Option<Arc<Self>> {
+        Self::start_with(true)
+    }
+
+    fn start_with(addressed: bool) -> Option<Arc<Self>> {
         Some(Arc::new(Self {
             hosts: FarmHosts::new()?,
+            addressed,
             order: Mutex::new(Vec::new()),
         }))
     }
@@ -264,17 +293,25 @@ impl NodeFarm {
             order.push(boot.name.clone());
             order.len()
         };
+        let address = self
+            .addressed
+            .then_some(boot.private_ip.as_deref())
+            .flatten()
+            .map(|ip| super::aml_nodes::loopback_for(ip).to_string());
         // Each boot gets its own directory: a replacement's host starts before the old one stops.
         let port = self.hosts.start_host(
             &format!("NodeFarm: VM {}", boot.name),
-            &boot.name,
-            &format!("{}-boot{boots}", boot.name),
+            (
+                &boot.name,
+                &format!("{}-boot{boots}", boot.name),
+                address.as_deref(),
+            ),
             &boot.admin_username,
             (&private, &public),
             &boot.ssh_public_keys,
             ib0_of(boot).as_ref(),
         );
-        format!("127.0.0.1:{port}")
+        format!("{}:{port}", address.as_deref().unwrap_or("127.0.0.1"))
     }
 }
 

@@ -27,6 +27,11 @@ use dsinfra::steps::NodeSpec;
 /// The login user on every test host.
 pub const TEST_USER: &str = "dsinfra-test";
 const TEST_HOME: &str = "/var/tmp/dsinfra-test-home";
+/// A second login user, for tests where the VMs' admin user is not the mesh's login user and
+/// has a real home whose `~/.ssh` OpenSSH reads by itself (the admin user's mesh, which
+/// `mpirun` and `pdsh` use): one test at a time holds it ([`AdminUser::take`]).
+pub const ADMIN_USER: &str = "dsinfra-admin";
+const ADMIN_HOME: &str = "/var/tmp/dsinfra-admin-home";
 const SSHD: &str = "/usr/sbin/sshd";
 const SFTP_SERVER: &str = "/usr/lib/openssh/sftp-server";
 
@@ -200,6 +205,19 @@ impl Host {
         ib0: Option<&Ib0>,
     ) -> Self {
         Self::start_listening(root, name, (private_key, public_key), authorized, ib0, None)
+    }
+
+    /// [`Host::start_with_key_and_ib0`] that also listens on the loopback address `address`
+    /// (same port), when given.
+    pub fn start_with_key_ib0_at(
+        root: &Path,
+        name: &str,
+        key: (&str, &HostKey),
+        authorized: &[&Path],
+        ib0: Option<&Ib0>,
+        address: Option<&str>,
+    ) -> Self {
+        Self::start_listening(root, name, key, authorized, ib0, address)
     }
 
     /// [`Host::start_with_key`] that also listens on the loopback address `address` (same port):
@@ -403,8 +421,8 @@ fn sshd_config(
          {also}\
          HostKey {key}\n\
          PidFile {pid}\n\
-         AuthorizedKeysFile {authorized}\n\
-         AllowUsers {TEST_USER}\n\
+         AuthorizedKeysFile {authorized} %h/.ssh/authorized_keys\n\
+         AllowUsers {TEST_USER} {ADMIN_USER}\n\
          PermitRootLogin no\n\
          UsePAM no\n\
          PasswordAuthentication no\n\
@@ -450,31 +468,12 @@ fn prepare() -> Result<(), String> {
     }
     fs::create_dir_all("/run/sshd").map_err(|e| format!("cannot create /run/sshd: {e}"))?;
     set_mode(Path::new("/run/sshd"), 0o755);
-    if run("id", &["-u", TEST_USER]).is_err() {
-        let created = run(
-            "useradd",
-            &[
-                "-M",
-                "-p",
-                "*",
-                "-d",
-                TEST_HOME,
-                "-s",
-                "/bin/bash",
-                TEST_USER,
-            ],
-        );
-        // Another test binary may have created it at the same moment.
-        if let Err(why) = created
-            && run("id", &["-u", TEST_USER]).is_err()
-        {
-            return Err(format!("cannot create user {TEST_USER}: {why}"));
-        }
+    for (user, home) in [(TEST_USER, TEST_HOME), (ADMIN_USER, ADMIN_HOME)] {
+        create_user(user, home)?;
     }
-    fs::create_dir_all(TEST_HOME).map_err(|e| format!("cannot create {TEST_HOME}: {e}"))?;
-    run("chown", &[TEST_USER, TEST_HOME])?;
     let sudoers = Path::new("/etc/sudoers.d/dsinfra-test");
-    let rule = format!("{TEST_USER} ALL=(ALL) NOPASSWD: ALL\n");
+    let rule =
+        format!("{TEST_USER} ALL=(ALL) NOPASSWD: ALL\n{ADMIN_USER} ALL=(ALL) NOPASSWD: ALL\n");
     if fs::read_to_string(sudoers).ok().as_deref() != Some(rule.as_str()) {
         let staging = sudoers.with_extension("tmp");
         fs::write(&staging, &rule).map_err(|e| format!("cannot write sudoers rule: {e}"))?;
@@ -482,6 +481,55 @@ fn prepare() -> Result<(), String> {
         fs::rename(&staging, sudoers).map_err(|e| format!("cannot install sudoers rule: {e}"))?;
     }
     Ok(())
+}
+
+/// Creates a login user (no password: keys only) with its home directory, unless it exists.
+fn create_user(user: &str, home: &str) -> Result<(), String> {
+    if run("id", &["-u", user]).is_err() {
+        let created = run(
+            "useradd",
+            &["-M", "-p", "*", "-d", home, "-s", "/bin/bash", user],
+        );
+        // Another test binary may have created it at the same moment.
+        if let Err(why) = created
+            && run("id", &["-u", user]).is_err()
+        {
+            return Err(format!("cannot create user {user}: {why}"));
+        }
+    }
+    fs::create_dir_all(home).map_err(|e| format!("cannot create {home}: {e}"))?;
+    run("chown", &[user, home])?;
+    Ok(())
+}
+
+/// [`ADMIN_USER`], held by one test at a time (a lock file, across test processes and
+/// concurrent test runs), with an empty `~/.ssh`: the test's own VMs write the admin mesh there.
+pub struct AdminUser {
+    _lock: fs::File,
+}
+
+impl AdminUser {
+    /// Waits for the user, then empties its `~/.ssh`. `None` when sshd hosts cannot run here.
+    pub fn take() -> Option<Self> {
+        if !available() {
+            return None;
+        }
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open("/var/tmp/dsinfra-admin-user.lock")
+            .expect("the admin user's lock file opens");
+        lock.lock().expect("the admin user's lock is taken");
+        let ssh = Path::new(ADMIN_HOME).join(".ssh");
+        let _ = fs::remove_dir_all(&ssh);
+        Some(Self { _lock: lock })
+    }
+
+    /// The user's `~/.ssh`.
+    #[allow(clippy::unused_self)] // Only the holder of the user may look there.
+    pub fn ssh_dir(&self) -> PathBuf {
+        Path::new(ADMIN_HOME).join(".ssh")
+    }
 }
 
 fn run(program: &str, args: &[&str]) -> Result<String, String> {

@@ -37,6 +37,7 @@ async fn fabric_context(hosts: &TestHosts, run: &str) -> (NodeContext, StepSpec,
         user: sshd::TEST_USER.into(),
         ssh_dir: ssh_dir.display().to_string(),
         authorized_keys: hosts.dir().join("authorized_keys").display().to_string(),
+        admin_dir: Some(hosts.dir().join("admin-mesh").display().to_string()),
     };
     let head_key = library::head_key_step(&ctx).expect("renders");
     let nodes: Vec<_> = hosts.hosts.iter().map(common::sshd::Host::node).collect();
@@ -123,6 +124,12 @@ async fn pdsh_reaches_every_node_by_its_ib0_address_in_parallel_with_pinned_keys
     assert!(config.contains("BatchMode yes"), "{config}");
     let known =
         std::fs::read_to_string(ssh_dir.join("known_hosts.dsinfra-mesh")).expect("pinned keys");
+    // The admin user's mesh knows the same pinned keys under the same addresses.
+    assert_eq!(
+        std::fs::read_to_string(hosts.dir().join("admin-mesh/known_hosts.dsinfra-mesh"))
+            .expect("the admin mesh's known hosts"),
+        known
+    );
     for host in &hosts.hosts {
         let ib0 = &host.ib0.as_ref().expect("an ib0 stand-in").address;
         // Both addresses of the node carry its pinned key.

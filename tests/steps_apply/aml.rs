@@ -246,10 +246,12 @@ async fn the_mesh_and_nodefile_on_four_aml_nodes_name_every_node_by_its_own_addr
     let w = World::with_aml_farm(Arc::clone(&farm)).await;
     write_mesh_manifest(&w, &farm);
     let mesh = farm.mesh_dir();
+    let admin_mesh = farm.admin_mesh_dir();
     let user = std::path::PathBuf::from(farm.user());
     let env = [
         ("DSINFRA_MESH_DIR", mesh.as_path()),
         ("DSINFRA_MESH_USER", user.as_path()),
+        ("DSINFRA_MESH_ADMIN_DIR", admin_mesh.as_path()),
     ];
 
     let started_at = std::time::Instant::now();

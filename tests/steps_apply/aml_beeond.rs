@@ -324,11 +324,13 @@ async fn beeond_mesh_and_staging_run_on_four_aml_nodes_through_the_engine_and_a_
     let root = stand_in_root(&farm);
     let tools = Tools::new(&w, &data.azcopy);
     let mesh = farm.mesh_dir();
+    let admin_mesh = farm.admin_mesh_dir();
     let user = std::path::PathBuf::from(farm.user());
     let temp = root.join("mnt/resource");
     let env = [
         ("DSINFRA_MESH_DIR", mesh.as_path()),
         ("DSINFRA_MESH_USER", user.as_path()),
+        ("DSINFRA_MESH_ADMIN_DIR", admin_mesh.as_path()),
         ("DSINFRA_BEEOND_ROOT", root.as_path()),
         ("DSINFRA_AZCOPY", tools.azcopy.as_path()),
         ("DSINFRA_TEMP_DIR", temp.as_path()),

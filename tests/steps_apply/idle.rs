@@ -321,11 +321,13 @@ async fn an_idle_cluster_parks_its_nodes_after_the_head_sampled_them_over_the_me
     )
     .expect("smi");
     let mesh = farm.mesh_dir();
+    let admin_mesh = farm.admin_mesh_dir();
     let user = PathBuf::from(farm.user());
     let mut env = idle.env();
     env.extend([
         ("DSINFRA_MESH_DIR", mesh.as_path()),
         ("DSINFRA_MESH_USER", user.as_path()),
+        ("DSINFRA_MESH_ADMIN_DIR", admin_mesh.as_path()),
     ]);
     w.ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;

@@ -97,6 +97,14 @@ impl World {
         Some((farm, world))
     }
 
+    /// [`World::with_farm`] whose hosts each listen on an address of their own
+    /// ([`NodeFarm::start_addressed`]): a hostfile names every node distinctly.
+    async fn with_addressed_farm() -> Option<(Arc<NodeFarm>, Self)> {
+        let farm = NodeFarm::start_addressed()?;
+        let world = Self::new(Some(Arc::clone(&farm))).await;
+        Some((farm, world))
+    }
+
     /// A world whose VMs boot into `farm` and whose storage accounts named in `plane` have
     /// their blob data plane in an Azurite.
     async fn with_farm_and_blobs(farm: Arc<NodeFarm>, plane: BlobDataPlane) -> Self {

@@ -36,7 +36,7 @@ fn lines_of(stdout: &str, node: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
-    let Some((_farm, w)) = World::with_farm().await else {
+    let Some((_farm, w)) = World::with_addressed_farm().await else {
         return;
     };
     write_gpu_cluster(&w);
@@ -47,6 +47,121 @@ async fn run_gives_every_node_the_hostfile_and_the_jobs_exit_code() {
     errors(&w).await;
     ctrl_c(&w).await;
     park_after(&w).await;
+}
+
+/// Issue 30: jobs run as the admin user, and MPI launchers and pdsh ssh to the hostfile's hosts
+/// as that user, with its own `~/.ssh`. Real OpenMPI (`mpirun --hostfile`, whose daemons start
+/// over ssh) and real pdsh over the nodefile, started by `dsinfra run` as the admin user of a
+/// 3-node cluster with the `ssh_mesh` step; each host has its own address, as nodes have their
+/// own private IPs. Each rank prints the address its sshd was dialled at (`SSH_CONNECTION`), so
+/// every host shows up once. Before the admin mesh (root's only), ssh failed with "Permission
+/// denied (publickey)" and the hostfile named private IPs nothing here answers at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mpirun_and_pdsh_reach_every_node_as_the_admin_user() {
+    let Some(admin) = common::sshd::AdminUser::take() else {
+        return;
+    };
+    for tool in ["/usr/bin/mpirun", "/usr/bin/pdsh"] {
+        if !Path::new(tool).exists() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{tool} is required under CI (scripts/test installs openmpi-bin and pdsh)"
+            );
+            eprintln!("SKIPPED: {tool} is not installed (scripts/test installs it)");
+            return;
+        }
+    }
+    let Some((farm, w)) = World::with_addressed_farm().await else {
+        return;
+    };
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 3
+  image          = "ubuntu-22.04"
+  admin_username = "{}"
+  ssh_key        = "{}"
+  step "ssh_mesh" {{}}
+}}
+"#,
+            common::sshd::ADMIN_USER,
+            farm.client_public_key()
+        ),
+    );
+    // Root's mesh moves to the farm's directory (its login user stands for root); the admin
+    // user's is in its real home, where ssh, mpirun and pdsh find it by themselves.
+    let mesh = farm.mesh_dir();
+    let user = PathBuf::from(farm.user());
+    w.ok_env(
+        &["apply", "stepsdemo.hcl", "--auto-approve"],
+        &[
+            ("DSINFRA_MESH_DIR", mesh.as_path()),
+            ("DSINFRA_MESH_USER", user.as_path()),
+        ],
+    )
+    .await;
+    let config = std::fs::read_to_string(admin.ssh_dir().join("config")).expect("admin config");
+    assert!(config.contains("BatchMode yes"), "{config}");
+
+    // The hosts: what the hostfile lists, each the address of one node's sshd.
+    let (out, text) = w
+        .run(&["run", "stepsdemo.hcl", "--", "cat $DSINFRA_HOSTFILE"])
+        .await;
+    assert!(out.status.success(), "{text}");
+    let hosts: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.strip_suffix(" slots=1").expect("1 slot").to_owned())
+        .collect();
+    assert_eq!(hosts.len(), 3, "{text}");
+    let dialled = |stdout: &str| -> Vec<String> {
+        let mut seen: Vec<String> = stdout
+            .lines()
+            .filter_map(|l| l.split_whitespace().rev().nth(1).map(str::to_owned))
+            .collect();
+        seen.sort();
+        seen
+    };
+    let mut expected = hosts.clone();
+    expected.sort();
+
+    let (out, text) = w
+        .run(&[
+            "run",
+            "stepsdemo.hcl",
+            "--",
+            "mpirun --hostfile $DSINFRA_HOSTFILE -np 3 sh -c 'echo rank $OMPI_COMM_WORLD_RANK: $SSH_CONNECTION'",
+        ])
+        .await;
+    assert!(out.status.success(), "mpirun as the admin user:\n{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        dialled(&stdout),
+        expected,
+        "every host runs a rank:\n{text}"
+    );
+
+    let (out, text) = w
+        .run(&[
+            "run",
+            "stepsdemo.hcl",
+            "--",
+            "pdsh -w ^$DSINFRA_NODEFILE 'echo $(id -un) $SSH_CONNECTION'",
+        ])
+        .await;
+    assert!(out.status.success(), "pdsh as the admin user:\n{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        dialled(&stdout),
+        expected,
+        "pdsh reached every host:\n{text}"
+    );
+    assert_eq!(
+        stdout.matches(common::sshd::ADMIN_USER).count(),
+        3,
+        "as the admin user:\n{text}"
+    );
 }
 
 /// Every node: the same hostfile, head first, 8 slots each; its own rank.

@@ -133,7 +133,7 @@ pub async fn run(
     }
     let auth =
         auth::identity(&auth::Sources::from_env(at.identity.as_deref())).map_err(Error::Failed)?;
-    let job = make_job(at.desired, &selected.block, command.join(" "));
+    let job = make_job(at.desired, &selected.block, &endpoints, command.join(" "));
     let reacher = Reacher::new(auth, selected.block.first().cloned());
     let mut record = RunRecord {
         id: job.id.clone(),
@@ -198,7 +198,9 @@ pub async fn run(
 }
 
 /// The job for `block`: its nodes' private addresses, the slots of its size, its mounts.
-fn make_job(desired: &Desired, block: &[NodeReach], command: String) -> Job {
+/// Against an emulator the addresses are the local endpoints it maps the private IPs to, as in
+/// the `ssh_mesh` step's nodefile (decision 49), so the hostfile names hosts that answer here.
+fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, command: String) -> Job {
     let head = block.first();
     let size = head
         .and_then(|n| {
@@ -217,7 +219,13 @@ fn make_job(desired: &Desired, block: &[NodeReach], command: String) -> Job {
             .map(|n| JobNode {
                 node: n.node().to_string(),
                 vm_name: n.name.clone(),
-                host: n.private_ip.clone().unwrap_or_else(|| n.name.clone()),
+                host: match &n.private_ip {
+                    Some(ip) if endpoints.is_emulated() => endpoints
+                        .resolve(ip)
+                        .map_or_else(|| ip.clone(), |(host, _)| host),
+                    Some(ip) => ip.clone(),
+                    None => n.name.clone(),
+                },
             })
             .collect(),
         slots: job::slots_for(size),

@@ -108,11 +108,19 @@ pub const MESH_DIR_ENV: &str = "DSINFRA_MESH_DIR";
 /// mesh (root when unset): with [`MESH_DIR_ENV`], a test host's login user.
 pub const MESH_USER_ENV: &str = "DSINFRA_MESH_USER";
 
+/// The environment variable naming a directory that stands in for the admin user's `~/.ssh` on
+/// every node, where the `ssh_mesh` step puts that user's mesh ([`MeshSettings::admin_dir`]).
+/// Read on the workstation; tests whose hosts share one login user and one filesystem point it
+/// at a scratch directory. Unset on Azure: the user's own `~/.ssh`.
+pub const MESH_ADMIN_DIR_ENV: &str = "DSINFRA_MESH_ADMIN_DIR";
+
 /// Where the SSH mesh lives: root's `~/.ssh` unless [`MESH_DIR_ENV`] and [`MESH_USER_ENV`] move
-/// it.
+/// it; the admin user's `~/.ssh` unless [`MESH_ADMIN_DIR_ENV`] moves that.
 fn mesh_settings() -> MeshSettings {
     let read = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-    mesh_settings_from(read(MESH_DIR_ENV), read(MESH_USER_ENV))
+    let mut mesh = mesh_settings_from(read(MESH_DIR_ENV), read(MESH_USER_ENV));
+    mesh.admin_dir = read(MESH_ADMIN_DIR_ENV);
+    mesh
 }
 
 /// [`mesh_settings`] from the two values: `dir` holds the key pair, config and
@@ -570,6 +578,7 @@ mod tests {
                 user: "dsinfra-test".into(),
                 ssh_dir: "/tmp/farm/mesh".into(),
                 authorized_keys: "/tmp/farm/mesh/authorized_keys".into(),
+                admin_dir: None,
             }
         );
         assert_eq!(

@@ -136,8 +136,22 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
             )));
         }
     }
+    let admin_dir = match ctx.mesh.admin_dir.as_deref() {
+        None => String::new(),
+        Some(dir) => check_path(dir)
+            .map(|()| dir.trim_end_matches('/').to_owned())
+            .map_err(|why| b.unsupported(format!("the admin user's mesh directory: {why}")))?,
+    };
+    if !valid_user_name(&ctx.admin_user) {
+        return Err(b.unsupported(format!(
+            "the admin user {:?} is not a Linux user name",
+            ctx.admin_user
+        )));
+    }
     Ok(json!({
         "head_key": key,
+        "admin_user": ctx.admin_user,
+        "admin_dir": admin_dir,
         "nodes": nodes,
         "mesh_user": ctx.mesh.user,
         "ssh_dir": ctx.mesh.ssh_dir,
@@ -146,6 +160,17 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
         "prefer_ib": prefer_ib,
         "root": beeond_root(b)?,
     }))
+}
+
+/// Whether `name` is a user name the mesh may write into a script and a config: what Azure
+/// accepts for an admin user (letters, digits, `_`, `-`, `.`, not starting with `-`).
+fn valid_user_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// The `type base64` part of a pinned host key line (its comment dropped), for known_hosts; `None`

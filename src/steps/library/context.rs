@@ -81,6 +81,10 @@ pub struct MeshSettings {
     pub ssh_dir: String,
     /// The `authorized_keys` file the head's public key is appended to on every node.
     pub authorized_keys: String,
+    /// Where the admin user's mesh lives on every node (its key pair, config, known hosts and
+    /// `authorized_keys`): `None` is the user's own `~/.ssh`, found on each node; tests whose
+    /// hosts share one filesystem and one login user move it.
+    pub admin_dir: Option<String>,
 }
 
 impl Default for MeshSettings {
@@ -89,6 +93,7 @@ impl Default for MeshSettings {
             user: "root".to_owned(),
             ssh_dir: "/root/.ssh".to_owned(),
             authorized_keys: "/root/.ssh/authorized_keys".to_owned(),
+            admin_dir: None,
         }
     }
 }

@@ -29,6 +29,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/steps/_mesh.sh.j2"),
     ),
     (
+        "_mesh_admin.sh.j2",
+        include_str!("../../../templates/steps/_mesh_admin.sh.j2"),
+    ),
+    (
         "_beeond_root.sh.j2",
         include_str!("../../../templates/steps/_beeond_root.sh.j2"),
     ),

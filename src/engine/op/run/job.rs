@@ -141,6 +141,8 @@ impl Job {
             ("NODE_RANK", rank.to_string()),
             ("NNODES", self.nodes.len().to_string()),
             ("NPROC_PER_NODE", self.slots.to_string()),
+            // pdsh's own default is rsh, which Azure nodes do not run.
+            ("PDSH_RCMD_TYPE", "ssh".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
