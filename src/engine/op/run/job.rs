@@ -15,6 +15,11 @@ use crate::steps::library::mount_point;
 /// The port torchrun's rendezvous listens on by default (`MASTER_PORT`).
 pub const MASTER_PORT: u16 = 29500;
 
+/// The limits a detached job's systemd unit gets: what a login on the HPC images has from
+/// `/etc/security/limits.conf` (memlock unlimited, which RDMA memory registration needs), which
+/// systemd services never read; and many open files (NCCL, data loaders).
+pub const SYSTEMD_LIMITS: [&str; 2] = ["LimitMEMLOCK=infinity", "LimitNOFILE=1048576"];
+
 /// Where run directories live on a node: `<base>/<vm name>/<id>/`.
 pub const DEFAULT_RUNS_DIR: &str = "/var/lib/dsinfra/runs";
 
@@ -184,6 +189,7 @@ impl Job {
              echo $$ > \"$dir/pid\"\n\
              date -u +%Y-%m-%dT%H:%M:%SZ > \"$dir/started\"\n\
              echo running > \"$dir/state\"\n\
+             if [ -f \"$dir/session.env\" ]; then . \"$dir/session.env\"; fi\n\
              . \"$dir/env.sh\"\n\
              cd \"$HOME\" 2>/dev/null || cd /\n\
              trap : TERM HUP\n\
@@ -219,11 +225,17 @@ impl Job {
              echo starting > \"$dir/state\"\n"
         );
         if detach {
+            // A systemd service starts with systemd's environment and limits, not the login's:
+            // the session's environment is kept for the job to read back, and the limits the
+            // HPC images give logins in limits.conf (memlock unlimited: InfiniBand memory
+            // registration for NCCL, UCX and MPI) are set on the unit (SYSTEMD_LIMITS).
             let _ = write!(
                 script,
-                "unit=dsinfra-run-{id}\n\
+                "(umask 077 && export -p > \"$dir/session.env\")\n\
+                 unit=dsinfra-run-{id}\n\
                  if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 &&\n\
                  \x20  sudo -n systemd-run --quiet --unit=\"$unit\" --uid=\"$(id -u)\" --gid=\"$(id -g)\" \\\n\
+                 \x20    {limits} \\\n\
                  \x20    --property=StandardOutput=append:\"$dir/log\" --property=StandardError=append:\"$dir/log\" \\\n\
                  \x20    bash \"$dir/job.sh\" 2>/dev/null; then\n\
                  \x20 echo \"systemd $unit\" > \"$dir/runner\"\n\
@@ -231,7 +243,12 @@ impl Job {
                  \x20 setsid nohup bash \"$dir/job.sh\" >> \"$dir/log\" 2>&1 < /dev/null &\n\
                  \x20 echo \"setsid $!\" > \"$dir/runner\"\n\
                  fi\n",
-                id = self.id
+                id = self.id,
+                limits = SYSTEMD_LIMITS
+                    .iter()
+                    .map(|p| format!("--property={p}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             );
         } else {
             script.push_str("bash \"$dir/job.sh\"\n");
@@ -421,6 +438,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 30: a detached job under systemd gets the login's memlock and open-file limits and
+    /// the SSH session's environment (this machine runs no systemd, so the unit's properties
+    /// are read from the script; the `setsid` path inherits both from the session).
+    #[test]
+    fn detached_jobs_get_the_logins_limits_and_environment() {
+        let job = job(8, &["10.0.1.4", "10.0.1.5"]);
+        let start = job.start_script(0, true);
+        let systemd_run = start
+            .lines()
+            .skip_while(|l| !l.contains("systemd-run"))
+            .take_while(|l| !l.contains("then"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for property in [
+            "--property=LimitMEMLOCK=infinity",
+            "--property=LimitNOFILE=1048576",
+        ] {
+            assert!(systemd_run.contains(property), "{systemd_run}");
+        }
+        let saved = start
+            .find("export -p > \"$dir/session.env\"")
+            .expect("the session's environment is kept");
+        assert!(saved < start.find("systemd-run").expect("systemd-run"));
+        assert!(start.contains("(umask 077 && export -p"), "kept private");
+        let script = job.job_script(0);
+        let session = script.find("session.env").expect("read back");
+        assert!(session < script.find("env.sh").expect("the job's own variables last"));
+        assert!(!job.start_script(0, false).contains("session.env"));
     }
 
     #[test]
