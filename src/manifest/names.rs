@@ -117,6 +117,18 @@ pub(super) fn shutdown_schedule_name(vm_name: &str) -> String {
     format!("shutdown-computevm-{vm_name}")
 }
 
+/// Eight hex digits of a hash of the subscription and the resource group (case-insensitive, as
+/// ARM treats group names): what keeps a block's idle-park role name apart from the same
+/// experiment's in another group or subscription. Role names are unique in the whole tenant
+/// (RoleDefinitionWithSameNameExists), and two groups applying one manifest is ordinary.
+pub(super) fn group_tag(subscription: &str, resource_group: &str) -> String {
+    let digest = Sha256::digest(format!(
+        "{subscription}\n{}",
+        resource_group.to_ascii_lowercase()
+    ));
+    hex::encode(digest)[..8].to_owned()
+}
+
 /// The GUID that names a block's idle-park role definition or role assignment (`part` is
 /// `idle_role` or `idle_access`): derived from the subscription, the resource group and the
 /// block's address, so every apply finds the one it made, and two experiments (or two blocks)

@@ -47,6 +47,42 @@ async fn idle_park_adds_the_identity_role_and_assignment_and_destroys_them() {
     assert!(w.state_addresses("dual-dsvm").is_empty());
 }
 
+/// Issue 30: role names are unique in the whole tenant, so the same manifest applied in two
+/// resource groups (one emulator: one tenant) must name its idle roles apart. Before the group's
+/// hash was in the name, the second apply failed with RoleDefinitionWithSameNameExists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_manifest_in_two_resource_groups_gets_two_idle_roles() {
+    let w = world().await;
+    let key = std::fs::read_to_string(w.path("keys/demo.pub")).expect("the demo key");
+    let mut names = Vec::new();
+    for group in ["dsvm-team-a", "dsvm-team-b"] {
+        // No storage account: its name is global too, and follows the experiment alone (see
+        // the issue's note).
+        let text = format!(
+            "experiment = \"teams\"\nazure {{\n  location       = \"eastus\"\n  resource_group = \"{group}\"\n}}\nnetwork \"main\" {{ ssh_from = [\"203.0.113.7/32\"] }}\nvm \"gpu\" {{\n  size    = \"Standard_NC4as_T4_v3\"\n  image   = \"ubuntu-22.04\"\n  ssh_key = \"{}\"\n  park {{ idle = \"45m\" }}\n}}\n",
+            key.trim()
+        );
+        let file = format!("{group}.hcl");
+        std::fs::write(w.path(&file), text).expect("written");
+        let apply = w.ok(&["apply", &file, "--auto-approve"]).await;
+        assert!(apply.contains("Apply complete:"), "{apply}");
+        let role = arm_get(&w, &w.id_in_state(group, "vm.gpu.idle_role"), "2022-04-01").await;
+        names.push(
+            role["properties"]["roleName"]
+                .as_str()
+                .expect("a name")
+                .to_owned(),
+        );
+    }
+    assert_ne!(names[0], names[1]);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("dsinfra idle park teams vm.gpu ")),
+        "{names:?}"
+    );
+}
+
 /// GET one resource from the emulator (as the user: full access).
 async fn arm_get(w: &World, id: &str, api_version: &str) -> Value {
     let resp = reqwest::Client::new()

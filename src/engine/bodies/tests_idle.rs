@@ -96,7 +96,7 @@ fn the_role_has_exactly_the_three_actions_in_the_resource_group() {
     assert_eq!(
         req.to_json()["properties"],
         json!({
-            "roleName": "dsinfra idle park exp cluster.train",
+            "roleName": "dsinfra idle park exp cluster.train d19918ee",
             "description": "Lets the head of cluster.train deallocate this experiment's VMs when they are idle (dsinfra)",
             "type": "CustomRole",
             "permissions": [{"actions": [

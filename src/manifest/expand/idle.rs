@@ -87,8 +87,9 @@ fn push_access(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine) {
     attrs.insert(
         "role_name".into(),
         json!(format!(
-            "dsinfra idle park {} {block_address}",
-            ex.experiment.id
+            "dsinfra idle park {} {block_address} {}",
+            ex.experiment.id,
+            names::group_tag(&subscription, &group)
         )),
     );
     attrs.insert(
