@@ -311,6 +311,12 @@ pub struct EmulatorConfig {
     /// principals made outside the emulator), by object id: role assignments may name them. The
     /// emulator has no Entra ID; empty by default.
     pub principals: Vec<String>,
+    /// How long new principals and new custom roles stay invisible to role assignments after
+    /// they are made (real-world time, scaled by `latency_scale`): an assignment naming one sooner
+    /// is refused with `PrincipalNotFound` (even with `principalType` set) or
+    /// `RoleDefinitionDoesNotExist`, as Microsoft Entra ID's replication sometimes makes ARM do
+    /// (issue 30). Zero by default; a principal without `principalType` waits a minute anyway.
+    pub replication_lag: Duration,
     /// Faults active from the start.
     pub faults: Vec<FaultRule>,
     /// A JSON file with a list of [`FaultRule`]s, loaded at start.
@@ -426,6 +432,7 @@ impl Default for EmulatorConfig {
             features: Vec::new(),
             no_trusted_launch_images: Vec::new(),
             principals: Vec::new(),
+            replication_lag: Duration::ZERO,
             faults: Vec::new(),
             faults_file: None,
             request_validator: None,
@@ -459,6 +466,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("features", &self.features)
             .field("no_trusted_launch_images", &self.no_trusted_launch_images)
             .field("principals", &self.principals)
+            .field("replication_lag", &self.replication_lag)
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
             .field("request_validator", &self.request_validator.is_some())

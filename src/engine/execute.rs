@@ -590,7 +590,7 @@ async fn apply(
             address,
             operation,
             Some(resource),
-            || request.send(&shared.client),
+            || send(shared, address, operation, resource.kind, &request),
         )
         .await?;
         // A compute is done when its nodes are usable (a tags-only PUT changes no count, and
@@ -634,6 +634,21 @@ async fn apply(
             })
             .await
             .map_err(|e| save_error(address, operation, &e))
+    }
+}
+
+/// Sends an apply node's request; an assignment's waits out Entra ID's replication.
+async fn send(
+    shared: &Shared,
+    address: &Address,
+    operation: Operation,
+    kind: ResourceKind,
+    request: &Request,
+) -> Result<(), ArmError> {
+    if kind == ResourceKind::RoleAssignment {
+        principal::send_assignment(shared, address, operation, request).await
+    } else {
+        request.send(&shared.client).await
     }
 }
 

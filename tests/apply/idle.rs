@@ -83,6 +83,57 @@ async fn the_same_manifest_in_two_resource_groups_gets_two_idle_roles() {
     );
 }
 
+/// Issue 30: an assignment made right after the head's identity and the custom role can be
+/// refused while Microsoft Entra ID replicates them (`PrincipalNotFound` even with
+/// `principalType`, then `RoleDefinitionDoesNotExist`): here ARM refuses the first two PUTs so.
+/// Apply keeps trying on the client's clock and converges; before, the first refusal failed the
+/// apply after the GPU VM existed. (The emulator's own replication lag, which makes such
+/// refusals from the creation times, is tested in tests/emulator/authorization.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assignment_waits_for_replication_and_converges() {
+    let refused = |code: &str, message: &str| FaultRule {
+        method: Some("PUT".to_owned()),
+        path: Some("*/providers/Microsoft.Authorization/roleAssignments/*".to_owned()),
+        resource_type: None,
+        count: Some(1),
+        action: FaultAction::Respond {
+            status: 400,
+            code: code.to_owned(),
+            message: message.to_owned(),
+            retry_after: None,
+        },
+    };
+    let w = world_with(move |c| EmulatorConfig {
+        faults: vec![
+            refused(
+                "PrincipalNotFound",
+                "Principal does not exist in the directory.",
+            ),
+            refused(
+                "RoleDefinitionDoesNotExist",
+                "The specified role definition does not exist.",
+            ),
+        ],
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm.hcl";
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    let apply = w.ok(&["apply", file, "--auto-approve"]).await;
+    assert!(apply.contains("Apply complete:"), "{apply}");
+    assert!(
+        w.state_addresses("dual-dsvm")
+            .contains("vm.gpu.idle_access"),
+        "{apply}"
+    );
+    let converged = w.run(&["plan", file, "--detailed-exitcode"]).await;
+    assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
+}
+
 /// GET one resource from the emulator (as the user: full access).
 async fn arm_get(w: &World, id: &str, api_version: &str) -> Value {
     let resp = reqwest::Client::new()

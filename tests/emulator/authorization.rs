@@ -437,6 +437,72 @@ async fn a_new_principal_is_not_found_for_a_while_unless_it_is_a_service_princip
     assert_eq!(nobody.code(), "PrincipalNotFound", "{nobody:?}");
 }
 
+/// Issue 30: with `replication_lag`, a new principal (even named as a ServicePrincipal) and a new
+/// custom role stay invisible to assignments for that long after they were made, as Microsoft
+/// Entra ID's replication sometimes leaves them; then the same PUT lands.
+#[tokio::test]
+async fn a_replication_lag_hides_new_principals_and_new_roles_for_a_while() {
+    let env = env(EmulatorConfig {
+        latency_scale: 0.01,
+        replication_lag: Duration::from_mins(1),
+        principals: vec!["11111111-2222-3333-4444-555555555555".into()],
+        ..EmulatorConfig::default()
+    })
+    .await;
+    let group = rg_path("rg");
+    env.network("rg").await;
+    let mut body = vm_body("rg", "Standard_D2s_v5");
+    body["identity"] = json!({"type": "SystemAssigned"});
+    let vm = env.put(&vm_id("rg", "head"), COMPUTE, &body).await;
+    let principal = vm.body["identity"]["principalId"]
+        .as_str()
+        .expect("a principal")
+        .to_owned();
+    let role = env
+        .put_checked(
+            &role_path(&group, ROLE),
+            &idle_role("rg", &["Microsoft.Compute/virtualMachines/read"]),
+        )
+        .await;
+    assert_eq!(role.status, 201, "{role:?}");
+    let to_new_role = |principal: &str| {
+        let mut body = assignment(READER, principal, Some("ServicePrincipal"));
+        body["properties"]["roleDefinitionId"] = json!(format!(
+            "{group}/providers/Microsoft.Authorization/roleDefinitions/{ROLE}"
+        ));
+        body
+    };
+    let too_soon = env
+        .put_checked(
+            &assignment_path(&group, ASSIGNMENT),
+            &assignment(READER, &principal, Some("ServicePrincipal")),
+        )
+        .await;
+    assert_eq!(
+        (too_soon.status, too_soon.code()),
+        (400, "PrincipalNotFound"),
+        "{too_soon:?}"
+    );
+    let declared = "11111111-2222-3333-4444-555555555555";
+    let role_too_soon = env
+        .put_checked(&assignment_path(&group, ASSIGNMENT), &to_new_role(declared))
+        .await;
+    assert_eq!(
+        (role_too_soon.status, role_too_soon.code()),
+        (400, "RoleDefinitionDoesNotExist"),
+        "{role_too_soon:?}"
+    );
+    // 60 s at scale 0.01 is 600 ms.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let later = env
+        .put_checked(
+            &assignment_path(&group, ASSIGNMENT),
+            &to_new_role(&principal),
+        )
+        .await;
+    assert_eq!(later.status, 201, "{later:?}");
+}
+
 #[tokio::test]
 async fn role_assignments_are_checked_and_listed_at_every_scope() {
     let env = env(fast()).await;

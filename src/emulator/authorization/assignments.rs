@@ -103,6 +103,14 @@ fn put(cloud: &mut Cloud, ctx: &Ctx<'_>, scope: &str, name: &str) -> Result<Repl
     let principal_type = field("principalType").unwrap_or_else(|| "User".to_owned());
     let role = roles::find(cloud, &role_id)
         .filter(|role| assignable_at(role, scope))
+        .filter(|role| {
+            let created = role
+                .at("/properties/createdOn")
+                .and_then(Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&chrono::Utc));
+            !lagging(ctx, created)
+        })
         .ok_or_else(|| ArmError {
             status: 400,
             ..roles::does_not_exist(&role_id)
@@ -197,21 +205,34 @@ fn check_principal(
         .any(|p| p.eq_ignore_ascii_case(principal));
     match found {
         None if declared => Ok(()),
+        Some((_, created)) if lagging(ctx, created) => Err(principal_not_found(principal)),
         Some(_) if principal_type.eq_ignore_ascii_case("ServicePrincipal") => Ok(()),
         Some((_, created)) if replicated(created) => Ok(()),
-        _ => Err(ArmError::new(
-            400,
-            "PrincipalNotFound",
-            format!(
-                "Principal {} does not exist in the directory {TENANT}. Check that you have the \
-                 correct principal ID. If you are creating this principal and then immediately \
-                 assigning a role, this error might be related to a replication delay. In this \
-                 case, set the role assignment principalType property to a value, such as \
-                 ServicePrincipal, User, or Group.  See https://aka.ms/docs-principaltype",
-                principal.replace('-', "")
-            ),
-        )),
+        _ => Err(principal_not_found(principal)),
     }
+}
+
+/// Whether something made at `created` is still inside the configured replication lag
+/// ([`crate::emulator::EmulatorConfig::replication_lag`]).
+fn lagging(ctx: &Ctx<'_>, created: Option<chrono::DateTime<chrono::Utc>>) -> bool {
+    let lag = ctx.config.scaled(ctx.config.replication_lag);
+    let lag = chrono::Duration::from_std(lag).unwrap_or_else(|_| chrono::Duration::zero());
+    !lag.is_zero() && created.is_some_and(|at| ctx.now < at + lag)
+}
+
+fn principal_not_found(principal: &str) -> ArmError {
+    ArmError::new(
+        400,
+        "PrincipalNotFound",
+        format!(
+            "Principal {} does not exist in the directory {TENANT}. Check that you have the \
+             correct principal ID. If you are creating this principal and then immediately \
+             assigning a role, this error might be related to a replication delay. In this \
+             case, set the role assignment principalType property to a value, such as \
+             ServicePrincipal, User, or Group.  See https://aka.ms/docs-principaltype",
+            principal.replace('-', "")
+        ),
+    )
 }
 
 /// `GET {scope}/providers/Microsoft.Authorization/roleAssignments`: with `$filter=atScope()`
