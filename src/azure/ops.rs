@@ -4,6 +4,7 @@
 use super::client::{ArmClient, DeleteOutcome, Idempotency};
 use super::error::ArmError;
 use super::resource_id::ResourceId;
+use super::types::authorization::Permission;
 use super::types::availability::AvailabilitySet;
 use super::types::compute::{
     VirtualMachine, VirtualMachineInstanceView, VirtualMachineUpdate, VmAction,
@@ -267,6 +268,23 @@ impl ArmClient {
             .get(&ResourceId::feature(subscription_id, namespace, name))
             .await?;
         Ok(feature.is_some_and(|f| f.registered()))
+    }
+
+    /// The caller's permissions at a resource group (Permissions_ListForResourceGroup): one
+    /// entry per role it holds there or above. `None` when the group does not exist yet (ARM
+    /// answers only for an existing one).
+    pub async fn permissions_at_resource_group(
+        &self,
+        subscription_id: &str,
+        resource_group: &str,
+    ) -> Result<Option<Vec<Permission>>, ArmError> {
+        let collection = ResourceId::resource_group(subscription_id, resource_group)
+            .join("providers/Microsoft.Authorization/permissions");
+        match self.list(&collection, &[]).await {
+            Ok(permissions) => Ok(Some(permissions)),
+            Err(err) if err.is_resource_group_not_found() => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     /// Deletes a resource group and everything in it.

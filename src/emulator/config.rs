@@ -263,6 +263,16 @@ impl Default for ComputeLimits {
 /// there (see docs/emulator.md, "Paging").
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 
+/// A caller the emulator knows ([`EmulatorConfig::callers`]): a bearer token and the principal
+/// (an object id) it stands for.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The bearer token, as sent.
+    pub token: String,
+    /// The principal's object id: role assignments name it.
+    pub principal: String,
+}
+
 /// Everything that shapes an emulated cloud.
 #[derive(Clone)]
 pub struct EmulatorConfig {
@@ -311,6 +321,11 @@ pub struct EmulatorConfig {
     /// principals made outside the emulator), by object id: role assignments may name them. The
     /// emulator has no Entra ID; empty by default.
     pub principals: Vec<String>,
+    /// Callers whose rights the emulator checks, as ARM does for every token: each bearer token
+    /// listed here is the principal beside it, and may do only what that principal's role
+    /// assignments allow (the `permissions` API answers from them too). Other tokens keep full
+    /// access, as before (an Owner). Empty by default. Issue 30: a Contributor-only user.
+    pub callers: Vec<Caller>,
     /// How long new principals and new custom roles stay invisible to role assignments after
     /// they are made (real-world time, scaled by `latency_scale`): an assignment naming one sooner
     /// is refused with `PrincipalNotFound` (even with `principalType` set) or
@@ -433,6 +448,7 @@ impl Default for EmulatorConfig {
             no_trusted_launch_images: Vec::new(),
             principals: Vec::new(),
             replication_lag: Duration::ZERO,
+            callers: Vec::new(),
             faults: Vec::new(),
             faults_file: None,
             request_validator: None,
@@ -467,6 +483,14 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("no_trusted_launch_images", &self.no_trusted_launch_images)
             .field("principals", &self.principals)
             .field("replication_lag", &self.replication_lag)
+            .field(
+                "callers",
+                &self
+                    .callers
+                    .iter()
+                    .map(|c| c.principal.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("faults", &self.faults)
             .field("faults_file", &self.faults_file)
             .field("request_validator", &self.request_validator.is_some())

@@ -48,7 +48,7 @@ use tokio::task::JoinHandle;
 
 pub use boot::{VmBoot, VmBootHook};
 pub use config::{
-    BucketShape, ComputeLimits, DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit,
+    BucketShape, Caller, ComputeLimits, DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit,
     RecordedViolation, RequestInfo, RequestValidator, ResponseInfo, ResponseValidator,
     SkuRestriction, TRUSTED_LAUNCH_BY_DEFAULT, USE_STANDARD_SECURITY_TYPE, VmSizeSpec,
     default_vm_sizes, normalize_location,

@@ -194,6 +194,9 @@ pub(crate) struct Ctx<'a> {
     /// An injected failure for the operation this request starts, if any.
     pub fail_operation: Option<ArmError>,
     pub took_failure: bool,
+    /// The principal whose rights ARM checks for this request (a managed identity, a configured
+    /// caller); `None` for a token with full access.
+    pub caller: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -435,7 +438,10 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
     };
     let hash = token_hash(token);
     // A token issued through the IMDS stand-in is valid besides the one the emulator requires.
-    let managed = || lock(&shared.cloud).imds_tokens.contains_key(&hash);
+    let managed = || {
+        lock(&shared.cloud).imds_tokens.contains_key(&hash)
+            || shared.config.callers.iter().any(|c| c.token == token)
+    };
     if shared
         .config
         .required_token
@@ -459,18 +465,20 @@ fn authenticate(shared: &Shared, headers: &HeaderMap, now: DateTime<Utc>) -> Res
     Ok(hash)
 }
 
-/// Authentication, then authorization: a managed identity's token is checked against its role
-/// assignments, as ARM does after authenticating; users' tokens keep full access
-/// (authorization/).
+/// Authentication, then authorization: a managed identity's or a configured caller's token is
+/// checked against its role assignments, as ARM does after authenticating; other tokens keep
+/// full access (authorization/). Returns the principal whose rights were checked, if any.
 fn admit(
     shared: &Shared,
     headers: &HeaderMap,
     now: DateTime<Utc>,
     method: &str,
     path: &str,
-) -> Result<(), Reply> {
+) -> Result<Option<String>, Reply> {
     let token = authenticate(shared, headers, now)?;
-    authorization::authorize(&lock(&shared.cloud), token, method, path).map_err(Reply::from)
+    let cloud = lock(&shared.cloud);
+    authorization::authorize(&cloud, &shared.config, token, method, path).map_err(Reply::from)?;
+    Ok(authorization::principal_of(&cloud, &shared.config, token))
 }
 
 /// Microsoft.Authorization lives at any scope (`{scope}/providers/Microsoft.Authorization/...`),
@@ -645,9 +653,10 @@ async fn arm(
     let path = uri.path();
     let route = path::parse(path);
     let method_name = method.as_str().to_ascii_uppercase();
-    if let Err(reply) = admit(shared, headers, now, &method_name, path) {
-        return (reply, None);
-    }
+    let caller = match admit(shared, headers, now, &method_name, path) {
+        Ok(caller) => caller,
+        Err(reply) => return (reply, None),
+    };
     let category = Category::of(&method_name);
     let rtype = resource_type(&route);
     let decision = lock(&shared.faults).decide(&method_name, path, rtype.as_deref());
@@ -713,6 +722,7 @@ async fn arm(
         body,
         fail_operation: decision.fail_operation.as_ref().map(|(_, e)| e.clone()),
         took_failure: false,
+        caller,
     };
     let (reply, change) = {
         let mut cloud = lock(&shared.cloud);

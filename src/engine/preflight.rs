@@ -34,6 +34,7 @@ use crate::state::State;
 
 pub mod aml;
 pub mod live;
+pub mod rbac;
 pub mod security;
 
 /// The VM attribute holding the ordered size candidates of a `sizes = [...]` block.
@@ -421,16 +422,18 @@ pub async fn preflight(
             Ok(None)
         }
     };
-    let (mut problems, capacity, ml) = futures::join!(
+    let (mut problems, capacity, ml, rights) = futures::join!(
         super::registration::preflight(client, subscription, desired, plan),
         capacity,
         // Boxed: its reads would otherwise grow every operation's future that plans.
-        Box::pin(aml::preflight(client, subscription, desired, plan))
+        Box::pin(aml::preflight(client, subscription, desired, plan)),
+        Box::pin(rbac::preflight(client, subscription, desired, plan))
     );
     if let Some(capacity) = capacity? {
         problems.extend(check(desired, plan, &capacity));
     }
     problems.extend(ml?);
+    problems.extend(rights?);
     Ok(problems)
 }
 

@@ -134,6 +134,151 @@ async fn an_assignment_waits_for_replication_and_converges() {
     assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
 }
 
+/// The principal of the caller whose rights the emulator checks in the tests below.
+const USER: &str = "5a5a5a5a-1111-4222-8333-944444444444";
+/// Built-in roles, by GUID.
+const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
+const OWNER: &str = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635";
+
+/// A world whose emulator checks the token `user-token` as [`USER`], who holds `role` at the
+/// subscription (given by the full-access token, as an administrator would).
+async fn world_as(role: &str) -> World {
+    let w = world_with(|c| EmulatorConfig {
+        callers: vec![emulator::Caller {
+            token: "user-token".into(),
+            principal: USER.into(),
+        }],
+        ..c
+    })
+    .await;
+    let path = format!(
+        "/subscriptions/{SUB}/providers/Microsoft.Authorization/roleAssignments/0f0e0d0c-0000-4000-8000-000000000030"
+    );
+    let given = reqwest::Client::new()
+        .put(format!("{}{path}", w.handle.endpoint()))
+        .query(&[("api-version", "2022-04-01")])
+        .bearer_auth("test")
+        .json(&serde_json::json!({"properties": {
+            "roleDefinitionId": format!("/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{role}"),
+            "principalId": USER,
+            "principalType": "User",
+        }}))
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert_eq!(
+        given.status().as_u16(),
+        201,
+        "{}",
+        given.text().await.unwrap_or_default()
+    );
+    w
+}
+
+/// dsinfra as [`USER`].
+async fn run_as_user(w: &World, args: &[&str]) -> Output {
+    let mut cmd = w.command(args);
+    cmd.env("DSINFRA_EMULATOR_TOKEN", "user-token");
+    tokio::task::spawn_blocking(move || cmd.output().expect("dsinfra runs"))
+        .await
+        .expect("joined")
+}
+
+/// Issue 30: a Contributor cannot create the idle role (Microsoft.Authorization/*/Write is in
+/// its notActions). Before the check, its apply failed with AuthorizationFailed after the GPU VM
+/// existed and billed. Now, in a new resource group, apply asks ARM right after creating the
+/// group, reports a located error at `idle`, and deletes the group again: nothing is left. In a
+/// group that exists (the same experiment applied without idle first), the plan's preflight
+/// stops before any write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contributor_is_stopped_at_idle_before_anything_is_created() {
+    let w = world_as(CONTRIBUTOR).await;
+    let file = "dual-dsvm.hcl";
+    let without_idle = std::fs::read_to_string(w.path(file)).expect("the example");
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    let expect_located = |out: &Output| {
+        let text = describe(out);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "error: vm.gpu parks when idle, but your identity may not create its role in \
+                 resource group dsinfra-dual-dsvm: it lacks \
+                 Microsoft.Authorization/roleAssignments/write and \
+                 Microsoft.Authorization/roleDefinitions/write"
+            ),
+            "{text}"
+        );
+        assert!(stderr.contains("dual-dsvm.hcl:"), "located: {text}");
+        assert!(stderr.contains("idle = \"45m\""), "at `idle`: {text}");
+        assert!(
+            stderr.contains("Owner or User Access Administrator"),
+            "{text}"
+        );
+    };
+    // A new group: the plan says apply will ask; apply asks once the group exists.
+    let plan = run_as_user(&w, &["plan", file]).await;
+    assert!(plan.status.success(), "{}", describe(&plan));
+    assert!(
+        describe(&plan).contains("apply asks right after creating it"),
+        "{}",
+        describe(&plan)
+    );
+    let refused = run_as_user(&w, &["apply", file, "--auto-approve"]).await;
+    expect_located(&refused);
+    assert!(
+        w.inventory(&group_of("dual-dsvm")).await.is_empty(),
+        "nothing is left in Azure: {}",
+        describe(&refused)
+    );
+    assert!(
+        !w.path(".dsinfra/dual-dsvm/state.json").exists()
+            || w.state_addresses("dual-dsvm").is_empty()
+    );
+
+    // The group exists (applied without idle, which a Contributor may do): the preflight
+    // stops the plan, and apply, before any write.
+    std::fs::write(w.path(file), &without_idle).expect("written");
+    let applied = run_as_user(&w, &["apply", file, "--auto-approve"]).await;
+    assert!(applied.status.success(), "{}", describe(&applied));
+    let before = w.inventory(&group_of("dual-dsvm")).await;
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    expect_located(&run_as_user(&w, &["plan", file]).await);
+    expect_located(&run_as_user(&w, &["apply", file, "--auto-approve"]).await);
+    assert_eq!(w.inventory(&group_of("dual-dsvm")).await, before);
+    let vm = arm_get(&w, &w.id_in_state("dual-dsvm", "vm.gpu.vm"), "2024-11-01").await;
+    assert!(
+        vm.get("identity").is_none(),
+        "the head was not updated: {vm:#}"
+    );
+}
+
+/// An Owner applies the same manifest, idle park and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_applies_idle_park() {
+    let w = world_as(OWNER).await;
+    let file = "dual-dsvm.hcl";
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    let applied = run_as_user(&w, &["apply", file, "--auto-approve"]).await;
+    assert!(applied.status.success(), "{}", describe(&applied));
+    assert!(
+        w.state_addresses("dual-dsvm")
+            .contains("vm.gpu.idle_access")
+    );
+}
+
 /// GET one resource from the emulator (as the user: full access).
 async fn arm_get(w: &World, id: &str, api_version: &str) -> Value {
     let resp = reqwest::Client::new()

@@ -503,6 +503,108 @@ async fn a_replication_lag_hides_new_principals_and_new_roles_for_a_while() {
     assert_eq!(later.status, 201, "{later:?}");
 }
 
+/// Issue 30: a caller the emulator knows (its token, its principal) may do what its role
+/// assignments allow: a Contributor writes resources but no role definition or assignment, and
+/// `permissions` at its resource group says so, as ARM's Permissions_ListForResourceGroup does
+/// (the answer checked against the spec). A token with full access holds `*`; a group that does
+/// not exist is ResourceGroupNotFound.
+#[tokio::test]
+async fn a_contributor_caller_cannot_write_roles_and_its_permissions_say_so() {
+    const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
+    const USER: &str = "5a5a5a5a-1111-4222-8333-944444444444";
+    let env = env(EmulatorConfig {
+        callers: vec![emulator::Caller {
+            token: "contributor-token".into(),
+            principal: USER.into(),
+        }],
+        ..fast()
+    })
+    .await;
+    env.group("rg").await;
+    let group = rg_path("rg");
+    let sub = format!("/subscriptions/{SUB}");
+    // The owner (full access) gives the user Contributor at the subscription.
+    let given = env
+        .put_checked(
+            &assignment_path(&sub, ASSIGNMENT),
+            &assignment(CONTRIBUTOR, USER, Some("User")),
+        )
+        .await;
+    assert_eq!(given.status, 201, "{given:?}");
+    let as_user = |method: &'static str, path: String, body: Option<Value>| {
+        let env = &env;
+        async move {
+            env.send(
+                method,
+                &with_version(&path, AUTHZ),
+                body.as_ref(),
+                Some("contributor-token"),
+            )
+            .await
+        }
+    };
+    let permissions = format!("{group}/providers/Microsoft.Authorization/permissions");
+    let mine = as_user("GET", permissions.clone(), None).await;
+    assert_eq!(mine.status, 200, "{mine:?}");
+    conforms("GET", &permissions, AUTHZ, &mine);
+    assert_eq!(mine.body["value"][0]["actions"], json!(["*"]), "{mine:?}");
+    assert!(
+        mine.body["value"][0]["notActions"]
+            .as_array()
+            .expect("notActions")
+            .contains(&json!("Microsoft.Authorization/*/Write")),
+        "{mine:?}"
+    );
+    let refused = as_user(
+        "PUT",
+        role_path(&group, ROLE),
+        Some(idle_role("rg", &["Microsoft.Compute/virtualMachines/read"])),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.body["error"]["code"].as_str()),
+        (403, Some("AuthorizationFailed")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Microsoft.Authorization/roleDefinitions/write")),
+        "{refused:?}"
+    );
+    // It may still write resources.
+    let network = as_user(
+        "PUT",
+        res("rg", "Microsoft.Network/networkSecurityGroups/nsg"),
+        Some(json!({"location": "eastus"})),
+    )
+    .await;
+    assert!(
+        matches!(network.status, 200 | 201 | 400),
+        "Contributor passes ARM's access check: {network:?}"
+    );
+    assert_ne!(network.status, 403, "{network:?}");
+    // Full access holds everything; a missing group is not found.
+    let owner = env.get(&permissions, AUTHZ).await;
+    assert_eq!(
+        owner.body["value"],
+        json!([{"actions": ["*"], "notActions": [], "dataActions": [], "notDataActions": []}])
+    );
+    let missing = env
+        .get(
+            &format!(
+                "{}/providers/Microsoft.Authorization/permissions",
+                rg_path("nope")
+            ),
+            AUTHZ,
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.body["error"]["code"].as_str()),
+        (404, Some("ResourceGroupNotFound"))
+    );
+}
+
 #[tokio::test]
 async fn role_assignments_are_checked_and_listed_at_every_scope() {
     let env = env(fast()).await;

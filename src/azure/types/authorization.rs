@@ -38,15 +38,54 @@ pub struct RoleDefinitionProperties {
     pub assignable_scopes: Vec<String>,
 }
 
-/// `Permission`: allowed actions (and, read back, the excluded ones).
+/// `Permission`: allowed actions (and, read back, the excluded ones). Also what
+/// Permissions_ListForResourceGroup answers: one per role the caller holds there.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Permission {
     /// Allowed control-plane actions.
+    #[serde(default)]
     pub actions: Vec<String>,
     /// Excluded control-plane actions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_actions: Vec<String>,
+}
+
+impl Permission {
+    /// Whether this permission allows `action`: one of its `actions` matches and none of its
+    /// `notActions` does. Azure RBAC takes each role's permission on its own: a `notActions` entry
+    /// removes the action from that role only, never from another role the caller holds.
+    pub fn allows(&self, action: &str) -> bool {
+        self.actions.iter().any(|a| action_matches(a, action))
+            && !self.not_actions.iter().any(|n| action_matches(n, action))
+    }
+}
+
+/// Whether any of `permissions` allows `action` (what ARM's authorization decides, deny
+/// assignments and conditions aside).
+pub fn allowed(permissions: &[Permission], action: &str) -> bool {
+    permissions.iter().any(|p| p.allows(action))
+}
+
+/// Matches an RBAC action against a pattern with `*` wildcards, case-insensitively
+/// (`Microsoft.Authorization/*/Write` matches `Microsoft.Authorization/roleDefinitions/write`).
+pub fn action_matches(pattern: &str, action: &str) -> bool {
+    let pattern = pattern.to_ascii_lowercase();
+    let action = action.to_ascii_lowercase();
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == action;
+    };
+    let Some(mut rest) = action.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// The body of a role assignment's PUT (`RoleAssignmentCreateParameters`).

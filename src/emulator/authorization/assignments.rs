@@ -202,6 +202,7 @@ fn check_principal(
         .config
         .principals
         .iter()
+        .chain(ctx.config.callers.iter().map(|c| &c.principal))
         .any(|p| p.eq_ignore_ascii_case(principal));
     match found {
         None if declared => Ok(()),

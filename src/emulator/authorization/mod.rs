@@ -1,7 +1,8 @@
-//! Microsoft.Authorization: role definitions and role assignments, and the access check ARM
-//! makes for a request carrying a managed identity's token (one issued by the IMDS stand-in,
-//! imds.rs). Tokens of users keep full access, as before: the emulator has no Entra ID, so only
-//! principals it created itself (VM identities) have assignments to check.
+//! Microsoft.Authorization: role definitions and role assignments, the caller's permissions at a
+//! resource group or resource, and the access check ARM makes for a request carrying a managed
+//! identity's token (one issued by the IMDS stand-in, imds.rs) or a known caller's
+//! (`EmulatorConfig::callers`). Other tokens keep full access, as before: the emulator has no
+//! Entra ID, so only principals it knows have assignments to check.
 //!
 //! The check follows Azure RBAC's documented rules: the action comes from the method and path
 //! (`GET` reads, `PUT`/`PATCH` write, `DELETE` deletes, `POST .../x` is `x/action`), an
@@ -12,28 +13,44 @@
 pub(crate) mod assignments;
 pub(crate) mod roles;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::config::EmulatorConfig;
 use super::error::ArmError;
-use super::json::{self, At as _};
+use super::json::At as _;
 use super::path::percent_decode;
-use super::server::{Ctx, Reply};
+use super::server::{Ctx, Reply, token_hash};
 use super::store::Cloud;
+use crate::azure::types::authorization::Permission;
 
 /// The namespace, as it appears in request paths (any casing).
 const NAMESPACE: &str = "microsoft.authorization";
 
-/// Whether a request may proceed: always for a token not issued through IMDS; for one that
-/// was, when the principal's role assignments grant the request's action at its scope.
+/// The principal a token stands for, when the emulator checks its rights: a managed identity's
+/// (issued through IMDS) or a configured caller's. `None`: full access.
+pub(crate) fn principal_of(cloud: &Cloud, config: &EmulatorConfig, token: u64) -> Option<String> {
+    cloud.imds_tokens.get(&token).cloned().or_else(|| {
+        config
+            .callers
+            .iter()
+            .find(|c| token_hash(&c.token) == token)
+            .map(|c| c.principal.clone())
+    })
+}
+
+/// Whether a request may proceed: always for a token with full access; for another, when the
+/// principal's role assignments grant the request's action at its scope.
 pub(crate) fn authorize(
     cloud: &Cloud,
+    config: &EmulatorConfig,
     token: u64,
     method: &str,
     path: &str,
 ) -> Result<(), ArmError> {
-    let Some(principal) = cloud.imds_tokens.get(&token) else {
+    let Some(principal) = principal_of(cloud, config, token) else {
         return Ok(());
     };
+    let principal = principal.as_str();
     let (action, scope) = action_and_scope(method, &percent_decode(path));
     if granted(cloud, principal, &action, &scope) {
         return Ok(());
@@ -51,20 +68,66 @@ pub(crate) fn authorize(
 
 /// Whether one of the principal's assignments at the scope or above grants the action.
 fn granted(cloud: &Cloud, principal: &str, action: &str, scope: &str) -> bool {
-    cloud.role_assignments.values().any(|assignment| {
-        let props = &assignment["properties"];
-        let mine = props["principalId"]
-            .as_str()
-            .is_some_and(|p| p.eq_ignore_ascii_case(principal));
-        let covers = props["scope"]
-            .as_str()
-            .is_some_and(|outer| scope_contains(outer, scope));
-        mine && covers
-            && props["roleDefinitionId"]
+    permissions_at(cloud, principal, scope)
+        .iter()
+        .any(|p| p.allows(action))
+}
+
+/// The permissions of every role the principal is assigned at `scope` or above, one per
+/// assignment (what Permissions_ListForResourceGroup answers).
+fn permissions_at(cloud: &Cloud, principal: &str, scope: &str) -> Vec<Permission> {
+    cloud
+        .role_assignments
+        .values()
+        .filter(|assignment| {
+            let props = &assignment["properties"];
+            let mine = props["principalId"]
+                .as_str()
+                .is_some_and(|p| p.eq_ignore_ascii_case(principal));
+            let covers = props["scope"]
+                .as_str()
+                .is_some_and(|outer| scope_contains(outer, scope));
+            mine && covers
+        })
+        .filter_map(|assignment| {
+            assignment["properties"]["roleDefinitionId"]
                 .as_str()
                 .and_then(|id| roles::find(cloud, id))
-                .is_some_and(|role| role_grants(&role, action))
-    })
+        })
+        .flat_map(|role| permissions_of(&role))
+        .collect()
+}
+
+/// `GET {resource group or resource}/providers/Microsoft.Authorization/permissions`: the
+/// caller's permissions there, one entry per role it holds at that scope or above (a caller with
+/// full access holds `*`). The resource group must exist, as ARM's front door requires for
+/// anything below it.
+fn permissions(cloud: &Cloud, ctx: &Ctx<'_>, scope: &str) -> Result<Reply, ArmError> {
+    let segments: Vec<&str> = scope.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        [subscriptions, sub, rg, name, ..]
+            if subscriptions.eq_ignore_ascii_case("subscriptions")
+                && rg.eq_ignore_ascii_case("resourceGroups") =>
+        {
+            super::groups::existing(cloud, sub, name)?;
+        }
+        _ => return Err(super::providers::not_implemented(ctx)),
+    }
+    let value: Vec<Value> = match ctx.caller.as_deref() {
+        None => vec![json!({
+            "actions": ["*"], "notActions": [], "dataActions": [], "notDataActions": []
+        })],
+        Some(principal) => permissions_at(cloud, principal, scope)
+            .into_iter()
+            .map(|p| {
+                json!({
+                    "actions": p.actions, "notActions": p.not_actions,
+                    "dataActions": [], "notDataActions": []
+                })
+            })
+            .collect(),
+    };
+    Ok(Reply::json(200, json!({ "value": value })))
 }
 
 /// Whether `inner` is `outer` or lies below it (ARM ids are case-insensitive).
@@ -74,40 +137,11 @@ pub(crate) fn scope_contains(outer: &str, inner: &str) -> bool {
     outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}/"))
 }
 
-/// Whether a role definition's permissions grant an action.
-fn role_grants(role: &Value, action: &str) -> bool {
-    let strings = |value: Option<&Value>| -> Vec<String> {
-        json::strings(value).map(str::to_owned).collect()
-    };
+/// A role definition's permissions, as the product reads them.
+pub(crate) fn permissions_of(role: &Value) -> Vec<Permission> {
     role.at("/properties/permissions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|permission| {
-            let allowed = strings(permission.get("actions"));
-            let denied = strings(permission.get("notActions"));
-            allowed.iter().any(|a| matches(a, action)) && !denied.iter().any(|n| matches(n, action))
-        })
-}
-
-/// Matches an action against a pattern with `*` wildcards, case-insensitively.
-fn matches(pattern: &str, action: &str) -> bool {
-    let pattern = pattern.to_ascii_lowercase();
-    let action = action.to_ascii_lowercase();
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
-        return pattern == action;
-    };
-    let Some(mut rest) = action.strip_prefix(first) else {
-        return false;
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
+        .and_then(|p| serde_json::from_value(p.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// The action a request performs and the scope it performs it at, as ARM derives them: the
@@ -190,6 +224,9 @@ pub(crate) fn dispatch(cloud: &mut Cloud, ctx: &mut Ctx<'_>) -> Result<Reply, Ar
         [kind] if kind.eq_ignore_ascii_case("roleAssignments") => {
             assignments::list(cloud, ctx, &scope)
         }
+        [kind] if kind.eq_ignore_ascii_case("permissions") && ctx.method == "GET" => {
+            permissions(cloud, ctx, &scope)
+        }
         [kind, name] if kind.eq_ignore_ascii_case("roleAssignments") => {
             assignments::handle(cloud, ctx, &scope, name)
         }
@@ -227,6 +264,7 @@ mod tests {
 
     #[test]
     fn wildcards_match_case_insensitively() {
+        use crate::azure::types::authorization::action_matches as matches;
         let deallocate = "Microsoft.Compute/virtualMachines/deallocate/action";
         assert!(matches("*", deallocate));
         assert!(matches("Microsoft.Compute/*", deallocate));

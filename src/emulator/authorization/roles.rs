@@ -28,7 +28,36 @@ struct BuiltIn {
     not_actions: &'static [&'static str],
 }
 
-const BUILT_INS: [BuiltIn; 3] = [
+const BUILT_INS: [BuiltIn; 6] = [
+    BuiltIn {
+        guid: "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+        name: "Owner",
+        description: "Grants full access to manage all resources, including the ability to \
+                      assign roles in Azure RBAC.",
+        actions: &["*"],
+        not_actions: &[],
+    },
+    BuiltIn {
+        guid: "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
+        name: "User Access Administrator",
+        description: "Lets you manage user access to Azure resources.",
+        actions: &["*/read", "Microsoft.Authorization/*", "Microsoft.Support/*"],
+        not_actions: &[],
+    },
+    BuiltIn {
+        guid: "f58310d9-a9f6-439a-9e8d-f62e7b41a168",
+        name: "Role Based Access Control Administrator",
+        description: "Manage access to Azure resources by assigning roles using Azure RBAC. \
+                      This role does not allow you to manage access using other ways, such as \
+                      Azure Policy.",
+        actions: &[
+            "Microsoft.Authorization/roleAssignments/write",
+            "Microsoft.Authorization/roleAssignments/delete",
+            "*/read",
+            "Microsoft.Support/*",
+        ],
+        not_actions: &[],
+    },
     BuiltIn {
         guid: "acdd72a7-3385-48ef-bd42-f606fba81ae7",
         name: "Reader",

@@ -181,6 +181,18 @@ pub async fn apply(
         return Ok(ApplyOutcome::Declined);
     }
     cancel.check()?;
+    if !destroy {
+        // Boxed: the apply's future should not carry this one's size.
+        Box::pin(rights_in_new_group(
+            arm,
+            &desired,
+            &planned,
+            manifest.sources,
+            events,
+            cancel,
+        ))
+        .await?;
+    }
     let (backend, state) = if destroy {
         // BeeOND is stopped on the heads before their VMs go (best effort). A Ctrl-C meanwhile
         // ends the operation here, before anything is deleted.
@@ -210,6 +222,36 @@ pub async fn apply(
     // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
     // together), and an operation's future should not be.
     Box::pin(walk(run, (backend, state), events, cancel)).await
+}
+
+/// A new resource group's idle-park rights ([`crate::engine::preflight::rbac::check_in_new_group`]): asked once
+/// the group exists, before anything else is written; problems end the apply there.
+async fn rights_in_new_group(
+    arm: &Arm,
+    desired: &Desired,
+    plan: &Plan,
+    sources: &SourceMap,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(), Error> {
+    let problems = cancel
+        .interruptible(crate::engine::preflight::rbac::check_in_new_group(
+            &arm.client,
+            &arm.subscription,
+            desired,
+            plan,
+        ))
+        .await??;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    events.event(OpEvent::Diagnostics {
+        diagnostics: &problems,
+        sources,
+    });
+    Err(Error::Reported {
+        count: problems.len(),
+    })
 }
 
 /// What a saved plan was made from, opened again: its backend (locked) and state.

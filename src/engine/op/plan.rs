@@ -93,6 +93,11 @@ pub async fn plan(
         Live::Offline | Live::Preview(_) => true,
     };
     let mut problems = early_problems;
+    if arm.is_some() && !destroy {
+        planned
+            .notes
+            .extend(preflight::rbac::deferred_note(&planned));
+    }
     if let Some(arm) = arm.filter(|_| preflight_wanted) {
         problems.extend(
             cancel
