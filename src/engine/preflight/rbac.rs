@@ -233,8 +233,8 @@ mod tests {
             &[],
         );
         assert!(judge(&desired, &needs(), &[owner], "rg").is_empty());
-        assert!(judge(&desired, &needs(), &[uaa.clone()], "rg").is_empty());
-        let refused = judge(&desired, &needs(), &[contributor.clone()], "rg");
+        assert!(judge(&desired, &needs(), std::slice::from_ref(&uaa), "rg").is_empty());
+        let refused = judge(&desired, &needs(), std::slice::from_ref(&contributor), "rg");
         assert_eq!(refused.len(), 1);
         assert!(
             refused[0].summary.contains(ROLE_WRITE)
