@@ -537,7 +537,7 @@ async fn apply(
         )
     })?;
     let request = request_of(shared, change, resource, operation).await?;
-    let id = resource.arm_id(&shared.subscription);
+    let id = id_of(shared, resource, request.as_ref());
     // A new resource's intent may already be saved, with its VM's host key (see intents.rs).
     let early_key = match shared.early.take(address).await {
         Some(Prepared::Saved(key)) => Some(key),
@@ -637,6 +637,15 @@ async fn apply(
     }
 }
 
+/// The ARM id a resource is written at: what its name implies, or, for a kind named at apply,
+/// the request's (built from what only apply knows).
+fn id_of(shared: &Shared, resource: &Resource, request: Option<&Request>) -> String {
+    match request {
+        Some(request) if resource.kind.named_at_apply() => request.id.as_str().to_owned(),
+        _ => resource.arm_id(&shared.subscription),
+    }
+}
+
 /// Sends an apply node's request; an assignment's waits out Entra ID's replication.
 async fn send(
     shared: &Shared,
@@ -702,10 +711,16 @@ fn record_of(
     status: ResourceStatus,
     secrets: BTreeMap<String, crate::state::SecretIdentity>,
 ) -> ResourceState {
+    // Azure's name for a kind named at apply is the id's last segment, not the manifest's.
+    let name = if resource.kind.named_at_apply() {
+        id.rsplit('/').next().unwrap_or(id).to_owned()
+    } else {
+        resource.name.clone()
+    };
     ResourceState {
         address: resource.address.clone(),
         kind: resource.kind,
-        name: resource.name.clone(),
+        name,
         parent: resource.parent.clone(),
         resource_group: resource.resource_group.clone(),
         id: resource.kind.is_arm().then(|| id.to_owned()),

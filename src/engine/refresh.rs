@@ -113,8 +113,55 @@ pub async fn refresh(
             }
         }
     }
+    principal_drift(state, &mut report);
     resolve_outputs(state, &report.observed);
     Ok(report)
+}
+
+/// A role assignment whose principal is no longer its head VM's (the VM made again outside
+/// dsinfra gets a new identity) drifted: ARM cannot change an assignment's principal, so the
+/// plan replaces it (`principal` forces a new one). Its `principal` then records the one it
+/// still names.
+fn principal_drift(state: &mut State, report: &mut RefreshReport) {
+    let principal = |address: &Address| {
+        report
+            .observed
+            .get(address)
+            .and_then(|known| known.get("principal_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut drifted = Vec::new();
+    for resource in &state.resources {
+        if resource.kind != ResourceKind::RoleAssignment || resource.drift.is_some() {
+            continue;
+        }
+        let Some(vm) = resource
+            .attrs
+            .get("principal")
+            .and_then(|p| p.get("vm"))
+            .and_then(Value::as_str)
+            .and_then(|vm| vm.parse::<Address>().ok())
+        else {
+            continue;
+        };
+        if let (Some(now), Some(assigned)) = (principal(&vm), principal(&resource.address))
+            && !now.eq_ignore_ascii_case(&assigned)
+        {
+            drifted.push((resource.address.clone(), assigned));
+        }
+    }
+    for (address, assigned) in drifted {
+        if let Some(resource) = state.resource_mut(&address) {
+            if let Some(Value::Object(principal)) = resource.attrs.get_mut("principal") {
+                principal.insert("id".into(), Value::from(assigned));
+            }
+            resource.drift = Some(Drift::Changed {
+                attributes: vec!["principal".to_owned()],
+            });
+            report.changed.push((address, vec!["principal".to_owned()]));
+        }
+    }
 }
 
 async fn read(client: &ArmClient, kind: ResourceKind, id: &str) -> Result<Found, ArmError> {
@@ -366,7 +413,17 @@ pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
         }
         // Whether Secure Boot is on, as the VM has it (Azure's default applies when the body
         // had no securityProfile): the kernel-module steps check it before they start.
+        // The principal a role assignment names, for the head's check below.
+        ResourceKind::RoleAssignment => {
+            if let Some(principal) = text(body, "/properties/principalId") {
+                known.insert("principal_id".into(), Value::from(principal));
+            }
+        }
         ResourceKind::VirtualMachine => {
+            // Its system-assigned identity's principal (what an idle-park assignment names).
+            if let Some(principal) = text(body, "/identity/principalId") {
+                known.insert("principal_id".into(), Value::from(principal));
+            }
             let trusted = text(body, "/properties/securityProfile/securityType")
                 .is_some_and(|t| !t.eq_ignore_ascii_case("Standard"));
             let secure_boot = body

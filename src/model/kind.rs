@@ -204,6 +204,16 @@ impl ResourceKind {
         }
     }
 
+    /// Whether Azure's name for a resource of this kind is made at apply, from what only apply
+    /// knows: a role assignment's name is a GUID of its scope, principal and role (Microsoft's
+    /// recommendation: an assignment's principal cannot change, so a new principal is a new
+    /// assignment), and the principal is the head VM's identity, made by Azure. The manifest's
+    /// name is then [`crate::model::NAMED_AT_APPLY`], the state records Azure's, and the plan
+    /// compares what the resource assigns, never its name.
+    pub fn named_at_apply(self) -> bool {
+        matches!(self, Self::RoleAssignment)
+    }
+
     /// Whether this kind holds the user's data: `destroy --keep-data` keeps these (and whatever
     /// they need, such as their resource group).
     pub fn is_data(self) -> bool {

@@ -70,6 +70,10 @@ pub struct Resource {
     pub attr_spans: BTreeMap<String, Span>,
 }
 
+/// The manifest's name for a resource whose Azure name is made at apply
+/// ([`ResourceKind::named_at_apply`]).
+pub const NAMED_AT_APPLY: &str = "(known after apply)";
+
 impl Resource {
     /// The ARM resource id in a subscription.
     pub fn arm_id(&self, subscription: &str) -> String {

@@ -272,7 +272,8 @@ fn identity_changes(before: &ResourceState, after: &Resource) -> Vec<String> {
     if before.kind != after.kind {
         forced.push("type".to_owned());
     }
-    if before.name != after.name {
+    // A kind named at apply is compared by what it is (its force-new attributes), not by name.
+    if before.name != after.name && !after.kind.named_at_apply() {
         forced.push("name".to_owned());
     }
     if before.resource_group != after.resource_group {
@@ -412,10 +413,13 @@ fn cascade_replacements(desired: &Desired, changes: &mut BTreeMap<Address, Chang
             if !matches!(change.action, Action::NoOp | Action::Update) {
                 continue;
             }
+            // Made anew: replaced, or made again after it was deleted outside dsinfra (a new
+            // resource all the same: a VM made again has a new identity).
             let replaced = |address: &Address| {
-                changes
-                    .get(address)
-                    .is_some_and(|c| matches!(c.action, Action::Replace { .. }))
+                changes.get(address).is_some_and(|c| {
+                    matches!(c.action, Action::Replace { .. })
+                        || (c.action == Action::Create && c.reasons.contains(&Reason::DriftDeleted))
+                })
             };
             if let Some(parent) = parent_of(desired, r).filter(|p| replaced(p)) {
                 cascaded.push((

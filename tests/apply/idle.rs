@@ -279,6 +279,140 @@ async fn an_owner_applies_idle_park() {
     );
 }
 
+/// Issue 30: an assignment whose principal is not its head's any more is replaced, and the plan
+/// says why. Its name follows scope, principal and role, so the new one has a new name and ARM
+/// never sees a principal change (RoleAssignmentUpdateNotPermitted). Outside dsinfra, the head's
+/// identity is first turned off and on again (a new principal, as Azure makes one), then the head
+/// is deleted (apply makes it again: a new principal too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_principal_on_the_head_replaces_its_assignment() {
+    let w = world().await;
+    let file = "dual-dsvm.hcl";
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    let vm_id = w.id_in_state("dual-dsvm", "vm.gpu.vm");
+    let first = principal_now(&w, &vm_id).await;
+    let (first_id, first_assigned) = assigned(&w).await;
+    assert_eq!(first_assigned, first);
+
+    // 1. The identity turned off and on again outside dsinfra: a new principal.
+    for kind in ["None", "SystemAssigned"] {
+        arm_patch(&w, &vm_id, &serde_json::json!({"identity": {"type": kind}})).await;
+    }
+    let second = principal_now(&w, &vm_id).await;
+    assert_ne!(second, first);
+    let plan = w.ok(&["plan", file]).await;
+    assert!(
+        plan.contains("vm.gpu.idle_access must be replaced"),
+        "{plan}"
+    );
+    assert!(plan.contains("principal"), "{plan}");
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    let (second_id, second_assigned) = assigned(&w).await;
+    assert_eq!(second_assigned, second);
+    assert_ne!(second_id, first_id, "a new principal, a new name");
+    assert_eq!(
+        arm_status(&w, &first_id, "2022-04-01").await,
+        404,
+        "the old one is gone"
+    );
+    let converged = w.run(&["plan", file, "--detailed-exitcode"]).await;
+    assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
+
+    // 2. The head deleted outside dsinfra: made again, with a new principal, and its
+    // assignment with it.
+    assert!(
+        matches!(
+            arm_status_of(&w, "DELETE", &vm_id, "2024-11-01").await,
+            200 | 202 | 204
+        ),
+        "the VM is deleted"
+    );
+    for _ in 0..200 {
+        if arm_status(&w, &vm_id, "2024-11-01").await == 404 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let plan = w.ok(&["plan", file]).await;
+    assert!(
+        plan.contains("vm.gpu.idle_access must be replaced"),
+        "{plan}"
+    );
+    w.ok(&["apply", file, "--auto-approve"]).await;
+    let third = principal_now(&w, &vm_id).await;
+    let (_, third_assigned) = assigned(&w).await;
+    assert_eq!(third_assigned, third);
+    assert_ne!(third, second);
+    let converged = w.run(&["plan", file, "--detailed-exitcode"]).await;
+    assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
+}
+
+/// The principal of the VM at `vm_id`, as ARM has it.
+async fn principal_now(w: &World, vm_id: &str) -> String {
+    arm_get(w, vm_id, "2024-11-01").await["identity"]["principalId"]
+        .as_str()
+        .expect("a principal")
+        .to_owned()
+}
+
+/// The id of `vm.gpu.idle_access` in the state, and the principal ARM's assignment names.
+async fn assigned(w: &World) -> (String, String) {
+    let access = w.id_in_state("dual-dsvm", "vm.gpu.idle_access");
+    let body = arm_get(w, &access, "2022-04-01").await;
+    let principal = body["properties"]["principalId"]
+        .as_str()
+        .expect("a principal")
+        .to_owned();
+    (access, principal)
+}
+
+/// PATCH a resource as the user and wait until its operation ends.
+async fn arm_patch(w: &World, id: &str, body: &Value) {
+    let resp = reqwest::Client::new()
+        .patch(format!("{}{id}", w.handle.endpoint()))
+        .query(&[("api-version", "2024-11-01")])
+        .bearer_auth("test")
+        .json(body)
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert!(resp.status().is_success(), "PATCH {id}: {}", resp.status());
+    for _ in 0..200 {
+        let now = arm_get(w, id, "2024-11-01").await;
+        if now["properties"]["provisioningState"] == "Succeeded" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the PATCH of {id} never finished");
+}
+
+/// The status of a GET of `id`.
+async fn arm_status(w: &World, id: &str, api_version: &str) -> u16 {
+    arm_status_of(w, "GET", id, api_version).await
+}
+
+/// The status of a `method` request on `id`.
+async fn arm_status_of(w: &World, method: &str, id: &str, api_version: &str) -> u16 {
+    reqwest::Client::new()
+        .request(
+            reqwest::Method::from_bytes(method.as_bytes()).expect("a method"),
+            format!("{}{id}", w.handle.endpoint()),
+        )
+        .query(&[("api-version", api_version)])
+        .bearer_auth("test")
+        .send()
+        .await
+        .expect("the emulator answers")
+        .status()
+        .as_u16()
+}
+
 /// GET one resource from the emulator (as the user: full access).
 async fn arm_get(w: &World, id: &str, api_version: &str) -> Value {
     let resp = reqwest::Client::new()

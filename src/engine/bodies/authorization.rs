@@ -91,10 +91,34 @@ pub fn role_assignment_request(
     if resource.kind != ResourceKind::RoleAssignment {
         return Err(b.invalid("kind", "not a role assignment"));
     }
+    let body = b.role_assignment(principal_id)?;
+    let scope = b.reference_id("scope")?.ok_or_else(|| b.missing("scope"))?;
+    let name = assignment_name(&scope, principal_id, &body.properties.role_definition_id);
     Ok(Request {
-        id: ResourceId::from_raw(resource.arm_id(subscription)),
-        body: Body::RoleAssignment(b.role_assignment(principal_id)?),
+        id: ResourceId::from_raw(format!(
+            "{scope}/providers/Microsoft.Authorization/roleAssignments/{name}"
+        )),
+        body: Body::RoleAssignment(body),
     })
+}
+
+/// A role assignment's name: a GUID of its scope, principal and role (case-insensitive, as
+/// ARM ids are), as Microsoft recommends, so the same assignment always has the same name and
+/// a new principal (the head VM made again) a new one: ARM refuses to change an assignment's
+/// principal (RoleAssignmentUpdateNotPermitted).
+pub fn assignment_name(scope: &str, principal_id: &str, role_definition_id: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(format!(
+        "dsinfra-role-assignment-v1\n{}\n{}\n{}",
+        scope.trim_end_matches('/').to_ascii_lowercase(),
+        principal_id.to_ascii_lowercase(),
+        role_definition_id.to_ascii_lowercase()
+    ));
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 /// The ARM id of the head VM whose principal an assignment names.

@@ -133,7 +133,7 @@ fn the_assignment_waits_for_the_principal_and_then_is_valid() {
     // The spec's path is `/{scope}/providers/Microsoft.Authorization/roleAssignments/{name}`,
     // `{scope}` standing for the resource group's several segments; the spec lookup takes one
     // segment per parameter, so the scope is passed as one.
-    let name = &access.name;
+    let name = req.id.as_str().rsplit('/').next().expect("a name");
     assert_valid_put_at(
         &req,
         &format!("/scope/providers/Microsoft.Authorization/roleAssignments/{name}"),
@@ -158,12 +158,37 @@ fn identity_added_to_an_existing_vm_is_a_full_put_with_it() {
 fn names_are_stable_guids_per_block_and_resource_group() {
     let desired = idle_cluster();
     let role = resource(&desired, "cluster.train.idle_role");
-    let access = resource(&desired, "cluster.train.idle_access");
     assert!(uuid::Uuid::try_parse(&role.name).is_ok(), "{}", role.name);
-    assert!(uuid::Uuid::try_parse(&access.name).is_ok());
-    assert_ne!(role.name, access.name);
     assert_eq!(
         role.name,
         idle_cluster().resource(&role.address).expect("again").name
     );
+}
+
+/// Issue 30: an assignment's name is a GUID of scope, principal and role (Microsoft's
+/// recommendation), made at apply: the same three give the same name, a new principal (the head
+/// VM made again) a new one, in any letter case.
+#[test]
+fn an_assignments_name_follows_its_scope_principal_and_role() {
+    let desired = idle_cluster();
+    let access = resource(&desired, "cluster.train.idle_access");
+    assert_eq!(access.name, crate::model::NAMED_AT_APPLY);
+    let id = |principal: &str| {
+        role_assignment_request(access, &desired, SUB, principal)
+            .expect("builds")
+            .id
+            .as_str()
+            .to_owned()
+    };
+    let first = id(PRINCIPAL);
+    let rg = format!("/subscriptions/{SUB}/resourceGroups/dsinfra-exp");
+    let name = first
+        .strip_prefix(&format!(
+            "{rg}/providers/Microsoft.Authorization/roleAssignments/"
+        ))
+        .expect("at the resource group");
+    assert!(uuid::Uuid::try_parse(name).is_ok(), "{first}");
+    assert_eq!(id(PRINCIPAL), first);
+    assert_eq!(id(&PRINCIPAL.to_ascii_uppercase()), first);
+    assert_ne!(id("11111111-2222-3333-4444-555555555555"), first);
 }

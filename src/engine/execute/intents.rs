@@ -83,7 +83,11 @@ impl Early {
     ) -> Self {
         let mut records = Vec::new();
         for change in &plan.changes {
-            if change.action != Action::Create || !change.kind.is_arm() {
+            // A kind named at apply has no id before its request is built (execute.rs).
+            if change.action != Action::Create
+                || !change.kind.is_arm()
+                || change.kind.named_at_apply()
+            {
                 continue;
             }
             let Some(resource) = desired.resource(&change.address) else {

@@ -130,7 +130,9 @@ fn push_access(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine) {
     ex.push(
         access.clone(),
         ResourceKind::RoleAssignment,
-        names::idle_guid(&subscription, &group, &block_address, "idle_access"),
+        // Azure's name is a GUID of scope, principal and role, made at apply once the head's
+        // principal exists (ResourceKind::named_at_apply).
+        crate::model::NAMED_AT_APPLY.to_owned(),
         attrs,
         [head, role],
         Origin {
