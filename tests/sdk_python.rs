@@ -76,6 +76,11 @@ async fn the_azure_sdk_for_python_runs_a_whole_lifecycle_against_the_emulator() 
     let handle = emulator::start(EmulatorConfig {
         latency_scale: LATENCY_SCALE,
         page_size: PAGE_SIZE,
+        // The `permissions` step's caller, whose rights the emulator checks.
+        callers: vec![dsinfra::emulator::Caller {
+            token: "sdk-contributor-token".into(),
+            principal: "5a5a5a5a-1111-4222-8333-944444444444".into(),
+        }],
         request_validator: Some(request_validator(Arc::clone(&specs))),
         response_validator: Some(Arc::new(move |request, response| {
             response_violations(&specs, request, response)

@@ -25,6 +25,7 @@ from azure.core.credentials import AccessToken
 from azure.core.exceptions import HttpResponseError
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.rest import HttpRequest
+from azure.mgmt.authorization import AuthorizationManagementClient
 from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.machinelearningservices import MachineLearningServicesMgmtClient
 from azure.mgmt.machinelearningservices import models as ml_models
@@ -71,8 +72,18 @@ ACCOUNT = "sdklifecycle0001"
 class StaticToken:
     """A TokenCredential that always returns the same token: the emulator accepts any."""
 
+    def __init__(self, token="sdk-lifecycle-token"):
+        self.token = token
+
     def get_token(self, *scopes, **kwargs):
-        return AccessToken("sdk-lifecycle-token", int(time.time()) + 3600)
+        return AccessToken(self.token, int(time.time()) + 3600)
+
+
+# A caller the emulator checks (tests/sdk_python.rs: EmulatorConfig::callers): its token and its
+# principal, which holds only what the `permissions` step assigns it.
+CONTRIBUTOR_TOKEN = "sdk-contributor-token"
+CONTRIBUTOR_PRINCIPAL = "5a5a5a5a-1111-4222-8333-944444444444"
+CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 
 
 class AllowPlainHttp(SansIOHTTPPolicy):
@@ -177,6 +188,17 @@ class Lifecycle:
         self.ml = MachineLearningServicesMgmtClient(credential, subscription, **options)
         # Microsoft.Features 2021-07-01 is this client's default.
         self.preview = FeatureClient(credential, subscription, **options).features
+        # Microsoft.Authorization 2022-04-01 is this client's default for what is used here.
+        self.authorization = AuthorizationManagementClient(credential, subscription, **options)
+        # Its own policy list: built on the shared one, its authentication ended up in the
+        # other clients' pipelines too (seen: the owner's requests went out with the
+        # Contributor's token).
+        self.as_contributor = AuthorizationManagementClient(
+            StaticToken(CONTRIBUTOR_TOKEN),
+            subscription,
+            base_url=endpoint,
+            per_call_policies=[AllowPlainHttp()],
+        )
         self.subscription = subscription
         self.ids = {}
 
@@ -641,6 +663,48 @@ class Lifecycle:
         expect(f"{name} after unregister", "Unregistered",
                self.preview.get("Microsoft.Compute", name).properties.state)
 
+    def permissions(self):
+        """What a Contributor may do, as Azure's authorization client reads it (issue 30): the
+        owner assigns Contributor at the subscription to a caller the emulator checks; that
+        caller's permissions at the group (Permissions_ListForResourceGroup) are Contributor's
+        (`*` but `Microsoft.Authorization/*/Write`), and its role definition write is refused
+        with AuthorizationFailed, as dsinfra's idle-park preflight expects."""
+        scope = f"/subscriptions/{self.subscription}"
+        self.authorization.role_assignments.create(
+            scope,
+            "0f0e0d0c-0000-4000-8000-000000000031",
+            {
+                "role_definition_id": f"{scope}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR_ROLE}",
+                "principal_id": CONTRIBUTOR_PRINCIPAL,
+                "principal_type": "User",
+            },
+        )
+        mine = list(self.as_contributor.permissions.list_for_resource_group(GROUP))
+        expect("the Contributor's permission entries", 1, len(mine))
+        expect("its actions", ["*"], mine[0].actions)
+        expect_true(
+            "its notActions remove Microsoft.Authorization writes",
+            "Microsoft.Authorization/*/Write" in (mine[0].not_actions or []),
+            mine[0].not_actions,
+        )
+        owner = list(self.authorization.permissions.list_for_resource_group(GROUP))
+        expect("the owner's actions", [["*"]], [p.actions for p in owner])
+        expect_error(
+            "a Contributor writing a role definition",
+            lambda: self.as_contributor.role_definitions.create_or_update(
+                f"{scope}/resourceGroups/{GROUP}",
+                "6f1c9a2e-3b7d-4e58-9a0c-5d2e8b4f7a14",
+                {
+                    "role_name": "sdk contributor role",
+                    "role_type": "CustomRole",
+                    "permissions": [{"actions": ["Microsoft.Compute/virtualMachines/read"]}],
+                    "assignable_scopes": [f"{scope}/resourceGroups/{GROUP}"],
+                },
+            ),
+            (403,),
+            "AuthorizationFailed",
+        )
+
     def scope_paths(self):
         """A `{scope}` route written as the JavaScript SDK writes it: the scope's own leading slash
         after the route's (`//subscriptions/...`), which ARM reads as one (issue 29, item 12c: the
@@ -1015,6 +1079,7 @@ class Lifecycle:
                 ("vm_sizes", self.vm_sizes, []),
                 ("images_and_features", self.images_and_features, []),
                 ("scope_paths", self.scope_paths, []),
+                ("permissions", self.permissions, ["group"]),
                 ("ml_dependencies", self.ml_dependencies, ["group"]),
             ],
             [
