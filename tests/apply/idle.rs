@@ -134,6 +134,29 @@ async fn an_assignment_waits_for_replication_and_converges() {
     assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
 }
 
+/// The same with the emulator's own replication lag: new principals and custom roles are
+/// invisible to assignments for 119 s after they were made (119 ms at this latency scale), less
+/// than the two minutes apply waits. Whether the first PUT comes soon enough to be refused
+/// depends on the machine's speed; either way the apply converges, which is what this pins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_converges_while_new_principals_and_roles_replicate() {
+    let w = world_with(|c| EmulatorConfig {
+        replication_lag: Duration::from_secs(119),
+        ..c
+    })
+    .await;
+    let file = "dual-dsvm.hcl";
+    edit(
+        &w.path(file),
+        "park { at = \"19:00\" }",
+        "park {\n    at   = \"19:00\"\n    idle = \"45m\"\n  }",
+    );
+    let apply = w.ok(&["apply", file, "--auto-approve"]).await;
+    assert!(apply.contains("Apply complete:"), "{apply}");
+    let converged = w.run(&["plan", file, "--detailed-exitcode"]).await;
+    assert_eq!(converged.status.code(), Some(0), "{}", describe(&converged));
+}
+
 /// The principal of the caller whose rights the emulator checks in the tests below.
 const USER: &str = "5a5a5a5a-1111-4222-8333-944444444444";
 /// Built-in roles, by GUID.
