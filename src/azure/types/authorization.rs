@@ -114,3 +114,35 @@ pub struct RoleAssignmentProperties {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rules as Azure RBAC documents them (`*` anywhere, any case; a role's `notActions`
+    /// remove only from that role). The emulator holds its own copy of the rule (on purpose:
+    /// emulator/authorization), so each side checks the other.
+    #[test]
+    fn actions_match_with_wildcards_and_not_actions_remove_within_one_role() {
+        let write = "Microsoft.Authorization/roleDefinitions/write";
+        assert!(action_matches("*", write));
+        assert!(action_matches("Microsoft.Authorization/*", write));
+        assert!(action_matches("microsoft.authorization/*/Write", write));
+        assert!(!action_matches("*/read", write));
+        assert!(action_matches(
+            "*/read",
+            "Microsoft.Compute/virtualMachines/read"
+        ));
+        let contributor = Permission {
+            actions: vec!["*".into()],
+            not_actions: vec!["Microsoft.Authorization/*/Write".into()],
+        };
+        assert!(!contributor.allows(write));
+        assert!(contributor.allows("Microsoft.Compute/virtualMachines/write"));
+        let uaa = Permission {
+            actions: vec!["Microsoft.Authorization/*".into()],
+            not_actions: Vec::new(),
+        };
+        assert!(allowed(&[contributor, uaa], write));
+    }
+}

@@ -17,11 +17,10 @@ use serde_json::{Value, json};
 
 use super::config::EmulatorConfig;
 use super::error::ArmError;
-use super::json::At as _;
+use super::json::{self, At as _};
 use super::path::percent_decode;
 use super::server::{Ctx, Reply, token_hash};
 use super::store::Cloud;
-use crate::azure::types::authorization::Permission;
 
 /// The namespace, as it appears in request paths (any casing).
 const NAMESPACE: &str = "microsoft.authorization";
@@ -137,11 +136,57 @@ pub(crate) fn scope_contains(outer: &str, inner: &str) -> bool {
     outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}/"))
 }
 
-/// A role definition's permissions, as the product reads them.
+/// One permission of a role: its `actions` and `notActions`.
+pub(crate) struct Permission {
+    actions: Vec<String>,
+    not_actions: Vec<String>,
+}
+
+impl Permission {
+    /// Whether it grants `action`: an `actions` pattern matches and no `notActions` one does
+    /// (each role's permission on its own, as Azure RBAC evaluates them). The emulator keeps its
+    /// own matcher, not dsinfra's (`azure::types::authorization`): a rule both learnt wrong
+    /// would pass every test (the guide's lesson of Trusted Launch).
+    fn allows(&self, action: &str) -> bool {
+        self.actions.iter().any(|a| matches(a, action))
+            && !self.not_actions.iter().any(|n| matches(n, action))
+    }
+}
+
+/// A role definition's permissions.
 pub(crate) fn permissions_of(role: &Value) -> Vec<Permission> {
+    let strings = |value: Option<&Value>| -> Vec<String> {
+        json::strings(value).map(str::to_owned).collect()
+    };
     role.at("/properties/permissions")
-        .and_then(|p| serde_json::from_value(p.clone()).ok())
-        .unwrap_or_default()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| Permission {
+            actions: strings(p.get("actions")),
+            not_actions: strings(p.get("notActions")),
+        })
+        .collect()
+}
+
+/// Matches an action against a pattern with `*` wildcards, case-insensitively.
+fn matches(pattern: &str, action: &str) -> bool {
+    let pattern = pattern.to_ascii_lowercase();
+    let action = action.to_ascii_lowercase();
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == action;
+    };
+    let Some(mut rest) = action.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// The action a request performs and the scope it performs it at, as ARM derives them: the
@@ -264,7 +309,6 @@ mod tests {
 
     #[test]
     fn wildcards_match_case_insensitively() {
-        use crate::azure::types::authorization::action_matches as matches;
         let deallocate = "Microsoft.Compute/virtualMachines/deallocate/action";
         assert!(matches("*", deallocate));
         assert!(matches("Microsoft.Compute/*", deallocate));
