@@ -230,14 +230,14 @@ pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> 
 /// facts Resource SKUs reports. A fact the catalog does not know stays unknown to the emulator.
 /// A size priced in no region is offered nowhere, so the emulator does not know it.
 fn emulator_size(size: &catalog::VmSize) -> Option<VmSizeSpec> {
-    let regions = catalog::regions_offering(size.name);
+    let regions = catalog::regions_offering(&size.name);
     if regions.is_empty() {
         return None;
     }
     // Whole MB: the sizes list's unit; the catalog's GiB can be fractional (0.75).
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let memory_mb = (size.memory_gib * 1024.0).round() as u32;
-    let mut spec = VmSizeSpec::new(size.name, size.vcpus, size.quota_family)
+    let mut spec = VmSizeSpec::new(&size.name, size.vcpus, &size.quota_family)
         .with_memory(memory_mb, size.temp_disk_gib.map(|gib| gib * 1024))
         .in_locations(&regions);
     spec.vcpus_available = Some(size.vcpus_available);
@@ -316,11 +316,11 @@ mod tests {
         );
         assert_eq!((h200.gpus, h200.rdma), (Some(8.0), Some(true)));
         let d8ds = size("Standard_D8ds_v5");
-        let facts = catalog::vm_size("Standard_D8ds_v5").expect("in the catalog");
+        let facts = catalog::shipped_size("Standard_D8ds_v5").expect("in the catalog");
         assert_eq!(d8ds.resource_disk_mb, facts.temp_disk_gib.map(|g| g * 1024));
         assert_eq!(d8ds.rdma, None, "not stated is not `false`");
         let hb = size("Standard_HB176rs_v4");
-        let facts = catalog::vm_size("Standard_HB176rs_v4").expect("in the catalog");
+        let facts = catalog::shipped_size("Standard_HB176rs_v4").expect("in the catalog");
         assert_eq!(hb.generations.contains(&1), facts.gen1);
         assert_eq!(hb.generations.contains(&2), facts.gen2);
         assert_eq!(hb.rdma, Some(true));
@@ -333,7 +333,7 @@ mod tests {
         let unknown = catalog::vm_sizes()
             .iter()
             .find(|s| s.premium_io.is_none())
-            .map(|s| s.name);
+            .map(|s| &*s.name);
         if let Some(name) = unknown {
             assert_eq!(size(name).premium_io, None);
         }

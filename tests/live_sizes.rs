@@ -60,7 +60,7 @@ fn config() -> EmulatorConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_size_newer_than_the_catalog_is_planned_from_the_subscriptions_resource_skus() {
     assert!(
-        dsinfra::catalog::vm_size(NEW_SIZE).is_none(),
+        dsinfra::catalog::shipped_size(NEW_SIZE).is_none(),
         "the catalog lacks it"
     );
     let dir = scratch(&manifest(NEW_SIZE));
@@ -114,6 +114,52 @@ async fn a_size_newer_than_the_catalog_is_planned_from_the_subscriptions_resourc
     );
 }
 
+/// Issue 31: a plan saved with a size learnt from the live Resource SKUs records it, so `show`
+/// (offline) and `apply PLANFILE` judge the manifest against the same facts. Before, the learnt
+/// size lived only in the planning process's memory, and both failed with "unknown VM size".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_with_a_size_learnt_live_is_shown_and_applied() {
+    let dir = scratch(&manifest(NEW_SIZE));
+    let emulator = emulator::start(config()).await.expect("starts");
+    dsinfra(dir.path())
+        .args([
+            "plan",
+            "exp.hcl",
+            "-out",
+            "exp.plan",
+            "--endpoint",
+            &emulator.endpoint(),
+        ])
+        .assert()
+        .success();
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("exp.plan")).expect("the plan is saved"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        saved["source"]["learned_sizes"][0]["name"], NEW_SIZE,
+        "the plan records the size it learnt"
+    );
+    let show = dsinfra(dir.path()).args(["show", "exp.plan"]).assert();
+    let output = show.get_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let apply = dsinfra(dir.path())
+        .args(["apply", "exp.plan", "--endpoint", &emulator.endpoint()])
+        .assert();
+    let output = apply.get_output();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("Apply complete:"), "{stdout}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offline_or_unlisted_an_unknown_size_is_still_refused() {
     let dir = scratch(&manifest(NEW_SIZE));
@@ -151,7 +197,7 @@ const SILENT_SIZE: &str = "Standard_D2_v4";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temp_disk_the_catalog_does_not_know_is_checked_against_the_live_skus() {
-    let shipped = dsinfra::catalog::vm_size(SILENT_SIZE).expect("shipped");
+    let shipped = dsinfra::catalog::shipped_size(SILENT_SIZE).expect("shipped");
     assert_eq!(
         shipped.temp_disk_gib, None,
         "the shipped catalog does not say"

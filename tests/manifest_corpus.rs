@@ -217,7 +217,7 @@ fn no_shipped_example_template_or_readme_names_a_retired_or_retiring_size() {
                 continue;
             }
             seen += 1;
-            match dsinfra::catalog::vm_size(&name) {
+            match dsinfra::catalog::shipped_size(&name) {
                 None => problems.push(format!(
                     "{}: {name} is not a size Azure offers",
                     file.display()

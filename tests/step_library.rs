@@ -117,7 +117,7 @@ fn context_for(desired: &Desired, block: &str, experiment: &str) -> NodeContext 
     let size = vms[0].attrs["size"].as_str().expect("a VM has a size");
     let image = vms[0].attrs["image"].to_string();
     let mut ctx = NodeContext::new(experiment, block, nodes);
-    ctx.infiniband = dsinfra::catalog::vm_size(size).is_some_and(|s| s.infiniband);
+    ctx.infiniband = dsinfra::catalog::shipped_size(size).is_some_and(|s| s.infiniband);
     vms[0].attrs["admin_username"]
         .as_str()
         .unwrap_or("azureuser")

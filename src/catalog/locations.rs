@@ -78,7 +78,7 @@ mod tests {
     fn every_region_with_a_price_is_a_known_location() {
         // The price list names where Azure offers sizes; a manifest may use any of them.
         for size in crate::catalog::vm_sizes() {
-            for region in crate::catalog::regions_offering(size.name) {
+            for region in crate::catalog::regions_offering(&size.name) {
                 assert!(is_known_location(region), "{region} ({})", size.name);
             }
         }

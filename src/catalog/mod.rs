@@ -15,6 +15,7 @@ mod locations;
 pub mod query;
 mod table;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -30,10 +31,11 @@ pub const HOURS_PER_MONTH: f64 = 720.0;
 // Each flag is an independent fact Resource SKUs states (generations, RDMA, NVMe temp storage),
 // not a state machine an enum would name better.
 #[allow(clippy::struct_excessive_bools)]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VmSize {
-    /// ARM size name, e.g. `Standard_ND40rs_v2`.
-    pub name: &'static str,
+    /// ARM size name, e.g. `Standard_ND40rs_v2`. Borrowed from the embedded table for shipped
+    /// sizes, owned for sizes learnt from live Resource SKUs (and read back from a saved plan).
+    pub name: Cow<'static, str>,
     /// vCPUs: what the quota counts.
     pub vcpus: u32,
     /// vCPUs the guest sees: fewer than `vcpus` on constrained-core sizes (`HB176-144rs_v4`).
@@ -43,7 +45,7 @@ pub struct VmSize {
     /// Number of GPUs; a fraction for sizes that get part of one (`NV6ads_A10_v5`: 1/6).
     pub gpus: f64,
     /// GPU model (`V100`, `H100`), empty for CPU sizes.
-    pub gpu_model: &'static str,
+    pub gpu_model: Cow<'static, str>,
     /// The GPU's architecture, `None` for CPU sizes: it decides which driver (and so which HPC
     /// image) can run the GPU.
     pub gpu_arch: Option<GpuArch>,
@@ -51,7 +53,7 @@ pub struct VmSize {
     /// do not say.
     pub temp_disk_gib: Option<u32>,
     /// The quota family ARM's usages API reports (`standardNDSv2Family`).
-    pub quota_family: &'static str,
+    pub quota_family: Cow<'static, str>,
     /// Boots Generation 1 images.
     pub gen1: bool,
     /// Boots Generation 2 images.
@@ -76,7 +78,7 @@ pub struct VmSize {
     /// When Azure retired or retires the size, if it announced that.
     pub retirement_date: Option<NaiveDate>,
     /// Where the row's facts came from (`skus;docs:ddsv5-series`), for `dsinfra sizes --json`.
-    pub facts: &'static str,
+    pub facts: Cow<'static, str>,
 }
 
 /// Whether a size name marks an Arm64 processor. Azure's size naming convention puts the
@@ -97,7 +99,7 @@ pub fn is_arm64_name(name: &str) -> bool {
 }
 
 /// A processor architecture, as Resource SKUs' `CpuArchitectureType` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CpuArchitecture {
     /// x86-64.
     X64,
@@ -192,7 +194,9 @@ pub fn today() -> NaiveDate {
 /// The architecture decides the driver: NVIDIA's open kernel modules, which the current HPC
 /// images ship, run Turing and newer only; Volta (V100) needs the proprietary modules, which
 /// Azure's HPC images publish as a separate `-v100` SKU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum GpuArch {
     /// K80 (NC, NCv2: retired).
     Kepler,
@@ -256,7 +260,7 @@ pub struct Price {
 }
 
 /// The shipped catalog, parsed once.
-struct Catalog {
+struct Shipped {
     sizes: Vec<VmSize>,
     sizes_provenance: Provenance,
     /// Lower-case name to index in `sizes`.
@@ -274,7 +278,7 @@ struct Prices {
 static SIZES_CSV: &str = include_str!("../../data/catalog/vm-sizes.csv");
 static PRICES_CSV: &str = include_str!("../../data/catalog/vm-prices.csv");
 
-static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
+static CATALOG: LazyLock<Shipped> = LazyLock::new(|| {
     // The file is part of the binary; a unit test parses it, so this cannot fail in a build
     // that passed CI.
     let (sizes_provenance, sizes) = table::parse_sizes(SIZES_CSV)
@@ -284,7 +288,7 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
         .enumerate()
         .map(|(i, s)| (s.name.to_ascii_lowercase(), i))
         .collect();
-    Catalog {
+    Shipped {
         sizes,
         sizes_provenance,
         by_name,
@@ -300,55 +304,107 @@ static PRICES: LazyLock<Prices> = LazyLock::new(|| {
 /// The `facts` of a size learnt from live Resource SKUs.
 pub const LIVE_FACTS: &str = "live:skus";
 
-/// Sizes learnt from the subscription's Resource SKUs in this process: sizes Azure added after
-/// the shipped catalog was generated. A process-wide list, because a size is a fact about Azure,
-/// the same for every manifest; it only grows, and only by sizes the shipped table lacks.
-static LEARNED: std::sync::RwLock<Vec<&'static VmSize>> = std::sync::RwLock::new(Vec::new());
+/// What a command knows about VM sizes: the shipped table, and over it the sizes learnt from the
+/// subscription's live Resource SKUs (sizes Azure added after the table was generated, or facts
+/// its row leaves unknown), consulted first, as hcl-rs chains an evaluation context on its
+/// parent. A value: the connected command that learns sizes passes it to the manifest's loader,
+/// the loaded manifest carries it ([`crate::model::Desired::catalog`]), and a saved plan records
+/// the learnt sizes so that `show` and `apply PLANFILE` judge against the same facts. Cheap to
+/// clone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    learned: std::sync::Arc<Vec<VmSize>>,
+}
 
-/// Add what live Resource SKUs say of a size (its `facts` should start with [`LIVE_FACTS`]);
-/// later lookups find the result. A size the shipped catalog lacks is added as it is; for a
-/// shipped size, the live facts fill only what the shipped row leaves unknown (temp disk,
-/// accelerated networking, premium IO, retirement), so a shipped fact is never replaced.
-/// Returns the size lookups will find.
-pub fn learn(live: VmSize) -> &'static VmSize {
-    let merged = match shipped(live.name) {
-        Some(known) => {
-            let filled = VmSize {
-                temp_disk_gib: known.temp_disk_gib.or(live.temp_disk_gib),
-                accelerated_networking: known
-                    .accelerated_networking
-                    .or(live.accelerated_networking),
-                premium_io: known.premium_io.or(live.premium_io),
-                retirement_date: known.retirement_date.or(live.retirement_date),
-                trusted_launch: known.trusted_launch.or(live.trusted_launch),
-                nvme_gib: known.nvme_gib.or(live.nvme_gib),
-                ..known.clone()
-            };
-            if filled == *known {
-                return known;
-            }
-            VmSize {
-                facts: LIVE_FILLED_FACTS,
-                ..filled
-            }
+/// What [`Catalog::learn`] did with a live size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learnt {
+    /// The shipped table lacks it: added as Resource SKUs state it.
+    New,
+    /// Shipped, with facts its row left unknown now filled from Resource SKUs.
+    Filled,
+    /// Shipped, and the live facts add nothing.
+    Known,
+}
+
+impl Catalog {
+    /// The shipped table alone.
+    pub fn shipped() -> Self {
+        Self::default()
+    }
+
+    /// The shipped table with `learned` over it (as [`Catalog::learned`] gave them).
+    pub fn with_learned(learned: Vec<VmSize>) -> Self {
+        Self {
+            learned: std::sync::Arc::new(learned),
         }
-        None => live,
-    };
-    let learned: &'static VmSize = Box::leak(Box::new(merged));
-    // A poisoned lock only means another thread panicked while pushing; the list is still valid.
-    let mut list = LEARNED
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    list.retain(|s| !s.name.eq_ignore_ascii_case(learned.name));
-    list.push(learned);
-    learned
+    }
+
+    /// The sizes learnt, in the order learnt: what a saved plan records.
+    pub fn learned(&self) -> &[VmSize] {
+        &self.learned
+    }
+
+    /// Look a size up by its ARM name (case-insensitive, as ARM is): a learnt size first (it
+    /// only adds to the shipped facts), then the shipped table.
+    pub fn vm_size(&self, name: &str) -> Option<&VmSize> {
+        self.learned
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .or_else(|| shipped_size(name))
+    }
+
+    /// Every size name known, shipped and learnt, for "did you mean" suggestions.
+    pub fn vm_size_names(&self) -> impl Iterator<Item = &str> {
+        self.learned
+            .iter()
+            .map(|s| &*s.name)
+            .chain(vm_sizes().iter().map(|s| &*s.name))
+    }
+
+    /// Add what live Resource SKUs say of a size (its `facts` should start with
+    /// [`LIVE_FACTS`]). A size the shipped table lacks is added as it is; for a shipped size,
+    /// the live facts fill only what the shipped row leaves unknown (temp disk, accelerated
+    /// networking, premium IO, retirement, Trusted Launch, NVMe), so a shipped fact is never
+    /// replaced.
+    pub fn learn(&mut self, live: VmSize) -> Learnt {
+        let (merged, learnt) = match shipped_size(&live.name) {
+            Some(known) => {
+                let filled = VmSize {
+                    temp_disk_gib: known.temp_disk_gib.or(live.temp_disk_gib),
+                    accelerated_networking: known
+                        .accelerated_networking
+                        .or(live.accelerated_networking),
+                    premium_io: known.premium_io.or(live.premium_io),
+                    retirement_date: known.retirement_date.or(live.retirement_date),
+                    trusted_launch: known.trusted_launch.or(live.trusted_launch),
+                    nvme_gib: known.nvme_gib.or(live.nvme_gib),
+                    ..known.clone()
+                };
+                if filled == *known {
+                    return Learnt::Known;
+                }
+                let filled = VmSize {
+                    facts: Cow::Borrowed(LIVE_FILLED_FACTS),
+                    ..filled
+                };
+                (filled, Learnt::Filled)
+            }
+            None => (live, Learnt::New),
+        };
+        let learned = std::sync::Arc::make_mut(&mut self.learned);
+        learned.retain(|s| !s.name.eq_ignore_ascii_case(&merged.name));
+        learned.push(merged);
+        learnt
+    }
 }
 
 /// The `facts` of a shipped size whose unknown facts live Resource SKUs filled.
 pub const LIVE_FILLED_FACTS: &str = "shipped+live:skus";
 
-/// The shipped row of a size.
-fn shipped(name: &str) -> Option<&'static VmSize> {
+/// The shipped row of a size (case-insensitive). What a command without a [`Catalog`] knows:
+/// the catalog's own helpers, `dsinfra sizes`, the built-in emulator's size table.
+pub fn shipped_size(name: &str) -> Option<&'static VmSize> {
     let catalog = &*CATALOG;
     catalog
         .by_name
@@ -356,26 +412,9 @@ fn shipped(name: &str) -> Option<&'static VmSize> {
         .map(|&i| &catalog.sizes[i])
 }
 
-/// Look a size up by its ARM name (case-insensitive, as ARM is): what this run [`learn`]t from
-/// live Resource SKUs first (it only adds to the shipped facts), then the shipped catalog.
-pub fn vm_size(name: &str) -> Option<&'static VmSize> {
-    let learned = LEARNED
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .copied()
-        .find(|s| s.name.eq_ignore_ascii_case(name));
-    learned.or_else(|| shipped(name))
-}
-
 /// Every size the catalog knows, sorted by name.
 pub fn vm_sizes() -> &'static [VmSize] {
     &CATALOG.sizes
-}
-
-/// Every known size name, for "did you mean" suggestions.
-pub fn vm_size_names() -> impl Iterator<Item = &'static str> {
-    vm_sizes().iter().map(|s| s.name)
 }
 
 /// Where the size facts come from and when they were generated.
@@ -438,7 +477,7 @@ pub fn with_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
     vm_sizes().iter().find(|s| {
         s.temp_disk_gib.is_some_and(|gib| gib > 0)
             && s.vcpus == size.vcpus
-            && without_disk_letter(s.name).is_some_and(|n| n.eq_ignore_ascii_case(size.name))
+            && without_disk_letter(&s.name).is_some_and(|n| n.eq_ignore_ascii_case(&size.name))
     })
 }
 
@@ -449,7 +488,7 @@ pub fn with_scsi_temp_disk(size: &VmSize) -> Option<&'static VmSize> {
     if !matches!(version, "6" | "7") {
         return None;
     }
-    vm_size(&format!("{stem}_v5")).filter(|s| {
+    shipped_size(&format!("{stem}_v5")).filter(|s| {
         s.temp_disk_gib.is_some_and(|gib| gib > 0) && !s.temp_nvme && s.vcpus == size.vcpus
     })
 }
@@ -475,7 +514,7 @@ pub fn with_premium_io(size: &VmSize) -> Option<&'static VmSize> {
         ),
     ]
     .iter()
-    .filter_map(|candidate| vm_size(candidate))
+    .filter_map(|candidate| shipped_size(candidate))
     .find(|s| s.premium_io == Some(true) && s.vcpus == size.vcpus)
 }
 
@@ -525,7 +564,7 @@ mod tests {
 
     #[test]
     fn trusted_launch_support_and_nvme_come_from_the_shipped_rows() {
-        let size = |name| vm_size(name).expect(name);
+        let size = |name| shipped_size(name).expect(name);
         // Issue 29: NDasrA100_v4 and NDm_A100_v4 refuse Trusted Launch; NDv2 and T4 accept it.
         assert_eq!(size("Standard_ND96asr_v4").trusted_launch, Some(false));
         assert_eq!(
@@ -576,7 +615,7 @@ mod tests {
         // Every catalog size so marked is in an Arm family (see the doc), and the catalog's
         // architecture column says the same as the name.
         for size in vm_sizes() {
-            assert_eq!(size.arm64(), is_arm64_name(size.name), "{}", size.name);
+            assert_eq!(size.arm64(), is_arm64_name(&size.name), "{}", size.name);
             if size.arm64() {
                 assert!(
                     ["B", "D", "E"]
@@ -596,7 +635,7 @@ mod tests {
         assert!(!sizes_provenance().sources.is_empty());
         assert!(prices_date().is_some());
         for size in vm_sizes() {
-            assert!(!regions_offering(size.name).is_empty(), "{}", size.name);
+            assert!(!regions_offering(&size.name).is_empty(), "{}", size.name);
             assert!(size.gen1 || size.gen2, "{}", size.name);
             assert!(size.vcpus_available <= size.vcpus, "{}", size.name);
         }
@@ -614,22 +653,22 @@ mod tests {
 
     #[test]
     fn sizes_are_found_case_insensitively_with_their_quota_family() {
-        let nd = vm_size("standard_nd40rs_v2").expect("ND40rs_v2 known");
+        let nd = shipped_size("standard_nd40rs_v2").expect("ND40rs_v2 known");
         assert_eq!(
-            (nd.name, nd.vcpus, nd.gpus),
+            (&*nd.name, nd.vcpus, nd.gpus),
             ("Standard_ND40rs_v2", 40, 8.0)
         );
         assert!(nd.quota_family.eq_ignore_ascii_case("standardNDSv2Family"));
         assert!(nd.gen2_only() && nd.infiniband);
         assert_eq!(nd.gpu_arch, Some(GpuArch::Volta));
-        assert!(vm_size("Standard_Nope_v9").is_none());
+        assert!(shipped_size("Standard_Nope_v9").is_none());
     }
 
     #[test]
     fn the_issues_sizes_have_their_documented_facts() {
         // Facts from Azure's size pages (docs/catalog.md lists them): vCPUs, GPUs, temp disk, IB.
         let facts = |name: &str| {
-            let s = vm_size(name).unwrap_or_else(|| panic!("{name} known"));
+            let s = shipped_size(name).unwrap_or_else(|| panic!("{name} known"));
             (s.vcpus, s.gpus, s.temp_disk_gib, s.infiniband)
         };
         assert_eq!(facts("Standard_D8ds_v5"), (8, 0.0, Some(300), false));
@@ -644,7 +683,7 @@ mod tests {
         );
         assert_eq!(facts("Standard_HB176rs_v4"), (176, 0.0, Some(480), true));
         assert_eq!(
-            vm_size("Standard_NC40ads_H100_v5").and_then(|s| s.gpu_arch),
+            shipped_size("Standard_NC40ads_H100_v5").and_then(|s| s.gpu_arch),
             Some(GpuArch::Hopper)
         );
     }
@@ -668,7 +707,7 @@ mod tests {
     #[test]
     fn retired_and_retiring_sizes_say_when() {
         let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").expect("date");
-        let nc = vm_size("Standard_NC6s_v3").expect("NC6s_v3 still listed");
+        let nc = shipped_size("Standard_NC6s_v3").expect("NC6s_v3 still listed");
         assert_eq!(
             nc.retirement(day("2026-11-26")),
             Some(Retirement::Retired(day("2025-09-30")))
@@ -678,7 +717,7 @@ mod tests {
             Some(Retirement::Retiring(day("2025-09-30")))
         );
         assert_eq!(
-            vm_size("Standard_D8ds_v5").and_then(|s| s.retirement_date),
+            shipped_size("Standard_D8ds_v5").and_then(|s| s.retirement_date),
             None
         );
     }
@@ -686,15 +725,17 @@ mod tests {
     #[test]
     fn live_facts_fill_only_what_the_shipped_row_leaves_unknown() {
         // Standard_D4_v4: the shipped sources do not say its temp disk.
-        let shipped = vm_size("Standard_D4_v4").expect("shipped").clone();
+        let shipped = shipped_size("Standard_D4_v4").expect("shipped").clone();
         assert_eq!(shipped.temp_disk_gib, None);
         let live = VmSize {
             temp_disk_gib: Some(0),
             vcpus: 99,
-            facts: LIVE_FACTS,
+            facts: Cow::Borrowed(LIVE_FACTS),
             ..shipped.clone()
         };
-        let learned = learn(live);
+        let mut catalog = Catalog::shipped();
+        assert_eq!(catalog.learn(live), Learnt::Filled);
+        let learned = catalog.vm_size("standard_d4_v4").expect("found");
         assert_eq!(learned.temp_disk_gib, Some(0));
         assert_eq!(
             learned.vcpus, shipped.vcpus,
@@ -705,21 +746,35 @@ mod tests {
             !learned.is_live(),
             "it keeps its shipped prices and regions"
         );
-        assert!(std::ptr::eq(
-            vm_size("standard_d4_v4").expect("found"),
-            learned
-        ));
+        // Another command's catalog is its own: nothing process-wide was learnt.
+        assert_eq!(Catalog::shipped().vm_size("Standard_D4_v4"), Some(&shipped));
         // Nothing to fill: the shipped row stays what lookups find.
-        let full = vm_size("Standard_D8ds_v5").expect("shipped");
-        assert!(std::ptr::eq(learn(full.clone()), full));
+        let full = shipped_size("Standard_D8ds_v5").expect("shipped");
+        assert_eq!(catalog.learn(full.clone()), Learnt::Known);
+        assert!(std::ptr::eq(
+            catalog.vm_size("Standard_D8ds_v5").expect("found"),
+            full
+        ));
+        // A size Azure added after the table: learnt as it is, and saved plans carry it back.
+        let new = VmSize {
+            name: Cow::Owned("Standard_Z9_v9".to_owned()),
+            facts: Cow::Borrowed(LIVE_FACTS),
+            ..shipped
+        };
+        assert_eq!(catalog.learn(new.clone()), Learnt::New);
+        let json = serde_json::to_string(catalog.learned()).expect("serializes");
+        let back: Vec<VmSize> = serde_json::from_str(&json).expect("deserializes");
+        let again = Catalog::with_learned(back);
+        assert_eq!(again.vm_size("standard_z9_v9"), Some(&new));
+        assert_eq!(again, catalog);
     }
 
     #[test]
     fn a_size_without_temp_disk_finds_its_d_sibling() {
         let find = |name: &str| {
-            vm_size(name)
+            shipped_size(name)
                 .and_then(with_temp_disk)
-                .map(|s| (s.name, s.temp_disk_gib))
+                .map(|s| (&*s.name, s.temp_disk_gib))
         };
         assert_eq!(
             find("Standard_D4s_v5"),
@@ -746,7 +801,7 @@ mod tests {
             .iter()
             .filter(|s| s.name.starts_with("Standard_D") || s.name.starts_with("Standard_E"))
         {
-            if size.name.ends_with("s_v5") && without_disk_letter(size.name).is_none() {
+            if size.name.ends_with("s_v5") && without_disk_letter(&size.name).is_none() {
                 assert!(
                     matches!(size.temp_disk_gib, None | Some(0)),
                     "{}",

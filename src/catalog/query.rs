@@ -79,7 +79,7 @@ pub fn select(query: &Query, sizes: &'static [VmSize], today: NaiveDate) -> Sele
     let mut hidden_retired = 0;
     for size in sizes.iter().filter(|s| query.filter.matches(s)) {
         let price: Option<Price> = match &query.region {
-            Some(region) => match catalog::price(size.name, region) {
+            Some(region) => match catalog::price(&size.name, region) {
                 Some(price) => Some(price),
                 // Not offered in the region: not a choice there.
                 None => continue,
@@ -99,7 +99,7 @@ pub fn select(query: &Query, sizes: &'static [VmSize], today: NaiveDate) -> Sele
         rows.push(SizeRow {
             size,
             price,
-            regions: catalog::regions_offering(size.name),
+            regions: catalog::regions_offering(&size.name),
         });
     }
     if query.region.is_some() {
@@ -119,7 +119,7 @@ pub fn select(query: &Query, sizes: &'static [VmSize], today: NaiveDate) -> Sele
 pub fn offers_any(region: &str) -> bool {
     catalog::vm_sizes()
         .iter()
-        .any(|s| catalog::price(s.name, region).is_some())
+        .any(|s| catalog::price(&s.name, region).is_some())
 }
 
 #[cfg(test)]
@@ -131,7 +131,7 @@ mod tests {
     }
 
     fn names(selection: &Selection) -> Vec<&'static str> {
-        selection.rows.iter().map(|r| r.size.name).collect()
+        selection.rows.iter().map(|r| &*r.size.name).collect()
     }
 
     fn query(filter: Filter, region: Option<&str>) -> Query {
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn filters_are_predicates_on_the_size_s_facts() {
-        let size = catalog::vm_size("Standard_ND96isr_H200_v5").expect("in the catalog");
+        let size = catalog::shipped_size("Standard_ND96isr_H200_v5").expect("in the catalog");
         let all = Filter::default();
         assert!(all.matches(size));
         let want = |f: Filter| f.matches(size);
@@ -175,7 +175,7 @@ mod tests {
             name: Some("h100".into()),
             ..Filter::default()
         }));
-        let cpu = catalog::vm_size("Standard_D8s_v5").expect("in the catalog");
+        let cpu = catalog::shipped_size("Standard_D8s_v5").expect("in the catalog");
         assert!(
             !Filter {
                 gpu: true,
@@ -248,7 +248,7 @@ mod tests {
             .collect();
         assert!(prices.windows(2).all(|w| w[0] <= w[1]), "{prices:?}");
         for row in &all.rows {
-            assert_eq!(row.price, catalog::price(row.size.name, "eastus"));
+            assert_eq!(row.price, catalog::price(&row.size.name, "eastus"));
         }
         // ND H200 is not offered in eastus (catalog::tests says where it is).
         assert!(!names(&all).contains(&"Standard_ND96isr_H200_v5"));
@@ -259,7 +259,7 @@ mod tests {
             .rows
             .iter()
             .filter(|r| r.price.is_some_and(|p| p.linux_payg <= ceiling))
-            .map(|r| r.size.name)
+            .map(|r| &*r.size.name)
             .collect();
         assert_eq!(names(&cheap), expected);
     }
@@ -304,7 +304,7 @@ mod tests {
         for row in &found.rows {
             assert_eq!(
                 (row.price, row.regions.clone()),
-                (None, catalog::regions_offering(row.size.name))
+                (None, catalog::regions_offering(&row.size.name))
             );
         }
     }

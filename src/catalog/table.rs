@@ -6,6 +6,7 @@
 //! shipped files so such a build never leaves CI. Fields borrow from the embedded text, which is
 //! why the parser takes `&'static str`.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use chrono::NaiveDate;
@@ -243,15 +244,15 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
         ),
     };
     Ok(VmSize {
-        name: row.text(0),
+        name: Cow::Borrowed(row.text(0)),
         vcpus,
         vcpus_available: row.parse(2)?.unwrap_or(vcpus),
         memory_gib: row.required(3)?,
         gpus,
-        gpu_model: row.text(5),
+        gpu_model: Cow::Borrowed(row.text(5)),
         gpu_arch,
         temp_disk_gib: row.parse(7)?,
-        quota_family: row.text(8),
+        quota_family: Cow::Borrowed(row.text(8)),
         gen1,
         gen2,
         infiniband: row.parse::<bool>(10)? == Some(true),
@@ -262,7 +263,7 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
         temp_nvme: row.parse::<bool>(15)? == Some(true),
         nvme_gib: row.parse(16)?,
         retirement_date,
-        facts: row.text(18),
+        facts: Cow::Borrowed(row.text(18)),
     })
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 
 use super::args::{ApplyArgs, ConnectArgs, DestroyArgs, ManifestArgs};
-use super::request::{load, load_connected, manifest_of, read_saved, source_args};
+use super::request::{load_connected, load_saved, manifest_of, read_saved};
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
@@ -129,7 +129,7 @@ async fn apply_saved(
             "-target cannot narrow a saved plan: it is applied exactly as saved; make a new plan with -target instead"
         );
     }
-    let loaded = load(&source_args(source, &args.manifest.vars), out)?;
+    let loaded = load_saved(source, &args.manifest.vars, out)?;
     let manifest = manifest_of(&loaded, &source.manifest);
     let reopened = op::open_saved(&saved, &manifest, "apply")?;
     let conn = cancel

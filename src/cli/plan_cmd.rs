@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use super::args::{PlanArgs, ShowArgs};
-use super::request::{load, load_connected, manifest_of, read_saved, source_args};
+use super::request::{load_connected, load_saved, manifest_of, read_saved};
 use super::terminal::{ProgressOn, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
@@ -72,6 +72,7 @@ pub async fn plan(args: &PlanArgs, out: &Output, cancel: op::Cancel) -> anyhow::
                 .iter()
                 .map(|f| absolute(f))
                 .collect::<anyhow::Result<_>>()?,
+            learned_sizes: desired.catalog.learned().to_vec(),
         });
         crate::atomic_file::write(path, plan.to_saved_json().as_bytes())?;
         out.note(&format!(
@@ -102,7 +103,7 @@ pub fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
             "the saved plan does not say which manifest it was made from, so it cannot be checked: run `dsinfra plan -out` again"
         );
     };
-    let loaded = load(&source_args(source, &args.vars), out)?;
+    let loaded = load_saved(source, &args.vars, out)?;
     op::open_saved(&saved, &manifest_of(&loaded, &source.manifest), "show")?;
     out.note("the saved plan is current: the manifest and the state are as they were");
     Ok(Outcome::Success)

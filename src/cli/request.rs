@@ -5,6 +5,7 @@ use anyhow::{Context as _, bail};
 
 use super::args::ManifestArgs;
 use super::{AlreadyReported, Output};
+use crate::catalog;
 use crate::connect::Connection;
 use crate::engine::op;
 use crate::manifest::{self, LoadOptions, Loaded};
@@ -15,7 +16,19 @@ use crate::render;
 /// Load a manifest with its `-var`/`-var-file` values; print warnings, or print every problem
 /// and fail with [`AlreadyReported`].
 pub fn load(args: &ManifestArgs, out: &Output) -> anyhow::Result<Loaded> {
-    let opts = load_options(args)?;
+    load_with(args, out, catalog::Catalog::shipped())
+}
+
+/// [`load`], judging the manifest's VM sizes against `catalog`.
+fn load_with(
+    args: &ManifestArgs,
+    out: &Output,
+    catalog: catalog::Catalog,
+) -> anyhow::Result<Loaded> {
+    let opts = LoadOptions {
+        catalog,
+        ..load_options(args)?
+    };
     match manifest::load(&args.manifest, &opts) {
         Ok(loaded) => {
             if !loaded.warnings.is_empty() {
@@ -114,12 +127,25 @@ pub async fn load_connected<C: Connected>(
         Ok(conn) => conn.arm().map(Ok),
         Err(err) => Some(Err(err)),
     };
-    if let Some(arm) = arm {
-        let learning = op::learn_sizes(arm, &first.desired, &first.unknown_sizes, events);
-        cancel.interruptible(learning).await?;
-    }
-    let loaded = load(args, out)?;
+    let catalog = match arm {
+        Some(arm) => {
+            let learning = op::learn_sizes(arm, &first.desired, &first.unknown_sizes, events);
+            cancel.interruptible(learning).await?
+        }
+        None => first.desired.catalog.clone(),
+    };
+    let loaded = load_with(args, out, catalog)?;
     Ok((loaded, conn?))
+}
+
+/// The manifest a saved plan was made from, loaded again with the `-var` values given again and
+/// judged against the sizes the plan learnt ([`PlanSource::learned_sizes`]).
+pub fn load_saved(source: &PlanSource, vars: &[String], out: &Output) -> anyhow::Result<Loaded> {
+    load_with(
+        &source_args(source, vars),
+        out,
+        catalog::Catalog::with_learned(source.learned_sizes.clone()),
+    )
 }
 
 /// A saved plan, read from its file.

@@ -89,7 +89,7 @@ mod tests {
         assert_eq!(region("East US").expect("known"), "eastus");
         // Every region of the price list, including those `LOCATIONS` lacks (jioindiawest).
         for size in catalog::vm_sizes() {
-            for priced in catalog::regions_offering(size.name) {
+            for priced in catalog::regions_offering(&size.name) {
                 assert_eq!(region(priced).expect("priced there"), priced);
             }
         }

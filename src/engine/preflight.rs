@@ -114,9 +114,13 @@ fn text(value: Option<&Value>) -> Option<String> {
 }
 
 /// vCPUs and quota family of a size: from the catalog, else from the SKU list.
-fn size_facts(size: &str, sku: Option<&ResourceSku>) -> Option<(i64, String)> {
-    if let Some(info) = catalog::vm_size(size) {
-        return Some((i64::from(info.vcpus), info.quota_family.to_owned()));
+fn size_facts(
+    catalog: &catalog::Catalog,
+    size: &str,
+    sku: Option<&ResourceSku>,
+) -> Option<(i64, String)> {
+    if let Some(info) = catalog.vm_size(size) {
+        return Some((i64::from(info.vcpus), info.quota_family.to_string()));
     }
     let sku = sku?;
     let vcpus = sku.capability("vCPUs")?.parse().ok()?;
@@ -140,8 +144,9 @@ fn demands(
         let replaced_or_deleted = matches!(change.action, Action::Delete | Action::Replace { .. });
         if let Some(before) = change.before.as_ref().filter(|_| replaced_or_deleted) {
             let location = text(before.get("location")).unwrap_or_default();
-            let facts = text(before.get("size"))
-                .and_then(|size| size_facts(&size, capacity.sku(&location, &size)));
+            let facts = text(before.get("size")).and_then(|size| {
+                size_facts(&desired.catalog, &size, capacity.sku(&location, &size))
+            });
             if let Some((vcpus, family)) = facts {
                 *freed
                     .entry((location.to_ascii_lowercase(), family))
@@ -160,8 +165,8 @@ fn demands(
         ) else {
             continue;
         };
-        let (vcpus, family) =
-            size_facts(&size, capacity.sku(&location, &size)).unwrap_or((0, String::new()));
+        let (vcpus, family) = size_facts(&desired.catalog, &size, capacity.sku(&location, &size))
+            .unwrap_or((0, String::new()));
         wanted.push(Demand {
             block: resource.address.block_address(),
             size,
@@ -455,7 +460,8 @@ pub fn check_start(
                 .filter(|r| r.kind == ResourceKind::VirtualMachine)?;
             let size = text(r.attrs.get("size"))?;
             let location = text(r.attrs.get("location"))?.to_ascii_lowercase();
-            let (vcpus, family) = size_facts(&size, capacity.sku(&location, &size))?;
+            let (vcpus, family) =
+                size_facts(&desired.catalog, &size, capacity.sku(&location, &size))?;
             Some(Demand {
                 block: address.block_address(),
                 size,
@@ -501,8 +507,9 @@ fn candidates(desired: &Desired) -> BTreeMap<Address, Vec<String>> {
 /// VMs' `size`, their NICs' accelerated networking (the size decides it) and the placement
 /// group's `vm_sizes`.
 pub fn set_block_size(desired: &mut Desired, block: &Address, size: &str) {
-    let accelerated =
-        catalog::vm_size(size).is_some_and(|s| s.accelerated_networking == Some(true));
+    let accelerated = desired
+        .vm_size(size)
+        .is_some_and(|s| s.accelerated_networking == Some(true));
     for r in desired
         .resources
         .iter_mut()
@@ -648,7 +655,7 @@ fn candidate_problem(
         *per_location.entry(location).or_default() += 1;
     }
     for (location, count) in per_location {
-        let (vcpus, family) = size_facts(size, capacity.sku(location, size))?;
+        let (vcpus, family) = size_facts(&desired.catalog, size, capacity.sku(location, size))?;
         let needed = vcpus * count;
         for counter in [family.as_str(), REGIONAL] {
             let Some(usage) = capacity.usage(location, counter) else {
@@ -682,7 +689,9 @@ fn record_taken(
     taken: &mut BTreeMap<(String, String), i64>,
 ) {
     for (location, _) in block_vms(desired, block) {
-        if let Some((vcpus, family)) = size_facts(size, capacity.sku(&location, size)) {
+        if let Some((vcpus, family)) =
+            size_facts(&desired.catalog, size, capacity.sku(&location, size))
+        {
             *taken.entry((location.clone(), family)).or_default() += vcpus;
             *taken.entry((location, REGIONAL.to_owned())).or_default() += vcpus;
         }

@@ -136,7 +136,7 @@ pub(super) fn lacks_gpu_driver(image: &ImageRef) -> bool {
 
 /// Every alias name, for "did you mean" and the docs.
 pub(super) fn alias_names() -> impl Iterator<Item = &'static str> {
-    ALIASES.iter().map(|a| a.name)
+    ALIASES.iter().map(|a| &*a.name)
 }
 
 /// Why an image does not fit a size.
@@ -242,7 +242,7 @@ pub(super) fn check(image: ImageRef, size: Option<&VmSize>) -> Result<ImageRef, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::vm_size;
+    use crate::catalog::shipped_size as vm_size;
 
     #[test]
     fn aliases_pick_the_generation_the_size_needs() {

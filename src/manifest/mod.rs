@@ -70,6 +70,10 @@ pub struct LoadOptions {
     /// [`Loaded::unknown_sizes`] without a diagnostic (true), so that a connected command can
     /// look them up in the subscription's Resource SKUs and load again (`cli::live_sizes`).
     pub collect_unknown_sizes: bool,
+    /// The VM sizes to judge against: the shipped catalog, plus what a connected command learnt
+    /// from live Resource SKUs or a saved plan recorded (issue 31). Carried into
+    /// [`Desired::catalog`].
+    pub catalog: crate::catalog::Catalog,
 }
 
 /// How the manifest reads environment variables (`std::env::var` outside tests).
@@ -82,6 +86,7 @@ impl Default for LoadOptions {
             var_files: Vec::new(),
             env: Box::new(|name| std::env::var(name).ok()),
             collect_unknown_sizes: false,
+            catalog: crate::catalog::Catalog::shipped(),
         }
     }
 }
@@ -174,7 +179,7 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
     // The backend is read on its own, with literal values only (see backend.rs).
     let backend = backend::from_root(&root, &spans, load.env, &load.base_dir, &mut load.diags);
     let vars = load.variables(&manifest);
-    let mut evaluation = Evaluation::new(load.evaluator(), &vars);
+    let mut evaluation = Evaluation::new(load.evaluator(), &opts.catalog, &vars);
     // The experiment id names everything, so it is evaluated first, from variables only.
     let names = Names::of(&manifest);
     let known = names.known(&vars.declared);
@@ -339,6 +344,7 @@ impl<'a> Load<'a> {
             expand::Context {
                 base_dir: self.base_dir.clone(),
                 collect_unknown_sizes: self.opts.collect_unknown_sizes,
+                catalog: self.opts.catalog.clone(),
             },
             &mut self.diags,
         );
@@ -357,6 +363,7 @@ impl<'a> Load<'a> {
             manifest_hash,
             notes: expanded.notes,
             park_idle: expanded.park_idle,
+            catalog: self.opts.catalog.clone(),
         };
         (desired, expanded.unknown_sizes)
     }
@@ -395,6 +402,8 @@ impl Names {
 /// Stage 5's state: the values in scope so far, the nodes that failed, the evaluated blocks.
 struct Evaluation<'a> {
     evaluator: Evaluator<'a>,
+    /// The sizes block values describe (a cluster's `infiniband`).
+    catalog: &'a crate::catalog::Catalog,
     scope: Scope,
     /// Ids of nodes that failed (or are on a cycle): what refers to them is not evaluated.
     failed: BTreeSet<String>,
@@ -403,13 +412,18 @@ struct Evaluation<'a> {
 }
 
 impl<'a> Evaluation<'a> {
-    fn new(evaluator: Evaluator<'a>, vars: &variables::Variables) -> Self {
+    fn new(
+        evaluator: Evaluator<'a>,
+        catalog: &'a crate::catalog::Catalog,
+        vars: &variables::Variables,
+    ) -> Self {
         let mut scope = Scope::default();
         for (name, value) in &vars.values {
             scope.vars.insert(name.clone(), value.clone());
         }
         Self {
             evaluator,
+            catalog,
             scope,
             failed: BTreeSet::new(),
             blocks: BTreeMap::new(),
@@ -451,7 +465,7 @@ impl<'a> Evaluation<'a> {
                         self.scope.set_block(
                             &raw.ident,
                             raw.label(),
-                            values::block_value(&block, experiment, &group),
+                            values::block_value(&block, experiment, &group, self.catalog),
                         );
                     }
                     self.blocks.insert(id, block);

@@ -31,10 +31,16 @@ fn text(block: &EvalBlock, name: &str) -> Option<String> {
 
 /// The value a resource block exposes, given the experiment id and the experiment's resource
 /// group (what a new `aml_workspace` lives in).
-pub(super) fn block_value(block: &EvalBlock, experiment: &str, group: &str) -> Json {
+pub(super) fn block_value(
+    block: &EvalBlock,
+    experiment: &str,
+    group: &str,
+    catalog: &catalog::Catalog,
+) -> Json {
     let of = Of {
         block,
         experiment,
+        catalog,
         kind: block.ident.as_str(),
         label: block.label(),
         address: format!("{}.{}", block.ident, block.label()),
@@ -75,6 +81,7 @@ pub(super) fn block_value(block: &EvalBlock, experiment: &str, group: &str) -> J
 /// The block whose value is built, with what every kind's value uses.
 struct Of<'a> {
     block: &'a EvalBlock,
+    catalog: &'a catalog::Catalog,
     experiment: &'a str,
     kind: &'a str,
     label: &'a str,
@@ -148,7 +155,10 @@ fn cluster(of: &Of<'_>) -> Json {
         "name": names::compose(of.experiment, of.label, ""),
         "size": size,
         "count": count,
-        "infiniband": size.as_deref().and_then(catalog::vm_size).is_some_and(|s| s.infiniband),
+        "infiniband": size
+            .as_deref()
+            .and_then(|size| of.catalog.vm_size(size))
+            .is_some_and(|s| s.infiniband),
         "admin_username": admin_username(of.block),
         "head_public_ip": if head_public {
             of.after_apply(Some(0), "public_ip", "ip_address")
@@ -234,6 +244,7 @@ mod tests {
             &block("vm", "gpu", &[("size", json!("Standard_NC4as_T4_v3"))]),
             "exp",
             "rg",
+            &catalog::Catalog::shipped(),
         );
         assert_eq!(v["name"], "exp-gpu");
         assert_eq!(
@@ -248,6 +259,7 @@ mod tests {
             &block("vm", "gpu", &[("public_ip", json!(false))]),
             "exp",
             "rg",
+            &catalog::Catalog::shipped(),
         );
         assert_eq!(private["public_ip"], Json::Null);
     }
@@ -262,6 +274,7 @@ mod tests {
             ),
             "cf",
             "rg",
+            &catalog::Catalog::shipped(),
         );
         assert_eq!(v["nodes"][1]["name"], "cf-train-1");
         assert_eq!(v["private_ips"].as_array().map(Vec::len), Some(2));

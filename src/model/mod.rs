@@ -284,9 +284,18 @@ pub struct Desired {
     /// the window after which the block's head parks the block's VMs when they are idle. Blocks
     /// without `idle` are absent and never touched by a watcher.
     pub park_idle: BTreeMap<Address, Duration>,
+    /// The VM sizes the manifest was judged against: the shipped catalog and the sizes a
+    /// connected command learnt from live Resource SKUs (issue 31). Every size fact about this
+    /// manifest is read here.
+    pub catalog: crate::catalog::Catalog,
 }
 
 impl Desired {
+    /// The facts of a VM size, as this manifest was judged against them.
+    pub fn vm_size(&self, name: &str) -> Option<&crate::catalog::VmSize> {
+        self.catalog.vm_size(name)
+    }
+
     /// The resource at an address.
     pub fn resource(&self, address: &Address) -> Option<&Resource> {
         self.resources.iter().find(|r| &r.address == address)

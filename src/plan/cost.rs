@@ -228,11 +228,9 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
         ResourceKind::VirtualMachine => {
             let size = text(attrs, "size").unwrap_or("unknown size");
             let region = text(attrs, "location").unwrap_or_default();
+            // Prices are shipped only: a size learnt from live Resource SKUs has none.
             let (compute, mut what) = match catalog::price(size, region) {
                 Some(price) => (price.linux_payg, size.to_owned()),
-                None if catalog::vm_size(size).is_none() => {
-                    (0.0, format!("{size} (not in the catalog{UNPRICED}"))
-                }
                 None => (0.0, format!("{size} (no {region} price{UNPRICED}")),
             };
             let disk = match (gib(attrs, "os_disk_size_gb"), text(attrs, "os_disk_sku")) {
@@ -299,10 +297,6 @@ fn ml_compute_rate(attrs: &Attrs) -> (Rate, String) {
             " low priority (no spot price in the catalog: priced at pay-as-you-go)",
         ),
         Some(price) => (price.linux_payg, ""),
-        None if catalog::vm_size(size).is_none() => {
-            let what = format!("{count} x {size} AmlCompute (not in the catalog{UNPRICED}");
-            return (Rate::default(), what);
-        }
         None => {
             let what = format!("{count} x {size} AmlCompute (no {region} price{UNPRICED}");
             return (Rate::default(), what);

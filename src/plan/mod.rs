@@ -106,13 +106,19 @@ pub struct Plan {
     pub source: Option<PlanSource>,
 }
 
-/// The manifest and variable files a saved plan was made from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The manifest and variable files a saved plan was made from, and the VM sizes it was judged
+/// against beyond the shipped catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanSource {
     /// The manifest, as an absolute path.
     pub manifest: std::path::PathBuf,
     /// `-var-file` files, as absolute paths.
     pub var_files: Vec<std::path::PathBuf>,
+    /// The sizes the plan learnt from the subscription's live Resource SKUs (issue 31): `show`
+    /// and `apply PLANFILE` judge the manifest against them again, without a connection for
+    /// `show`, so a size Azure added after the shipped catalog is known there too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learned_sizes: Vec<crate::catalog::VmSize>,
 }
 
 impl Plan {

@@ -111,7 +111,7 @@ fn cells(row: &SizeRow, priced: bool, today: NaiveDate, colour: bool) -> Vec<Str
         Some(false) => "no",
     };
     let mut cells = vec![
-        size.name.to_owned(),
+        size.name.to_string(),
         vcpus,
         format!("{}", size.memory_gib),
         gpus,
@@ -123,7 +123,7 @@ fn cells(row: &SizeRow, priced: bool, today: NaiveDate, colour: bool) -> Vec<Str
             .map(u8::to_string)
             .collect::<Vec<_>>()
             .join(","),
-        size.quota_family.to_owned(),
+        size.quota_family.to_string(),
     ];
     if priced {
         cells.push(
@@ -219,7 +219,7 @@ fn size_json(row: &SizeRow, region: Option<&str>, today: NaiveDate) -> Value {
         "vcpus_available": size.vcpus_available,
         "memory_gib": size.memory_gib,
         "gpus": size.gpus,
-        "gpu_model": text_or_null(size.gpu_model),
+        "gpu_model": text_or_null(&size.gpu_model),
         "gpu_arch": size.gpu_arch.map(arch_name),
         "temp_disk_gib": size.temp_disk_gib,
         "quota_family": size.quota_family,
@@ -265,6 +265,8 @@ fn arch_name(arch: GpuArch) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
+
     use crate::catalog::Price;
 
     fn day(text: &str) -> NaiveDate {
@@ -274,15 +276,15 @@ mod tests {
     /// Sizes with every kind of cell: unknowns, none, fractions, constrained cores, retirements.
     fn sizes() -> Vec<&'static VmSize> {
         let base = VmSize {
-            name: "Standard_D8ds_v5",
+            name: Cow::Borrowed("Standard_D8ds_v5"),
             vcpus: 8,
             vcpus_available: 8,
             memory_gib: 32.0,
             gpus: 0.0,
-            gpu_model: "",
+            gpu_model: Cow::Borrowed(""),
             gpu_arch: None,
             temp_disk_gib: Some(300),
-            quota_family: "standardDDSv5Family",
+            quota_family: Cow::Borrowed("standardDDSv5Family"),
             gen1: true,
             gen2: true,
             infiniband: false,
@@ -293,34 +295,34 @@ mod tests {
             temp_nvme: false,
             nvme_gib: None,
             retirement_date: None,
-            facts: "skus;docs:ddsv5-series",
+            facts: Cow::Borrowed("skus;docs:ddsv5-series"),
         };
         let rows = vec![
             base.clone(),
             VmSize {
-                name: "Standard_NV6ads_A10_v5",
+                name: Cow::Borrowed("Standard_NV6ads_A10_v5"),
                 vcpus: 6,
                 vcpus_available: 6,
                 memory_gib: 55.0,
                 gpus: 1.0 / 6.0,
-                gpu_model: "A10",
+                gpu_model: Cow::Borrowed("A10"),
                 gpu_arch: Some(GpuArch::Ampere),
                 temp_disk_gib: None,
-                quota_family: "StandardNVADSA10v5Family",
+                quota_family: Cow::Borrowed("StandardNVADSA10v5Family"),
                 gen2: true,
                 accelerated_networking: None,
                 premium_io: None,
                 retirement_date: Some(day("2027-03-31")),
-                facts: "skus",
+                facts: Cow::Borrowed("skus"),
                 ..base.clone()
             },
             VmSize {
-                name: "Standard_HB176-144rs_v4",
+                name: Cow::Borrowed("Standard_HB176-144rs_v4"),
                 vcpus: 176,
                 vcpus_available: 144,
                 memory_gib: 768.0,
                 temp_disk_gib: Some(0),
-                quota_family: "standardHBrsv4Family",
+                quota_family: Cow::Borrowed("standardHBrsv4Family"),
                 gen1: false,
                 infiniband: true,
                 accelerated_networking: Some(false),

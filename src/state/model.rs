@@ -473,6 +473,7 @@ mod tests {
             manifest_hash: "abc".to_owned(),
             notes: Vec::new(),
             park_idle: std::collections::BTreeMap::new(),
+            catalog: crate::catalog::Catalog::shipped(),
         }
     }
 

@@ -25,18 +25,18 @@ async fn the_catalog_backed_skus_and_usages_say_what_the_catalog_says_and_confor
         let listed: BTreeSet<&str> = skus.iter().filter_map(|s| s.name.as_deref()).collect();
         let offered: BTreeSet<&str> = catalog::vm_sizes()
             .iter()
-            .filter(|s| catalog::regions_offering(s.name).contains(&location))
-            .map(|s| s.name)
+            .filter(|s| catalog::regions_offering(&s.name).contains(&location))
+            .map(|s| &*s.name)
             .collect();
         assert_eq!(listed, offered, "{location}: the catalog's sizes, no more");
         for sku in &skus {
             let name = sku.name.as_deref().unwrap_or_default();
-            let facts = catalog::vm_size(name).expect("a catalog size");
+            let facts = catalog::shipped_size(name).expect("a catalog size");
             assert_eq!(
                 sku.capability("vCPUs"),
                 Some(facts.vcpus.to_string().as_str())
             );
-            assert_eq!(sku.family.as_deref(), Some(facts.quota_family));
+            assert_eq!(sku.family.as_deref(), Some(&*facts.quota_family));
             let retired = facts.retirement_date.is_some_and(|d| d <= today);
             assert_eq!(
                 matches!(
@@ -54,7 +54,7 @@ async fn the_catalog_backed_skus_and_usages_say_what_the_catalog_says_and_confor
             .expect("usages");
         let families: BTreeSet<&str> = usages.iter().map(|u| u.name.value.as_str()).collect();
         for size in &offered {
-            let family = catalog::vm_size(size).map(|s| s.quota_family);
+            let family = catalog::shipped_size(size).map(|s| &*s.quota_family);
             assert!(
                 family.is_some_and(|f| families.contains(f)),
                 "{size}'s family {family:?} is counted in {location}"

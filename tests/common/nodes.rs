@@ -319,7 +319,7 @@ impl NodeFarm {
 /// (listened on) for a member of an availability set; else an address in `127.99.0.0/16` that
 /// nobody listens on.
 fn ib0_of(boot: &VmBoot) -> Option<Ib0> {
-    let infiniband = dsinfra::catalog::vm_size(&boot.vm_size).is_some_and(|s| s.infiniband);
+    let infiniband = dsinfra::catalog::shipped_size(&boot.vm_size).is_some_and(|s| s.infiniband);
     if !infiniband {
         return None;
     }

@@ -228,7 +228,7 @@ fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, comma
                 },
             })
             .collect(),
-        slots: job::slots_for(size),
+        slots: job::slots_for(&desired.catalog, size),
         mounts: block_address
             .map(|b| job::mounts(&desired.steps, &b))
             .unwrap_or_default(),

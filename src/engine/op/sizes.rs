@@ -5,10 +5,10 @@
 //! The CLI loads the manifest once collecting such sizes instead of refusing them and hands the
 //! result here with its connection (the same one the operation then uses). When there are some,
 //! or a size the manifest names has facts the shipped catalog leaves unknown (its temp disk, say),
-//! the SKUs of the manifest's region are read, what they say of those sizes is learnt
-//! (`catalog::learn`, with a note naming where the facts come from), and the CLI loads the
-//! manifest again as usual, so its rules (a step's `{temp}` on a size without a temp disk) see
-//! the live facts. A size the SKUs do not list either stays an error, with the catalog's
+//! the SKUs of the manifest's region are read, what they say of those sizes is learnt into the
+//! command's [`catalog::Catalog`] (with a note naming where the facts come from), and the CLI
+//! judges the manifest against that catalog, so its rules (a step's `{temp}` on a size without
+//! a temp disk) see the live facts, and a saved plan records them. A size the SKUs do not list either stays an error, with the catalog's
 //! suggestion; offline commands never get this far.
 
 use serde_json::Value;
@@ -27,10 +27,11 @@ pub async fn learn_sizes(
     desired: &Desired,
     unknown: &[String],
     events: &Events,
-) {
+) -> catalog::Catalog {
+    let mut learnt = desired.catalog.clone();
     let wanted = to_look_up(desired, unknown);
     if wanted.is_empty() {
-        return;
+        return learnt;
     }
     let skus = match arm {
         Ok(arm) => arm
@@ -47,7 +48,7 @@ pub async fn learn_sizes(
                 "could not look up {} in the subscription's Resource SKUs: {why}",
                 wanted.join(", ")
             )));
-            return;
+            return learnt;
         }
     };
     let date = catalog::sizes_provenance()
@@ -66,23 +67,21 @@ pub async fn learn_sizes(
         else {
             continue;
         };
-        let before = catalog::vm_size(name);
-        let size = catalog::learn(live);
-        let note = match before {
-            None => format!(
-                "{} is not in the shipped catalog of {date}: its facts come from the subscription's \
-                 Resource SKUs in {location}, and it has no price in the catalog",
-                size.name
+        let size = live.name.to_string();
+        let note = match learnt.learn(live) {
+            catalog::Learnt::New => format!(
+                "{size} is not in the shipped catalog of {date}: its facts come from the \
+                 subscription's Resource SKUs in {location}, and it has no price in the catalog"
             ),
-            Some(shipped) if !std::ptr::eq(shipped, size) => format!(
-                "{}: what the shipped catalog of {date} does not say (temp disk, accelerated \
-                 networking, premium IO) comes from the subscription's Resource SKUs in {location}",
-                size.name
+            catalog::Learnt::Filled => format!(
+                "{size}: what the shipped catalog of {date} does not say (temp disk, accelerated \
+                 networking, premium IO) comes from the subscription's Resource SKUs in {location}"
             ),
-            Some(_) => continue,
+            catalog::Learnt::Known => continue,
         };
         events.event(OpEvent::Note(&note));
     }
+    learnt
 }
 
 /// The sizes worth a Resource SKUs lookup: those the catalog lacks, and those the manifest names
@@ -103,7 +102,7 @@ fn to_look_up(desired: &Desired, unknown: &[String]) -> Vec<String> {
             .chain(vm.attrs.get("size"))
             .filter_map(Value::as_str);
         for name in candidates {
-            let incomplete = catalog::vm_size(name).is_some_and(|s| {
+            let incomplete = desired.vm_size(name).is_some_and(|s| {
                 s.temp_disk_gib.is_none()
                     || s.accelerated_networking.is_none()
                     || s.premium_io.is_none()

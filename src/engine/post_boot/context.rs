@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use super::super::reach::{Endpoints, NodeReach, SSH_PORT};
 use crate::addr::Address;
-use crate::catalog;
 use crate::model::{Desired, ResourceKind, Step};
 use crate::steps::library::{ClusterNode, MeshSettings, NodeContext, StorageTarget};
 
@@ -298,7 +297,7 @@ pub fn base_context(
             .attrs
             .get("size")
             .and_then(Value::as_str)
-            .and_then(catalog::vm_size)
+            .and_then(|size| desired.vm_size(size))
             .is_some_and(|s| s.infiniband);
         ctx.ubuntu = vm.attrs.get("image").and_then(ubuntu_release);
         ctx.vm_size = vm
@@ -447,6 +446,7 @@ mod tests {
                     json!({"share": "storage_account.data.file_share.nfs"}),
                 ),
             ],
+            catalog: crate::catalog::Catalog::shipped(),
         }
     }
 

@@ -15,7 +15,6 @@ use serde_json::Value;
 use super::super::reach::{Endpoints, NodeReach};
 use crate::addr::Address;
 use crate::azure::api_version::api_version_for_path;
-use crate::catalog;
 use crate::model::Desired;
 use crate::state::State;
 use crate::steps::library::{IDLE_STATE_DIR, IdleWatch};
@@ -76,7 +75,7 @@ pub fn idle_watch(
         .first()
         .and_then(|n| desired.resource(&n.vm))
         .and_then(|vm| vm.attrs.get("size").and_then(Value::as_str))
-        .and_then(catalog::vm_size)
+        .and_then(|size| desired.vm_size(size))
         .is_some_and(|s| s.gpus > 0.0);
     let mut watch = IdleWatch::new(window, gpus);
     (watch.window, watch.interval) = scaled(window, env(IDLE_TIME_SCALE_ENV).as_deref());

@@ -124,17 +124,23 @@ struct Demand {
 impl Demand {
     /// What a cluster of `attrs` (a compute's attributes) holds of quota with `nodes` nodes;
     /// `None` for a size the catalog does not know (ARM's own check still applies).
-    fn of(block: Address, attrs: &Attrs, nodes: i64, span: Option<Span>) -> Option<Self> {
+    fn of(
+        catalog: &catalog::Catalog,
+        block: Address,
+        attrs: &Attrs,
+        nodes: i64,
+        span: Option<Span>,
+    ) -> Option<Self> {
         let size = text(attrs.get("size"))?;
         let location = text(attrs.get("location"))?.to_ascii_lowercase();
-        let info = catalog::vm_size(&size)?;
+        let info = catalog.vm_size(&size)?;
         Some(Self {
             block,
             size,
             location,
             nodes,
             vcpus: i64::from(info.vcpus),
-            family: info.quota_family.to_owned(),
+            family: info.quota_family.to_string(),
             low_priority: text(attrs.get("priority"))
                 .is_some_and(|p| p.eq_ignore_ascii_case("LowPriority")),
             span,
@@ -193,7 +199,9 @@ fn demands(desired: &Desired, plan: &Plan) -> (Vec<Demand>, BTreeMap<(String, Co
             .resource(&change.address)
             .and_then(|r| r.span.clone());
         let old_goes = matches!(change.action, Action::Replace { .. } | Action::Delete);
-        if let Some(old) = before.and_then(|b| Demand::of(block.clone(), b, before_nodes, None)) {
+        if let Some(old) =
+            before.and_then(|b| Demand::of(&desired.catalog, block.clone(), b, before_nodes, None))
+        {
             let released = if old_goes {
                 old.total()
             } else {
@@ -214,7 +222,7 @@ fn demands(desired: &Desired, plan: &Plan) -> (Vec<Demand>, BTreeMap<(String, Co
         if let Some(d) = change
             .after
             .as_ref()
-            .and_then(|a| Demand::of(block, a, added, span))
+            .and_then(|a| Demand::of(&desired.catalog, block, a, added, span))
         {
             wanted.push(d);
         }
@@ -254,6 +262,7 @@ pub fn check_start(
                 .filter(|r| r.kind == ResourceKind::MlCompute)?;
             let span = desired.resource(address).and_then(|d| d.span.clone());
             Demand::of(
+                &desired.catalog,
                 address.block_address(),
                 &r.attrs,
                 count(Some(&r.attrs)),

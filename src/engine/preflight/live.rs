@@ -8,6 +8,8 @@
 //! planning, a Premium SSD on a size whose SKU says `PremiumIO=False`, and a size the SKU marks as
 //! retired, are reported on the block before anything is created.
 
+use std::borrow::Cow;
+
 use chrono::NaiveDate;
 use serde_json::Value;
 
@@ -81,7 +83,7 @@ pub fn apply_networking(
         else {
             continue;
         };
-        let shipped = catalog::vm_size(&size).and_then(|s| s.accelerated_networking);
+        let shipped = catalog::shipped_size(&size).and_then(|s| s.accelerated_networking);
         if shipped != Some(live) {
             changes.push((nic, live, size));
         }
@@ -100,7 +102,7 @@ pub fn apply_networking(
         notes.push(format!(
             "{nic}: accelerated networking {} as the subscription's Resource SKUs state for {size} (the shipped catalog {})",
             if live { "on" } else { "off" },
-            match catalog::vm_size(&size).and_then(|s| s.accelerated_networking) {
+            match catalog::shipped_size(&size).and_then(|s| s.accelerated_networking) {
                 Some(_) => "says otherwise",
                 None => "does not say",
             }
@@ -137,7 +139,7 @@ pub(super) fn problems(
                 .with_help("use StandardSSD_LRS for the disk, or a size with premium storage (an `s` size); `dsinfra sizes` lists them"),
             );
         }
-        let shipped = catalog::vm_size(&d.size).and_then(|s| s.retirement_date);
+        let shipped = catalog::shipped_size(&d.size).and_then(|s| s.retirement_date);
         if let Some(date) = retirement(sku).filter(|date| shipped != Some(*date)) {
             let retired = date <= catalog::today();
             problems.push(
@@ -191,19 +193,16 @@ pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
     let nvme_gib = whole("NvmeDiskSizeInMiB")
         .filter(|mib| *mib > 0)
         .map(|mib| mib / 1024);
-    // The strings live as long as the process, as the shipped catalog's do; a run learns a
-    // handful of sizes at most.
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
     Some(VmSize {
-        name: leak(name),
+        name: Cow::Owned(name.to_owned()),
         vcpus,
         vcpus_available: whole("vCPUsAvailable").unwrap_or(vcpus),
         memory_gib: number("MemoryGB").unwrap_or(0.0),
         gpus: number("GPUs").unwrap_or(0.0),
-        gpu_model: "",
+        gpu_model: Cow::Borrowed(""),
         gpu_arch: None,
         temp_disk_gib,
-        quota_family: leak(sku.family.as_deref().unwrap_or_default()),
+        quota_family: Cow::Owned(sku.family.clone().unwrap_or_default()),
         gen1: generations
             .split(',')
             .any(|g| g.trim().eq_ignore_ascii_case("V1")),
@@ -218,6 +217,6 @@ pub fn size_from_sku(sku: &ResourceSku) -> Option<VmSize> {
         temp_nvme: nvme_gib.is_some() && temp_disk_gib.unwrap_or(0) == 0,
         nvme_gib,
         retirement_date: retirement(sku),
-        facts: catalog::LIVE_FACTS,
+        facts: Cow::Borrowed(catalog::LIVE_FACTS),
     })
 }

@@ -219,7 +219,7 @@ pub fn apply(
         let first_of_block = seen_blocks.insert(vm.address.block_address());
         if let Some((security, note)) = decide(
             vm,
-            &desired.notes,
+            (&desired.notes, &desired.catalog),
             capacity,
             facts,
             first_of_block,
@@ -255,7 +255,7 @@ struct Known {
 /// its image is not offered, which is added to `problems` with what else ARM would refuse).
 fn known(
     vm: &Resource,
-    capacity: &Capacity,
+    (capacity, catalog): (&Capacity, &catalog::Catalog),
     facts: &SecurityFacts,
     first_of_block: bool,
     problems: &mut Vec<Diagnostic>,
@@ -271,13 +271,14 @@ fn known(
     let location = location.to_ascii_lowercase();
     let image_name = urn.join(":");
     let live_size = capacity.sku(&location, &size);
+    let info = catalog.vm_size(&size);
     let size_tl = live_size
         .and_then(live::trusted_launch)
-        .or_else(|| catalog::vm_size(&size).and_then(|s| s.trusted_launch));
+        .or_else(|| info.and_then(|s| s.trusted_launch));
     let size_arm64 = live_size
         .and_then(live::cpu_architecture)
         .map(|cpu| cpu == catalog::CpuArchitecture::Arm64)
-        .or_else(|| catalog::vm_size(&size).map(catalog::VmSize::arm64));
+        .or_else(|| info.map(catalog::VmSize::arm64));
     let image = match facts.images.get(&image_key(&location, &urn)) {
         Some(Some(image)) => Some(image.clone()),
         Some(None) => {
@@ -305,7 +306,7 @@ fn known(
         problems.extend(image_problems(
             &block,
             vm,
-            &size,
+            (&size, info),
             &image_name,
             image,
             size_arm64,
@@ -323,14 +324,14 @@ fn known(
 /// changes; problems are added to `problems` (once per block: `first_of_block`).
 fn decide(
     vm: &Resource,
-    notes: &[(Address, String)],
+    (notes, catalog): (&[(Address, String)], &catalog::Catalog),
     capacity: &Capacity,
     facts: &SecurityFacts,
     first_of_block: bool,
     problems: &mut Vec<Diagnostic>,
 ) -> Option<(Value, Option<String>)> {
     let block = vm.address.block_address();
-    let known_facts = known(vm, capacity, facts, first_of_block, problems)?;
+    let known_facts = known(vm, (capacity, catalog), facts, first_of_block, problems)?;
     let Known {
         size,
         image_name,
@@ -468,7 +469,7 @@ fn check_stated(
 fn image_problems(
     block: &Address,
     vm: &Resource,
-    size: &str,
+    (size, info): (&str, Option<&catalog::VmSize>),
     image_name: &str,
     image: &ImageFacts,
     size_arm64: Option<bool>,
@@ -496,7 +497,7 @@ fn image_problems(
             .with_help(format!("use an {size_arch} image of the same OS (the image aliases pick one), or an {image_arch} size")),
         );
     }
-    if let (Some(generation), Some(info)) = (image.generation, catalog::vm_size(size)) {
+    if let (Some(generation), Some(info)) = (image.generation, info) {
         let fits = (generation == 1 && info.gen1) || (generation == 2 && info.gen2);
         if !fits {
             problems.push(

@@ -63,6 +63,7 @@ pub(super) fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired
         manifest_hash: "h".into(),
         notes: Vec::new(),
         park_idle: std::collections::BTreeMap::new(),
+        catalog: crate::catalog::Catalog::shipped(),
     }
 }
 
@@ -319,7 +320,7 @@ pub(super) fn capacity_with(size: &str, capabilities: &Value) -> Capacity {
         "locationInfo": [{"location": "eastus", "zones": ["1", "2", "3"]}],
         "capabilities": capabilities, "restrictions": []
     });
-    sku["family"] = json!(catalog::vm_size(size).map_or("fam", |s| s.quota_family));
+    sku["family"] = json!(catalog::shipped_size(size).map_or("fam", |s| &*s.quota_family));
     Capacity {
         usages: BTreeMap::from([(
             "eastus".to_owned(),
@@ -349,7 +350,7 @@ fn a_new_vms_nic_follows_the_live_skus_accelerated_networking() {
     // The shipped catalog says ND96asr_v4 has accelerated networking, so the manifest layer
     // asks for it; this subscription's live SKU says it has none.
     assert_eq!(
-        catalog::vm_size("Standard_ND96asr_v4").and_then(|s| s.accelerated_networking),
+        catalog::shipped_size("Standard_ND96asr_v4").and_then(|s| s.accelerated_networking),
         Some(true)
     );
     let mut desired = cluster_with_nics(2, "Standard_ND96asr_v4");

@@ -354,7 +354,8 @@ pub(super) fn expand_cluster(ex: &mut Expander<'_>, block: &EvalBlock) {
     let info = attrs
         .size
         .as_ref()
-        .and_then(|s| check_size(&mut check, s, &location, unknown));
+        .and_then(|s| check_size(&mut check, s, &location, (&ex.catalog, unknown)));
+    let info = info.as_ref();
     let infiniband = info.is_some_and(|s| s.infiniband);
     let count = read_count(&mut check, attrs.count, infiniband);
     let key = read_one_key(&mut check, attrs.ssh_key);

@@ -114,7 +114,7 @@ pub(super) fn read_image(
             None
         }
         Err(ImageError::Architecture { size_arm64 }) => {
-            let size = info.map_or("this size", |s| s.name);
+            let size = info.map_or("this size", |s| &*s.name);
             let (size_arch, image_arch) = if size_arm64 {
                 ("an Arm64", "x64")
             } else {
@@ -133,7 +133,7 @@ pub(super) fn read_image(
             None
         }
         Err(ImageError::Generation { needs, image }) => {
-            let size = info.map_or("this size", |s| s.name);
+            let size = info.map_or("this size", |s| &*s.name);
             check.report(
                 Diagnostic::error(format!("{size} needs a Generation {needs} image"))
                     .with_span(span)

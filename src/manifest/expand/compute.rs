@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use crate::addr::Address;
-use crate::catalog::{self, Retirement, VmSize};
+use crate::catalog::{self, Catalog, Retirement, VmSize};
 use crate::diag::{Diagnostic, Span, did_you_mean};
 
 use super::super::decode::{self, BlockAttrs, Located, OneOf, Ref, Unknown};
@@ -102,7 +102,7 @@ pub(super) struct Machine {
     /// plan resolves them against quota (engine::preflight).
     pub fallbacks: Vec<String>,
     /// The size's catalog entry.
-    pub info: Option<&'static VmSize>,
+    pub info: Option<VmSize>,
     /// The image.
     pub image: Option<ImageRef>,
     /// Trusted Launch, Secure Boot and vTPM.
@@ -145,11 +145,12 @@ impl Machine {
             &mut check,
             (attrs.size, attrs.sizes),
             &location,
-            unknown.as_deref_mut(),
+            (&ex.catalog, unknown.as_deref_mut()),
         );
         let info = size
             .as_ref()
-            .and_then(|s| check_size(&mut check, s, &location, unknown));
+            .and_then(|s| check_size(&mut check, s, &location, (&ex.catalog, unknown)));
+        let info = info.as_ref();
         let image = read_image(&mut check, attrs.image, info);
         let security = security::choose(
             &mut check,
@@ -204,7 +205,7 @@ impl Machine {
         Self {
             size,
             fallbacks,
-            info,
+            info: info.cloned(),
             image,
             security,
             ssh_keys,
@@ -289,7 +290,7 @@ fn read_sizes(
     check: &mut Check<'_>,
     (size, sizes): (Option<Located<String>>, Option<Located<Vec<String>>>),
     location: &str,
-    mut unknown: Option<&mut Vec<String>>,
+    (catalog, mut unknown): (&Catalog, Option<&mut Vec<String>>),
 ) -> (Option<Located<String>>, Vec<String>) {
     if !check.has("sizes") {
         return (size, Vec::new());
@@ -322,7 +323,12 @@ fn read_sizes(
             value: later.clone(),
             span: sizes.span.clone(),
         };
-        check_size(check, &candidate, location, unknown.as_deref_mut());
+        check_size(
+            check,
+            &candidate,
+            location,
+            (catalog, unknown.as_deref_mut()),
+        );
     }
     let first = Located {
         value: sizes.value[0].clone(),
@@ -337,10 +343,10 @@ pub(super) fn check_size(
     check: &mut Check<'_>,
     size: &Located<String>,
     location: &str,
-    unknown: Option<&mut Vec<String>>,
-) -> Option<&'static VmSize> {
+    (catalog, unknown): (&Catalog, Option<&mut Vec<String>>),
+) -> Option<VmSize> {
     let title = check.title();
-    let Some(info) = catalog::vm_size(&size.value) else {
+    let Some(info) = catalog.vm_size(&size.value).cloned() else {
         if let Some(unknown) = unknown {
             unknown.push(size.value.clone());
             return None;
@@ -348,7 +354,7 @@ pub(super) fn check_size(
         let d = Diagnostic::error(format!("unknown VM size `{}` in {title}", size.value))
             .with_span(size.span.clone())
             .with_label("not a size Azure offers (as of the shipped catalog)");
-        check.report(match did_you_mean(&size.value, catalog::vm_size_names()) {
+        check.report(match did_you_mean(&size.value, catalog.vm_size_names()) {
             Some(s) => d.with_help(format!(
                 "did you mean `{s}`? (`dsinfra sizes` lists every size)"
             )),
@@ -363,13 +369,13 @@ pub(super) fn check_size(
             Diagnostic::warning(format!("VM size `{}` was retired on {date}", info.name))
                 .with_span(size.span.clone())
                 .with_label("Azure no longer creates VMs of this size")
-                .with_help(replacement_help(info, location)),
+                .with_help(replacement_help(&info, location)),
         ),
         Some(Retirement::Retiring(date)) => check.report(
             Diagnostic::warning(format!("VM size `{}` retires on {date}", info.name))
                 .with_span(size.span.clone())
                 .with_label("Azure stops running VMs of this size on that date")
-                .with_help(replacement_help(info, location)),
+                .with_help(replacement_help(&info, location)),
         ),
         None => {}
     }
@@ -377,9 +383,9 @@ pub(super) fn check_size(
     // preflight checks where it is offered.
     if !info.is_live()
         && catalog::is_known_location(location)
-        && catalog::price(info.name, location).is_none()
+        && catalog::price(&info.name, location).is_none()
     {
-        let regions = catalog::regions_offering(info.name);
+        let regions = catalog::regions_offering(&info.name);
         check.report(
             Diagnostic::error(format!("VM size `{}` is not offered in {location}", info.name))
                 .with_span(size.span.clone())
@@ -634,7 +640,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         nodes::push_placement_group(ex, block, &machine, &lifecycle, &ppg_address);
     }
     let ppg = shape.placement_group.then_some(ppg_address);
-    let fabric = (is_cluster && machine.info.is_some_and(|s| s.infiniband))
+    let fabric = (is_cluster && machine.info.as_ref().is_some_and(|s| s.infiniband))
         .then(|| nodes::push_fabric(ex, block, &lifecycle, ppg.as_ref()));
     let block_address = format!("{kind}.{label}");
     let disks = ex
@@ -642,7 +648,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         .get(&block_address)
         .cloned()
         .unwrap_or_default();
-    check_premium_data_disks(ex, &block.title(), machine.info, &disks);
+    check_premium_data_disks(ex, &block.title(), machine.info.as_ref(), &disks);
     let kit = nodes::Kit {
         block,
         machine: &machine,
@@ -673,7 +679,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     if let Some(why) = &machine.security.why {
         ex.notes.push((Address::block(&kind, &label), why.clone()));
     }
-    let infiniband = machine.info.is_some_and(|s| s.infiniband);
+    let infiniband = machine.info.as_ref().is_some_and(|s| s.infiniband);
     steps::expand(ex, block, is_cluster, infiniband, machine.size.as_ref());
     idle::expand(ex, block, &machine, shape.count);
 }
@@ -707,7 +713,7 @@ impl Nodes {
         } else {
             1
         };
-        if machine.info.is_some_and(|s| s.infiniband) {
+        if machine.info.as_ref().is_some_and(|s| s.infiniband) {
             check_fabric_count(&mut check, count);
         }
         Self {

@@ -99,6 +99,8 @@ pub(super) struct Context {
     pub base_dir: PathBuf,
     /// Collect sizes the catalog lacks instead of reporting them (see `LoadOptions`).
     pub collect_unknown_sizes: bool,
+    /// The sizes to judge against (see `LoadOptions`).
+    pub catalog: crate::catalog::Catalog,
 }
 
 /// Where a resource comes from: the parent resource it lives in (a container's account), and
@@ -112,6 +114,8 @@ struct Origin<'a> {
 /// Shared state while expanding.
 struct Expander<'a> {
     experiment: &'a Experiment,
+    /// The sizes to judge against: shipped, and learnt from live Resource SKUs.
+    catalog: crate::catalog::Catalog,
     azure: &'a AzureSettings,
     rg: Address,
     base_dir: PathBuf,
@@ -155,6 +159,7 @@ pub(super) fn expand(
         base_dir: context.base_dir,
         diags,
         unknown_sizes: context.collect_unknown_sizes.then(Vec::new),
+        catalog: context.catalog,
         resources: Vec::new(),
         steps: Vec::new(),
         notes: Vec::new(),

@@ -238,6 +238,7 @@ fn nic_attrs(ex: &Expander<'_>, kit: &Kit<'_>, pip: Option<&Address>) -> (Attrs,
         json!(
             kit.machine
                 .info
+                .as_ref()
                 .is_some_and(|s| s.accelerated_networking == Some(true))
         ),
     );

@@ -197,10 +197,10 @@ fn decide(
     // connected plan states what `wanted` says where the size and the image support it.
     let unknown = match (size_support, image_support) {
         (Some(_), _) => format!("image {}", image.map_or_else(String::new, ImageRef::urn)),
-        (None, Some(_)) => size.map_or_else(|| "its size".to_owned(), |s| s.name.to_owned()),
+        (None, Some(_)) => size.map_or_else(|| "its size".to_owned(), |s| s.name.to_string()),
         (None, None) => format!(
             "{} and image {}",
-            size.map_or("its size", |s| s.name),
+            size.map_or("its size", |s| &*s.name),
             image.map_or_else(String::new, ImageRef::urn)
         ),
     };

@@ -47,7 +47,7 @@ struct Owner<'a> {
     infiniband: bool,
     size: Option<&'a Located<String>>,
     /// The sizes this block may get that have no temp disk.
-    diskless: Vec<&'static VmSize>,
+    diskless: Vec<VmSize>,
 }
 
 pub(super) fn expand(
@@ -132,7 +132,9 @@ fn check_architecture(
 ) -> bool {
     // The catalog's architecture; the name's own statement for a size it does not know.
     let Some(size) = owner.size.filter(|s| {
-        catalog::vm_size(&s.value).map_or_else(|| catalog::is_arm64_name(&s.value), VmSize::arm64)
+        ex.catalog
+            .vm_size(&s.value)
+            .map_or_else(|| catalog::is_arm64_name(&s.value), VmSize::arm64)
     }) else {
         return true;
     };
@@ -523,7 +525,7 @@ fn candidate_sizes(
     ex: &Expander<'_>,
     owner: &Address,
     size: Option<&Located<String>>,
-) -> Vec<&'static VmSize> {
+) -> Vec<VmSize> {
     let fallbacks: Vec<String> = ex
         .primaries
         .get(&owner.to_string())
@@ -537,23 +539,26 @@ fn candidate_sizes(
     } else {
         fallbacks
     };
-    names.iter().filter_map(|n| catalog::vm_size(n)).collect()
+    names
+        .iter()
+        .filter_map(|n| ex.catalog.vm_size(n).cloned())
+        .collect()
 }
 
 /// Whether every size the block may get has NVMe local storage and no temp disk: then a
 /// generated per-boot step mounts the NVMe as the temp disk (`nvme_temp`).
-fn all_nvme_only(sizes: &[&'static VmSize]) -> bool {
+fn all_nvme_only(sizes: &[VmSize]) -> bool {
     !sizes.is_empty() && sizes.iter().all(|s| s.nvme_only())
 }
 
 /// The sizes this block may get that have no temp disk, counting NVMe-only sizes as having one
 /// when every size the block may get is one (the `nvme_temp` step mounts it).
-fn sizes_without_temp_disk(sizes: &[&'static VmSize]) -> Vec<&'static VmSize> {
+fn sizes_without_temp_disk(sizes: &[VmSize]) -> Vec<VmSize> {
     let nvme_mounted = all_nvme_only(sizes);
     sizes
         .iter()
-        .copied()
         .filter(|s| s.temp_disk_gib == Some(0) && !(nvme_mounted && s.nvme_only()))
+        .cloned()
         .collect()
 }
 
@@ -583,7 +588,7 @@ fn check_temp_disk(
     title: &str,
     kind: &Kind,
     params: &BTreeMap<String, Json>,
-    diskless: &[&'static VmSize],
+    diskless: &[VmSize],
 ) -> bool {
     // A script's text is the user's own; `{temp}` means nothing there.
     if diskless.is_empty() || kind.name == "script" {
@@ -598,13 +603,13 @@ fn check_temp_disk(
             continue;
         };
         let written = check.has(param.name);
-        let names: Vec<&str> = diskless.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = diskless.iter().map(|s| &*s.name).collect();
         let sizes = names.join(", ");
         let has = if names.len() == 1 { "has" } else { "have" };
         let siblings: Vec<&str> = diskless
             .iter()
-            .filter_map(|s| catalog::with_temp_disk(s))
-            .map(|s| s.name)
+            .filter_map(catalog::with_temp_disk)
+            .map(|s| &*s.name)
             .collect();
         let size_fix = if siblings.len() == diskless.len() {
             format!(
@@ -616,7 +621,7 @@ fn check_temp_disk(
         };
         let example = format!("/data{}", if rest.is_empty() { "/" } else { rest });
         // The v6 and newer `d` sizes: local storage, but raw NVMe disks that nothing mounts.
-        let nvme: Vec<&&VmSize> = diskless.iter().filter(|s| s.nvme_only()).collect();
+        let nvme: Vec<&VmSize> = diskless.iter().filter(|s| s.nvme_only()).collect();
         let (has, size_fix) = if nvme.len() == diskless.len() {
             let capacity = nvme
                 .iter()
@@ -629,7 +634,7 @@ fn check_temp_disk(
             let scsi: Vec<&str> = nvme
                 .iter()
                 .filter_map(|s| catalog::with_scsi_temp_disk(s))
-                .map(|s| s.name)
+                .map(|s| &*s.name)
                 .collect();
             (
                 format!(

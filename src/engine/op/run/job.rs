@@ -53,8 +53,8 @@ pub struct Job {
 
 /// GPUs per node for `size` (from the catalog), 1 for CPU sizes and unknown sizes; fractional
 /// GPUs (a slice of one) count as one process.
-pub fn slots_for(size: Option<&str>) -> u32 {
-    size.and_then(crate::catalog::vm_size)
+pub fn slots_for(catalog: &crate::catalog::Catalog, size: Option<&str>) -> u32 {
+    size.and_then(|size| catalog.vm_size(size))
         .map(|s| s.gpus)
         .filter(|g| *g >= 1.0)
         .map_or(1, |g| {
@@ -345,9 +345,10 @@ mod tests {
 
     #[test]
     fn slots_are_whole_gpus_per_node_and_one_on_cpu_sizes() {
-        assert_eq!(slots_for(Some("Standard_ND40rs_v2")), 8);
-        assert_eq!(slots_for(Some("Standard_D2s_v3")), 1);
-        assert_eq!(slots_for(None), 1);
+        let catalog = crate::catalog::Catalog::shipped();
+        assert_eq!(slots_for(&catalog, Some("Standard_ND40rs_v2")), 8);
+        assert_eq!(slots_for(&catalog, Some("Standard_D2s_v3")), 1);
+        assert_eq!(slots_for(&catalog, None), 1);
     }
 
     #[test]
