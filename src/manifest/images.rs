@@ -136,7 +136,7 @@ pub(super) fn lacks_gpu_driver(image: &ImageRef) -> bool {
 
 /// Every alias name, for "did you mean" and the docs.
 pub(super) fn alias_names() -> impl Iterator<Item = &'static str> {
-    ALIASES.iter().map(|a| &*a.name)
+    ALIASES.iter().map(|a| a.name)
 }
 
 /// Why an image does not fit a size.

@@ -548,7 +548,7 @@ fn candidate_sizes(
 /// Whether every size the block may get has NVMe local storage and no temp disk: then a
 /// generated per-boot step mounts the NVMe as the temp disk (`nvme_temp`).
 fn all_nvme_only(sizes: &[VmSize]) -> bool {
-    !sizes.is_empty() && sizes.iter().all(|s| s.nvme_only())
+    !sizes.is_empty() && sizes.iter().all(VmSize::nvme_only)
 }
 
 /// The sizes this block may get that have no temp disk, counting NVMe-only sizes as having one
