@@ -17,6 +17,7 @@
 //! preflight, bodies, limiter and SAS modules) are crate-private.
 
 pub mod addr;
+mod args;
 pub(crate) mod atomic_file;
 pub mod azure;
 pub mod catalog;

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 
-use super::args::{ApplyArgs, ConnectArgs, DestroyArgs, ManifestArgs};
 use super::request::{load_connected, load_saved, manifest_of, read_saved};
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
+use crate::args::{ApplyArgs, ConnectArgs, DestroyArgs, ManifestArgs};
 use crate::connect::connect;
 use crate::engine::op::{self, ApplyOutcome, StepsOptions};
 use crate::plan::Mode;

@@ -5,8 +5,8 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 
-use super::args::EmulatorArgs;
 use super::{Outcome, Output};
+use crate::args::EmulatorArgs;
 use crate::connect::builtin_emulator_config;
 use crate::emulator;
 

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use super::args::{FmtArgs, InitArgs, ManifestArgs};
 use super::request::load;
 use super::{AlreadyReported, Outcome, Output};
+use crate::args::{FmtArgs, InitArgs, ManifestArgs};
 use crate::manifest;
 use crate::render;
 

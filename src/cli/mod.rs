@@ -5,7 +5,6 @@
 //! place that chooses the exit code. anyhow is used in this module only (style.md habit 1).
 
 mod apply_cmd;
-mod args;
 mod emulator_cmd;
 mod manifest_cmds;
 mod ops_cmds;
@@ -26,7 +25,8 @@ use clap::Parser;
 use crate::engine::op;
 use crate::engine::power::PowerChange;
 
-pub use args::{Cli, ColorChoice, Command};
+use crate::args;
+pub use crate::args::{Cli, ColorChoice, Command};
 pub use output::Output;
 
 /// How a command finished, when it did not fail.

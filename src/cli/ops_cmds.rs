@@ -6,11 +6,11 @@
 //! listener and prompt, and renders the outcome (park's progress goes to stderr: stdout is the
 //! cost it leaves). `state` commands read the state only.
 
-use super::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use super::request::load;
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
+use crate::args::{OutputArgs, PowerArgs, StateCommand, StatusArgs};
 use crate::engine::op::{self, Cancel, Events};
 use crate::engine::power::PowerChange;
 use crate::render::status as view;

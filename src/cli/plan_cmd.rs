@@ -7,11 +7,11 @@
 use anyhow::Context as _;
 use chrono::Utc;
 
-use super::args::{PlanArgs, ShowArgs};
 use super::request::{load_connected, load_saved, manifest_of, read_saved};
 use super::terminal::{ProgressOn, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
+use crate::args::{PlanArgs, ShowArgs};
 use crate::engine::op;
 use crate::plan::{Mode, PlanOptions, PlanSource};
 use crate::render;

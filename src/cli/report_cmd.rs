@@ -1,9 +1,9 @@
 //! `dsinfra report`: the fetched benchmark results of one manifest (or two, side by side) as a
 //! table on the terminal and as `report.md` and SVG charts under `.dsinfra/<manifest>/reports/`.
 
-use super::args::ReportArgs;
 use super::terminal::{ProgressOn, Terminal};
 use super::{Outcome, Output};
+use crate::args::ReportArgs;
 use crate::engine::op::{self, Cancel, Events};
 use crate::render::report::{report_documents, report_text};
 

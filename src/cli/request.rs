@@ -3,8 +3,8 @@
 
 use anyhow::{Context as _, bail};
 
-use super::args::ManifestArgs;
 use super::{AlreadyReported, Output};
+use crate::args::ManifestArgs;
 use crate::catalog;
 use crate::connect::Connection;
 use crate::engine::op;

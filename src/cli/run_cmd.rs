@@ -4,10 +4,10 @@
 //! the job's output.
 
 use super::Outcome;
-use super::args::{ConnectArgs, LogsArgs, ManifestArgs, RunArgs, RunsArgs};
 use super::output::Output;
 use super::request::{load, read_state};
 use super::terminal::{ProgressOn, Terminal};
+use crate::args::{ConnectArgs, LogsArgs, ManifestArgs, RunArgs, RunsArgs};
 use crate::connect::{Connection, connect};
 use crate::engine::op::{self, Cancel, Events};
 use crate::manifest::Loaded;

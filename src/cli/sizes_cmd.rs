@@ -8,8 +8,8 @@
 
 use anyhow::bail;
 
-use super::args::SizesArgs;
 use super::{Outcome, Output};
+use crate::args::SizesArgs;
 use crate::catalog::{
     self,
     query::{Filter, Query, offers_any, select},

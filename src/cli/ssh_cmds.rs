@@ -10,9 +10,9 @@
 //! cannot work, because ssh closes every descriptor above stderr before reading `-F`.
 
 use super::Outcome;
-use super::args::{ConnectArgs, ManifestArgs, SshArgs, SshConfigArgs};
 use super::output::Output;
 use super::request::{load, read_state};
+use crate::args::{ConnectArgs, ManifestArgs, SshArgs, SshConfigArgs};
 use crate::connect::connect;
 use crate::engine::op::{Cancel, endpoints};
 use crate::engine::reach::openssh::{Notice, Reached};

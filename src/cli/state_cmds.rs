@@ -18,8 +18,8 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 
-use super::args::{ForceUnlockArgs, PullArgs, PushArgs};
 use super::{Outcome, Output};
+use crate::args::{ForceUnlockArgs, PullArgs, PushArgs};
 use crate::engine::op::Cancel;
 use crate::manifest;
 use crate::model::BackendConfig;

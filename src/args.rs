@@ -1,6 +1,7 @@
 //! The raw command line, as clap parses it (ripgrep's "low args"): every command's clap structs
-//! are here, and this file imports nothing from the command files. Validation and defaults that
-//! need the file system happen in the command modules, not here.
+//! are here, apart from the `cli` that runs them (what a user can type is one module, what each
+//! command does is another), and this file imports nothing from the command files. Validation and
+//! defaults that need the file system happen in the command modules, not here.
 
 use std::path::PathBuf;
 
