@@ -30,19 +30,22 @@ fn load_with(
         ..load_options(args)?
     };
     match manifest::load(&args.manifest, &opts) {
-        Ok(loaded) => {
-            if !loaded.warnings.is_empty() {
-                out.message(&render::diagnostics(
-                    &loaded.warnings,
-                    &loaded.sources,
-                    out.stderr_colour(),
-                ));
-                out.message("\n");
-            }
-            Ok(loaded)
-        }
+        Ok(loaded) => Ok(warned(loaded, out)),
         Err(failed) => Err(reported(&failed, out)),
     }
+}
+
+/// A loaded manifest, its warnings shown.
+fn warned(loaded: Loaded, out: &Output) -> Loaded {
+    if !loaded.warnings.is_empty() {
+        out.message(&render::diagnostics(
+            &loaded.warnings,
+            &loaded.sources,
+            out.stderr_colour(),
+        ));
+        out.message("\n");
+    }
+    loaded
 }
 
 /// Print a manifest's problems with their source; the error that says they were shown.
@@ -134,7 +137,14 @@ pub async fn load_connected<C: Connected>(
         }
         None => first.desired.catalog.clone(),
     };
-    let loaded = load_with(args, out, catalog)?;
+    // Nothing unknown and nothing learnt: the lenient load judged exactly what the usual one
+    // would, so it is the load (no second parse). Otherwise the manifest is judged again
+    // against what was learnt (issue 31: a split into read and judge would spare that too).
+    let loaded = if first.unknown_sizes.is_empty() && catalog == first.desired.catalog {
+        warned(first, out)
+    } else {
+        load_with(args, out, catalog)?
+    };
     Ok((loaded, conn?))
 }
 

@@ -123,8 +123,12 @@ pub(super) async fn walk(
     let mut presses = cancel.clone();
     let mut interrupted = false;
     let (report, outcomes) = loop {
+        // Biased, presses first: a press heard while the walk was being polled (an event's
+        // listener pressing, as a test does) is handled before the walk is polled again, which
+        // would start what depends on a resource that finished meanwhile. Unbiased, the order
+        // was random, and under load a second resource started after two presses.
         tokio::select! {
-            done = &mut work => break done,
+            biased;
             () = presses.pressed() => {
                 // Two presses close together may be seen as one wake-up: count them.
                 if interrupted || presses.presses() >= 2 {
@@ -142,6 +146,7 @@ pub(super) async fn walk(
                 )));
                 return Ok(abandon(&store, &gone, events).await);
             }
+            done = &mut work => break done,
         }
     };
     events.event(OpEvent::WorkFinished);
