@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every benchmark in its smoke mode (seconds each), so that a benchmark that breaks fails CI
+# (`.ci/run` runs this after the tests; issue 32). The numbers it writes (target/bench/*-smoke.md
+# and target/bench/shard.md) mean nothing: a debug build on a busy machine. The real runs are
+# scripts/bench-plan.sh, scripts/bench-apply.sh, scripts/bench-ssh.sh and `cargo bench`.
+#
+#   scripts/bench-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --locked --quiet
+bin="${CARGO_TARGET_DIR:-$PWD/target}/debug/dsinfra"
+step() {
+  echo "bench-smoke: $1" >&2
+}
+step "plan (scripts/bench-plan.sh)"
+DSINFRA_BIN="$bin" SMOKE=1 bash scripts/bench-plan.sh >/dev/null
+step "apply (scripts/bench-apply.sh)"
+DSINFRA_BIN="$bin" SMOKE=1 bash scripts/bench-apply.sh >/dev/null
+# The cargo benches run in the dev profile (as `cargo test` builds them), with the smallest
+# arguments: their code and their report, not their speed.
+step "shard balance (benches/shard_balance.rs)"
+cargo test --locked --quiet --bench shard_balance >/dev/null
+step "ssh fan-out (benches/ssh_fanout.rs: 1 and 2 sshd hosts, dsinfra and OpenSSH only)"
+cargo test --locked --quiet --bench ssh_fanout -- --sizes 1,2 --runs 1 \
+  --out target/bench/ssh-smoke.md >/dev/null
+step "every benchmark ran"
