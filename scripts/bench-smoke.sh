@@ -21,7 +21,6 @@ DSINFRA_BIN="$bin" SMOKE=1 bash scripts/bench-apply.sh >/dev/null
 # arguments: their code and their report, not their speed.
 step "shard balance (benches/shard_balance.rs)"
 cargo test --locked --quiet --bench shard_balance >/dev/null
-step "ssh fan-out (benches/ssh_fanout.rs: 1 and 2 sshd hosts, dsinfra and OpenSSH only)"
-cargo test --locked --quiet --bench ssh_fanout -- --sizes 1,2 --runs 1 \
-  --out target/bench/ssh-smoke.md >/dev/null
+step "ssh fan-out (scripts/bench-ssh.sh: 1 and 2 sshd hosts, dsinfra and OpenSSH only)"
+SMOKE=1 bash scripts/bench-ssh.sh >/dev/null
 step "every benchmark ran"

@@ -5,6 +5,9 @@
 #
 #   scripts/bench-ssh.sh                       all sizes, 5 runs each
 #   scripts/bench-ssh.sh --sizes 1,8 --runs 3  extra arguments go to the bench binary
+#   SMOKE=1 scripts/bench-ssh.sh               1 and 2 hosts, one run, dsinfra and OpenSSH only,
+#                                              dev build, into target/bench/ssh-smoke.md (what CI
+#                                              runs, through scripts/bench-smoke.sh)
 #
 # Needs root (it starts sshd and creates the test user, like the tests), ssh, and python3 with
 # venv; ansible-core and parallel-ssh are installed from PyPI into a venv in the tools directory
@@ -13,6 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/test --install-only
+
+if [ "${SMOKE:-0}" = 1 ]; then
+  mkdir -p target/bench
+  cargo test --locked --quiet --bench ssh_fanout -- --sizes 1,2 --runs 1 \
+    --out target/bench/ssh-smoke.md "$@"
+  echo "bench-ssh: smoke table written to target/bench/ssh-smoke.md" >&2
+  exit 0
+fi
 
 tools="${DSINFRA_TOOLS_DIR:-$HOME/.cache/dsinfra/tools}"
 venv="$tools/bench-venv"
