@@ -29,7 +29,7 @@ pub const ASSIGNMENT_WRITE: &str = "Microsoft.Authorization/roleAssignments/writ
 
 /// The rights-demanding writes of a plan: each block's role and assignment writes, with the
 /// address of the resource that needs them.
-pub fn needed(plan: &Plan) -> BTreeMap<Address, Vec<(Address, &'static str)>> {
+fn needed(plan: &Plan) -> BTreeMap<Address, Vec<(Address, &'static str)>> {
     let mut needs: BTreeMap<Address, Vec<(Address, &'static str)>> = BTreeMap::new();
     for change in &plan.changes {
         let action = match (change.kind, &change.action) {
@@ -50,26 +50,40 @@ pub fn needed(plan: &Plan) -> BTreeMap<Address, Vec<(Address, &'static str)>> {
     needs
 }
 
-/// The resource group the plan's role writes go to (the experiment's).
-pub fn group_of(plan: &Plan) -> Option<&str> {
-    plan.changes
+/// What a plan asks of the caller's rights: its idle-park writes by block, the resource group
+/// they go to, and whether the plan creates that group (ARM can then not answer the caller's
+/// permissions there before apply made it). `None` when the plan writes no role.
+struct Asked<'p> {
+    needs: BTreeMap<Address, Vec<(Address, &'static str)>>,
+    group: &'p str,
+    new_group: bool,
+}
+
+fn asked(plan: &Plan) -> Option<Asked<'_>> {
+    let needs = needed(plan);
+    if needs.is_empty() {
+        return None;
+    }
+    let group = plan
+        .changes
         .iter()
         .find(|c| {
             matches!(
                 c.kind,
                 ResourceKind::RoleDefinition | ResourceKind::RoleAssignment
             )
-        })
-        .map(|c| c.resource_group.as_str())
-}
-
-/// Whether the plan creates the resource group it writes roles into (so ARM cannot answer the
-/// caller's permissions there before apply made it).
-pub fn creates_group(plan: &Plan, group: &str) -> bool {
-    plan.changes.iter().any(|c| {
+        })?
+        .resource_group
+        .as_str();
+    let new_group = plan.changes.iter().any(|c| {
         c.kind == ResourceKind::ResourceGroup
             && c.name.eq_ignore_ascii_case(group)
             && matches!(c.action, Action::Create | Action::Replace { .. })
+    });
+    Some(Asked {
+        needs,
+        group,
+        new_group,
     })
 }
 
@@ -130,13 +144,9 @@ pub async fn preflight(
     desired: &Desired,
     plan: &Plan,
 ) -> Result<Vec<Diagnostic>, ArmError> {
-    let needs = needed(plan);
-    let Some(group) = group_of(plan).filter(|_| !needs.is_empty()) else {
+    let Some(Asked { needs, group, .. }) = asked(plan).filter(|a| !a.new_group) else {
         return Ok(Vec::new());
     };
-    if creates_group(plan, group) {
-        return Ok(Vec::new());
-    }
     match client
         .permissions_at_resource_group(subscription, group)
         .await?
@@ -148,16 +158,13 @@ pub async fn preflight(
 
 /// The plan note for a new resource group: ARM cannot say yet what the caller may do there.
 pub fn deferred_note(plan: &Plan) -> Option<String> {
-    let needs = needed(plan);
-    let group = group_of(plan).filter(|_| !needs.is_empty())?;
-    creates_group(plan, group).then(|| {
-        format!(
-            "park {{ idle }} needs rights to create a role and assign it ({ROLE_WRITE}, \
+    let Asked { group, .. } = asked(plan).filter(|a| a.new_group)?;
+    Some(format!(
+        "park {{ idle }} needs rights to create a role and assign it ({ROLE_WRITE}, \
              {ASSIGNMENT_WRITE}); Azure answers what you may do in resource group {group} only \
              once it exists, so apply asks right after creating it, before anything else, and \
              deletes it again if you may not"
-        )
-    })
+    ))
 }
 
 /// For a plan that creates the resource group its idle-park roles go to: create the group (the
@@ -170,13 +177,9 @@ pub async fn check_in_new_group(
     desired: &Desired,
     plan: &Plan,
 ) -> Result<Vec<Diagnostic>, ArmError> {
-    let needs = needed(plan);
-    let Some(group) = group_of(plan).filter(|_| !needs.is_empty()) else {
+    let Some(Asked { needs, group, .. }) = asked(plan).filter(|a| a.new_group) else {
         return Ok(Vec::new());
     };
-    if !creates_group(plan, group) {
-        return Ok(Vec::new());
-    }
     let Some(resource) = desired
         .resources
         .iter()
