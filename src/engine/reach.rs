@@ -155,6 +155,14 @@ impl Endpoints {
         }
     }
 
+    /// Where the other nodes of a block reach the node at private IP `ip`: the emulator's local
+    /// endpoint for it when emulated and mapped (decision 49), else the IP itself on port 22.
+    /// What the `ssh_mesh` step's nodefile and a run's hostfile name.
+    pub fn node_address(&self, ip: &str) -> (String, u16) {
+        self.resolve(ip)
+            .unwrap_or_else(|| (ip.to_owned(), SSH_PORT))
+    }
+
     /// Where to dial `ip` on `port` (an AmlCompute node's public address and port, as
     /// `listNodes` gives them): `(host, port)`. `None` only when emulated and not mapped.
     pub fn resolve_port(&self, ip: &str, port: u16) -> Option<(String, u16)> {

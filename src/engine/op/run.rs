@@ -219,13 +219,10 @@ fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, comma
             .map(|n| JobNode {
                 node: n.node().to_string(),
                 vm_name: n.name.clone(),
-                host: match &n.private_ip {
-                    Some(ip) if endpoints.is_emulated() => endpoints
-                        .resolve(ip)
-                        .map_or_else(|| ip.clone(), |(host, _)| host),
-                    Some(ip) => ip.clone(),
-                    None => n.name.clone(),
-                },
+                host: n
+                    .private_ip
+                    .as_deref()
+                    .map_or_else(|| n.name.clone(), |ip| endpoints.node_address(ip).0),
             })
             .collect(),
         slots: job::slots_for(&desired.catalog, size),

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::super::reach::{Endpoints, NodeReach, SSH_PORT};
+use super::super::reach::{Endpoints, NodeReach};
 use crate::addr::Address;
 use crate::model::{Desired, ResourceKind, Step};
 use crate::steps::library::{ClusterNode, MeshSettings, NodeContext, StorageTarget};
@@ -253,14 +253,7 @@ pub fn ubuntu_release(image: &Value) -> Option<String> {
 /// the other nodes of the block reach its sshd at (the emulator's local endpoint for the private
 /// IP when emulated, else the private IP on port 22).
 fn cluster_node(node: &NodeReach, endpoints: &Endpoints) -> ClusterNode {
-    let private_ip = node.private_ip.clone().unwrap_or_default();
-    let (ip, port) = if endpoints.is_emulated() {
-        endpoints
-            .resolve(&private_ip)
-            .unwrap_or((private_ip, SSH_PORT))
-    } else {
-        (private_ip, SSH_PORT)
-    };
+    let (ip, port) = endpoints.node_address(node.private_ip.as_deref().unwrap_or_default());
     ClusterNode {
         name: node.name.clone(),
         private_ip: ip,
