@@ -193,11 +193,6 @@ fn check_principal(
     let found = compute::principals(cloud)
         .into_iter()
         .find(|(p, _)| p.eq_ignore_ascii_case(principal));
-    let replicated = |created: Option<chrono::DateTime<chrono::Utc>>| {
-        let delay = chrono::Duration::from_std(ctx.config.scaled(REPLICATION_DELAY))
-            .unwrap_or_else(|_| chrono::Duration::zero());
-        created.is_none_or(|at| ctx.now >= at + delay)
-    };
     let declared = ctx
         .config
         .principals
@@ -208,7 +203,7 @@ fn check_principal(
         None if declared => Ok(()),
         Some((_, created)) if lagging(ctx, created) => Err(principal_not_found(principal)),
         Some(_) if principal_type.eq_ignore_ascii_case("ServicePrincipal") => Ok(()),
-        Some((_, created)) if replicated(created) => Ok(()),
+        Some((_, created)) if !younger_than(ctx, created, REPLICATION_DELAY) => Ok(()),
         _ => Err(principal_not_found(principal)),
     }
 }
@@ -216,9 +211,19 @@ fn check_principal(
 /// Whether something made at `created` is still inside the configured replication lag
 /// ([`crate::emulator::EmulatorConfig::replication_lag`]).
 fn lagging(ctx: &Ctx<'_>, created: Option<chrono::DateTime<chrono::Utc>>) -> bool {
-    let lag = ctx.config.scaled(ctx.config.replication_lag);
-    let lag = chrono::Duration::from_std(lag).unwrap_or_else(|_| chrono::Duration::zero());
-    !lag.is_zero() && created.is_some_and(|at| ctx.now < at + lag)
+    younger_than(ctx, created, ctx.config.replication_lag)
+}
+
+/// Whether something made at `created` (if known) is younger than `age` (real-world time, on the
+/// latency clock); nothing is younger than zero.
+fn younger_than(
+    ctx: &Ctx<'_>,
+    created: Option<chrono::DateTime<chrono::Utc>>,
+    age: Duration,
+) -> bool {
+    let age = chrono::Duration::from_std(ctx.config.scaled(age))
+        .unwrap_or_else(|_| chrono::Duration::zero());
+    !age.is_zero() && created.is_some_and(|at| ctx.now < at + age)
 }
 
 fn principal_not_found(principal: &str) -> ArmError {
