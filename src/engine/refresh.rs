@@ -411,16 +411,16 @@ pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
                 known.insert("ip_address".into(), Value::from(ip));
             }
         }
-        // Whether Secure Boot is on, as the VM has it (Azure's default applies when the body
-        // had no securityProfile): the kernel-module steps check it before they start.
-        // The principal a role assignment names, for the head's check below.
+        // The principal a role assignment names, for `principal_drift`.
         ResourceKind::RoleAssignment => {
             if let Some(principal) = text(body, "/properties/principalId") {
                 known.insert("principal_id".into(), Value::from(principal));
             }
         }
+        // Its system-assigned identity's principal (what an idle-park assignment names), and
+        // whether Secure Boot is on, as the VM has it (Azure's default applies when the body had
+        // no securityProfile): the kernel-module steps check it before they start.
         ResourceKind::VirtualMachine => {
-            // Its system-assigned identity's principal (what an idle-park assignment names).
             if let Some(principal) = text(body, "/identity/principalId") {
                 known.insert("principal_id".into(), Value::from(principal));
             }

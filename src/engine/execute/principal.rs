@@ -79,7 +79,7 @@ pub(super) fn replication_wait(code: Option<&str>, waited: Duration) -> Option<D
 /// compressed clock) and each is reported as the resource's progress.
 pub(super) async fn send_assignment(
     shared: &Shared,
-    address: &crate::addr::Address,
+    address: &Address,
     operation: Operation,
     request: &Request,
 ) -> Result<(), ArmError> {

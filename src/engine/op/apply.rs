@@ -224,8 +224,9 @@ pub async fn apply(
     Box::pin(walk(run, (backend, state), events, cancel)).await
 }
 
-/// A new resource group's idle-park rights ([`crate::engine::preflight::rbac::check_in_new_group`]): asked once
-/// the group exists, before anything else is written; problems end the apply there.
+/// A new resource group's idle-park rights
+/// ([`crate::engine::preflight::rbac::check_in_new_group`]): asked once the group exists, before
+/// anything else is written; problems end the apply there.
 async fn rights_in_new_group(
     arm: &Arm,
     desired: &Desired,

@@ -8,8 +8,8 @@
 //! the SKUs of the manifest's region are read, what they say of those sizes is learnt into the
 //! command's [`catalog::Catalog`] (with a note naming where the facts come from), and the CLI
 //! judges the manifest against that catalog, so its rules (a step's `{temp}` on a size without
-//! a temp disk) see the live facts, and a saved plan records them. A size the SKUs do not list either stays an error, with the catalog's
-//! suggestion; offline commands never get this far.
+//! a temp disk) see the live facts, and a saved plan records them. A size the SKUs do not list
+//! either stays an error, with the catalog's suggestion; offline commands never get this far.
 
 use serde_json::Value;
 

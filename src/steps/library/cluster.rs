@@ -162,8 +162,10 @@ fn mesh_vars(b: &Builder<'_>, nodefile: &str, prefer_ib: bool) -> Result<Value, 
     }))
 }
 
-/// Whether `name` is a user name the mesh may write into a script and a config: what Azure
-/// accepts for an admin user (letters, digits, `_`, `-`, `.`, not starting with `-`).
+/// Whether `name` looks like a Linux user name (letters, digits, `_`, `-`, `.`, not starting with
+/// `-`): a guard at rendering, where the admin user may come from an AML compute as well as from
+/// a manifest. The manifest's own `admin_username` check (Azure's stricter rule) is in
+/// `manifest::expand::compute::check_username`.
 fn valid_user_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
