@@ -89,7 +89,13 @@ mv -f "$staging" "$3"
 "#
             .to_owned(),
         ),
-        ("gpg", "cat >\"${!#}\"\n".to_owned()),
+        // Written whole, then renamed: the nodes share one filesystem here, and another node's
+        // apt-get reading a keyring half written took it for a missing key (exit 100).
+        (
+            "gpg",
+            "staging=$(mktemp \"${!#}.XXXXXX\")\ncat >\"$staging\"\nmv -f \"$staging\" \"${!#}\"\n"
+                .to_owned(),
+        ),
         (
             "apt-get",
             // After the options: `update`, or `install -y PACKAGE...`.
