@@ -25,6 +25,7 @@ use tokio::sync::watch;
 use super::advice::{ResourceError, describe};
 use super::bodies::{Request, needs_tenant, request_for, update_request};
 use super::events::{Event, EventSink, LroBridge, Operation};
+use super::kinds::{self, Applying};
 use super::limiter::Limiter;
 use crate::addr::Address;
 use crate::azure::{ArmClient, ArmError, ResourceId};
@@ -398,6 +399,40 @@ async fn run_node(shared: &Shared, node: &Node) -> Result<(), ResourceError> {
 }
 
 /// An error that is not ARM's (a body that cannot be built, a state that cannot be saved).
+/// Send `request` (the PUT or PATCH of `resource`), then wait for what its kind needs before
+/// it counts as done (a compute's usable nodes).
+async fn put(
+    shared: &Shared,
+    resource: &Resource,
+    operation: Operation,
+    request: &Request,
+) -> Result<(), ResourceError> {
+    let address = &resource.address;
+    call_described(
+        shared,
+        &request.id,
+        address,
+        operation,
+        Some(resource),
+        || send(shared, address, operation, resource.kind, request),
+    )
+    .await?;
+    let applying = applying(shared, address, operation);
+    let after = kinds::driver(resource.kind).after_put(applying, resource, &request.id);
+    after.await.map_err(|e| local_error(address, operation, e))
+}
+
+/// What a kind's driver is given to act after a request of this run.
+fn applying<'a>(shared: &'a Shared, address: &'a Address, operation: Operation) -> Applying<'a> {
+    Applying {
+        client: &shared.client,
+        subscription: &shared.subscription,
+        events: &shared.events,
+        address,
+        operation,
+    }
+}
+
 fn local_error(address: &Address, operation: Operation, message: String) -> ResourceError {
     ResourceError {
         address: address.clone(),
@@ -499,7 +534,8 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
                 &change.name,
             )
         }));
-        let query = aml::delete_query(change.kind);
+        let driver = kinds::driver(change.kind);
+        let query = driver.delete_query();
         call_described(
             shared,
             &id,
@@ -509,9 +545,10 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
             || shared.client.delete_with(&id, query),
         )
         .await?;
-        if change.kind == ResourceKind::KeyVault {
-            aml::purge_vault(shared, change).await?;
-        }
+        driver
+            .after_delete(applying(shared, address, operation), change)
+            .await
+            .map_err(|message| local_error(address, operation, message))?;
     }
     shared
         .store
@@ -584,20 +621,7 @@ async fn apply(
                 .await
                 .map_err(|e| save_error(address, operation, &e))?;
         }
-        call_described(
-            shared,
-            &request.id,
-            address,
-            operation,
-            Some(resource),
-            || send(shared, address, operation, resource.kind, &request),
-        )
-        .await?;
-        // A compute is done when its nodes are usable (a tags-only PUT changes no count, and
-        // then the wait ends at its first read).
-        if resource.kind == ResourceKind::MlCompute {
-            aml::await_nodes(shared, resource, request.id.as_str(), operation).await?;
-        }
+        put(shared, resource, operation, &request).await?;
         let secrets = previous
             .as_ref()
             .map(|p| p.secrets.clone())
@@ -679,7 +703,7 @@ async fn request_of(
             .map(Some);
     }
     let tenant = if needs_tenant(resource.kind) {
-        Some(aml::tenant(shared, address, operation).await?)
+        Some(tenant::tenant(shared, address, operation).await?)
     } else {
         None
     };
@@ -728,7 +752,7 @@ fn record_of(
         depends_on: resource.depends_on.clone(),
         status,
         // An AmlCompute's "power" is its node count: running at `count`, parked at zero nodes.
-        power_state: super::power::is_parkable(resource.kind).then(|| {
+        power_state: kinds::is_parkable(resource.kind).then(|| {
             previous
                 .and_then(|p| p.power_state)
                 .unwrap_or(PowerState::Running)
@@ -746,11 +770,11 @@ fn record_of(
     }
 }
 
-mod aml;
 mod host_key;
 mod intents;
 mod principal;
 mod store;
+mod tenant;
 
 use intents::{Early, Prepared};
 

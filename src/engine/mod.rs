@@ -25,10 +25,10 @@ pub mod refresh;
 pub(crate) mod registration;
 
 pub(crate) mod advice;
-pub(crate) mod aml_scale;
 pub(crate) mod bodies;
 pub mod events;
 pub(crate) mod execute;
+pub(crate) mod kinds;
 pub(crate) mod limiter;
 pub mod op;
 pub(crate) mod outputs;

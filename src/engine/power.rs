@@ -16,6 +16,7 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
 use super::events::{Event, EventSink, Operation};
+use super::kinds;
 use crate::addr::Address;
 use crate::azure::types::compute::VmAction;
 use crate::azure::{ArmClient, ArmError, ResourceId};
@@ -96,13 +97,6 @@ pub enum PowerError {
     },
 }
 
-/// Whether park and unpark act on resources of this kind: VMs (deallocated and started) and
-/// AmlCompute clusters (scaled to zero nodes and back to their `count`: the service deletes the
-/// nodes, so a parked cluster costs nothing and comes back as new nodes).
-pub fn is_parkable(kind: ResourceKind) -> bool {
-    matches!(kind, ResourceKind::VirtualMachine | ResourceKind::MlCompute)
-}
-
 /// Whether `name` (a block label such as `gpu`, a block address such as `cluster.train`, a node
 /// such as `cluster.train[1]`, or a full address) selects the VM at `vm`.
 fn name_selects(name: &str, vm: &Address) -> bool {
@@ -122,7 +116,7 @@ pub fn select_vms(state: &State, only: &[String]) -> Result<Vec<Address>, PowerE
         .resources
         .iter()
         .filter(|r| {
-            is_parkable(r.kind)
+            kinds::is_parkable(r.kind)
                 && r.status == ResourceStatus::Created
                 && r.drift != Some(Drift::Deleted)
         })
@@ -183,32 +177,19 @@ pub async fn set_power(
     let operation = change.operation();
     let mut running = FuturesUnordered::new();
     for address in vms {
-        let Some(id) = state.resource(address).and_then(|r| r.id.clone()) else {
+        // Owned: the state is saved (and so written) as each one finishes.
+        let Some(resource) = state.resource(address).filter(|r| r.id.is_some()).cloned() else {
             continue;
         };
         events(&Event::Started {
             address: address.clone(),
             operation,
         });
-        let cluster = state
-            .resource(address)
-            .filter(|r| r.kind == ResourceKind::MlCompute)
-            .map(|r| {
-                let number = |key: &str| r.attrs.get(key).and_then(serde_json::Value::as_i64);
-                (
-                    number("count").unwrap_or(1),
-                    number("idle_seconds_before_scaledown"),
-                )
-            });
+        let driver = kinds::driver(resource.kind);
         running.push(async move {
             let started = std::time::Instant::now();
-            let id = ResourceId::from_raw(id);
-            let result = match cluster {
-                None => client.vm_action(&id, change.action()).await,
-                Some((count, idle)) => {
-                    scale_cluster(client, &id, address, change, count, idle).await
-                }
-            };
+            let id = ResourceId::from_raw(resource.id.clone().unwrap_or_default());
+            let result = driver.set_power(client, &id, &resource, change).await;
             (address, started.elapsed(), result)
         });
     }
@@ -255,30 +236,6 @@ pub async fn set_power(
         });
     }
     Ok(())
-}
-
-/// Park (scale to zero) or unpark (scale to `count`) an AmlCompute cluster and wait until its
-/// nodes are gone or usable. A failure that is not ARM's own (a timeout, nodes Azure reports
-/// unusable) is carried as a message, which is how the park summary shows it.
-async fn scale_cluster(
-    client: &ArmClient,
-    id: &ResourceId,
-    address: &Address,
-    change: PowerChange,
-    count: i64,
-    idle: Option<i64>,
-) -> Result<(), ArmError> {
-    let nodes = match change {
-        PowerChange::Park => 0,
-        PowerChange::Unpark => i32::try_from(count).unwrap_or(i32::MAX),
-    };
-    super::aml_scale::scale_to(client, id, address, nodes, idle, &|_| {})
-        .await
-        .map(|_| ())
-        .map_err(|err| match err {
-            super::aml_scale::ScaleError::Arm { source, .. } => *source,
-            other => ArmError::usage(other.to_string()),
-        })
 }
 
 /// What the experiment costs per hour in its current power states, and in the two extremes.

@@ -13,8 +13,9 @@
 //! first candidate and says so.
 //!
 //! The same preflight reports provider namespaces the subscription is not registered for
-//! (`engine::registration`), and checks Azure Machine Learning clusters ([`aml`]: an existing
-//! workspace is there, in the right region; AmlCompute's own quota), before anything is written.
+//! (`engine::registration`), and runs the preflight of each kind the plan changes (the kind's
+//! driver, `engine::kinds`: an AmlCompute's existing workspace is there, in the right region,
+//! and AML's own quota holds), before anything is written.
 //!
 //! Fetching ([`Capacity::fetch`]) is separate from deciding ([`check`], [`resolve_sizes`]), which
 //! are pure and unit-tested.
@@ -28,11 +29,11 @@ use crate::azure::types::quota::{ResourceSku, SkuAvailability, Usage, usage_for}
 use crate::azure::{ArmClient, ArmError};
 use crate::catalog;
 use crate::diag::{Diagnostic, Span};
+use crate::engine::kinds;
 use crate::model::{Desired, ResourceKind};
 use crate::plan::{Action, Plan};
 use crate::state::State;
 
-pub mod aml;
 pub mod live;
 pub mod rbac;
 pub mod security;
@@ -405,8 +406,8 @@ fn quota_diagnostic(
 
 /// Run the preflight for a plan: check that the subscription is registered for every provider
 /// namespace the plan writes to (`engine::registration`), fetch usages and SKUs of the plan's
-/// regions to check its new VMs against them, and check its AML clusters ([`aml::preflight`]);
-/// the reads run together. Problems are returned,
+/// regions to check its new VMs against them, and run the preflight of each kind the plan changes
+/// ([`kinds::Driver::preflight`]); the reads run together. Problems are returned,
 /// not raised: the caller shows them and decides.
 pub async fn preflight(
     client: &ArmClient,
@@ -430,8 +431,7 @@ pub async fn preflight(
     let (mut problems, capacity, ml, rights) = futures::join!(
         super::registration::preflight(client, subscription, desired, plan),
         capacity,
-        // Boxed: its reads would otherwise grow every operation's future that plans.
-        Box::pin(aml::preflight(client, subscription, desired, plan)),
+        kinds_preflight(client, subscription, desired, plan),
         Box::pin(rbac::preflight(client, subscription, desired, plan))
     );
     if let Some(capacity) = capacity? {
@@ -440,6 +440,25 @@ pub async fn preflight(
     problems.extend(ml?);
     problems.extend(rights?);
     Ok(problems)
+}
+
+/// The preflight of every kind the plan changes, each its driver's, run together.
+async fn kinds_preflight(
+    client: &ArmClient,
+    subscription: &str,
+    desired: &Desired,
+    plan: &Plan,
+) -> Result<Vec<Diagnostic>, ArmError> {
+    let at = kinds::Preflight {
+        client,
+        subscription,
+        desired,
+    };
+    let each = kinds::distinct(plan.changes.iter().map(|c| c.kind))
+        .into_iter()
+        .map(|kind| kinds::driver(kind).preflight(&at, plan));
+    let found = futures::future::try_join_all(each).await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 /// Check that starting the parked VMs at `vms` fits the quota: a deallocated VM holds no vCPUs,
@@ -454,7 +473,7 @@ pub fn check_start(
     let wanted: Vec<Demand> = vms
         .iter()
         .filter_map(|address| {
-            // AmlCompute clusters count against AML's own quota (`aml::check_start`).
+            // Other kinds' starts are their drivers' (`kinds::Driver::unpark_preflight`).
             let r = state
                 .resource(address)
                 .filter(|r| r.kind == ResourceKind::VirtualMachine)?;

@@ -22,7 +22,7 @@
 //! over with [`Endpoints::with_addresses`]; an IP found in a resource's state attributes
 //! (`ip_address` of a public IP, `private_ip` of a NIC) is used first.
 
-pub mod aml;
+pub(crate) use crate::engine::kinds::ml_compute::nodes as aml;
 pub mod openssh;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,7 +47,7 @@ pub const SSH_PORT: u16 = 22;
 pub const MARKER_DIR_ENV: &str = "DSINFRA_MARKER_DIR";
 
 /// The login user when the state does not say (the manifest's default `admin_username`).
-const DEFAULT_USER: &str = "azureuser";
+pub(crate) const DEFAULT_USER: &str = "azureuser";
 
 /// A mapping from a public IP address to a local SSH endpoint: one entry of an emulator's map
 /// (`GET /_emulator/ssh-endpoints`), which [`Endpoints::from_emulator`] reads. It is defined

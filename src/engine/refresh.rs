@@ -2,14 +2,13 @@
 //! outside dsinfra (drift), and record each VM's power state and the values only ARM knows
 //! (public and private IP addresses) for `dsinfra output` and `dsinfra status`.
 //!
-//! An AmlCompute cluster has no power state of its own: one scaled to zero nodes (its scale
-//! settings' `maxNodeCount` is 0) is parked, as dsinfra's park leaves it, so a cluster scaled to
-//! zero outside dsinfra is recorded as parked, as a VM deallocated outside dsinfra is.
-//!
-//! Only attributes that ARM reads back reliably are compared ([`changed_attributes`]): a VM's size,
-//! a NIC's accelerated networking, a share's quota, a disk's size and SKU, a storage account's SKU
-//! and kind, an AmlCompute's size, node count and idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list) come
-//! back normalised or not at all, and comparing them would report drift that is not there.
+//! What is read back is each kind's driver's word (`engine::kinds`): the power state a body
+//! implies (an AmlCompute cluster scaled to zero is parked), whether an instance view is read
+//! (a VM's), and which attributes are compared ([`changed_attributes`]). Only attributes that ARM
+//! reads back reliably are: a VM's size, a NIC's accelerated networking, a share's quota, a
+//! disk's size and SKU, a storage account's SKU and kind, an AmlCompute's size, node count and
+//! idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list)
+//! come back normalised or not at all, and comparing them would report drift that is not there.
 //! Tags added in Azure (by a policy, say) are not drift; a tag dsinfra set that is missing or
 //! different is.
 //!
@@ -21,12 +20,12 @@
 use std::collections::BTreeMap;
 
 use futures::future::join_all;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::compute::{PowerState as ArmPowerState, VirtualMachineInstanceView};
-use crate::azure::types::ml::duration_seconds;
 use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::engine::kinds;
 use crate::model::{Attrs, ResourceKind};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
 
@@ -173,7 +172,7 @@ async fn read(client: &ArmClient, kind: ResourceKind, id: &str) -> Result<Found,
         Err(e) if e.is_resource_group_not_found() => return Ok(Found::Gone),
         Err(e) => return Err(e),
     };
-    let view = if kind == ResourceKind::VirtualMachine {
+    let view = if kinds::driver(kind).has_instance_view() {
         client.get_instance_view(&id).await?
     } else {
         None
@@ -192,7 +191,8 @@ fn apply_observation(
         resource.drift = None;
     } else {
         for name in &changed {
-            if let Some(now) = observed_value(resource.kind, name, body, resource.attrs.get(name)) {
+            if let Some(now) = kinds::observed(resource.kind, name, body, resource.attrs.get(name))
+            {
                 resource.attrs.insert(name.clone(), now);
             }
         }
@@ -205,9 +205,7 @@ fn apply_observation(
     if !known.is_empty() {
         report.observed.insert(resource.address.clone(), known);
     }
-    if resource.kind == ResourceKind::MlCompute
-        && let Some(power) = cluster_power(body)
-    {
+    if let Some(power) = kinds::driver(resource.kind).power_in_body(body) {
         if resource.power_state != Some(power) {
             report
                 .power_changed
@@ -241,41 +239,6 @@ pub fn power_state_of(state: &ArmPowerState) -> Option<PowerState> {
     }
 }
 
-/// An AmlCompute cluster's scale settings: (minNodeCount, maxNodeCount).
-fn scale_settings(body: &Value) -> Option<(i64, i64)> {
-    let settings = body.pointer("/properties/properties/scaleSettings")?;
-    let max = settings.get("maxNodeCount").and_then(Value::as_i64)?;
-    let min = settings
-        .get("minNodeCount")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    Some((min, max))
-}
-
-/// The state's power state of an AmlCompute cluster: parked (deallocated) when it may have no
-/// node at all (scaled to zero, by dsinfra's park or outside it), running otherwise.
-fn cluster_power(body: &Value) -> Option<PowerState> {
-    let (_, max) = scale_settings(body)?;
-    Some(if max == 0 {
-        PowerState::Deallocated
-    } else {
-        PowerState::Running
-    })
-}
-
-/// An AmlCompute's node count in dsinfra's form (`count`: min = max) as ARM has it, compared
-/// with `want` (the state's count). A cluster scaled to zero is parked, not resized: `None`.
-/// When min and max differ (someone made it autoscale), the side that differs from `want` is
-/// the count, so that the plan sees the change and scales it back to a fixed size.
-fn cluster_count(body: &Value, want: Option<&Value>) -> Option<Value> {
-    let (min, max) = scale_settings(body)?;
-    if max == 0 {
-        return None;
-    }
-    let want = want.and_then(Value::as_i64);
-    Some(Value::from(if want == Some(min) { max } else { min }))
-}
-
 /// When the VM entered its current power state: the `PowerState/...` status's time when ARM sends
 /// one, otherwise the time of the last provisioning operation (a start or deallocate is one).
 pub fn power_since(view: &VirtualMachineInstanceView) -> Option<String> {
@@ -292,47 +255,25 @@ pub fn power_since(view: &VirtualMachineInstanceView) -> Option<String> {
     time_of("powerstate/").or_else(|| time_of("provisioningstate/"))
 }
 
-fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
-}
-
 /// The managed attributes of `kind` whose value in ARM's `body` differs from `attrs`, in name
 /// order. Only attributes ARM reads back reliably are compared; an attribute dsinfra does not
 /// manage (absent or null in `attrs`) is never drift.
 pub fn changed_attributes(kind: ResourceKind, attrs: &Attrs, body: &Value) -> Vec<String> {
-    let mut changed: Vec<String> = comparable(kind)
+    let mut changed: Vec<String> = kinds::driver(kind)
+        .compared()
         .iter()
         .filter(|name| {
             let Some(want) = attrs.get(**name).filter(|v| !v.is_null()) else {
                 return false;
             };
             // What ARM does not send back cannot be compared: never call it drift.
-            observed_value(kind, name, body, Some(want))
+            kinds::observed(kind, name, body, Some(want))
                 .is_some_and(|have| !same(name, want, &have))
         })
         .map(|n| (*n).to_owned())
         .collect();
     changed.sort();
     changed
-}
-
-/// Attributes compared per kind.
-fn comparable(kind: ResourceKind) -> &'static [&'static str] {
-    match kind {
-        ResourceKind::VirtualMachine => &["size", "tags"],
-        ResourceKind::NetworkInterface => &["accelerated_networking", "tags"],
-        ResourceKind::FileShare => &["quota_gb"],
-        ResourceKind::ManagedDisk => &["size_gb", "sku", "tags"],
-        ResourceKind::StorageAccount => &["sku", "kind", "tags"],
-        ResourceKind::MlCompute => &["size", "count", "idle_seconds_before_scaledown", "tags"],
-        // Role definitions and assignments take no tags; a deleted one is found by its GET
-        // (absent: drift, made again on apply), and an assignment cannot change in place.
-        ResourceKind::Sas
-        | ResourceKind::BlobContainer
-        | ResourceKind::RoleDefinition
-        | ResourceKind::RoleAssignment => &[],
-        _ => &["tags"],
-    }
 }
 
 /// Whether a wanted value matches what ARM has. Tags match when every tag dsinfra set is there
@@ -347,109 +288,11 @@ fn same(name: &str, want: &Value, have: &Value) -> bool {
     }
 }
 
-/// The value ARM has for one managed attribute, in dsinfra's attribute form (`want`, the
-/// recorded value, picks the side of an AmlCompute's scale settings: see [`cluster_count`]).
-/// For tags: the tags every tag ARM has.
-fn observed_value(
-    kind: ResourceKind,
-    name: &str,
-    body: &Value,
-    want: Option<&Value>,
-) -> Option<Value> {
-    match (kind, name) {
-        (_, "tags") => {
-            let have = body.get("tags").and_then(Value::as_object);
-            let mut tags = Map::new();
-            if let Some(have) = have {
-                for (k, v) in have {
-                    tags.insert(k.clone(), v.clone());
-                }
-            }
-            Some(Value::Object(tags))
-        }
-        (ResourceKind::VirtualMachine, "size") => {
-            text(body, "/properties/hardwareProfile/vmSize").map(Value::from)
-        }
-        (ResourceKind::NetworkInterface, "accelerated_networking") => Some(Value::Bool(
-            body.pointer("/properties/enableAcceleratedNetworking")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        )),
-        (ResourceKind::FileShare, "quota_gb") => body
-            .pointer("/properties/shareQuota")
-            .and_then(Value::as_i64)
-            .map(Value::from),
-        (ResourceKind::ManagedDisk, "size_gb") => body
-            .pointer("/properties/diskSizeGB")
-            .and_then(Value::as_i64)
-            .map(Value::from),
-        (ResourceKind::ManagedDisk | ResourceKind::StorageAccount, "sku") => {
-            text(body, "/sku/name").map(Value::from)
-        }
-        (ResourceKind::StorageAccount, "kind") => text(body, "/kind").map(Value::from),
-        (ResourceKind::MlCompute, "size") => {
-            text(body, "/properties/properties/vmSize").map(Value::from)
-        }
-        (ResourceKind::MlCompute, "count") => cluster_count(body, want),
-        (ResourceKind::MlCompute, "idle_seconds_before_scaledown") => text(
-            body,
-            "/properties/properties/scaleSettings/nodeIdleTimeBeforeScaleDown",
-        )
-        .and_then(duration_seconds)
-        .map(Value::from),
-        _ => None,
-    }
-}
-
 /// Values only ARM knows, named as `(known after apply: ADDRESS.ATTR)` placeholders name them:
 /// a public IP's `ip_address`, a NIC's `private_ip`, and a VM's `secure_boot`.
 pub fn known_values(kind: ResourceKind, body: &Value) -> Attrs {
     let mut known = Attrs::new();
-    match kind {
-        ResourceKind::PublicIp => {
-            if let Some(ip) = text(body, "/properties/ipAddress") {
-                known.insert("ip_address".into(), Value::from(ip));
-            }
-        }
-        // The principal a role assignment names, for `principal_drift`.
-        ResourceKind::RoleAssignment => {
-            if let Some(principal) = text(body, "/properties/principalId") {
-                known.insert("principal_id".into(), Value::from(principal));
-            }
-        }
-        // Its system-assigned identity's principal (what an idle-park assignment names), and
-        // whether Secure Boot is on, as the VM has it (Azure's default applies when the body had
-        // no securityProfile): the kernel-module steps check it before they start.
-        ResourceKind::VirtualMachine => {
-            if let Some(principal) = text(body, "/identity/principalId") {
-                known.insert("principal_id".into(), Value::from(principal));
-            }
-            let trusted = text(body, "/properties/securityProfile/securityType")
-                .is_some_and(|t| !t.eq_ignore_ascii_case("Standard"));
-            let secure_boot = body
-                .pointer("/properties/securityProfile/uefiSettings/secureBootEnabled")
-                .and_then(Value::as_bool);
-            // ARM writes the profile when it applies its default, so a VM without one has none.
-            known.insert(
-                "secure_boot".into(),
-                Value::Bool(trusted && secure_boot.unwrap_or(false)),
-            );
-        }
-        ResourceKind::NetworkInterface => {
-            let ip = body
-                .pointer("/properties/ipConfigurations")
-                .and_then(Value::as_array)
-                .and_then(|configs| {
-                    configs
-                        .iter()
-                        .find_map(|c| text(c, "/properties/privateIPAddress"))
-                });
-            if let Some(ip) = ip {
-                known.insert("private_ip".into(), Value::from(ip));
-            }
-        }
-        _ => {}
-    }
+    kinds::driver(kind).known(body, &mut known);
     known
 }
 
@@ -545,7 +388,7 @@ mod tests {
             ["size", "tags"]
         );
         assert_eq!(
-            observed_value(ResourceKind::VirtualMachine, "size", &drifted, None),
+            kinds::observed(ResourceKind::VirtualMachine, "size", &drifted, None),
             Some(json!("Standard_NC12s_v3"))
         );
     }
@@ -593,46 +436,6 @@ mod tests {
             )
             .is_empty()
         );
-    }
-
-    #[test]
-    fn an_aml_clusters_scale_settings_are_its_count_or_parked() {
-        let compute = |min: i64, max: i64| {
-            json!({"properties": {"properties": {"vmSize": "STANDARD_NC4AS_T4_V3",
-                "scaleSettings": {"minNodeCount": min, "maxNodeCount": max,
-                    "nodeIdleTimeBeforeScaleDown": "PT2M"}}}})
-        };
-        let want = attrs(json!({"size": "Standard_NC4as_T4_v3", "count": 4,
-            "idle_seconds_before_scaledown": 120}));
-        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(4, 4)).is_empty());
-        assert_eq!(
-            changed_attributes(ResourceKind::MlCompute, &want, &compute(2, 2)),
-            ["count"]
-        );
-        // Autoscaling between 0 and 4 is not the fixed size asked for: the minimum differs.
-        assert_eq!(
-            observed_value(
-                ResourceKind::MlCompute,
-                "count",
-                &compute(0, 4),
-                want.get("count")
-            ),
-            Some(json!(0))
-        );
-        assert_eq!(
-            observed_value(
-                ResourceKind::MlCompute,
-                "count",
-                &compute(4, 6),
-                want.get("count")
-            ),
-            Some(json!(6))
-        );
-        // Scaled to zero is parked, not resized.
-        assert!(changed_attributes(ResourceKind::MlCompute, &want, &compute(0, 0)).is_empty());
-        assert_eq!(cluster_power(&compute(0, 0)), Some(PowerState::Deallocated));
-        assert_eq!(cluster_power(&compute(4, 4)), Some(PowerState::Running));
-        assert_eq!(cluster_power(&json!({})), None);
     }
 
     #[test]

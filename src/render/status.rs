@@ -13,7 +13,7 @@ use super::money::{dollars, rate};
 use super::paint::{bold, dim, green, paint, yellow};
 use super::table::table;
 use super::value::{inline, key};
-use crate::engine::aml_scale::describe_counts;
+use crate::engine::kinds::ml_compute::scale::describe_counts;
 use crate::engine::op::{ClusterNodes, ClusterStatus, StatusOutcome};
 use crate::engine::power::{HourlyCost, VmStatus};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};

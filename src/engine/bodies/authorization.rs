@@ -16,7 +16,7 @@ use crate::azure::types::authorization::{
 use crate::model::{Desired, Resource, ResourceKind};
 
 impl Builder<'_> {
-    pub(super) fn role_definition(&self) -> Result<RoleDefinition, BodyError> {
+    pub(crate) fn role_definition(&self) -> Result<RoleDefinition, BodyError> {
         let scope = self
             .reference_id("scope")?
             .ok_or_else(|| self.missing("scope"))?;
@@ -56,7 +56,7 @@ impl Builder<'_> {
     }
 
     /// The head VM an assignment's `principal` names (`{"vm": ADDRESS, "id": ...}`).
-    pub(super) fn principal_vm(&self) -> Result<&Resource, BodyError> {
+    pub(crate) fn principal_vm(&self) -> Result<&Resource, BodyError> {
         let vm = self
             .value("principal")
             .and_then(|p| p.get("vm"))
@@ -66,7 +66,7 @@ impl Builder<'_> {
     }
 
     /// `request_for`'s answer for an assignment: the principal is not known from the plan.
-    pub(super) fn principal_unknown(&self) -> BodyError {
+    pub(crate) fn principal_unknown(&self) -> BodyError {
         self.invalid(
             "principal",
             "the head VM's principal id exists only once Azure made its identity; build the assignment with role_assignment_request",

@@ -25,7 +25,7 @@ use crate::azure::types::placement::{
 use super::{BodyError, Builder};
 
 impl Builder<'_> {
-    pub(super) fn placement_group(&self) -> Result<ProximityPlacementGroup, BodyError> {
+    pub(crate) fn placement_group(&self) -> Result<ProximityPlacementGroup, BodyError> {
         let sizes = self.texts("vm_sizes")?;
         Ok(ProximityPlacementGroup {
             location: self.location()?,
@@ -41,7 +41,7 @@ impl Builder<'_> {
     }
 
     /// A cluster's InfiniBand fabric: the set, in the cluster's placement group when it has one.
-    pub(super) fn availability_set(&self) -> Result<AvailabilitySet, BodyError> {
+    pub(crate) fn availability_set(&self) -> Result<AvailabilitySet, BodyError> {
         if self.opt_text("sku")?.as_deref() != Some("Aligned") {
             // Managed disks need an Aligned set; dsinfra never makes unmanaged disks.
             return Err(self.invalid("sku", "must be Aligned (the VMs have managed disks)"));
@@ -152,7 +152,7 @@ impl Builder<'_> {
         }
     }
 
-    pub(super) fn virtual_machine(&self) -> Result<VirtualMachine, BodyError> {
+    pub(crate) fn virtual_machine(&self) -> Result<VirtualMachine, BodyError> {
         let name = &self.resource.name;
         let admin = self.text("admin_username")?;
         let keys = self.texts("ssh_public_keys")?;
@@ -236,7 +236,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn disk(&self) -> Result<Disk, BodyError> {
+    pub(crate) fn disk(&self) -> Result<Disk, BodyError> {
         let size = self
             .opt_i32("size_gb")?
             .ok_or_else(|| self.missing("size_gb"))?;
@@ -249,7 +249,7 @@ impl Builder<'_> {
         ))
     }
 
-    pub(super) fn schedule(&self) -> Result<Schedule, BodyError> {
+    pub(crate) fn schedule(&self) -> Result<Schedule, BodyError> {
         let vm = self.reference_id("vm")?.ok_or_else(|| self.missing("vm"))?;
         // The manifest writes HH:MM; DevTestLab wants HHMM.
         let time = self.text("time")?.replace(':', "");

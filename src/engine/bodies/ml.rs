@@ -1,16 +1,12 @@
 //! Azure Machine Learning bodies: a new workspace's dependencies (key vault, Log Analytics,
-//! Application Insights, container registry), the workspace itself, and AmlCompute clusters.
+//! Application Insights, container registry) and the workspace itself (an AmlCompute cluster's
+//! body is its driver's: `engine::kinds::ml_compute`).
 //!
-//! Three decisions live here. A workspace gets a system-assigned identity (Azure requires one;
-//! it reaches the storage account and key vault with it). A compute is a fixed-size cluster
-//! (min = max = `count`) with its SSH port open (`remoteLoginPortPublicAccess: Enabled`):
-//! dsinfra runs the steps over it. And a key vault keeps deleted vaults the fewest days Azure
-//! allows (decision 40).
+//! Two decisions live here. A workspace gets a system-assigned identity (Azure requires one;
+//! it reaches the storage account and key vault with it). And a key vault keeps deleted vaults
+//! the fewest days Azure allows (decision 40).
 
-use crate::azure::types::ml::{
-    AML_COMPUTE, AmlComputeProperties, Compute, ComputeResource, ManagedIdentity, MlResourceId,
-    MlSku, ScaleSettings, UserAccountCredentials, Workspace, WorkspaceProperties,
-};
+use crate::azure::types::ml::{ManagedIdentity, MlSku, Workspace, WorkspaceProperties};
 use crate::azure::types::monitor::{
     AppInsightsComponent, AppInsightsProperties, LogAnalyticsProperties, LogAnalyticsSku,
     LogAnalyticsWorkspace,
@@ -21,7 +17,7 @@ use crate::azure::types::vault::{MIN_SOFT_DELETE_DAYS, Vault, VaultProperties, V
 use super::{BodyError, Builder};
 
 impl Builder<'_> {
-    pub(super) fn key_vault(&self) -> Result<Vault, BodyError> {
+    pub(crate) fn key_vault(&self) -> Result<Vault, BodyError> {
         let tenant = self.tenant.ok_or_else(|| self.missing("tenant_id"))?;
         Ok(Vault {
             location: self.location()?,
@@ -38,7 +34,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn log_analytics(&self) -> Result<LogAnalyticsWorkspace, BodyError> {
+    pub(crate) fn log_analytics(&self) -> Result<LogAnalyticsWorkspace, BodyError> {
         Ok(LogAnalyticsWorkspace {
             location: self.location()?,
             tags: self.tags()?,
@@ -53,7 +49,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn app_insights(&self) -> Result<AppInsightsComponent, BodyError> {
+    pub(crate) fn app_insights(&self) -> Result<AppInsightsComponent, BodyError> {
         let application_type = self.text("application_type")?;
         let logs = self
             .reference_id("logs")?
@@ -72,7 +68,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn registry(&self) -> Result<Registry, BodyError> {
+    pub(crate) fn registry(&self) -> Result<Registry, BodyError> {
         Ok(Registry {
             location: self.location()?,
             tags: self.tags()?,
@@ -87,7 +83,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn ml_workspace(&self) -> Result<Workspace, BodyError> {
+    pub(crate) fn ml_workspace(&self) -> Result<Workspace, BodyError> {
         let required = |attribute: &str| {
             self.reference_id(attribute)?
                 .ok_or_else(|| self.missing(attribute))
@@ -110,55 +106,6 @@ impl Builder<'_> {
                 provisioning_state: None,
             }),
             ..Workspace::default()
-        })
-    }
-
-    pub(super) fn ml_compute(&self) -> Result<ComputeResource, BodyError> {
-        let count = self
-            .opt_i32("count")?
-            .ok_or_else(|| self.missing("count"))?;
-        if count < 0 {
-            return Err(self.invalid("count", format!("{count} is below zero")));
-        }
-        let priority = self.text("priority")?;
-        if !matches!(priority.as_str(), "Dedicated" | "LowPriority") {
-            return Err(self.invalid(
-                "priority",
-                format!("`{priority}` is not Dedicated or LowPriority"),
-            ));
-        }
-        let subnet = match self.reference_id("subnet")? {
-            None => None,
-            Some(vnet) => {
-                let name = self.text("subnet_name")?;
-                Some(MlResourceId {
-                    id: format!("{vnet}/subnets/{name}"),
-                })
-            }
-        };
-        let idle = self
-            .opt_i32("idle_seconds_before_scaledown")?
-            .map(i64::from);
-        Ok(ComputeResource {
-            location: Some(self.location()?),
-            tags: self.tags()?,
-            properties: Some(Compute {
-                compute_type: AML_COMPUTE.to_owned(),
-                properties: Some(AmlComputeProperties {
-                    vm_size: Some(self.text("size")?),
-                    vm_priority: Some(priority),
-                    scale_settings: Some(ScaleSettings::fixed(count, idle)),
-                    user_account_credentials: Some(UserAccountCredentials {
-                        admin_user_name: self.text("admin_username")?,
-                        admin_user_ssh_public_key: Some(self.text("ssh_public_key")?),
-                    }),
-                    subnet,
-                    remote_login_port_public_access: Some("Enabled".to_owned()),
-                    ..AmlComputeProperties::default()
-                }),
-                ..Compute::default()
-            }),
-            ..ComputeResource::default()
         })
     }
 }

@@ -34,6 +34,7 @@ use crate::azure::types::resources::ResourceGroup;
 use crate::azure::types::storage::{BlobContainer, FileShare, StorageAccountCreate};
 use crate::azure::types::vault::Vault;
 use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::engine::kinds;
 use crate::model::{Desired, Resource, ResourceKind};
 
 mod authorization;
@@ -267,33 +268,8 @@ pub fn request_for(
         subscription,
         tenant,
     };
-    let body = match resource.kind {
-        ResourceKind::Sas => return Ok(None),
-        ResourceKind::ResourceGroup => {
-            Body::ResourceGroup(ResourceGroup::new(b.text("location")?, b.tags()?))
-        }
-        ResourceKind::VirtualNetwork => Body::VirtualNetwork(b.virtual_network()?),
-        ResourceKind::NetworkSecurityGroup => Body::NetworkSecurityGroup(b.security_group()?),
-        ResourceKind::PublicIp => Body::PublicIp(b.public_ip()?),
-        ResourceKind::NetworkInterface => Body::NetworkInterface(b.network_interface()?),
-        ResourceKind::ProximityPlacementGroup => {
-            Body::ProximityPlacementGroup(b.placement_group()?)
-        }
-        ResourceKind::AvailabilitySet => Body::AvailabilitySet(b.availability_set()?),
-        ResourceKind::VirtualMachine => Body::VirtualMachine(Box::new(b.virtual_machine()?)),
-        ResourceKind::ManagedDisk => Body::ManagedDisk(b.disk()?),
-        ResourceKind::StorageAccount => Body::StorageAccount(b.storage_account()?),
-        ResourceKind::BlobContainer => Body::BlobContainer(b.container()?),
-        ResourceKind::FileShare => Body::FileShare(b.file_share()?),
-        ResourceKind::AutoShutdownSchedule => Body::AutoShutdownSchedule(b.schedule()?),
-        ResourceKind::KeyVault => Body::KeyVault(b.key_vault()?),
-        ResourceKind::LogAnalyticsWorkspace => Body::LogAnalytics(b.log_analytics()?),
-        ResourceKind::AppInsights => Body::AppInsights(b.app_insights()?),
-        ResourceKind::ContainerRegistry => Body::Registry(b.registry()?),
-        ResourceKind::MlWorkspace => Body::MlWorkspace(Box::new(b.ml_workspace()?)),
-        ResourceKind::MlCompute => Body::MlCompute(Box::new(b.ml_compute()?)),
-        ResourceKind::RoleDefinition => Body::RoleDefinition(b.role_definition()?),
-        ResourceKind::RoleAssignment => return Err(b.principal_unknown()),
+    let Some(body) = kinds::driver(resource.kind).body(&b)? else {
+        return Ok(None);
     };
     Ok(Some(Request {
         id: ResourceId::from_raw(resource.arm_id(subscription)),
@@ -303,11 +279,11 @@ pub fn request_for(
 
 /// Whether the body of a `kind` names the subscription's tenant.
 pub fn needs_tenant(kind: ResourceKind) -> bool {
-    kind == ResourceKind::KeyVault
+    kinds::driver(kind).needs_tenant()
 }
 
 /// Reads one resource's attributes and resolves its references.
-struct Builder<'a> {
+pub(crate) struct Builder<'a> {
     resource: &'a Resource,
     desired: &'a Desired,
     subscription: &'a str,
@@ -315,14 +291,14 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn missing(&self, attribute: &str) -> BodyError {
+    pub(crate) fn missing(&self, attribute: &str) -> BodyError {
         BodyError::Missing {
             address: self.resource.address.to_string(),
             attribute: attribute.to_owned(),
         }
     }
 
-    fn invalid(&self, attribute: &str, message: impl Into<String>) -> BodyError {
+    pub(crate) fn invalid(&self, attribute: &str, message: impl Into<String>) -> BodyError {
         BodyError::Invalid {
             address: self.resource.address.to_string(),
             attribute: attribute.to_owned(),
@@ -331,16 +307,16 @@ impl Builder<'_> {
     }
 
     /// The attribute, `None` when absent or null.
-    fn value(&self, attribute: &str) -> Option<&Value> {
+    pub(crate) fn value(&self, attribute: &str) -> Option<&Value> {
         self.resource.attrs.get(attribute).filter(|v| !v.is_null())
     }
 
-    fn text(&self, attribute: &str) -> Result<String, BodyError> {
+    pub(crate) fn text(&self, attribute: &str) -> Result<String, BodyError> {
         self.opt_text(attribute)?
             .ok_or_else(|| self.missing(attribute))
     }
 
-    fn opt_text(&self, attribute: &str) -> Result<Option<String>, BodyError> {
+    pub(crate) fn opt_text(&self, attribute: &str) -> Result<Option<String>, BodyError> {
         match self.value(attribute) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -348,7 +324,7 @@ impl Builder<'_> {
         }
     }
 
-    fn opt_i32(&self, attribute: &str) -> Result<Option<i32>, BodyError> {
+    pub(crate) fn opt_i32(&self, attribute: &str) -> Result<Option<i32>, BodyError> {
         match self.value(attribute) {
             None => Ok(None),
             Some(v) => v
@@ -361,7 +337,7 @@ impl Builder<'_> {
         }
     }
 
-    fn opt_bool(&self, attribute: &str) -> Result<Option<bool>, BodyError> {
+    pub(crate) fn opt_bool(&self, attribute: &str) -> Result<Option<bool>, BodyError> {
         match self.value(attribute) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -371,7 +347,7 @@ impl Builder<'_> {
         }
     }
 
-    fn texts(&self, attribute: &str) -> Result<Vec<String>, BodyError> {
+    pub(crate) fn texts(&self, attribute: &str) -> Result<Vec<String>, BodyError> {
         match self.value(attribute) {
             None => Ok(Vec::new()),
             Some(v) => serde_json::from_value(v.clone())
@@ -401,7 +377,7 @@ impl Builder<'_> {
         })
     }
 
-    fn tags(&self) -> Result<Option<Tags>, BodyError> {
+    pub(crate) fn tags(&self) -> Result<Option<Tags>, BodyError> {
         match self.value("tags") {
             None => Ok(None),
             Some(v) => serde_json::from_value::<BTreeMap<String, String>>(v.clone())
@@ -410,12 +386,12 @@ impl Builder<'_> {
         }
     }
 
-    fn zones(&self) -> Result<Option<Vec<String>>, BodyError> {
+    pub(crate) fn zones(&self) -> Result<Option<Vec<String>>, BodyError> {
         Ok(self.opt_text("zone")?.map(|z| vec![z]))
     }
 
     /// The resource an address-valued text refers to.
-    fn target(&self, attribute: &str, reference: &str) -> Result<&Resource, BodyError> {
+    pub(crate) fn target(&self, attribute: &str, reference: &str) -> Result<&Resource, BodyError> {
         reference
             .parse::<Address>()
             .ok()
@@ -428,7 +404,7 @@ impl Builder<'_> {
     }
 
     /// The ARM id of the resource an attribute refers to (`None` when the attribute is null).
-    fn reference_id(&self, attribute: &str) -> Result<Option<String>, BodyError> {
+    pub(crate) fn reference_id(&self, attribute: &str) -> Result<Option<String>, BodyError> {
         match self.opt_text(attribute)? {
             None => Ok(None),
             Some(reference) => Ok(Some(
@@ -438,7 +414,7 @@ impl Builder<'_> {
         }
     }
 
-    fn location(&self) -> Result<String, BodyError> {
+    pub(crate) fn location(&self) -> Result<String, BodyError> {
         self.text("location")
     }
 }

@@ -14,7 +14,7 @@ use crate::azure::types::network::{
 use super::{BodyError, Builder};
 
 impl Builder<'_> {
-    pub(super) fn virtual_network(&self) -> Result<VirtualNetwork, BodyError> {
+    pub(crate) fn virtual_network(&self) -> Result<VirtualNetwork, BodyError> {
         #[derive(serde::Deserialize)]
         struct SubnetAttr {
             name: String,
@@ -71,7 +71,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn security_group(&self) -> Result<NetworkSecurityGroup, BodyError> {
+    pub(crate) fn security_group(&self) -> Result<NetworkSecurityGroup, BodyError> {
         #[derive(serde::Deserialize)]
         struct RuleAttr {
             name: String,
@@ -135,7 +135,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn public_ip(&self) -> Result<PublicIpAddress, BodyError> {
+    pub(crate) fn public_ip(&self) -> Result<PublicIpAddress, BodyError> {
         // The manifest layer always asks for Standard + Static (Basic is retired and Standard
         // requires Static); anything else in the state would be a hand edit.
         let sku = self
@@ -152,7 +152,7 @@ impl Builder<'_> {
         Ok(pip)
     }
 
-    pub(super) fn network_interface(&self) -> Result<NetworkInterface, BodyError> {
+    pub(crate) fn network_interface(&self) -> Result<NetworkInterface, BodyError> {
         let vnet_ref = self.text("subnet")?;
         let vnet = self.target("subnet", &vnet_ref)?;
         let subnet_name = self.text("subnet_name")?;

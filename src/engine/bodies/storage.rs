@@ -12,7 +12,7 @@ use crate::azure::types::storage::{
 use super::{BodyError, Builder};
 
 impl Builder<'_> {
-    pub(super) fn storage_account(&self) -> Result<StorageAccountCreate, BodyError> {
+    pub(crate) fn storage_account(&self) -> Result<StorageAccountCreate, BodyError> {
         let sku: StorageSkuName = self.wire_enum("sku")?;
         let kind: StorageKind = self.wire_enum("kind")?;
         let tls = match self.value("min_tls_version") {
@@ -89,7 +89,7 @@ impl Builder<'_> {
         }))
     }
 
-    pub(super) fn container(&self) -> Result<BlobContainer, BodyError> {
+    pub(crate) fn container(&self) -> Result<BlobContainer, BodyError> {
         let access = match self.value("public_access") {
             Some(_) => self.wire_enum::<PublicAccess>("public_access")?,
             None => PublicAccess::None,
@@ -103,7 +103,7 @@ impl Builder<'_> {
         })
     }
 
-    pub(super) fn file_share(&self) -> Result<FileShare, BodyError> {
+    pub(crate) fn file_share(&self) -> Result<FileShare, BodyError> {
         let protocol = match self.value("protocol") {
             Some(_) => Some(self.wire_enum::<EnabledProtocols>("protocol")?),
             None => None,

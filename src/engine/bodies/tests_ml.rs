@@ -98,7 +98,7 @@ pub(crate) fn aml_desired() -> Desired {
     add(
         &mut desired,
         "aml_cluster.beeond.compute",
-        ResourceKind::MlCompute,
+        crate::engine::kinds::ml_compute::KIND,
         "beeond-1a2b",
         Some("exp-1"),
         json!({

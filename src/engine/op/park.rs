@@ -13,6 +13,7 @@
 //! releases the lock. Once sent, the actions run in Azure whatever dsinfra does, so a press then
 //! only stops the waiting: what finished is saved and the outcome says what goes on.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,18 +23,12 @@ use crate::addr::Address;
 use crate::diag::SourceMap;
 use crate::engine::advice::{self, ResourceError};
 use crate::engine::events::{Event, EventSink, Operation};
+use crate::engine::kinds;
 use crate::engine::power::{self, HourlyCost, PowerChange, PowerError};
-use crate::engine::preflight::{self, aml};
+use crate::engine::preflight;
 use crate::engine::refresh;
 use crate::model::{Desired, ResourceKind};
 use crate::state::{Backend, State};
-
-/// The temp-disk warning a park of VMs gives before asking.
-const TEMP_DISK_WARNING: &str = "parking deallocates the VMs: compute is no longer billed, but each VM's temp disk (/mnt) is wiped, including BeeOND scratch and blobfuse caches; OS and data disks, public IPs and storage are kept (and still billed)";
-
-/// The warning a park of AmlCompute clusters gives before asking: unlike a deallocated VM, a
-/// cluster scaled to zero has no nodes left at all, so nothing of them survives to the unpark.
-const AML_SCALE_WARNING: &str = "parking scales the AmlCompute clusters to zero nodes: Azure DELETES the nodes and their local disks (the BeeOND scratch and anything else under /mnt is lost), and the nodes are no longer billed; unpark makes new nodes (new node ids, new host keys) and runs the steps on them again; the workspace and its storage are kept";
 
 /// What a park or unpark is asked to do.
 pub struct ParkRequest<'a> {
@@ -124,7 +119,7 @@ pub async fn park(
     }
     let kinds = Kinds::of(&state, &todo);
     if change == PowerChange::Park {
-        for warning in park_warnings(kinds) {
+        for warning in park_warnings(&kinds) {
             note(warning);
         }
     }
@@ -133,7 +128,7 @@ pub async fn park(
     }
     let question = Question {
         verb: change.verb(),
-        text: question(change, &todo, kinds, &arm.target.name()),
+        text: question(change, &todo, &kinds, &arm.target.name()),
     };
     if !approver.approve(&question)? {
         return Err(Error::Failed("cancelled: nothing was changed".to_owned()));
@@ -243,68 +238,47 @@ fn problems(
     }
 }
 
-/// How many of the resources a park or unpark acts on are VMs and how many AmlCompute
-/// clusters: the two are parked differently, and the question and warnings say how.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Kinds {
-    vms: usize,
-    clusters: usize,
-}
+/// How many of the resources a park or unpark acts on are of each parkable kind, in the
+/// registry's order: each kind is parked its own way (its driver's [`kinds::Parking`]), and the
+/// question and warnings say how.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Kinds(BTreeMap<ResourceKind, usize>);
 
 impl Kinds {
     fn of(state: &State, todo: &[Address]) -> Self {
-        let clusters = todo
-            .iter()
-            .filter(|a| {
-                state
-                    .resource(a)
-                    .is_some_and(|r| r.kind == ResourceKind::MlCompute)
-            })
-            .count();
-        Self {
-            vms: todo.len() - clusters,
-            clusters,
+        let mut counts = BTreeMap::new();
+        for r in todo.iter().filter_map(|a| state.resource(a)) {
+            *counts.entry(r.kind).or_default() += 1;
         }
+        Self(counts)
+    }
+
+    fn parkings(&self) -> impl Iterator<Item = (&'static kinds::Parking, usize)> + '_ {
+        self.0
+            .iter()
+            .filter_map(|(kind, n)| Some((kinds::driver(*kind).parking()?, *n)))
     }
 }
 
 /// The warnings a park gives before asking, one per kind of resource it parks: a mixed
-/// manifest gets both.
-fn park_warnings(kinds: Kinds) -> Vec<&'static str> {
-    let mut warnings = Vec::new();
-    if kinds.vms > 0 {
-        warnings.push(TEMP_DISK_WARNING);
-    }
-    if kinds.clusters > 0 {
-        warnings.push(AML_SCALE_WARNING);
-    }
-    warnings
+/// manifest gets each.
+fn park_warnings(kinds: &Kinds) -> Vec<&'static str> {
+    kinds.parkings().map(|(p, _)| p.warning).collect()
 }
 
 /// `Deallocate 2 VM(s) on <target>: vm.a.vm, vm.b.vm?`; AmlCompute clusters are scaled (to zero
-/// nodes, or back to their `count`), and a mixed park names both.
-fn question(change: PowerChange, todo: &[Address], kinds: Kinds, target: &str) -> String {
+/// nodes, or back to their `count`), and a mixed park names each kind.
+fn question(change: PowerChange, todo: &[Address], kinds: &Kinds, target: &str) -> String {
     let names: Vec<String> = todo.iter().map(ToString::to_string).collect();
-    let vms = (kinds.vms > 0).then(|| {
-        let verb = match change {
-            PowerChange::Park => "Deallocate",
-            PowerChange::Unpark => "Start",
-        };
-        format!("{verb} {} VM(s)", kinds.vms)
-    });
-    let clusters = (kinds.clusters > 0).then(|| {
-        let to = match change {
-            PowerChange::Park => "to zero nodes (deleting the nodes and their local disks)",
-            PowerChange::Unpark => "back to their node count (new nodes)",
-        };
-        format!("scale {} AmlCompute cluster(s) {to}", kinds.clusters)
-    });
-    let what = match (vms, clusters) {
-        (Some(vms), Some(clusters)) => format!("{vms} and {clusters}"),
-        (Some(one), None) | (None, Some(one)) => capitalized(&one),
-        (None, None) => String::new(),
-    };
-    format!("{what} on {target}: {}?", names.join(", "))
+    let what: Vec<String> = kinds
+        .parkings()
+        .map(|(p, n)| (p.phrase)(change, n))
+        .collect();
+    format!(
+        "{} on {target}: {}?",
+        capitalized(&what.join(" and ")),
+        names.join(", ")
+    )
 }
 
 fn capitalized(text: &str) -> String {
@@ -337,17 +311,24 @@ async fn check_start(
             .await??;
         problems = preflight::check_start(state, todo, desired, &capacity);
     }
-    // Clusters scaled to zero hold none of AML's quota: scaling back needs it again.
-    let locations = aml::locations_of_clusters(state, todo);
-    if !locations.is_empty() {
-        let capacity = cancel
-            .interruptible(aml::MlCapacity::fetch(
-                &arm.client,
-                &arm.subscription,
-                &locations,
-            ))
-            .await??;
-        problems.extend(aml::check_start(state, todo, desired, &capacity));
+    // Other kinds' starts are their drivers' (an AmlCompute's nodes need AML's own quota).
+    let at = kinds::Preflight {
+        client: &arm.client,
+        subscription: &arm.subscription,
+        desired,
+    };
+    let by_kind = kinds::distinct(
+        todo.iter()
+            .filter_map(|a| state.resource(a))
+            .map(|r| r.kind),
+    )
+    .into_iter()
+    .map(|kind| kinds::driver(kind).unpark_preflight(&at, state, todo));
+    for found in cancel
+        .interruptible(futures::future::try_join_all(by_kind))
+        .await??
+    {
+        problems.extend(found);
     }
     if problems.is_empty() {
         return Ok(());
@@ -389,6 +370,7 @@ fn described(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::kinds::ml_compute;
 
     fn addresses(list: &[&str]) -> Vec<Address> {
         list.iter()
@@ -399,13 +381,12 @@ mod tests {
     #[test]
     fn a_park_of_vms_keeps_the_vm_wording() {
         let todo = addresses(&["vm.a.vm"]);
-        let kinds = Kinds {
-            vms: 1,
-            clusters: 0,
-        };
-        assert_eq!(park_warnings(kinds), vec![TEMP_DISK_WARNING]);
+        let kinds = Kinds(BTreeMap::from([(ResourceKind::VirtualMachine, 1)]));
+        let warnings = park_warnings(&kinds);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("each VM's temp disk (/mnt) is wiped"));
         assert_eq!(
-            question(PowerChange::Park, &todo, kinds, "Azure"),
+            question(PowerChange::Park, &todo, &kinds, "Azure"),
             "Deallocate 1 VM(s) on Azure: vm.a.vm?"
         );
     }
@@ -413,22 +394,19 @@ mod tests {
     #[test]
     fn a_park_of_aml_clusters_says_the_nodes_and_their_disks_are_deleted() {
         let todo = addresses(&["aml_cluster.beeond.compute"]);
-        let kinds = Kinds {
-            vms: 0,
-            clusters: 1,
-        };
-        let warnings = park_warnings(kinds);
-        assert_eq!(warnings, vec![AML_SCALE_WARNING]);
+        let kinds = Kinds(BTreeMap::from([(ml_compute::KIND, 1)]));
+        let warnings = park_warnings(&kinds);
+        assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("DELETES the nodes and their local disks"));
         assert!(warnings[0].contains("BeeOND scratch"));
         assert!(warnings[0].contains("runs the steps on them again"));
         assert!(!warnings[0].contains("deallocates"));
         assert_eq!(
-            question(PowerChange::Park, &todo, kinds, "the emulator"),
+            question(PowerChange::Park, &todo, &kinds, "the emulator"),
             "Scale 1 AmlCompute cluster(s) to zero nodes (deleting the nodes and their local disks) on the emulator: aml_cluster.beeond.compute?"
         );
         assert_eq!(
-            question(PowerChange::Unpark, &todo, kinds, "the emulator"),
+            question(PowerChange::Unpark, &todo, &kinds, "the emulator"),
             "Scale 1 AmlCompute cluster(s) back to their node count (new nodes) on the emulator: aml_cluster.beeond.compute?"
         );
     }
@@ -436,16 +414,19 @@ mod tests {
     #[test]
     fn a_mixed_park_says_both() {
         let todo = addresses(&["vm.a.vm", "aml_cluster.beeond.compute"]);
-        let kinds = Kinds {
-            vms: 1,
-            clusters: 1,
-        };
-        assert_eq!(
-            park_warnings(kinds),
-            vec![TEMP_DISK_WARNING, AML_SCALE_WARNING]
+        let kinds = Kinds(BTreeMap::from([
+            (ml_compute::KIND, 1),
+            (ResourceKind::VirtualMachine, 1),
+        ]));
+        let warnings = park_warnings(&kinds);
+        assert_eq!(warnings.len(), 2);
+        assert!(
+            warnings[0].contains("deallocates the VMs"),
+            "the VMs' first"
         );
+        assert!(warnings[1].contains("DELETES the nodes"));
         assert_eq!(
-            question(PowerChange::Park, &todo, kinds, "Azure"),
+            question(PowerChange::Park, &todo, &kinds, "Azure"),
             "Deallocate 1 VM(s) and scale 1 AmlCompute cluster(s) to zero nodes (deleting the nodes and their local disks) on Azure: vm.a.vm, aml_cluster.beeond.compute?"
         );
     }

@@ -8,10 +8,9 @@ use chrono::{DateTime, Utc};
 use super::{Arm, Cancel, Error};
 use crate::addr::Address;
 use crate::azure::ResourceId;
-use crate::azure::types::ml::{ComputeResource, NodeStateCounts};
+use crate::engine::kinds;
 use crate::engine::power::{self, HourlyCost, VmStatus};
 use crate::engine::refresh::{self, RefreshReport};
-use crate::model::ResourceKind;
 use crate::plan::rate_of;
 use crate::state::{Drift, PowerState, State};
 use crate::steps::library::{IdleState, parse_idle_state};
@@ -58,40 +57,7 @@ pub struct ClusterStatus {
     pub per_hour: f64,
 }
 
-/// What a GET of an AmlCompute says about its nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ClusterNodes {
-    /// `currentNodeCount`.
-    pub current: i32,
-    /// `targetNodeCount`.
-    pub target: i32,
-    /// `allocationState: Steady` (otherwise `Resizing`).
-    pub steady: bool,
-    /// `nodeStateCounts`.
-    pub counts: NodeStateCounts,
-}
-
-impl ClusterNodes {
-    /// What `compute` (a GET's answer) says.
-    pub fn of(compute: &ComputeResource) -> Self {
-        let Some(props) = compute
-            .properties
-            .as_ref()
-            .and_then(|p| p.properties.as_ref())
-        else {
-            return Self::default();
-        };
-        Self {
-            current: props.current_node_count.unwrap_or_default(),
-            target: props.target_node_count.unwrap_or_default(),
-            steady: props
-                .allocation_state
-                .as_deref()
-                .is_some_and(|s| s.eq_ignore_ascii_case("Steady")),
-            counts: props.node_state_counts.unwrap_or_default(),
-        }
-    }
-}
+pub use crate::engine::kinds::ClusterNodes;
 
 /// The clusters of `state`, their nodes read through `arm` when there is one.
 async fn cluster_statuses(state: &State, arm: Option<&Arm>) -> Result<Vec<ClusterStatus>, Error> {
@@ -99,15 +65,14 @@ async fn cluster_statuses(state: &State, arm: Option<&Arm>) -> Result<Vec<Cluste
     let computes = state
         .resources
         .iter()
-        .filter(|r| r.kind == ResourceKind::MlCompute && r.drift != Some(Drift::Deleted));
+        .filter(|r| kinds::is_pool(r.kind) && r.drift != Some(Drift::Deleted));
     for r in computes {
         let nodes = match (arm, &r.id) {
-            (Some(arm), Some(id)) => arm
-                .client
-                .get_ml_compute(&ResourceId::from_raw(id.clone()))
-                .await?
-                .as_ref()
-                .map(ClusterNodes::of),
+            (Some(arm), Some(id)) => {
+                kinds::driver(r.kind)
+                    .pool_nodes(&arm.client, &ResourceId::from_raw(id.clone()))
+                    .await?
+            }
             _ => None,
         };
         let parked = r.power_state == Some(PowerState::Deallocated);

@@ -511,7 +511,7 @@ mod tests {
         let mut d = desired();
         let mut compute = resource(
             "aml_cluster.scratch.compute",
-            ResourceKind::MlCompute,
+            crate::engine::kinds::ml_compute::KIND,
             "scratch-1a2b",
             Some("exp-ws"),
         );

@@ -363,7 +363,7 @@ mod tests {
         let mut state = State::new("exp");
         state.upsert(vm("cluster.c[0].vm", 0, &[]));
         let mut compute = vm("aml_cluster.s.compute", 0, &[]);
-        compute.kind = ResourceKind::MlCompute;
+        compute.kind = crate::engine::kinds::ml_compute::KIND;
         state.upsert(compute);
 
         // A VM head: kept for the boot it was read at; an unpark (a new boot) reads it again.
@@ -397,7 +397,7 @@ mod tests {
     fn aml_node_records_are_read_from_the_compute_by_node_id() {
         let mut state = State::new("exp");
         let mut compute = vm("aml_cluster.s.compute", 0, &[]);
-        compute.kind = ResourceKind::MlCompute;
+        compute.kind = crate::engine::kinds::ml_compute::KIND;
         let prep = step("prep", crate::model::RunPolicy::Once);
         compute.node_mut("tvmps_a").steps.insert(
             "prep".into(),

@@ -9,7 +9,7 @@ use crate::state::NodeRecord;
 fn compute(power: Option<PowerState>) -> ResourceState {
     ResourceState {
         address: "aml_cluster.scratch.compute".parse().expect("valid"),
-        kind: ResourceKind::MlCompute,
+        kind: super::super::KIND,
         name: "scratch-1a2b".into(),
         parent: Some("exp-ws".into()),
         resource_group: "rg".into(),

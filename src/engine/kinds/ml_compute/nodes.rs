@@ -20,10 +20,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{DEFAULT_USER, Endpoints, NodeReach, Route};
 use crate::addr::Address;
 use crate::azure::{ArmClient, ArmError, Idempotency, ResourceId};
-use crate::model::ResourceKind;
+use crate::engine::reach::{DEFAULT_USER, Endpoints, NodeReach, Route};
 use crate::state::{Drift, PowerState, ResourceState, ResourceStatus, State};
 
 /// The block kind of Azure Machine Learning clusters.
@@ -94,9 +93,9 @@ pub fn compute_of(block: &Address) -> Address {
 }
 
 /// The AmlCompute clusters of the state that exist: created, and not found deleted by a refresh.
-pub(super) fn live_computes(state: &State) -> impl Iterator<Item = &ResourceState> {
+pub(crate) fn live_computes(state: &State) -> impl Iterator<Item = &ResourceState> {
     state.resources.iter().filter(|r| {
-        r.kind == ResourceKind::MlCompute
+        r.kind == super::KIND
             && r.status == ResourceStatus::Created
             && r.drift != Some(Drift::Deleted)
     })
@@ -112,7 +111,7 @@ fn is_parked(compute: &ResourceState) -> bool {
 /// Nodes that are not listed (parked, not read from ARM, not allocated yet) appear as
 /// unreachable placeholders up to the cluster's `count`, so a block never looks empty and
 /// every command says why its nodes cannot be reached.
-pub(super) fn block_nodes(state: &State, block: &Address, endpoints: &Endpoints) -> Vec<NodeReach> {
+pub(crate) fn block_nodes(state: &State, block: &Address, endpoints: &Endpoints) -> Vec<NodeReach> {
     let compute_address = compute_of(block);
     let Some(compute) = state
         .resource(&compute_address)

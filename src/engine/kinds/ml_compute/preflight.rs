@@ -1,4 +1,4 @@
-//! The preflight of Azure Machine Learning clusters, before anything is created: an existing
+//! The preflight of AmlCompute clusters, before anything is created: an existing
 //! workspace (`aml_workspace { existing = true }`) is read, so that a missing one or one in
 //! another region is said at the manifest's words instead of as ARM's `ParentResourceNotFound`
 //! after other resources were made; and the clusters' nodes are checked against AmlCompute's
@@ -18,7 +18,7 @@ use crate::azure::types::quota::Usage;
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::catalog;
 use crate::diag::{Diagnostic, Span};
-use crate::model::{Attrs, Desired, Resource, ResourceKind};
+use crate::model::{Attrs, Desired, Resource};
 use crate::plan::{Action, Change, Plan};
 use crate::state::{PowerState, State};
 
@@ -173,9 +173,7 @@ fn count(attrs: Option<&Attrs>) -> i64 {
 
 /// The compute changes of a plan.
 fn compute_changes(plan: &Plan) -> impl Iterator<Item = &Change> {
-    plan.changes
-        .iter()
-        .filter(|c| c.kind == ResourceKind::MlCompute)
+    plan.changes.iter().filter(|c| c.kind == super::KIND)
 }
 
 /// The nodes the plan's clusters need (created, replaced, or scaled up while running), and the
@@ -257,9 +255,7 @@ pub fn check_start(
     let wanted: Vec<Demand> = clusters
         .iter()
         .filter_map(|address| {
-            let r = state
-                .resource(address)
-                .filter(|r| r.kind == ResourceKind::MlCompute)?;
+            let r = state.resource(address).filter(|r| r.kind == super::KIND)?;
             let span = desired.resource(address).and_then(|d| d.span.clone());
             Demand::of(
                 &desired.catalog,
@@ -283,7 +279,7 @@ pub fn locations_of_clusters(state: &State, clusters: &[Address]) -> BTreeSet<St
     clusters
         .iter()
         .filter_map(|a| state.resource(a))
-        .filter(|r| r.kind == ResourceKind::MlCompute)
+        .filter(|r| r.kind == super::KIND)
         .filter_map(|r| text(r.attrs.get("location")))
         .map(|l| l.to_ascii_lowercase())
         .collect()

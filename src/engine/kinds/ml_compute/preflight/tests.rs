@@ -25,7 +25,7 @@ fn usage(value: &str, localized: &str, current: i64, limit: i64) -> Usage {
 fn desired(count: i64, priority: &str) -> Desired {
     let compute = resource(
         "aml_cluster.train.compute",
-        ResourceKind::MlCompute,
+        super::super::KIND,
         "train",
         &[],
         &json!({"location": "eastus", "size": "Standard_NC4as_T4_v3", "count": count,
