@@ -15,6 +15,8 @@
 //! the doc says; comments and string literals are not imports. src/lib.rs and src/main.rs are the
 //! crate root, not a module. The scanner is in layering/scan.rs, with its own tests below.
 
+#[path = "layering/emulator.rs"]
+mod emulator;
 #[path = "layering/scan.rs"]
 mod scan;
 
@@ -115,6 +117,8 @@ struct Found {
     file: PathBuf,
     /// The file's top-level module.
     module: String,
+    /// The file's module path (`["emulator", "compute", "vm"]`).
+    path: Vec<String>,
     reference: Reference,
 }
 
@@ -123,6 +127,8 @@ struct Found {
 struct Walk {
     /// References to another top-level module, test code left out.
     found: Vec<Found>,
+    /// References inside the file's own top-level module, test code left out.
+    internal: Vec<Found>,
     /// Files scanned, and test files deliberately not scanned: together, every file of a module.
     covered: BTreeSet<PathBuf>,
 }
@@ -153,12 +159,16 @@ impl Walk {
         self.covered.insert(file.to_owned());
         let scanned = scan(&source, path);
         for reference in scanned.references {
-            if reference.segments[0] != path[0] {
-                self.found.push(Found {
-                    file: file.to_owned(),
-                    module: path[0].clone(),
-                    reference,
-                });
+            let found = Found {
+                file: file.to_owned(),
+                module: path[0].clone(),
+                path: path.to_vec(),
+                reference,
+            };
+            if found.reference.segments[0] == path[0] {
+                self.internal.push(found);
+            } else {
+                self.found.push(found);
             }
         }
         for (name, child_file) in children(dir) {
@@ -432,6 +442,127 @@ fn cycle_from<'a>(
     None
 }
 
+/// The emulator's modules (`src/emulator/*.rs` and `src/emulator/*/mod.rs`).
+fn emulator_modules() -> BTreeSet<String> {
+    children(&root().join("src/emulator"))
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Every import between two modules of the emulator, test code left out.
+fn emulator_imports() -> Vec<emulator::Import> {
+    let modules = emulator_modules();
+    let walk = walk_modules(&BTreeSet::from(["emulator".to_owned()]));
+    walk.internal
+        .iter()
+        .filter(|f| f.module == "emulator")
+        .map(|f| {
+            let r = &f.reference;
+            let in_module = |name: Option<&String>| {
+                name.filter(|n| modules.contains(*n))
+                    .map_or_else(|| emulator::ROOT.to_owned(), Clone::clone)
+            };
+            emulator::Import {
+                from: in_module(f.path.get(1)),
+                to: in_module(r.segments.get(1)),
+                at: format!("{}:{}:{}", relative(&f.file), r.line, r.col),
+                written: r.written.clone(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_emulator_layers_table_lists_exactly_its_modules() {
+    let doc = fs::read_to_string(root().join(DOC)).expect("docs/architecture.md reads");
+    let layers = emulator::layers(&doc);
+    let modules = emulator_modules();
+    let mut problems = String::new();
+    for module in modules.iter().filter(|m| !layers.contains_key(*m)) {
+        let _ = writeln!(
+            problems,
+            "src/emulator/ has module `{module}`, which the Emulator layers table of {DOC} has \
+             no row for: add one giving its layer (leaf, handler, router or door)"
+        );
+    }
+    for (module, (_, line)) in layers.iter().filter(|(m, _)| !modules.contains(*m)) {
+        let _ = writeln!(
+            problems,
+            "{DOC}:{line}: the Emulator layers table has a row for `{module}`, which is not a \
+             module of src/emulator/"
+        );
+    }
+    assert!(problems.is_empty(), "\n{problems}");
+}
+
+#[test]
+fn the_emulators_imports_point_down_its_layers_without_a_cycle() {
+    let doc = fs::read_to_string(root().join(DOC)).expect("docs/architecture.md reads");
+    let layers = emulator::layers(&doc)
+        .into_iter()
+        .map(|(m, (layer, _))| (m, layer))
+        .collect();
+    let imports = emulator_imports();
+    assert!(
+        imports
+            .iter()
+            .any(|i| i.from == "compute" && i.to == "store"),
+        "the scan found the emulator's imports"
+    );
+    let problems = emulator::problems(&layers, &imports);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// The rule itself, on imports made up for it: a leaf that imports a handler, a handler that
+/// imports the router, an import of the root and a cycle between handlers each fail it.
+#[test]
+fn deliberate_violations_of_the_emulator_layers_are_each_reported() {
+    use emulator::{Import, Layer, ROOT, problems};
+    let layers: BTreeMap<String, Layer> = [
+        ("store", Layer::Leaf),
+        ("compute", Layer::Handler),
+        ("network", Layer::Handler),
+        ("providers", Layer::Router),
+        ("server", Layer::Door),
+    ]
+    .into_iter()
+    .map(|(m, l)| (m.to_owned(), l))
+    .collect();
+    let import = |from: &str, to: &str| Import {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        at: format!("src/emulator/{from}.rs:1:5"),
+        written: format!("super::{to}::X"),
+    };
+    let fine = [
+        import("compute", "store"),
+        import("providers", "compute"),
+        import("server", "providers"),
+        import("compute", "network"),
+    ];
+    assert!(problems(&layers, &fine).is_empty());
+    let leaf_up = problems(&layers, &[import("store", "compute")]);
+    assert_eq!(leaf_up.len(), 1, "{leaf_up:?}");
+    assert!(
+        leaf_up[0].contains("leaf `store` import handler `compute`"),
+        "{leaf_up:?}"
+    );
+    let to_router = problems(&layers, &[import("compute", "providers")]);
+    assert!(to_router[0].contains("no router, no door"), "{to_router:?}");
+    let root = problems(&layers, &[import("compute", ROOT)]);
+    assert!(root[0].contains("import the emulator's root"), "{root:?}");
+    let cycle = problems(
+        &layers,
+        &[import("compute", "network"), import("network", "compute")],
+    );
+    assert_eq!(cycle.len(), 1, "{cycle:?}");
+    assert!(
+        cycle[0].contains("compute -> network -> compute"),
+        "{cycle:?}"
+    );
+}
+
 // The scanner on its own: each case is a way a wrong-way import can be written or hidden.
 
 fn paths(source: &str, module: &[&str]) -> Vec<String> {
@@ -463,10 +594,11 @@ fn scanner_expands_use_groups_and_finds_paths_in_expressions() {
 fn scanner_resolves_super_chains_from_files_and_inline_modules() {
     let source = "use super::super::emulator::X;\nuse super::sibling::Y;\n\
                   mod inner {\n    use super::super::super::azure::Z;\n}\n";
-    // From src/engine/post_boot.rs: `super::super` is the crate root.
+    // From src/engine/post_boot.rs: `super::super` is the crate root, and `super::sibling`
+    // is `engine::sibling` (a path inside the module, which the emulator's layering reads).
     assert_eq!(
         paths(source, &["engine", "post_boot"]),
-        ["1:5:emulator::X", "4:9:azure::Z"]
+        ["1:5:emulator::X", "2:5:engine::sibling::Y", "4:9:azure::Z"]
     );
 }
 

@@ -2,13 +2,19 @@
 //! fault rules, token expiry, and the public-IP to local-SSH-endpoint map. It needs no token
 //! and is not throttled; it is not part of ARM and only listens on 127.0.0.1.
 
+use std::net::SocketAddr;
+
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::faults::FaultRule;
-use super::server::{Shared, lock};
+use super::json::At as _;
+use super::network::vm_public_ip;
+use super::resource::key;
+use super::shared::{Shared, lock};
+use super::store::Kind;
 use crate::engine::reach::SshEndpoint;
 
 /// The reserved path prefix.
@@ -82,7 +88,7 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
                 Ok(r) => r,
                 Err(err) => return bad_request(&err.to_string()),
             };
-            match super::map_ssh(
+            match map_ssh(
                 shared,
                 request.ip_address.as_deref(),
                 request.resource_id.as_deref(),
@@ -116,4 +122,53 @@ pub(crate) fn endpoint(ip: String, endpoint: &str, public_ip_id: Option<String>)
         public_ip_id,
         port: None,
     }
+}
+
+/// Shared by the handle and the admin API.
+pub(crate) fn map_ssh(
+    shared: &Shared,
+    ip_address: Option<&str>,
+    resource_id: Option<&str>,
+    endpoint: &str,
+) -> Result<SshEndpoint, String> {
+    if endpoint.parse::<SocketAddr>().is_err() {
+        return Err(format!(
+            "endpoint {endpoint:?} is not a socket address such as 127.0.0.1:2222"
+        ));
+    }
+    let mut cloud = lock(&shared.cloud);
+    let (ip, pip_id) = match (ip_address, resource_id) {
+        (Some(ip), _) => (ip.to_owned(), None),
+        (None, Some(id)) => {
+            let id_key = key(id);
+            let resource = cloud
+                .resources
+                .get(&id_key)
+                .ok_or_else(|| format!("no resource {id}"))?;
+            match resource.kind {
+                Kind::PublicIpAddress => {
+                    let ip = resource
+                        .body
+                        .at("/properties/ipAddress")
+                        .and_then(serde_json::Value::as_str)
+                        .ok_or_else(|| format!("public IP {id} has no address"))?;
+                    (ip.to_owned(), Some(resource.id.clone()))
+                }
+                Kind::VirtualMachine => {
+                    let (ip, pip) = vm_public_ip(&cloud, &id_key)
+                        .ok_or_else(|| format!("VM {id} has no public IP address"))?;
+                    (ip, Some(pip))
+                }
+                _ => return Err(format!("{id} is neither a public IP nor a VM")),
+            }
+        }
+        (None, None) => return Err("give ipAddress or resourceId".into()),
+    };
+    let mapped = self::endpoint(ip, endpoint, pip_id);
+    cloud
+        .ssh_endpoints
+        .retain(|e| e.ip_address != mapped.ip_address);
+    cloud.ssh_endpoints.push(mapped.clone());
+    shared.save(&mut cloud).map_err(|e| e.message)?;
+    Ok(mapped)
 }

@@ -25,7 +25,6 @@
 //! emulator restarted while a VM is being created does not boot it.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -36,65 +35,15 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::hooks::{AmlNodeHook, VmBoot, VmBootHook};
 use super::json::At as _;
-use super::ml::{AmlBoots, AmlNodeHook, forget};
+use super::ml::{AmlBoots, forget};
 use super::path::{self, Route};
-use super::providers::key;
-use super::server::{self, Shared, lock};
+use super::resource::key;
+use super::server;
+use super::shared::{Shared, lock};
 use super::store::{Cloud, Kind};
 use crate::engine::reach::SshEndpoint;
-
-/// What a VM was created with, as the boot hook sees it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct VmBoot {
-    /// The VM's `vmId` (a UUID).
-    pub vm_id: String,
-    /// The VM's name.
-    pub name: String,
-    /// `osProfile.adminUsername`.
-    pub admin_username: String,
-    /// The `keyData` of every key in `osProfile.linuxConfiguration.ssh.publicKeys`.
-    pub ssh_public_keys: Vec<String>,
-    /// `osProfile.customData`, base64-decoded (a cloud-init document); `None` when the create
-    /// sent none. A secret: it may hold the VM's private host key.
-    pub custom_data: Option<String>,
-    /// The address of the VM's public IP, if it has one.
-    pub public_ip: Option<String>,
-    /// The private address of the VM's primary NIC.
-    pub private_ip: Option<String>,
-    /// `hardwareProfile.vmSize`.
-    pub vm_size: String,
-    /// The id of the availability set the VM is in (its InfiniBand fabric); `None` outside any.
-    pub fabric: Option<String>,
-    /// The loopback address standing for the VM's `ib0` in its fabric; `None` outside any set.
-    pub ib0_address: Option<String>,
-}
-
-/// Debug output never shows the customData.
-impl fmt::Debug for VmBoot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VmBoot")
-            .field("vm_id", &self.vm_id)
-            .field("name", &self.name)
-            .field("admin_username", &self.admin_username)
-            .field("ssh_public_keys", &self.ssh_public_keys)
-            .field(
-                "custom_data",
-                &self.custom_data.as_ref().map(|_| "<redacted>"),
-            )
-            .field("public_ip", &self.public_ip)
-            .field("private_ip", &self.private_ip)
-            .field("vm_size", &self.vm_size)
-            .field("fabric", &self.fabric)
-            .field("ib0_address", &self.ib0_address)
-            .finish()
-    }
-}
-
-/// Called once per VM whose creation succeeded, outside every emulator lock. A returned
-/// `127.0.0.1:PORT` becomes the SSH endpoint of the VM's public and private IP; `None` leaves
-/// the VM without one. Answers wait for running boots, so the hook must not call the emulator.
-pub type VmBootHook = Arc<dyn Fn(&VmBoot) -> Option<String> + Send + Sync>;
 
 /// The boots the emulator is tracking, beside the cloud (never saved with it).
 #[derive(Default)]

@@ -9,9 +9,8 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::boot::VmBootHook;
 use super::faults::FaultRule;
-use super::ml::AmlNodeHook;
+use super::hooks::{AmlNodeHook, VmBootHook};
 use super::storage_plane::BlobDataPlane;
 
 /// One VM size the emulated compute provider knows, with what Resource SKUs reports for it.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::config::EmulatorConfig;
 use super::error::ArmError;
-use super::server::{Ctx, Reply};
+use super::http::{Ctx, Reply};
 use super::store::Cloud;
 
 /// The features the emulator lists for a namespace besides those registered.
@@ -81,14 +81,14 @@ pub(crate) fn handle(
             } else if is(4, "unregister") {
                 "Unregistered"
             } else {
-                return Err(super::providers::not_implemented(ctx));
+                return Err(super::resource::not_implemented(ctx));
             };
             cloud.features.insert(key(sub, &name), to.to_owned());
             cloud.changes += 1;
             Ok(Reply::json(200, feature(cloud, ctx.config, sub, &name)))
         }
         _ if !get && !post => Err(ArmError::method_not_allowed(&ctx.method)),
-        _ => Err(super::providers::not_implemented(ctx)),
+        _ => Err(super::resource::not_implemented(ctx)),
     }
 }
 

@@ -12,10 +12,11 @@ use serde_json::{Map, Value};
 
 use super::error::ArmError;
 use super::groups;
+use super::http::{Ctx, Reply};
 use super::paging;
-use super::providers::{key, render};
-use super::server::{Ctx, Reply};
-use super::store::{Cloud, Kind};
+use super::render::render;
+use super::resource::key;
+use super::store::{Cloud, top_level};
 
 /// The envelope fields a generic listing copies from the resource's own representation.
 const ENVELOPE: &[&str] = &[
@@ -76,19 +77,6 @@ pub(crate) fn list(
         .map(|(r, body)| generic(&body, r.provisioning_state(), &expand))
         .collect();
     paging::page_of(ctx, items, top)
-}
-
-/// Whether ARM lists a kind among a group's resources: child resources are not listed.
-pub(crate) fn top_level(kind: Kind) -> bool {
-    !matches!(
-        kind,
-        Kind::ResourceGroup
-            | Kind::Subnet
-            | Kind::SecurityRule
-            | Kind::BlobContainer
-            | Kind::FileShare
-            | Kind::MlCompute
-    )
 }
 
 /// The `GenericResourceExpanded` of one resource's full representation.

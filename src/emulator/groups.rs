@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::providers::key;
-use super::server::{Ctx, Reply};
+use super::http::{Ctx, Reply};
+use super::resource::key;
 use super::store::{Cloud, Kind, OpKind};
 use super::{ops, paging};
 
@@ -91,7 +91,7 @@ fn put(
         ));
     }
     let body = ctx.body();
-    let location = super::providers::require_location(&body)?;
+    let location = super::resource::require_location(&body)?;
     if let Some(existing) = cloud.resources.get_mut(key) {
         if existing.provisioning_state() == Some("Deleting") {
             return Err(ArmError::group_being_deleted(group));

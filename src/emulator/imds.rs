@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::compute;
 use super::ops;
-use super::providers::key;
-use super::server::{Shared, lock, token_hash};
+use super::resource::key;
+use super::shared::{Shared, lock, token_hash};
 
 /// Where the stand-in's paths start; the VM's id follows.
 pub(crate) const PREFIX: &str = "/_emulator/imds/";
@@ -121,7 +121,7 @@ pub(crate) fn handle(
 fn issue(shared: &Shared, vm_id: &str, resource: &str) -> Response {
     let now = shared.clock.now();
     let mut cloud = lock(&shared.cloud);
-    ops::advance(&mut cloud, now);
+    ops::advance(&mut cloud, now, &shared.completions);
     let Some(vm) = cloud
         .resources
         .get(&key(vm_id))

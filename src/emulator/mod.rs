@@ -23,6 +23,8 @@ mod faults;
 mod features;
 mod generic;
 mod groups;
+mod hooks;
+mod http;
 mod imds;
 mod json;
 mod ml;
@@ -33,8 +35,11 @@ mod patch;
 mod path;
 mod providers;
 mod registry;
+mod render;
+mod resource;
 mod schedules;
 mod server;
+mod shared;
 mod storage;
 mod storage_plane;
 mod store;
@@ -46,7 +51,6 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use boot::{VmBoot, VmBootHook};
 pub use config::{
     BucketShape, Caller, ComputeLimits, DEFAULT_PAGE_SIZE, EmulatorConfig, QuotaConfig, QuotaLimit,
     RecordedViolation, RequestInfo, RequestValidator, ResponseInfo, ResponseValidator,
@@ -55,12 +59,11 @@ pub use config::{
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
-pub use ml::{AmlNodeBoot, AmlNodeHook};
+pub use hooks::{AmlNodeBoot, AmlNodeHook, VmBoot, VmBootHook};
 pub use storage_plane::BlobDataPlane;
 
 use crate::engine::reach::SshEndpoint;
-use json::At as _;
-use server::{Clock, Shared, lock};
+use shared::{Clock, Shared, lock};
 use store::Cloud;
 
 /// A running emulator. Dropping it stops the server; [`EmulatorHandle::shutdown`] also waits for
@@ -124,6 +127,7 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         cloud: Mutex::new(cloud),
         faults: Mutex::new(table),
         throttle: Mutex::new(throttle::Throttle::default()),
+        completions: providers::completions(),
         tokens_seen: Mutex::new(std::collections::HashSet::new()),
         tokens_expired: Mutex::new(std::collections::HashSet::new()),
         request_violations: Mutex::new(Vec::new()),
@@ -217,7 +221,7 @@ impl EmulatorHandle {
         resource_id: Option<&str>,
         endpoint: &str,
     ) -> Result<SshEndpoint, String> {
-        map_ssh(&self.shared, ip_address, resource_id, endpoint)
+        admin::map_ssh(&self.shared, ip_address, resource_id, endpoint)
     }
 
     /// What [`EmulatorConfig::request_validator`] reported so far, in arrival order. Each of these
@@ -243,53 +247,4 @@ impl Drop for EmulatorHandle {
             let _ = stop.send(());
         }
     }
-}
-
-/// Shared by the handle and the admin API.
-fn map_ssh(
-    shared: &Shared,
-    ip_address: Option<&str>,
-    resource_id: Option<&str>,
-    endpoint: &str,
-) -> Result<SshEndpoint, String> {
-    if endpoint.parse::<SocketAddr>().is_err() {
-        return Err(format!(
-            "endpoint {endpoint:?} is not a socket address such as 127.0.0.1:2222"
-        ));
-    }
-    let mut cloud = lock(&shared.cloud);
-    let (ip, pip_id) = match (ip_address, resource_id) {
-        (Some(ip), _) => (ip.to_owned(), None),
-        (None, Some(id)) => {
-            let id_key = providers::key(id);
-            let resource = cloud
-                .resources
-                .get(&id_key)
-                .ok_or_else(|| format!("no resource {id}"))?;
-            match resource.kind {
-                store::Kind::PublicIpAddress => {
-                    let ip = resource
-                        .body
-                        .at("/properties/ipAddress")
-                        .and_then(serde_json::Value::as_str)
-                        .ok_or_else(|| format!("public IP {id} has no address"))?;
-                    (ip.to_owned(), Some(resource.id.clone()))
-                }
-                store::Kind::VirtualMachine => {
-                    let (ip, pip) = network::vm_public_ip(&cloud, &id_key)
-                        .ok_or_else(|| format!("VM {id} has no public IP address"))?;
-                    (ip, Some(pip))
-                }
-                _ => return Err(format!("{id} is neither a public IP nor a VM")),
-            }
-        }
-        (None, None) => return Err("give ipAddress or resourceId".into()),
-    };
-    let mapped = admin::endpoint(ip, endpoint, pip_id);
-    cloud
-        .ssh_endpoints
-        .retain(|e| e.ip_address != mapped.ip_address);
-    cloud.ssh_endpoints.push(mapped.clone());
-    shared.save(&mut cloud).map_err(|e| e.message)?;
-    Ok(mapped)
 }

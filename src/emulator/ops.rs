@@ -7,10 +7,9 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::compute;
 use super::config::normalize_location;
 use super::error::ArmError;
-use super::server::{Ctx, Reply};
+use super::http::{Ctx, Reply};
 use super::store::{Cloud, Kind, OpKind, OpStatus, Operation};
 
 /// Real-world durations the latency model starts from, before `latency_scale`.
@@ -177,7 +176,50 @@ pub(crate) fn group_headers(ctx: &Ctx<'_>, op: &Operation) -> Vec<(String, Strin
 
 /// Completes every operation whose deadline has passed, oldest deadline first. Returns whether
 /// anything changed (the caller then saves the cloud).
-pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>) -> bool {
+/// What handlers do when one of their operations completes, registered by them when the
+/// emulator starts ([`super::providers::completions`] assembles the table), so that this module
+/// imports no handler: a VM's DELETE releases its disks, a VM action leaves a power state, a
+/// group's DELETE removes the role assignments and definitions inside it.
+/// A hook run on the cloud with a resource's (or group's) key.
+type Hook = fn(&mut Cloud, &str);
+
+/// The power state an action (`deallocate`, `start`) leaves.
+type PowerAfter = fn(&str) -> &'static str;
+
+#[derive(Clone, Default)]
+pub(crate) struct Completions {
+    /// Run before a deleted resource of the kind is removed.
+    deleted: Vec<(Kind, Hook)>,
+    /// The power state an action of a resource of the kind leaves it in.
+    acted: Vec<(Kind, PowerAfter)>,
+    /// Run after a resource group is deleted, with its key.
+    group_deleted: Vec<Hook>,
+}
+
+impl Completions {
+    /// Registers what a completed DELETE of a `kind` resource does first.
+    #[must_use]
+    pub fn on_delete(mut self, kind: Kind, hook: Hook) -> Self {
+        self.deleted.push((kind, hook));
+        self
+    }
+
+    /// Registers the power state an action of a `kind` resource leaves.
+    #[must_use]
+    pub fn on_action(mut self, kind: Kind, power_after: PowerAfter) -> Self {
+        self.acted.push((kind, power_after));
+        self
+    }
+
+    /// Registers what a completed group DELETE does after the group's resources are gone.
+    #[must_use]
+    pub fn on_group_delete(mut self, hook: Hook) -> Self {
+        self.group_deleted.push(hook);
+        self
+    }
+}
+
+pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>, completions: &Completions) -> bool {
     let mut due: Vec<(DateTime<Utc>, String)> = cloud
         .operations
         .values()
@@ -186,12 +228,12 @@ pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>) -> bool {
         .collect();
     due.sort();
     for (_, id) in &due {
-        complete(cloud, id);
+        complete(cloud, id, completions);
     }
     !due.is_empty()
 }
 
-fn complete(cloud: &mut Cloud, id: &str) {
+fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {
     let Some(op) = cloud.operations.get(id).cloned() else {
         return;
     };
@@ -234,12 +276,9 @@ fn complete(cloud: &mut Cloud, id: &str) {
                     resource.failure.clone_from(&op.failure);
                 }
             } else {
-                if cloud
-                    .resources
-                    .get(&op.target)
-                    .is_some_and(|r| r.kind == Kind::VirtualMachine)
-                {
-                    compute::release_disks(cloud, &op.target);
+                let kind = cloud.resources.get(&op.target).map(|r| r.kind);
+                for (_, hook) in completions.deleted.iter().filter(|(k, _)| Some(*k) == kind) {
+                    hook(cloud, &op.target);
                 }
                 cloud.remove_tree(&op.target);
             }
@@ -247,10 +286,15 @@ fn complete(cloud: &mut Cloud, id: &str) {
         OpKind::Action(action) => {
             if let Some(resource) = cloud.resources.get_mut(&op.target) {
                 resource.op = None;
+                let after = completions
+                    .acted
+                    .iter()
+                    .find(|(k, _)| *k == resource.kind)
+                    .map(|(_, power_after)| power_after(action).to_owned());
                 resource.power = if failed {
                     op.previous_power.clone()
                 } else {
-                    Some(compute::power_after(action).to_owned())
+                    after
                 };
             }
         }
@@ -262,7 +306,9 @@ fn complete(cloud: &mut Cloud, id: &str) {
                 }
             } else {
                 cloud.remove_tree(&op.target);
-                super::authorization::remove_inside(cloud, &op.target);
+                for hook in &completions.group_deleted {
+                    hook(cloud, &op.target);
+                }
             }
         }
     }

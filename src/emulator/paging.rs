@@ -14,8 +14,8 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::path::percent_decode;
-use super::server::{Ctx, Reply};
 
 /// The query parameter carrying the continuation token.
 const SKIP_TOKEN: &str = "$skiptoken";

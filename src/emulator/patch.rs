@@ -12,9 +12,10 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::json::At as _;
-use super::providers::{Target, render};
-use super::server::{Ctx, Reply};
+use super::render::render;
+use super::resource::Target;
 use super::store::{Cloud, Kind, Resource};
 use super::{compute, ml, network, storage};
 

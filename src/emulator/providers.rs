@@ -5,10 +5,20 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::path::{ResourcePath, Route};
-use super::server::{Ctx, Reply};
-use super::store::{Cloud, Kind, Resource};
+use super::render::render;
+use super::resource::{TENANT, Target, canonical_id, key, not_implemented, visible};
+use super::store::{Cloud, Kind, top_level};
 use super::{compute, generic, groups, ml, network, ops, paging, registry, schedules, storage};
+
+/// What the handlers do when their operations complete, for `ops::advance`.
+pub(crate) fn completions() -> ops::Completions {
+    ops::Completions::default()
+        .on_delete(Kind::VirtualMachine, compute::release_disks)
+        .on_action(Kind::VirtualMachine, compute::power_after)
+        .on_group_delete(super::authorization::remove_inside)
+}
 
 pub(crate) fn dispatch(
     cloud: &mut Cloud,
@@ -144,11 +154,6 @@ fn served(cloud: &Cloud, ctx: &Ctx<'_>, sub: &str, namespace: &str) -> Result<()
     registry::require_registered(cloud, ctx, sub, namespace)
 }
 
-/// 501 naming the request's method and path (see docs/emulator.md, "What is not implemented").
-pub(crate) fn not_implemented(ctx: &Ctx<'_>) -> ArmError {
-    ArmError::not_implemented(&ctx.method, &super::path::percent_decode(ctx.uri.path()))
-}
-
 /// ARM's 404 for a type name its namespace does not have.
 fn unknown_type(namespace: &str, rtype: &str, api_version: &str) -> ArmError {
     ArmError::new(
@@ -159,95 +164,6 @@ fn unknown_type(namespace: &str, rtype: &str, api_version: &str) -> ArmError {
              api version '{api_version}'."
         ),
     )
-}
-
-/// The lower-cased id used as a key: names are case-insensitive.
-pub(crate) fn key(id: &str) -> String {
-    id.trim_end_matches('/').to_ascii_lowercase()
-}
-
-/// Builds the id ARM returns: canonical type spelling, the group's stored casing, the names as
-/// the URL gave them.
-pub(crate) fn canonical_id(path: &ResourcePath, kind: Kind, group: &str) -> String {
-    let type_parts: Vec<&str> = kind.type_name().split('/').collect();
-    let mut id = format!(
-        "/subscriptions/{}/resourceGroups/{group}/providers/{}",
-        path.sub, type_parts[0]
-    );
-    for (i, (_, name)) in path.segments.iter().enumerate() {
-        id.push('/');
-        id.push_str(type_parts.get(i + 1).copied().unwrap_or_default());
-        id.push('/');
-        id.push_str(name);
-    }
-    if kind == Kind::Schedule {
-        // DevTestLab returns its ids in lower case.
-        id = id.to_ascii_lowercase();
-    }
-    id
-}
-
-/// The `'{type}/{name}'` part of a ResourceNotFound message, e.g.
-/// `Microsoft.Network/virtualNetworks/vnet/subnets/default`.
-fn display_name(path: &ResourcePath, kind: Kind) -> (String, String) {
-    let type_parts: Vec<&str> = kind.type_name().split('/').collect();
-    let mut rtype = format!(
-        "{}/{}",
-        type_parts[0],
-        type_parts.get(1).copied().unwrap_or_default()
-    );
-    let mut name = path
-        .segments
-        .first()
-        .map(|(_, n)| n.clone())
-        .unwrap_or_default();
-    for (i, (_, n)) in path.segments.iter().enumerate().skip(1) {
-        name = format!(
-            "{name}/{}/{n}",
-            type_parts.get(i + 1).copied().unwrap_or_default()
-        );
-    }
-    if path.segments.len() > 1 {
-        rtype = format!("{rtype}/{name}");
-        let (head, tail) = rtype.rsplit_once('/').unwrap_or((&rtype, ""));
-        return (head.to_owned(), tail.to_owned());
-    }
-    (rtype, name)
-}
-
-pub(crate) fn not_found(path: &ResourcePath, kind: Kind) -> ArmError {
-    let (rtype, name) = display_name(path, kind);
-    ArmError::not_found(&rtype, &name, &path.group)
-}
-
-/// Context a provider handler receives for one resource request.
-pub(crate) struct Target<'p> {
-    pub path: &'p ResourcePath,
-    pub kind: Kind,
-    /// Canonical id for a new resource (an existing one keeps its stored id).
-    pub id: String,
-    pub key: String,
-    /// The group's stored name and key.
-    pub group_name: String,
-    pub group_key: String,
-}
-
-impl Target<'_> {
-    pub fn name(&self) -> &str {
-        self.path.name()
-    }
-
-    pub fn not_found(&self) -> ArmError {
-        not_found(self.path, self.kind)
-    }
-
-    /// The stored id of an existing resource, else the canonical one.
-    pub fn id_in(&self, cloud: &Cloud) -> String {
-        cloud
-            .resources
-            .get(&self.key)
-            .map_or_else(|| self.id.clone(), |r| r.id.clone())
-    }
 }
 
 fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result<Reply, ArmError> {
@@ -327,36 +243,6 @@ fn resource(cloud: &mut Cloud, ctx: &mut Ctx<'_>, path: &ResourcePath) -> Result
     }
 }
 
-fn visible(cloud: &Cloud, key: &str) -> bool {
-    cloud.resources.get(key).is_some_and(|r| !r.hidden)
-}
-
-/// The representation a GET returns, with values derived from other resources.
-pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value {
-    match resource.kind {
-        Kind::VirtualNetwork
-        | Kind::Subnet
-        | Kind::NetworkSecurityGroup
-        | Kind::SecurityRule
-        | Kind::PublicIpAddress
-        | Kind::NetworkInterface => network::render(cloud, resource),
-        Kind::VirtualMachine
-        | Kind::Disk
-        | Kind::ProximityPlacementGroup
-        | Kind::AvailabilitySet => compute::render(cloud, ctx, resource),
-        Kind::StorageAccount | Kind::BlobContainer | Kind::FileShare => {
-            storage::render(cloud, resource)
-        }
-        Kind::Schedule | Kind::ResourceGroup => resource.body.clone(),
-        Kind::KeyVault
-        | Kind::LogAnalyticsWorkspace
-        | Kind::AppInsights
-        | Kind::ContainerRegistry
-        | Kind::MlWorkspace
-        | Kind::MlCompute => ml::render(resource, ctx.now),
-    }
-}
-
 fn get(cloud: &Cloud, ctx: &Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
     match cloud.resources.get(&target.key) {
         Some(resource) if !resource.hidden => Ok(Reply::json(200, render(cloud, ctx, resource))),
@@ -396,7 +282,7 @@ fn list(
 /// The kind a subscription-wide list such as `/providers/Microsoft.Compute/virtualMachines`
 /// names: a top-level kind (ARM has no subscription-wide list of subnets or containers).
 fn subscription_kind(namespace: &str, rtype: &str) -> Option<Kind> {
-    Kind::from_type(&format!("{namespace}/{rtype}")).filter(|k| generic::top_level(*k))
+    Kind::from_type(&format!("{namespace}/{rtype}")).filter(|k| top_level(*k))
 }
 
 /// `GET /subscriptions/{s}/providers/{namespace}/{type}`: every resource of the kind in every
@@ -551,72 +437,6 @@ fn action(
     }
 }
 
-/// Reads `location`, which every tracked resource requires.
-pub(crate) fn require_location(body: &Value) -> Result<String, ArmError> {
-    body.get("location")
-        .and_then(Value::as_str)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            ArmError::new(
-                400,
-                "LocationRequired",
-                "The location property is required for this definition.",
-            )
-        })
-}
-
-/// Copies the writable top-level fields every tracked resource shares.
-pub(crate) fn envelope(
-    id: &str,
-    name: &str,
-    kind: Kind,
-    location: Option<&str>,
-    body: &Value,
-) -> Value {
-    let mut out = json!({"id": id, "name": name, "type": kind.type_name()});
-    if let Some(location) = location {
-        out["location"] = json!(location);
-    }
-    for field in [
-        "tags",
-        "zones",
-        "sku",
-        "kind",
-        "extendedLocation",
-        "identity",
-        "plan",
-    ] {
-        if let Some(value) = body.get(field) {
-            out[field] = value.clone();
-        }
-    }
-    out
-}
-
-/// Checks that a referenced resource exists (and is visible), in the network provider's words.
-pub(crate) fn require_reference(
-    cloud: &Cloud,
-    reference: &str,
-    referrer: &str,
-) -> Result<(), ArmError> {
-    if visible(cloud, &key(reference)) {
-        return Ok(());
-    }
-    Err(ArmError::new(
-        400,
-        "InvalidResourceReference",
-        format!(
-            "Resource {reference} referenced by resource {referrer} was not found. Please make sure \
-             that the referenced resource exists, and that both resources are in the same region."
-        ),
-    ))
-}
-
-/// The tenant every emulated subscription belongs to: what `GET /subscriptions/{id}` names, and
-/// what a key vault body made from it carries (any tenant works here; it only has to be stable).
-pub(crate) const TENANT: &str = "72f988bf-0000-4000-8000-00000000e301";
-
 /// `GET /subscriptions/{s}` (Subscriptions_Get): the subscription and its tenant, which clients
 /// read before writing what must name the tenant (a key vault's `tenantId`). Every subscription
 /// exists here, as the emulator creates them on first use.
@@ -646,6 +466,7 @@ fn subscription(ctx: &Ctx<'_>, sub: &str) -> Result<Reply, ArmError> {
 mod tests {
     use super::*;
     use crate::emulator::path::{Route, parse};
+    use crate::emulator::resource::not_found;
 
     fn resource_path(path: &str) -> ResourcePath {
         match parse(path) {

@@ -12,14 +12,12 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::server::{Ctx, Reply};
-use super::store::{Cloud, Kind};
-use super::{generic, paging};
+use super::http::{Ctx, Reply};
+use super::paging;
+use super::store::{Cloud, Kind, Registration, RegistrationState, top_level};
 
 /// How long ARM takes to (un)register a namespace, before the latency scale: "a minute or two"
 /// in Azure's documentation; the short end keeps the emulator's default run brisk.
@@ -30,43 +28,6 @@ const RESOURCES: &str = "Microsoft.Resources";
 
 /// Registered in every subscription, like Microsoft.Resources: ARM needs it to authorize.
 const AUTHORIZATION: &str = "Microsoft.Authorization";
-
-/// A subscription's registration with one provider namespace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum RegistrationState {
-    NotRegistered,
-    Registering,
-    Registered,
-    Unregistering,
-}
-
-impl RegistrationState {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::NotRegistered => "NotRegistered",
-            Self::Registering => "Registering",
-            Self::Registered => "Registered",
-            Self::Unregistering => "Unregistering",
-        }
-    }
-
-    /// Where a transition ends once its time is up.
-    fn settled(self) -> Self {
-        match self {
-            Self::Registering => Self::Registered,
-            Self::Unregistering => Self::NotRegistered,
-            other => other,
-        }
-    }
-}
-
-/// A registration changed by a request, and when a transition in progress ends.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Registration {
-    pub state: RegistrationState,
-    #[serde(default)]
-    pub until: Option<DateTime<Utc>>,
-}
 
 /// One namespace the emulator serves.
 struct Namespace {
@@ -233,7 +194,7 @@ fn resource_types(ctx: &Ctx<'_>, namespace: &Namespace) -> Vec<Value> {
         .map(|k| {
             let rtype = k.type_name().split_once('/').map_or("", |(_, t)| t);
             // Top-level resources carry tags and a location of their own; children do not.
-            let capabilities = if generic::top_level(k) || k == Kind::ResourceGroup {
+            let capabilities = if top_level(k) || k == Kind::ResourceGroup {
                 "SupportsTags, SupportsLocation"
             } else {
                 "None"

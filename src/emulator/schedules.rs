@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
-use super::providers::{Target, envelope, key, require_location};
-use super::server::{Ctx, Reply};
+use super::http::{Ctx, Reply};
+use super::resource::{Target, envelope, key, require_location};
 use super::store::{Cloud, Kind};
 
 pub(crate) fn put(

@@ -2,10 +2,8 @@
 //! the order ARM applies them, then reaches the provider handlers under one lock on the cloud.
 //! Every answer carries `x-ms-request-id` and the remaining-requests header of its bucket.
 
-use std::collections::{BTreeMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,210 +14,16 @@ use serde_json::Value;
 
 use super::admin;
 use super::authorization;
-use super::config::{EmulatorConfig, RecordedViolation, RequestInfo, ResponseInfo};
-use super::error::{ArmError, EmulatorError};
-use super::faults::FaultTable;
+use super::config::{RecordedViolation, RequestInfo, ResponseInfo};
+use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::imds;
 use super::ops;
 use super::path::{self, Route};
 use super::providers;
-use super::store::{Cloud, Persist};
-use super::throttle::{Category, ComputeVerdict, Throttle, Verdict, VmPolicy};
-
-/// A clock that follows tokio's time (so tests may pause it) but reads as UTC, so operation
-/// deadlines survive a restart in `state.json`.
-pub(crate) struct Clock {
-    instant: tokio::time::Instant,
-    utc: DateTime<Utc>,
-}
-
-impl Clock {
-    pub fn new() -> Self {
-        Self {
-            instant: tokio::time::Instant::now(),
-            utc: Utc::now(),
-        }
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        let elapsed = self.instant.elapsed();
-        self.utc + chrono::Duration::from_std(elapsed).unwrap_or_else(|_| chrono::Duration::zero())
-    }
-}
-
-/// State shared by every request.
-pub(crate) struct Shared {
-    pub config: EmulatorConfig,
-    pub endpoint: String,
-    pub clock: Clock,
-    pub cloud: Mutex<Cloud>,
-    pub faults: Mutex<FaultTable>,
-    pub throttle: Mutex<Throttle>,
-    /// Hashes of bearer tokens seen, and of those declared expired. Hashes, not tokens, so no
-    /// secret is kept.
-    pub tokens_seen: Mutex<HashSet<u64>>,
-    pub tokens_expired: Mutex<HashSet<u64>>,
-    /// What the configured validators reported, in arrival order.
-    pub request_violations: Mutex<Vec<RecordedViolation>>,
-    pub response_violations: Mutex<Vec<RecordedViolation>>,
-}
-
-/// Locks a mutex, recovering the data if a panicking request poisoned it: the cloud stays
-/// usable for the remaining requests of a test.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl Shared {
-    pub fn state_dir(&self) -> Option<&PathBuf> {
-        self.config.state_dir.as_ref()
-    }
-
-    /// Saves the cloud now, under its lock, if it has a directory; a failure is logged and
-    /// reported to the caller. For the rare changes outside ARM requests (test hooks); requests
-    /// use [`Shared::persist`], which does not hold the lock while writing.
-    pub fn save(&self, cloud: &mut Cloud) -> Result<(), ArmError> {
-        let Some(dir) = self.state_dir() else {
-            return Ok(());
-        };
-        cloud.save(dir).map_err(|err| save_failed(&err))
-    }
-
-    /// Returns once change `version` (numbered by [`Cloud::mark_changed`]) is on disk, writing
-    /// the cloud if no one else's write has covered it yet (group commit; see store.rs). Without
-    /// a directory there is nothing to write.
-    pub async fn persist(&self, persist: &Persist, version: u64) -> Result<(), ArmError> {
-        let Some(dir) = self.state_dir() else {
-            return Ok(());
-        };
-        let _turn = persist.turn.lock().await;
-        if persist.is_written(version) {
-            return Ok(());
-        }
-        blocking(|| {
-            let (bytes, newest) = lock(&self.cloud).file_bytes(dir)?;
-            persist.write(dir, newest, &bytes)
-        })
-        .map_err(|err| save_failed(&err))
-    }
-
-    pub fn expire_tokens(&self) {
-        let seen = lock(&self.tokens_seen).clone();
-        lock(&self.tokens_expired).extend(seen);
-    }
-}
-
-fn save_failed(err: &EmulatorError) -> ArmError {
-    tracing::error!(%err, "emulator could not save its state");
-    ArmError::new(
-        500,
-        "InternalServerError",
-        "The emulator could not save its state.",
-    )
-}
-
-/// Runs file I/O without stalling the runtime's other tasks: in `block_in_place` on a
-/// multi-thread runtime, directly on a current-thread one (tests), which cannot hand its tasks
-/// to another thread.
-fn blocking<T>(io: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(io)
-        }
-        _ => io(),
-    }
-}
-
-/// What a handler answers, before the common headers are added.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<Value>,
-}
-
-impl Reply {
-    pub fn json(status: u16, body: Value) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: Some(body),
-        }
-    }
-
-    pub fn empty(status: u16) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: None,
-        }
-    }
-
-    #[must_use]
-    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
-        self.headers.push((name.to_owned(), value.into()));
-        self
-    }
-
-    #[must_use]
-    pub fn headers(mut self, headers: Vec<(String, String)>) -> Self {
-        self.headers.extend(headers);
-        self
-    }
-}
-
-impl From<ArmError> for Reply {
-    fn from(err: ArmError) -> Self {
-        Reply::json(err.status, err.body())
-    }
-}
-
-/// Everything a provider handler needs to know about the request.
-pub(crate) struct Ctx<'a> {
-    pub config: &'a EmulatorConfig,
-    pub endpoint: &'a str,
-    /// `http://` and the `Host` the request was sent to (the endpoint when it has none): where
-    /// links handed back to this client point.
-    pub origin: String,
-    /// The URL as sent (path and query still percent-encoded).
-    pub uri: &'a Uri,
-    pub now: DateTime<Utc>,
-    pub method: String,
-    /// Query parameters, keys lower-cased.
-    pub query: BTreeMap<String, String>,
-    pub api_version: String,
-    pub body: Option<Value>,
-    /// An injected failure for the operation this request starts, if any.
-    pub fail_operation: Option<ArmError>,
-    pub took_failure: bool,
-    /// The principal whose rights ARM checks for this request (a managed identity, a configured
-    /// caller); `None` for a token with full access.
-    pub caller: Option<String>,
-}
-
-impl Ctx<'_> {
-    /// Hands the injected failure to an operation being created.
-    pub fn take_failure(&mut self) -> Option<ArmError> {
-        let failure = self.fail_operation.take();
-        self.took_failure |= failure.is_some();
-        failure
-    }
-
-    /// The request body, or an empty object.
-    pub fn body(&self) -> Value {
-        self.body
-            .clone()
-            .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
-    }
-
-    pub fn query(&self, name: &str) -> Option<&str> {
-        self.query
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
-    }
-}
+use super::shared::{Shared, lock, token_hash};
+use super::store::Cloud;
+use super::throttle::{Category, ComputeVerdict, Verdict, VmPolicy};
 
 /// The single axum handler: admin routes first, then ARM.
 pub(crate) async fn handle(
@@ -369,12 +173,6 @@ fn build(reply: Reply) -> Response {
         insert(response.headers_mut(), name, value);
     }
     response
-}
-
-pub(crate) fn token_hash(token: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    token.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// ARM's timestamp style in authentication messages, e.g. `5/13/2024 6:05:58 PM`.
@@ -726,7 +524,7 @@ async fn arm(
     };
     let (reply, change) = {
         let mut cloud = lock(&shared.cloud);
-        let advanced = ops::advance(&mut cloud, now);
+        let advanced = ops::advance(&mut cloud, now, &shared.completions);
         let reply = dispatch(&mut cloud, &mut ctx, &route, path);
         let wrote = method_name != "GET" && method_name != "HEAD";
         (reply, (advanced || wrote).then(|| cloud.mark_changed()))

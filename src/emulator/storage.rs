@@ -9,20 +9,12 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::json::At as _;
 use super::ops;
-use super::providers::{Target, envelope, key, require_location};
-use super::server::{Ctx, Reply};
-use super::storage_plane::BlobDataPlane;
+use super::resource::{Target, envelope, key, require_location};
+use super::storage_plane::{BlobDataPlane, valid_account_name};
 use super::store::{Cloud, Kind, OpKind, Resource};
-
-/// ARM's rule: 3-24 characters, lower-case letters and digits only.
-pub(super) fn valid_account_name(name: &str) -> bool {
-    (3..=24).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-}
 
 fn name_invalid(name: &str) -> ArmError {
     ArmError::new(
@@ -385,7 +377,7 @@ fn regenerate_key(
     let index = match name.as_str() {
         "key1" => 0,
         "key2" => 1,
-        "kerb1" | "kerb2" => return Err(super::providers::not_implemented(ctx)),
+        "kerb1" | "kerb2" => return Err(super::resource::not_implemented(ctx)),
         _ => {
             return Err(ArmError::new(
                 400,
@@ -575,7 +567,7 @@ pub(crate) fn account_action(
         "listaccountsas" => Ok(Reply::json(200, account_sas(&account, &ctx.body())?)),
         "listservicesas" => Ok(Reply::json(200, service_sas(&account, &ctx.body())?)),
         "regeneratekey" => regenerate_key(cloud, ctx, target, &created),
-        _ => Err(super::providers::not_implemented(ctx)),
+        _ => Err(super::resource::not_implemented(ctx)),
     }
 }
 

@@ -61,7 +61,7 @@ impl BlobDataPlane {
         {
             let mut parts = entry.split(':');
             let name = parts.next().unwrap_or_default().to_ascii_lowercase();
-            if !super::storage::valid_account_name(&name) {
+            if !valid_account_name(&name) {
                 return Err(format!(
                     "entry {} of the Azurite accounts names {name:?}, not a storage account name \
                      (3-24 lower-case letters and digits)",
@@ -106,6 +106,14 @@ impl BlobDataPlane {
         self.keys_of(account)
             .map(|_| format!("{}/{}/", self.url, account.to_ascii_lowercase()))
     }
+}
+
+/// ARM's rule: 3-24 characters, lower-case letters and digits only.
+pub(crate) fn valid_account_name(name: &str) -> bool {
+    (3..=24).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 #[cfg(test)]

@@ -176,7 +176,7 @@ pub(crate) struct Resource {
     pub failure: Option<ArmError>,
     /// The nodes of an AmlCompute cluster, present, coming and leaving (see `ml/nodes.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<super::ml::Node>,
+    pub nodes: Vec<Node>,
 }
 
 impl Resource {
@@ -323,7 +323,7 @@ pub(crate) struct Cloud {
     /// Provider registrations that differ from the configured start, keyed by
     /// `{subscription}/{namespace}` in lower case (see registry.rs).
     #[serde(default)]
-    pub registrations: BTreeMap<String, super::registry::Registration>,
+    pub registrations: BTreeMap<String, Registration>,
     /// Key vaults deleted and not yet purged, by lower-cased name (names are global): Azure
     /// keeps a deleted vault recoverable, its name reserved, until it is purged.
     #[serde(default)]
@@ -473,6 +473,76 @@ fn write_atomically(dir: &Path, bytes: &[u8]) -> Result<(), EmulatorError> {
 
 fn state_path(dir: &Path) -> PathBuf {
     dir.join("state.json")
+}
+
+/// One node of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Node {
+    /// The node id AML shows, e.g. `tvm-0000000042_1-20261126t173000z`.
+    pub id: String,
+    /// Its port is `FIRST_PORT + slot`.
+    pub slot: u16,
+    pub private_ip: String,
+    /// When it appears in `listNodes` (preparing).
+    pub allocated_at: DateTime<Utc>,
+    /// When it becomes idle.
+    pub ready_at: DateTime<Utc>,
+    /// When it started leaving (a scale-down or the cluster's delete).
+    #[serde(default)]
+    pub leaving_at: Option<DateTime<Utc>>,
+    /// When it is gone for good.
+    #[serde(default)]
+    pub gone_at: Option<DateTime<Utc>>,
+}
+
+/// A subscription's registration with one provider namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum RegistrationState {
+    NotRegistered,
+    Registering,
+    Registered,
+    Unregistering,
+}
+
+impl RegistrationState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::NotRegistered => "NotRegistered",
+            Self::Registering => "Registering",
+            Self::Registered => "Registered",
+            Self::Unregistering => "Unregistering",
+        }
+    }
+
+    /// Where a transition ends once its time is up.
+    pub(crate) fn settled(self) -> Self {
+        match self {
+            Self::Registering => Self::Registered,
+            Self::Unregistering => Self::NotRegistered,
+            other => other,
+        }
+    }
+}
+
+/// A registration changed by a request, and when a transition in progress ends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Registration {
+    pub state: RegistrationState,
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// Whether ARM lists a kind among a group's resources: child resources are not listed.
+pub(crate) fn top_level(kind: Kind) -> bool {
+    !matches!(
+        kind,
+        Kind::ResourceGroup
+            | Kind::Subnet
+            | Kind::SecurityRule
+            | Kind::BlobContainer
+            | Kind::FileShare
+            | Kind::MlCompute
+    )
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::config::{BucketShape, ComputeLimits};
+use super::http::Reply;
 use super::path::ResourcePath;
-use super::server::Reply;
 
 /// Which bucket a request draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

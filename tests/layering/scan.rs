@@ -263,7 +263,7 @@ fn references(text: &[char], module: &[String]) -> Vec<Reference> {
         match word.as_str() {
             "mod" => pending_mod = Some(ident_at(text, skip_space(text, after))),
             "crate" if starts_with(text, after, "::") => {
-                push_paths(&mut found, text, "crate::", i, after + 2, &[]);
+                push_paths(&mut found, text, ("crate::", 0), i, after + 2, &[]);
             }
             "super" if starts_with(text, after, "::") => {
                 let mut here: Vec<String> = module.to_vec();
@@ -273,11 +273,10 @@ fn references(text: &[char], module: &[String]) -> Vec<Reference> {
                     here.pop();
                     at += 7;
                 }
-                // Only a chain that climbs out of the top-level module can name another one.
-                if here.is_empty() {
-                    let root: String = text[i..at].iter().collect();
-                    push_paths(&mut found, text, &root, i, at, &[]);
-                }
+                // From the crate root: a chain that stays inside the top-level module names one
+                // of its own modules (the emulator's layering reads those).
+                let root: String = text[i..at].iter().collect();
+                push_paths(&mut found, text, (&root, here.len()), i, at, &here);
                 i = at;
                 continue;
             }
@@ -289,12 +288,13 @@ fn references(text: &[char], module: &[String]) -> Vec<Reference> {
 }
 
 /// Adds the paths of the use tree at `at` (a path, or a `{...}` group), each after `prefix`.
-/// `root` is how the source reaches the crate root (`crate::`, `super::super::`); `pos` is
-/// where the path is reported (the `crate` of a path, the start of a group's item).
+/// `root` is how the source starts the path (`crate::`, `super::super::`) and how many leading
+/// segments of `prefix` that start stands for (a `super::` chain stops inside a module); `pos`
+/// is where the path is reported (the `crate` of a path, the start of a group's item).
 fn push_paths(
     found: &mut Vec<Reference>,
     text: &[char],
-    root: &str,
+    root: (&str, usize),
     pos: usize,
     at: usize,
     prefix: &[String],
@@ -332,7 +332,11 @@ fn push_paths(
     found.push(Reference {
         line,
         col,
-        written: format!("{root}{}", segments.join("::")),
+        written: format!(
+            "{}{}",
+            root.0,
+            segments[root.1.min(segments.len())..].join("::")
+        ),
         segments,
     });
 }

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use super::{roles, scope_contains};
 use crate::emulator::compute;
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::{At as _, strings};
-use crate::emulator::providers::TENANT;
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::TENANT;
 use crate::emulator::store::Cloud;
 
 /// The resource type of role assignments.

@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 
 use super::config::EmulatorConfig;
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::json::{self, At as _};
 use super::path::percent_decode;
-use super::server::{Ctx, Reply, token_hash};
+use super::shared::token_hash;
 use super::store::Cloud;
 
 /// The namespace, as it appears in request paths (any casing).
@@ -110,7 +111,7 @@ fn permissions(cloud: &Cloud, ctx: &Ctx<'_>, scope: &str) -> Result<Reply, ArmEr
         {
             super::groups::existing(cloud, sub, name)?;
         }
-        _ => return Err(super::providers::not_implemented(ctx)),
+        _ => return Err(super::resource::not_implemented(ctx)),
     }
     let value: Vec<Value> = match ctx.caller.as_deref() {
         None => vec![json!({
@@ -253,7 +254,7 @@ pub(crate) fn dispatch(cloud: &mut Cloud, ctx: &mut Ctx<'_>) -> Result<Reply, Ar
     let path = percent_decode(ctx.uri.path());
     let lower = path.to_ascii_lowercase();
     let Some(at) = lower.rfind("/providers/microsoft.authorization/") else {
-        return Err(super::providers::not_implemented(ctx));
+        return Err(super::resource::not_implemented(ctx));
     };
     let scope = path[..at].to_owned();
     let rest: Vec<String> = path[at + "/providers/microsoft.authorization/".len()..]
@@ -275,7 +276,7 @@ pub(crate) fn dispatch(cloud: &mut Cloud, ctx: &mut Ctx<'_>) -> Result<Reply, Ar
         [kind, name] if kind.eq_ignore_ascii_case("roleAssignments") => {
             assignments::handle(cloud, ctx, &scope, name)
         }
-        _ => Err(super::providers::not_implemented(ctx)),
+        _ => Err(super::resource::not_implemented(ctx)),
     }
 }
 

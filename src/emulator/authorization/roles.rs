@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::scope_contains;
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::{At as _, strings};
-use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::Cloud;
 
 /// The resource type of role definitions.

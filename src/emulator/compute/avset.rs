@@ -12,9 +12,9 @@
 use serde_json::{Value, json};
 
 use super::super::error::ArmError;
+use super::super::http::{Ctx, Reply};
 use super::super::json::At as _;
-use super::super::providers::{Target, envelope, key, require_location, require_reference};
-use super::super::server::{Ctx, Reply};
+use super::super::resource::{Target, envelope, key, require_location, require_reference};
 use super::super::store::{Cloud, Kind, Resource};
 use super::render;
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::emulator::config::{EmulatorConfig, VmSizeSpec};
 use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
-use crate::emulator::providers::key;
+use crate::emulator::resource::key;
 use crate::emulator::store::Cloud;
 
 /// The disk types that need a size with premium IO: Premium SSD and Premium SSD v2.

@@ -5,10 +5,10 @@ use serde_json::{Value, json};
 
 use super::{merge, render};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::ops;
-use crate::emulator::providers::{Target, key, require_location};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_location};
 use crate::emulator::store::{Cloud, Kind, OpKind, Resource};
 
 fn short_hex() -> String {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
-use crate::emulator::providers::TENANT;
+use crate::emulator::resource::TENANT;
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 /// Where a VM keeps when its principal was created (for the replication delay of role

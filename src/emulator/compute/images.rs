@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::catalog::images as table;
 use crate::emulator::config::{EmulatorConfig, normalize_location};
 use crate::emulator::error::ArmError;
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::http::{Ctx, Reply};
 
 /// The one version the emulator's marketplace has of every image.
 pub(crate) const VERSION: &str = "1.0.20241101";

@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::json::At as _;
-use super::providers::{Target, envelope, key, require_location};
-use super::server::{Ctx, Reply};
+use super::resource::{Target, envelope, key, require_location};
 use super::store::{Cloud, Kind, Resource};
 
 mod avset;

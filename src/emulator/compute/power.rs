@@ -6,10 +6,10 @@ use serde_json::{Value, json};
 use super::disks::disk_ids;
 use super::quota::{check_quota, vm_size};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::ops;
-use crate::emulator::providers::Target;
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::Target;
 use crate::emulator::store::{Cloud, Kind, OpKind, Resource};
 
 /// The power state an action ends in.
@@ -121,7 +121,7 @@ pub(crate) fn vm_action(
         "deallocate" => "deallocate",
         "poweroff" => "powerOff",
         "restart" => "restart",
-        _ => return Err(crate::emulator::providers::not_implemented(ctx)),
+        _ => return Err(crate::emulator::resource::not_implemented(ctx)),
     };
     if ctx.method != "POST" {
         return Err(ArmError::method_not_allowed(&ctx.method));

@@ -4,10 +4,10 @@ use serde_json::{Value, json};
 
 use crate::emulator::config::{EmulatorConfig, normalize_location};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::paging;
-use crate::emulator::providers::key;
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::key;
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 pub(super) fn vm_size(vm: &Resource) -> Option<&str> {

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use crate::emulator::config::{EmulatorConfig, VmSizeSpec, normalize_location};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::paging;
-use crate::emulator::server::{Ctx, Reply};
 use crate::emulator::store::Resource;
 
 /// The OS disk size limit every VM size reports (1023 GiB): the same for all sizes in ARM.

@@ -9,10 +9,10 @@ use super::quota::{check_quota, holds_cores, vm_size};
 use super::skus::{Placement, check_sku, offered_size};
 use super::{merge, render};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::{At as _, strings};
 use crate::emulator::ops;
-use crate::emulator::providers::{Target, envelope, key, require_location, require_reference};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, envelope, key, require_location, require_reference};
 use crate::emulator::store::{Cloud, Kind, OpKind, Resource};
 
 /// The checks ARM makes before accepting a VM PUT: a known size offered in the location, neither

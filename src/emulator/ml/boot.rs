@@ -11,46 +11,18 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::compute::{listed_nodes, public_ip, ssh_public_key};
+use crate::emulator::hooks::AmlNodeBoot;
 use crate::emulator::json::At as _;
-use crate::emulator::providers::key;
-use crate::emulator::server::lock;
+use crate::emulator::resource::key;
+use crate::emulator::shared::lock;
 use crate::emulator::store::{Cloud, Kind};
 use crate::engine::reach::SshEndpoint;
-
-/// What the hook is told about one AmlCompute node as it becomes usable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AmlNodeBoot {
-    /// The compute's ARM id.
-    pub compute_id: String,
-    /// The node's `nodeId`, stable for its life.
-    pub node_id: String,
-    /// Its position in `listNodes` (sorted by node id) when it became usable.
-    pub index: usize,
-    /// `userAccountCredentials.adminUserName` (empty when the compute has no user account).
-    pub admin_username: String,
-    /// `userAccountCredentials.adminUserSshPublicKey`, when the compute was given one.
-    pub ssh_public_key: Option<String>,
-    /// The cluster's public address, shared by every node.
-    pub public_ip: String,
-    /// The node's own public SSH port (50000 and up).
-    pub port: u16,
-    /// The node's private address.
-    pub private_ip: String,
-    /// The compute's `vmSize`.
-    pub vm_size: String,
-}
-
-/// Called once per AmlCompute node when it becomes idle, outside every emulator lock. A
-/// returned address (a local sshd) becomes the SSH endpoint of `public_ip:port` and of
-/// `private_ip` until the node leaves; `None` leaves the node without one. Answers wait for
-/// running hooks, so the hook must not call the emulator.
-pub type AmlNodeHook = Arc<dyn Fn(&AmlNodeBoot) -> Option<SocketAddr> + Send + Sync>;
 
 /// The nodes the hook has been told of, by `{compute key}|{node id}`, with the endpoint map
 /// entries recorded for each (address, port). In memory only, like the VM boots.

@@ -13,12 +13,12 @@ use super::nodes::{self, Cluster, Node, NodeState};
 use super::{HIDDEN, not_amlcompute};
 use crate::emulator::config::{EmulatorConfig, VmSizeSpec, normalize_location};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::network::next_public_address;
 use crate::emulator::ops;
 use crate::emulator::paging;
-use crate::emulator::providers::{Target, key, require_reference};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_reference};
 use crate::emulator::store::{Cloud, Kind, OpKind, Resource};
 
 /// AML's rule for cluster names: 2-16 letters, digits and `-`, starting with a letter and ending

@@ -8,10 +8,10 @@
 use serde_json::{Value, json};
 
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::ops;
-use crate::emulator::providers::{Target, envelope, key, require_location};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, envelope, key, require_location};
 use crate::emulator::store::{Cloud, Kind, OpKind};
 
 /// ARM's answer for a body missing a property its model requires, in the words of the

@@ -18,15 +18,13 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::error::ArmError;
-use super::providers::{Target, not_implemented};
-use super::server::{Ctx, Reply};
+use super::http::{Ctx, Reply};
+use super::resource::{Target, not_implemented};
 use super::store::{Cloud, Kind, Resource};
 
 pub(crate) use boot::{AmlBoots, forget};
-pub use boot::{AmlNodeBoot, AmlNodeHook};
 pub(crate) use compute::{patch_compute, put_compute, usages, vm_sizes};
 pub(crate) use deps::{purge_vault, put_insights, put_log_analytics, put_registry, put_vault};
-pub(crate) use nodes::Node;
 pub(crate) use workspace::put_workspace;
 
 /// The key of the emulator's own bookkeeping in a stored compute body (its public address and

@@ -13,32 +13,12 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::emulator::config::EmulatorConfig;
+pub(crate) use crate::emulator::store::Node;
 
 /// The port of slot 0: AmlCompute's first node-level SSH port.
 pub(crate) const FIRST_PORT: u16 = 50_000;
-
-/// One node of a cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Node {
-    /// The node id AML shows, e.g. `tvm-0000000042_1-20261126t173000z`.
-    pub id: String,
-    /// Its port is `FIRST_PORT + slot`.
-    pub slot: u16,
-    pub private_ip: String,
-    /// When it appears in `listNodes` (preparing).
-    pub allocated_at: DateTime<Utc>,
-    /// When it becomes idle.
-    pub ready_at: DateTime<Utc>,
-    /// When it started leaving (a scale-down or the cluster's delete).
-    #[serde(default)]
-    pub leaving_at: Option<DateTime<Utc>>,
-    /// When it is gone for good.
-    #[serde(default)]
-    pub gone_at: Option<DateTime<Utc>>,
-}
 
 /// A node's `nodeState`, of those the emulator models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use serde_json::{Map, Value, json};
 
 use super::TENANT_ID;
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::ops;
-use crate::emulator::providers::{Target, envelope, key, require_location};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, envelope, key, require_location};
 use crate::emulator::store::{Cloud, Kind, OpKind};
 
 /// The associated resources: property, the kind it must name, whether a creation needs it.

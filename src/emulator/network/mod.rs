@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::error::ArmError;
+use super::http::{Ctx, Reply};
 use super::json::At as _;
 use super::ops;
-use super::providers::{Target, envelope, key};
-use super::server::{Ctx, Reply};
+use super::resource::{Target, envelope, key};
 use super::store::{Cloud, Kind, OpKind, Resource};
 
 mod nic;

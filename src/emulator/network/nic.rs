@@ -11,9 +11,9 @@ use super::{
     writable_properties,
 };
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
-use crate::emulator::providers::{Target, key, require_location, require_reference};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_location, require_reference};
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 fn parse_prefix(prefix: &str) -> Option<(u32, u32)> {

@@ -4,9 +4,9 @@ use serde_json::{Value, json};
 
 use super::{finish_put, is_key, network_body, new_etag, sub_resource_ref, writable_properties};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
-use crate::emulator::providers::{Target, key, require_location};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_location};
 use crate::emulator::store::{Cloud, Kind};
 
 fn rule_body(id: &str, name: &str, request: &Value, kind: Kind) -> Value {

@@ -7,9 +7,9 @@ use super::{
     finish_put, is_key, network_body, sub_resource_id, sub_resource_ref, writable_properties,
 };
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
-use crate::emulator::providers::{Target, key, require_location};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_location};
 use crate::emulator::store::{Cloud, Kind};
 
 pub(crate) fn put_public_ip(

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use super::{finish_put, network_body, new_etag, sub_resource_id, users_of, writable_properties};
 use crate::emulator::error::ArmError;
+use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
-use crate::emulator::providers::{Target, key, require_location, require_reference};
-use crate::emulator::server::{Ctx, Reply};
+use crate::emulator::resource::{Target, key, require_location, require_reference};
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 fn subnet_body(id: &str, name: &str, request: &Value) -> Value {
@@ -130,7 +130,7 @@ pub(crate) fn put_subnet(
         .path
         .parent()
         .and_then(|p| {
-            let parent_key = key(&crate::emulator::providers::canonical_id(
+            let parent_key = key(&crate::emulator::resource::canonical_id(
                 &p,
                 Kind::VirtualNetwork,
                 &target.group_name,
