@@ -99,11 +99,11 @@ impl Connected for Option<Connection> {
     }
 }
 
-/// [`load`] for a command that connects (`plan`, `apply`, `destroy`): connects once with
-/// `connect` (given the manifest's Azure settings) and, through that connection, learns from the
-/// live Resource SKUs the sizes the shipped catalog lacks before the manifest is judged
-/// ([`op::learn_sizes`]). A connection that fails is reported after the manifest's own warnings
-/// and problems, as if it had been made after loading.
+/// [`load`] for a command that connects (`plan`, `apply`, `destroy`): reads the manifest once
+/// and hands it to [`op::prepare`], which connects with `connect` (given the manifest's Azure
+/// settings), learns from the live Resource SKUs the sizes the shipped catalog lacks, and judges
+/// the manifest against them. A connection that fails is reported after the manifest's own
+/// warnings and problems, as if it had been made after loading.
 ///
 /// # Errors
 ///
@@ -115,37 +115,16 @@ pub async fn load_connected<C: Connected>(
     cancel: &op::Cancel,
     connect: impl AsyncFnOnce(&AzureSettings) -> Result<C, op::Error>,
 ) -> anyhow::Result<(Loaded, C)> {
-    let mut lenient = load_options(args)?;
-    lenient.collect_unknown_sizes = true;
-    let Ok(first) = manifest::load(&args.manifest, &lenient) else {
-        // The lenient load forgives unknown sizes only: the usual one fails too, and says why.
-        let loaded = load(args, out)?;
-        let conn = cancel
-            .interruptible(connect(&loaded.desired.azure))
-            .await??;
-        return Ok((loaded, conn));
-    };
-    let conn = cancel.interruptible(connect(&first.desired.azure)).await?;
-    let arm = match &conn {
-        Ok(conn) => conn.arm().map(Ok),
-        Err(err) => Some(Err(err)),
-    };
-    let catalog = match arm {
-        Some(arm) => {
-            let learning = op::learn_sizes(arm, &first.desired, &first.unknown_sizes, events);
-            cancel.interruptible(learning).await?
+    let opts = load_options(args)?;
+    let read = manifest::read(&args.manifest, &opts).map_err(|failed| reported(&failed, out))?;
+    match op::prepare(&read, C::arm, connect, events, cancel).await {
+        Ok(prepared) => {
+            let loaded = warned(prepared.loaded, out);
+            Ok((loaded, prepared.connection?))
         }
-        None => first.desired.catalog.clone(),
-    };
-    // Nothing unknown and nothing learnt: the lenient load judged exactly what the usual one
-    // would, so it is the load (no second parse). Otherwise the manifest is judged again
-    // against what was learnt (issue 31: a split into read and judge would spare that too).
-    let loaded = if first.unknown_sizes.is_empty() && catalog == first.desired.catalog {
-        warned(first, out)
-    } else {
-        load_with(args, out, catalog)?
-    };
-    Ok((loaded, conn?))
+        Err(op::PrepareError::Manifest(failed)) => Err(reported(&failed, out)),
+        Err(op::PrepareError::Op(err)) => Err(err.into()),
+    }
 }
 
 /// The manifest a saved plan was made from, loaded again with the `-var` values given again and

@@ -139,25 +139,78 @@ impl fmt::Display for LoadFailed {
 
 impl std::error::Error for LoadFailed {}
 
+/// Read a manifest file ([`read_str`]).
+///
+/// # Errors
+///
+/// The file cannot be read, or is not HCL.
+pub fn read<'o>(path: &Path, opts: &'o LoadOptions) -> Result<Read<'o>, LoadFailed> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => read_str(path, &text, opts),
+        Err(err) => Err(unreadable(path, &err)),
+    }
+}
+
+/// The problem of a manifest file that cannot be read.
+fn unreadable(path: &Path, err: &std::io::Error) -> LoadFailed {
+    LoadFailed {
+        diagnostics: vec![
+            Diagnostic::error(format!("cannot read manifest `{}`", path.display()))
+                .with_help(format!("{err}; check the path")),
+        ],
+        sources: SourceMap::new(),
+    }
+}
+
 /// Read and load a manifest file.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadFailed> {
     match std::fs::read_to_string(path) {
         Ok(text) => load_str(path, &text, opts),
-        Err(err) => Err(LoadFailed {
-            diagnostics: vec![
-                Diagnostic::error(format!("cannot read manifest `{}`", path.display()))
-                    .with_help(format!("{err}; check the path")),
-            ],
-            sources: SourceMap::new(),
-        }),
+        Err(err) => Err(unreadable(path, &err)),
     }
 }
 
-/// Load a manifest from text; `path` names it in messages and anchors relative `file()` paths.
+/// Load a manifest from text; `path` names it in messages and anchors relative `file()` paths:
+/// [`read_str`], then [`Read::judge`] against `opts`'s catalog.
 ///
-/// The pipeline, stage by stage (see the module doc); each stage is a call into its own module,
-/// and every stage reports into one list so the user sees every problem at once.
+/// # Errors
+///
+/// The manifest has errors: every problem found, located.
 pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, LoadFailed> {
+    read_str(path, text, opts)?.judge(&opts.catalog, opts.collect_unknown_sizes)
+}
+
+/// A manifest read: parsed, checked against the schema, its backend and variables resolved:
+/// all that does not depend on VM sizes. [`Read::judge`] evaluates and expands it against a size
+/// catalog (a cluster's `infiniband`, every size check), so a connected command judges it once
+/// against what it knows, collecting the sizes it lacks, learns those from Azure, and judges it
+/// again, without reading or parsing the text again (issue 31).
+pub struct Read<'o> {
+    path: PathBuf,
+    opts: &'o LoadOptions,
+    file: Arc<Path>,
+    text: String,
+    spans: Spans,
+    sources: SourceMap,
+    manifest: schema::Manifest,
+    backend: Option<crate::model::BackendConfig>,
+    vars: variables::Variables,
+    /// What reading found (judging adds its own to a copy).
+    diags: Vec<Diagnostic>,
+}
+
+/// Read a manifest from text (the size-independent stages of the pipeline; see the module doc).
+/// Only a syntax error fails here: every other problem is carried to [`Read::judge`], so that
+/// the user sees every problem at once.
+///
+/// # Errors
+///
+/// The text is not HCL.
+pub fn read_str<'o>(
+    path: &Path,
+    text: &str,
+    opts: &'o LoadOptions,
+) -> Result<Read<'o>, LoadFailed> {
     let mut sources = SourceMap::new();
     let file = sources.add(path, text);
     let spans = Spans::new(Arc::clone(&file), Arc::from(text));
@@ -174,36 +227,83 @@ pub fn load_str(path: &Path, text: &str, opts: &LoadOptions) -> Result<Loaded, L
         base_dir: base_dir(path),
         sources,
         diags: Vec::new(),
+        catalog: &opts.catalog,
+        collect_unknown_sizes: false,
     };
     let manifest = schema::check(&root, &spans, &mut load.diags);
     // The backend is read on its own, with literal values only (see backend.rs).
     let backend = backend::from_root(&root, &spans, load.env, &load.base_dir, &mut load.diags);
     let vars = load.variables(&manifest);
-    let mut evaluation = Evaluation::new(load.evaluator(), &opts.catalog, &vars);
-    // The experiment id names everything, so it is evaluated first, from variables only.
-    let names = Names::of(&manifest);
-    let known = names.known(&vars.declared);
-    let experiment = load.experiment(&manifest, &known, &mut evaluation);
-    let graph = Graph::build(&manifest, &known, &spans, &mut load.diags);
-    evaluation.run(&graph, &experiment.id, &mut load.diags);
-    let manifest_hash = manifest_hash(text, &vars, &evaluation.evaluator.files);
-    let (desired, unknown_sizes) = load.desired(
-        &manifest,
-        &graph,
-        &evaluation.blocks,
-        experiment,
-        manifest_hash,
-    );
-    if load.diags.iter().any(Diagnostic::is_error) {
-        return Err(finish_failed(load.diags, &file, load.sources));
-    }
-    Ok(Loaded {
-        desired,
-        warnings: sorted(load.diags, &file),
-        sources: load.sources,
+    let Load { sources, diags, .. } = load;
+    Ok(Read {
+        path: path.to_owned(),
+        opts,
+        file,
+        text: text.to_owned(),
+        spans,
+        sources,
+        manifest,
         backend,
-        unknown_sizes,
+        vars,
+        diags,
     })
+}
+
+impl Read<'_> {
+    /// The sizes the options judge against (the shipped catalog, or what a saved plan learnt).
+    pub fn catalog(&self) -> &crate::catalog::Catalog {
+        &self.opts.catalog
+    }
+
+    /// Evaluate and expand the manifest against `catalog`: VM sizes it lacks are errors, or,
+    /// with `collect_unknown_sizes`, collected in [`Loaded::unknown_sizes`] without one.
+    ///
+    /// # Errors
+    ///
+    /// The manifest has errors (reading's and judging's): every problem found, located.
+    pub fn judge(
+        &self,
+        catalog: &crate::catalog::Catalog,
+        collect_unknown_sizes: bool,
+    ) -> Result<Loaded, LoadFailed> {
+        let mut load = Load {
+            path: &self.path,
+            opts: self.opts,
+            env: &*self.opts.env,
+            spans: &self.spans,
+            base_dir: base_dir(&self.path),
+            sources: self.sources.clone(),
+            diags: self.diags.clone(),
+            catalog,
+            collect_unknown_sizes,
+        };
+        let (manifest, vars) = (&self.manifest, &self.vars);
+        let mut evaluation = Evaluation::new(load.evaluator(), catalog, vars);
+        // The experiment id names everything, so it is evaluated first, from variables only.
+        let names = Names::of(manifest);
+        let known = names.known(&vars.declared);
+        let experiment = load.experiment(manifest, &known, &mut evaluation);
+        let graph = Graph::build(manifest, &known, &self.spans, &mut load.diags);
+        evaluation.run(&graph, &experiment.id, &mut load.diags);
+        let manifest_hash = manifest_hash(&self.text, vars, &evaluation.evaluator.files);
+        let (desired, unknown_sizes) = load.desired(
+            manifest,
+            &graph,
+            &evaluation.blocks,
+            experiment,
+            manifest_hash,
+        );
+        if load.diags.iter().any(Diagnostic::is_error) {
+            return Err(finish_failed(load.diags, &self.file, load.sources));
+        }
+        Ok(Loaded {
+            desired,
+            warnings: sorted(load.diags, &self.file),
+            sources: load.sources,
+            backend: self.backend.clone(),
+            unknown_sizes,
+        })
+    }
 }
 
 /// Where a manifest's relative paths (`file()`, `ssh_key`) start: its directory.
@@ -225,6 +325,9 @@ struct Load<'a> {
     /// The manifest and the var files read, to render diagnostics with snippets.
     sources: SourceMap,
     diags: Vec<Diagnostic>,
+    /// The sizes judged against, and whether sizes it lacks are collected instead of reported.
+    catalog: &'a crate::catalog::Catalog,
+    collect_unknown_sizes: bool,
 }
 
 impl<'a> Load<'a> {
@@ -343,8 +446,8 @@ impl<'a> Load<'a> {
             &graph.block_references,
             expand::Context {
                 base_dir: self.base_dir.clone(),
-                collect_unknown_sizes: self.opts.collect_unknown_sizes,
-                catalog: self.opts.catalog.clone(),
+                collect_unknown_sizes: self.collect_unknown_sizes,
+                catalog: self.catalog.clone(),
             },
             &mut self.diags,
         );
@@ -363,7 +466,7 @@ impl<'a> Load<'a> {
             manifest_hash,
             notes: expanded.notes,
             park_idle: expanded.park_idle,
-            catalog: self.opts.catalog.clone(),
+            catalog: self.catalog.clone(),
         };
         (desired, expanded.unknown_sizes)
     }

@@ -844,3 +844,48 @@ vm "strict" {{
 
 mod aml;
 mod idle;
+
+/// Issue 31: a manifest is read (parsed, checked, its variables resolved) once and judged as
+/// often as the sizes known change. Judged against the shipped catalog it collects a size Azure
+/// added later; judged again against a catalog that learnt the size, the same read manifest
+/// evaluates the cluster's `infiniband` from the learnt facts and gives it a fabric.
+#[test]
+fn a_read_manifest_is_judged_again_against_learnt_sizes_without_a_second_parse() {
+    use std::borrow::Cow;
+    let text = minimal(&format!(
+        "cluster \"big\" {{\n  size    = \"Standard_ND96zz_v9\"\n  count   = 2\n  ssh_key = \"{KEY}\"\n}}\n\
+         output \"ib\" {{ value = cluster.big.infiniband }}\n"
+    ));
+    let opts = LoadOptions::default();
+    let read = read_str(Path::new("big.hcl"), &text, &opts).expect("reads");
+    let lenient = read
+        .judge(read.catalog(), true)
+        .expect("unknown sizes are collected");
+    assert_eq!(lenient.unknown_sizes, ["Standard_ND96zz_v9"]);
+    assert!(
+        read.judge(read.catalog(), false).is_err(),
+        "unknown without learning"
+    );
+
+    let mut catalog = read.catalog().clone();
+    let model = crate::catalog::shipped_size("Standard_ND96asr_v4").expect("shipped");
+    catalog.learn(crate::catalog::VmSize {
+        name: Cow::Owned("Standard_ND96zz_v9".to_owned()),
+        facts: Cow::Borrowed(crate::catalog::LIVE_FACTS),
+        infiniband: true,
+        ..model.clone()
+    });
+    let judged = read
+        .judge(&catalog, false)
+        .expect("judged against what was learnt");
+    let ib = judged.desired.outputs.iter().find(|o| o.name == "ib");
+    assert_eq!(ib.map(|o| &o.value), Some(&serde_json::json!(true)));
+    assert!(
+        addresses(&judged)
+            .iter()
+            .any(|a| a.contains("availability_set")),
+        "an InfiniBand size gets its fabric: {:?}",
+        addresses(&judged)
+    );
+    assert_eq!(judged.desired.catalog, catalog);
+}
