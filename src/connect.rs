@@ -19,7 +19,9 @@ use crate::catalog;
 use crate::emulator::{self, EmulatorConfig, EmulatorHandle, VmSizeSpec};
 use crate::engine::events::LroBridge;
 use crate::engine::limiter::Limiter;
-use crate::engine::op::{Arm, EndpointMap, Error, Target};
+use crate::engine::op::place::{Azure, Place};
+use crate::engine::op::{Arm, Error};
+use crate::engine::reach::{Endpoints, SshEndpoint};
 use crate::model::AzureSettings;
 
 /// The subscription id used against emulators when the manifest names none.
@@ -86,25 +88,26 @@ pub async fn connect(
     let bridge = LroBridge::new();
     let (client, subscription, target, emulator) = open(options, manifest, settings).await?;
     let (engine_client, time_scale) = engine_client(&client, &target, &bridge)?;
-    let ssh_map = match &target {
-        Target::Azure => None,
-        Target::Endpoint(url) => Some(url.clone()),
-        Target::BuiltInEmulator => emulator.as_ref().map(EmulatorHandle::endpoint),
-    }
-    .map(|url| EndpointMap {
-        url,
-        http: reqwest::Client::new(),
-    });
+    let place: Arc<dyn Place> = match &target {
+        Target::Azure => Arc::new(Azure),
+        Target::Endpoint(url) => Arc::new(Emulator::new(url.clone(), time_scale, false)),
+        Target::BuiltInEmulator => Arc::new(Emulator::new(
+            emulator
+                .as_ref()
+                .map(EmulatorHandle::endpoint)
+                .unwrap_or_default(),
+            time_scale,
+            true,
+        )),
+    };
     Ok(Connection {
         arm: Arm {
             client: client.gated(Arc::clone(&limiter) as _),
             engine_client: engine_client.gated(Arc::clone(&limiter) as _),
             bridge,
-            time_scale,
             limiter,
             subscription,
-            target,
-            ssh_map,
+            place,
         },
         emulator,
     })
@@ -133,6 +136,101 @@ pub async fn live_connection(
         }
     }
     connect(options, manifest, settings).await.map(Some)
+}
+
+/// Where a connection goes, as [`open`] decides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Azure itself (or the manifest's endpoint override).
+    Azure,
+    /// A running emulator at this URL (`--endpoint`).
+    Endpoint(String),
+    /// The built-in emulator, in-process (`--emulator`).
+    BuiltInEmulator,
+}
+
+/// An emulator as the operations see it ([`Place`]): its pace, and its map of SSH endpoints
+/// (`GET URL/_emulator/ssh-endpoints`, docs/emulator.md: IP address -> the local host standing
+/// in for the VM).
+#[derive(Debug)]
+struct Emulator {
+    /// Its base URL.
+    url: String,
+    /// The HTTP client of its admin API, built once (building one loads the TLS roots, several
+    /// milliseconds of CPU that used to land in the middle of an apply).
+    http: reqwest::Client,
+    /// The engine client's latency scale.
+    time_scale: f64,
+    /// Started in-process by `--emulator` (it cannot be given endpoints from outside).
+    in_process: bool,
+}
+
+impl Emulator {
+    fn new(url: String, time_scale: f64, in_process: bool) -> Self {
+        Self {
+            url,
+            http: reqwest::Client::new(),
+            time_scale,
+            in_process,
+        }
+    }
+}
+
+impl Place for Emulator {
+    fn name(&self) -> String {
+        if self.in_process {
+            "the built-in emulator".to_owned()
+        } else {
+            self.url.clone()
+        }
+    }
+
+    fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+
+    fn endpoints(&self) -> futures::future::BoxFuture<'_, Result<Endpoints, Error>> {
+        /// The admin API's answer.
+        #[derive(serde::Deserialize)]
+        struct Listing {
+            value: Vec<SshEndpoint>,
+        }
+        Box::pin(async move {
+            let url = format!("{}/_emulator/ssh-endpoints", self.url.trim_end_matches('/'));
+            let listing: Listing = async {
+                self.http
+                    .get(&url)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await
+            }
+            .await
+            .map_err(|e| {
+                Error::Failed(format!(
+                    "could not read the emulator's SSH endpoints from {url}: {e}"
+                ))
+            })?;
+            Ok(Endpoints::from_emulator(&listing.value))
+        })
+    }
+
+    fn no_endpoint_hint(&self) -> String {
+        if self.in_process {
+            "The in-process emulator (--emulator) cannot map one: run `dsinfra emulator`, map an \
+             endpoint with POST URL/_emulator/ssh-endpoints (docs/emulator.md) and apply with \
+             --endpoint URL."
+                .to_owned()
+        } else {
+            format!(
+                "Map one with `curl -X POST {}/_emulator/ssh-endpoints -H 'content-type: \
+                 application/json' -d '{{\"ipAddress\":\"PUBLIC_IP\",\"endpoint\":\"127.0.0.1:PORT\"}}'` \
+                 (docs/emulator.md) and apply again.",
+                self.url.trim_end_matches('/')
+            )
+        }
+    }
 }
 
 /// The parts of a connection, before its clients are gated.

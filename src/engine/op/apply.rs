@@ -171,7 +171,7 @@ pub async fn apply(
         verb: if destroy { "destroy" } else { "apply" },
         text: format!(
             "Do you want to {lower} these changes in {}?",
-            arm.target.name()
+            arm.place.name()
         ),
     };
     if !approver.approve(&question)? {

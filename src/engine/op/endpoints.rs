@@ -5,41 +5,17 @@
 //! only `listNodes` knows).
 
 use super::{Arm, Error};
-use crate::engine::reach::{self, Endpoints, SshEndpoint};
+use crate::engine::reach::{self, Endpoints};
 use crate::state::State;
 
-/// The emulator's map (read again each time: VMs get their endpoints as they boot), or direct
-/// dialling on Azure. The IP addresses are not included: see [`for_state`].
+/// Where SSH connections go (the place's map: an emulator's endpoints, or direct dialling on
+/// Azure). The IP addresses are not included: see [`for_state`].
 ///
 /// # Errors
 ///
-/// The emulator's admin API could not be read.
+/// The map could not be read.
 pub async fn map(arm: &Arm) -> Result<Endpoints, Error> {
-    /// The admin API's answer.
-    #[derive(serde::Deserialize)]
-    struct Listing {
-        value: Vec<SshEndpoint>,
-    }
-    let Some(map) = &arm.ssh_map else {
-        return Ok(Endpoints::direct());
-    };
-    let url = format!("{}/_emulator/ssh-endpoints", map.url.trim_end_matches('/'));
-    let listing: Listing = async {
-        map.http
-            .get(&url)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await
-    }
-    .await
-    .map_err(|e| {
-        Error::Failed(format!(
-            "could not read the emulator's SSH endpoints from {url}: {e}"
-        ))
-    })?;
-    Ok(Endpoints::from_emulator(&listing.value))
+    arm.place.endpoints().await
 }
 
 /// [`map`] with the IP addresses of every VM in `state` read from ARM (its public IP's address

@@ -13,6 +13,7 @@ pub mod cancel;
 pub mod endpoints;
 pub mod output;
 pub mod park;
+pub mod place;
 pub mod plan;
 pub mod prepare;
 pub mod report;
@@ -31,6 +32,7 @@ pub use apply::{
 pub use cancel::{Cancel, Canceller, Interrupted};
 pub use output::{OutputOutcome, OutputRequest, OutputValue, output};
 pub use park::{ParkOutcome, ParkRequest, park};
+pub use place::Place;
 pub use plan::{Live, PlanRequest, Planned, plan};
 pub use prepare::{PrepareError, Prepared, prepare};
 pub use report::{ReportOutcome, ReportRequest, report};
@@ -54,39 +56,6 @@ use crate::engine::post_boot::BlockOutcome;
 use crate::plan::Plan;
 use crate::state::StateError;
 
-/// Where a connection goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Azure itself (or the manifest's endpoint override).
-    Azure,
-    /// A running emulator at this URL (`--endpoint`).
-    Endpoint(String),
-    /// The built-in emulator, in-process (`--emulator`).
-    BuiltInEmulator,
-}
-
-impl Target {
-    /// Where it goes, for messages ("Azure", the URL, "the built-in emulator").
-    pub fn name(&self) -> String {
-        match self {
-            Self::Azure => "Azure".to_owned(),
-            Self::Endpoint(url) => url.clone(),
-            Self::BuiltInEmulator => "the built-in emulator".to_owned(),
-        }
-    }
-}
-
-/// An emulator's map of SSH endpoints (`GET URL/_emulator/ssh-endpoints`, docs/emulator.md):
-/// where the test hosts standing in for VMs listen.
-#[derive(Debug, Clone)]
-pub struct EndpointMap {
-    /// The emulator's base URL.
-    pub url: String,
-    /// The HTTP client of its admin API, built once (building one loads the TLS roots, several
-    /// milliseconds of CPU that used to land in the middle of an apply).
-    pub http: reqwest::Client,
-}
-
 /// The connection every operation works through, made once per command (`crate::connect`).
 ///
 /// Both clients are gated by the one [`Limiter`] (`--parallelism`), so every ARM request of every
@@ -102,16 +71,13 @@ pub struct Arm {
     pub engine_client: ArmClient,
     /// Carries long-running-operation progress from [`Arm::engine_client`] to the events.
     pub bridge: Arc<LroBridge>,
-    /// The engine client's time scale (1 against Azure), applied to the engine's own pauses too.
-    pub time_scale: f64,
     /// The command's one bound on ARM requests in flight.
     pub limiter: Arc<Limiter>,
     /// The subscription all ids live in.
     pub subscription: String,
-    /// Where it goes.
-    pub target: Target,
-    /// Against an emulator: its SSH endpoint map. `None` on Azure (each IP is dialled as is).
-    pub ssh_map: Option<EndpointMap>,
+    /// Where it goes: Azure, or an emulator with its pace and SSH endpoint map (injected by
+    /// `connect`, so no operation asks which).
+    pub place: Arc<dyn Place>,
 }
 
 /// Opens the state of an applied manifest (local, or its `backend` block's blob), taking its lock

@@ -128,7 +128,7 @@ pub async fn park(
     }
     let question = Question {
         verb: change.verb(),
-        text: question(change, &todo, &kinds, &arm.target.name()),
+        text: question(change, &todo, &kinds, &arm.place.name()),
     };
     if !approver.approve(&question)? {
         return Err(Error::Failed("cancelled: nothing was changed".to_owned()));

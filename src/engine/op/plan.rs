@@ -8,7 +8,7 @@
 //! refresh and the preflight were skipped. The refreshed state is not saved here: planning
 //! changes nothing.
 
-use super::{Arm, Cancel, Error, Events, OpEvent, Target};
+use super::{Arm, Cancel, Error, Events, OpEvent};
 use crate::azure::ArmError;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::engine::{preflight, refresh};
@@ -169,7 +169,7 @@ async fn refresh_and_resolve<'a>(
             // do not work; an explicit emulator or endpoint, or an apply, is an error.
             Err(err)
                 if matches!(live, Live::Preview(_))
-                    && arm.target == Target::Azure
+                    && arm.place.is_azure()
                     && (err.is_credential() || err.is_auth()) =>
             {
                 events.event(OpEvent::Note(&format!("could not use Azure: {err}")));
@@ -194,7 +194,7 @@ async fn refresh_and_resolve<'a>(
 /// What the refresh found. `plan` names where it looked; apply's note never did.
 fn refresh_note(report: &refresh::RefreshReport, live: Live<'_>) -> String {
     let place = match live {
-        Live::Preview(arm) => format!(" from {}", arm.target.name()),
+        Live::Preview(arm) => format!(" from {}", arm.place.name()),
         Live::Offline | Live::Apply(_) => String::new(),
     };
     format!(

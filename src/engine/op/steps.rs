@@ -15,7 +15,7 @@ use chrono::Utc;
 use futures::FutureExt as _;
 use tokio::sync::{mpsc, watch};
 
-use super::{Arm, Error, Events, OpEvent, Target, endpoints};
+use super::{Arm, Error, Events, OpEvent, endpoints};
 use crate::addr::Address;
 use crate::engine::events::{Event, EventSink};
 use crate::engine::execute::StateStore;
@@ -138,27 +138,11 @@ impl<'a> StepsJob<'a> {
         )
     }
 
-    /// How an emulated VM gets an SSH endpoint, for the note when none has one.
-    fn map_hint(&self) -> String {
-        match &self.arm.target {
-            Target::Endpoint(url) => format!(
-                "Map one with `curl -X POST {}/_emulator/ssh-endpoints -H 'content-type: \
-                 application/json' -d '{{\"ipAddress\":\"PUBLIC_IP\",\"endpoint\":\"127.0.0.1:PORT\"}}'` \
-                 (docs/emulator.md) and apply again.",
-                url.trim_end_matches('/')
-            ),
-            _ => "The in-process emulator (--emulator) cannot map one: run `dsinfra emulator`, \
-                  map an endpoint with POST URL/_emulator/ssh-endpoints (docs/emulator.md) and \
-                  apply with --endpoint URL."
-                .to_owned(),
-        }
-    }
-
     fn report(&self, outcome: &BlockOutcome) {
         self.events.event(OpEvent::Block {
             outcome,
             mode: self.options.mode,
-            map_hint: &self.map_hint(),
+            map_hint: &self.arm.place.no_endpoint_hint(),
         });
     }
 

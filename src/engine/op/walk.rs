@@ -92,7 +92,7 @@ pub(super) async fn walk(
         events: Arc::clone(&sink),
         bridge: Some(Arc::clone(&arm.bridge)),
         sources: Some(sources.clone()),
-        throttle_pause: THROTTLE_PAUSE.mul_f64(arm.time_scale),
+        throttle_pause: THROTTLE_PAUSE.mul_f64(arm.place.time_scale()),
     };
     let engine = async {
         let report = execute(
