@@ -17,7 +17,7 @@ use dsinfra::emulator::{
 use dsinfra::engine::refresh::refresh;
 use dsinfra::manifest::{self, LoadOptions};
 use dsinfra::model::{Desired, ResourceKind};
-use dsinfra::state::{Backend as _, LocalBackend, PowerState, State};
+use dsinfra::state::{LocalBackend, PowerState, State};
 use serde_json::{Value, json};
 
 const SUB: &str = EMULATOR_SUBSCRIPTION;
@@ -194,7 +194,7 @@ impl World {
         let mut state = State::from_applied(&desired, SUB);
         LocalBackend::open(&manifest)
             .expect("state dir")
-            .save(&mut state)
+            .save_sync(&mut state)
             .expect("state saved");
         Self {
             dir,
@@ -208,7 +208,7 @@ impl World {
     fn state(&self) -> State {
         LocalBackend::open(&self.manifest)
             .expect("state dir")
-            .load()
+            .load_sync()
             .expect("state reads")
             .expect("state exists")
     }
@@ -628,7 +628,7 @@ fn state_list_and_show_print_what_the_state_records() {
     let mut state = State::from_applied(&desired, SUB);
     LocalBackend::open(&manifest)
         .expect("state dir")
-        .save(&mut state)
+        .save_sync(&mut state)
         .expect("saved");
     dsinfra(dir.path())
         .args(["state", "list", "exp.hcl"])

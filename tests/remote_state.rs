@@ -88,71 +88,121 @@ fn holder(user: &str, command: &str) -> LockHolder {
     }
 }
 
-/// Opens the backend on `remote` as [`holder`]`(user, command)` would, with the [`LEASE`].
-fn lock_as(remote: &RemoteState, user: &str, command: &str) -> Result<RemoteBackend, StateError> {
-    RemoteBackend::open_with(remote.clone(), holder(user, command), LEASE)
+/// A remote backend driven from a synchronous test: a runtime of the test's own runs its calls,
+/// its lease renewal and its release, as the CLI's runtime does for a command.
+struct Held {
+    runtime: tokio::runtime::Runtime,
+    backend: Option<RemoteBackend>,
 }
 
-/// The whole life of a backend, from whatever context calls it: lock, load nothing, save twice,
-/// load what was saved, and see the lock refused to a second holder and free after drop.
-fn exercise(remote: &RemoteState, expect_callers_runtime: bool) {
-    let mut backend = lock_as(remote, "ana", "dsinfra apply exp.hcl").expect("the lock is free");
-    assert_eq!(backend.uses_callers_runtime(), expect_callers_runtime);
+impl Held {
+    fn backend(&mut self) -> &mut RemoteBackend {
+        self.backend.as_mut().expect("held until unlocked")
+    }
+
+    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+        let runtime = self.runtime.handle().clone();
+        runtime.block_on(self.backend().save(state))
+    }
+
+    /// Release the lease and wait for it, as every command ends.
+    fn unlock(mut self) -> Result<(), StateError> {
+        let backend = Box::new(self.backend.take().expect("held until unlocked"));
+        self.runtime.block_on(backend.unlock())
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.backend.fmt(f)
+    }
+}
+
+/// Opens the backend on `remote` as [`holder`]`(user, command)` would, with the [`LEASE`].
+fn lock_as(remote: &RemoteState, user: &str, command: &str) -> Result<Held, StateError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let backend = runtime.block_on(RemoteBackend::open_with(
+        remote.clone(),
+        holder(user, command),
+        LEASE,
+    ))?;
+    Ok(Held {
+        runtime,
+        backend: Some(backend),
+    })
+}
+
+/// The whole life of a backend on the caller's runtime: lock, load nothing, save twice, load
+/// what was saved, see the lock refused to a second holder, and free once unlocked.
+async fn exercise(remote: &RemoteState) {
+    let open = |user: &str, command: &str| {
+        RemoteBackend::open_with(remote.clone(), holder(user, command), LEASE)
+    };
+    let mut backend = open("ana", "dsinfra apply exp.hcl")
+        .await
+        .expect("the lock is free");
     assert_eq!(backend.location(), remote.url());
-    assert_eq!(backend.load().expect("nothing yet"), None);
+    assert_eq!(backend.load().await.expect("nothing yet"), None);
     let mut state = State::new("exp");
-    backend.save(&mut state).expect("first save");
+    backend.save(&mut state).await.expect("first save");
     state
         .outputs
         .insert("ip".to_owned(), serde_json::Value::from("10.0.0.4"));
-    backend.save(&mut state).expect("second save");
+    backend.save(&mut state).await.expect("second save");
     assert_eq!(state.serial, 2);
-    assert_eq!(backend.load().expect("loads"), Some(state.clone()));
+    assert_eq!(backend.load().await.expect("loads"), Some(state.clone()));
 
-    let refused = lock_as(remote, "bo", "dsinfra plan").expect_err("held by ana");
+    let refused = open("bo", "dsinfra plan").await.expect_err("held by ana");
     assert!(
         matches!(refused, StateError::RemoteLocked { .. }),
         "{refused}"
     );
-    drop(backend);
-    let again = lock_as(remote, "bo", "dsinfra plan").expect("released at drop");
-    drop(again);
-}
-
-#[test]
-fn works_without_a_runtime_on_its_own() {
-    let Some(azurite) = azurite() else {
-        return;
-    };
-    exercise(&remote(&azurite, "plain.json", &state_sas()), false);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn works_inside_a_multi_thread_runtime_on_the_callers_runtime() {
-    let Some(azurite) = azurite() else {
-        return;
-    };
-    exercise(&remote(&azurite, "multi.json", &state_sas()), true);
-}
-
-/// The engine's context: synchronous state calls from `spawn_blocking` in the CLI's runtime.
-#[tokio::test(flavor = "multi_thread")]
-async fn works_from_spawn_blocking_on_the_callers_runtime() {
-    let Some(azurite) = azurite() else {
-        return;
-    };
-    let remote = remote(&azurite, "blocking.json", &state_sas());
-    tokio::task::spawn_blocking(move || exercise(&remote, true))
+    Box::new(backend).unlock().await.expect("released");
+    let again = open("bo", "dsinfra plan")
         .await
-        .expect("the backend works on a blocking thread");
+        .expect("free once unlocked");
+    Box::new(again).unlock().await.expect("released");
+}
+
+/// Issue 31: the backend is async, on the caller's runtime (no bridge, no runtime of its own).
+#[tokio::test(flavor = "multi_thread")]
+async fn works_on_the_callers_multi_thread_runtime() {
+    let Some(azurite) = azurite() else {
+        return;
+    };
+    exercise(&remote(&azurite, "multi.json", &state_sas())).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn works_inside_a_current_thread_runtime_on_its_own() {
+async fn works_on_a_current_thread_runtime() {
     let Some(azurite) = azurite() else {
         return;
     };
-    exercise(&remote(&azurite, "current.json", &state_sas()), false);
+    exercise(&remote(&azurite, "current.json", &state_sas())).await;
+}
+
+/// Issue 31: a backend dropped without `unlock` (a command that failed with its state open)
+/// releases its lease in the background, and `settle_releases`, which the CLI awaits before its
+/// runtime ends, waits for that: the next holder finds the state free at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_backend_is_released_once_the_releases_settle() {
+    let Some(azurite) = azurite() else {
+        return;
+    };
+    let remote = remote(&azurite, "dropped.json", &state_sas());
+    let open =
+        |user: &str| RemoteBackend::open_with(remote.clone(), holder(user, "dsinfra apply"), LEASE);
+    let backend = open("ana").await.expect("free");
+    drop(backend);
+    dsinfra::storage::settle_releases(Duration::from_secs(10)).await;
+    let again = open("bo")
+        .await
+        .expect("released in the background, waited for");
+    Box::new(again).unlock().await.expect("released");
 }
 
 #[test]
@@ -170,7 +220,7 @@ fn a_second_holder_is_refused_with_the_first_ones_details() {
             azurite.endpoint()
         )
     );
-    drop(first);
+    first.unlock().expect("released");
 }
 
 #[test]
@@ -201,7 +251,7 @@ fn a_lost_lease_refuses_the_write_and_keeps_the_newer_state() {
     assert!(text.contains("LeaseNotPresentWithBlobOperation"), "{text}");
     let after = block(remote.read()).expect("read").expect("blob");
     assert_eq!(after, before, "nothing was written");
-    drop(backend);
+    backend.unlock().expect("released");
 }
 
 #[test]
@@ -218,7 +268,7 @@ fn saves_round_trip_byte_for_byte_and_keep_the_previous_version() {
         .outputs
         .insert("ip".to_owned(), serde_json::Value::from("10.0.0.4"));
     backend.save(&mut state).expect("second");
-    drop(backend);
+    backend.unlock().expect("released");
 
     let admin = admin(&azurite, "round.json");
     let current = block(admin.read()).expect("read").expect("blob");
@@ -248,12 +298,14 @@ fn remote_holder_child() {
         return;
     };
     let store = BlobStore::new(&endpoint, Auth::sas(&sas)).expect("endpoint");
-    let backend = RemoteBackend::open_with(
-        RemoteState::new(store, CONTAINER, "killed.json"),
-        LockHolder::current("dsinfra apply (child)"),
-        LEASE,
-    )
-    .expect("the child takes the free lock");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let backend = runtime
+        .block_on(RemoteBackend::open_with(
+            RemoteState::new(store, CONTAINER, "killed.json"),
+            LockHolder::current("dsinfra apply (child)"),
+            LEASE,
+        ))
+        .expect("the child takes the free lock");
     println!("LOCKED {}", backend.lock_holder().pid);
     std::thread::sleep(Duration::from_mins(5));
     drop(backend);
@@ -319,7 +371,7 @@ fn a_sigkilled_holder_leaves_a_lock_that_expires() {
         waited + Duration::from_secs(1) >= LEASE * 2 / 3,
         "{waited:?}"
     );
-    drop(backend);
+    backend.unlock().expect("released");
 }
 
 // ---- The commands, through the real binary -------------------------------------------------
@@ -433,7 +485,7 @@ fn state_pull_prints_the_saved_state_byte_for_byte() {
     let pulled = dsinfra(&sas, &["state", "pull", path_str(&exp)]);
     assert_eq!((pulled.code, pulled.stderr.as_str()), (Some(0), ""));
     assert_eq!(pulled.stdout, state.to_json());
-    drop(backend);
+    backend.unlock().expect("released");
 }
 
 #[test]
@@ -494,7 +546,7 @@ fn state_push_refuses_another_lineage_or_a_held_lock_and_forces_when_told() {
             "error: the state {url} is locked by another dsinfra process: pid 4242, user ana on host lab1, running `dsinfra apply exp.hcl` since 2026-11-22T05:30:00Z; wait for it to finish (the lock is a 60-second lease that expires by itself if that process dies), or run `dsinfra force-unlock` if you are sure it is not running\n"
         )
     );
-    drop(held);
+    held.unlock().expect("released");
 
     let forced = dsinfra(
         &sas,
@@ -547,7 +599,7 @@ fn force_unlock_asks_or_needs_yes_and_breaks_the_lease() {
     let mut state = State::new("exp");
     let lost = held.save(&mut state).expect_err("the lease was broken");
     assert!(matches!(lost, StateError::RemoteLockLost { .. }), "{lost}");
-    drop(held);
+    held.unlock().expect("released");
 }
 
 #[test]
@@ -575,7 +627,7 @@ fn the_sas_never_appears_in_output_errors_or_debug() {
         texts.push(run.stdout);
         texts.push(run.stderr);
     }
-    drop(backend);
+    backend.unlock().expect("released");
     // A SAS refused by the service (expired) and a service that is not there.
     let expired = SasSpec::container(CONTAINER, Utc::now() - TimeDelta::hours(1))
         .permissions(Permissions::ALL)
@@ -587,17 +639,13 @@ fn the_sas_never_appears_in_output_errors_or_debug() {
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains("HTTP 403"), "{}", run.stderr);
     texts.push(run.stderr);
-    let err = RemoteBackend::open_with(
-        RemoteState::new(
-            BlobStore::new("http://127.0.0.1:9/devstoreaccount1", Auth::sas_token(&sas))
-                .expect("endpoint"),
-            CONTAINER,
-            "nowhere.json",
-        ),
-        holder("ana", "dsinfra apply"),
-        LEASE,
-    )
-    .expect_err("nothing listens on port 9");
+    let nowhere = RemoteState::new(
+        BlobStore::new("http://127.0.0.1:9/devstoreaccount1", Auth::sas_token(&sas))
+            .expect("endpoint"),
+        CONTAINER,
+        "nowhere.json",
+    );
+    let err = lock_as(&nowhere, "ana", "dsinfra apply").expect_err("nothing listens on port 9");
     texts.push(format!("{err} {err:?}"));
 
     assert_eq!(texts.len(), 10);

@@ -131,7 +131,7 @@ async fn apply_saved(
     }
     let loaded = load_saved(source, &args.manifest.vars, out)?;
     let manifest = manifest_of(&loaded, &source.manifest);
-    let reopened = op::open_saved(&saved, &manifest, "apply")?;
+    let reopened = op::open_saved(&saved, &manifest, "apply").await?;
     let conn = cancel
         .interruptible(connect(
             &args.connect.options(),

@@ -143,7 +143,13 @@ where
             }
         });
     }
-    let result = runtime.block_on(work(cancel));
+    let result = runtime.block_on(async {
+        let result = work(cancel).await;
+        // A state lock dropped on a failure path is released in the background: wait for it,
+        // so the next command finds the state free (an explicit unlock already waited).
+        crate::storage::settle_releases(std::time::Duration::from_secs(10)).await;
+        result
+    });
     // Whatever still runs (a power action sent, a session closing) is not waited for: the
     // operation has saved what finished and said what goes on in Azure.
     runtime.shutdown_background();
@@ -171,7 +177,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Fmt(args) => manifest_cmds::fmt(&args, out),
         Command::Graph(args) => manifest_cmds::graph(&args, out),
         Command::Plan(args) => block_on(|cancel| plan_cmd::plan(&args, out, cancel)),
-        Command::Show(args) => plan_cmd::show(&args, out),
+        Command::Show(args) => block_on(|_| plan_cmd::show(&args, out)),
         Command::Apply(args) => block_on(|cancel| apply_cmd::apply(&args, out, cancel)),
         Command::Destroy(args) => block_on(|cancel| apply_cmd::destroy(&args, out, cancel)),
         Command::Park(args) => {
@@ -189,11 +195,15 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Logs(args) => block_on(|cancel| run_cmd::logs(&args, out, cancel)),
         Command::Sizes(args) => sizes_cmd::sizes(&args, out),
         Command::Report(args) => block_on(|cancel| report_cmd::report(&args, out, cancel)),
-        Command::State(args::StateCommands::Inspect(command)) => ops_cmds::state(&command, out),
+        Command::State(args::StateCommands::Inspect(command)) => {
+            block_on(|_| ops_cmds::state(&command, out))
+        }
         Command::State(args::StateCommands::Pull(args)) => {
             block_on(|cancel| state_cmds::pull(&args, out, cancel))
         }
-        Command::State(args::StateCommands::Push(args)) => state_cmds::push(&args, out),
+        Command::State(args::StateCommands::Push(args)) => {
+            block_on(|_| state_cmds::push(&args, out))
+        }
         Command::ForceUnlock(args) => {
             block_on(|cancel| state_cmds::force_unlock(&args, out, cancel))
         }

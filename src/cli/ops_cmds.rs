@@ -6,7 +6,7 @@
 //! listener and prompt, and renders the outcome (park's progress goes to stderr: stdout is the
 //! cost it leaves). `state` commands read the state only.
 
-use super::request::load;
+use super::request::{load, unlocking};
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
@@ -18,9 +18,11 @@ use crate::state::{Backend, State};
 
 /// The applied state ([`op::open_applied`]); only the `backend` block of the manifest is read
 /// here, so no `-var` values are needed.
-fn load_state(manifest: &std::path::Path) -> anyhow::Result<(Box<dyn Backend + Send>, State)> {
+async fn load_state(
+    manifest: &std::path::Path,
+) -> anyhow::Result<(Box<dyn Backend + Send>, State)> {
     let config = crate::manifest::load_backend(manifest)?;
-    Ok(op::open_applied(manifest, config.as_ref())?)
+    Ok(op::open_applied(manifest, config.as_ref()).await?)
 }
 
 /// `dsinfra park` and `dsinfra unpark` (`engine::op::park`, whose docs say what a Ctrl-C means
@@ -33,7 +35,7 @@ pub async fn park(
 ) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
     let manifest = &args.manifest.manifest;
-    let (backend, state) = load_state(manifest)?;
+    let (backend, state) = load_state(manifest).await?;
     let options = args.connect.options();
     let conn = cancel
         .interruptible(crate::connect::connect(
@@ -83,7 +85,23 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
     let loaded = load(&args.manifest, out)?;
     let manifest = &args.manifest.manifest;
     // Held (with its lock) until the status is read.
-    let (_backend, state) = load_state(manifest)?;
+    let (backend, state) = load_state(manifest).await?;
+    unlocking(
+        backend,
+        Box::pin(status_of(args, out, &cancel, &loaded, state)),
+    )
+    .await
+}
+
+/// `status` once the state is read.
+async fn status_of(
+    args: &StatusArgs,
+    out: &Output,
+    cancel: &Cancel,
+    loaded: &crate::manifest::Loaded,
+    state: State,
+) -> anyhow::Result<Outcome> {
+    let manifest = &args.manifest.manifest;
     let conn = cancel
         .interruptible(crate::connect::live_connection(
             &args.connect.options(),
@@ -95,7 +113,7 @@ pub async fn status(args: &StatusArgs, out: &Output, cancel: Cancel) -> anyhow::
         state,
         arm: conn.as_deref(),
     };
-    let found = op::status(request, &cancel).await?;
+    let found = op::status(request, cancel).await?;
     let idle = cancel
         .interruptible(op::idle_statuses(
             &loaded.desired,
@@ -123,53 +141,58 @@ pub async fn output(args: &OutputArgs, out: &Output, cancel: Cancel) -> anyhow::
         manifest,
         loaded.backend.as_ref(),
         &format!("dsinfra output {}", manifest.display()),
-    )?;
-    let state = backend
-        .load()?
-        .unwrap_or_else(|| State::new(&desired.experiment));
-    let mut request = op::OutputRequest {
-        desired,
-        state,
-        arm: None,
-        name: args.name.as_deref(),
-        show_secrets: args.show_secrets,
-    };
-    // Connecting (or looking for a subscription) only when ARM has something to add.
-    let conn = if op::output::needs_connection(&request) {
-        let options = args.connect.options();
-        let live = crate::connect::live_connection(&options, manifest, &desired.azure);
-        cancel.interruptible(live).await??
-    } else {
-        None
-    };
-    request.arm = conn.as_deref();
-    let shown = op::output(request, &cancel).await?;
-    // A named output comes back alone, and shown (a hidden one is refused).
-    let named = args.name.as_ref().and(shown.values.first());
-    match named.and_then(|one| one.value.as_ref()) {
-        Some(value) if args.json => out.result(&format!("{value}\n")),
-        Some(value) => out.result(&view::output_raw(value)),
-        None if args.json => out.result(&view::outputs_json(&shown.values)),
-        None => out.result(&view::outputs_text(&shown.values)),
-    }
-    let unknown = shown.unknown();
-    if unknown > 0 {
-        out.note(&format!(
-            "{unknown} output(s) hold values only Azure knows: apply first, or pass --emulator/--endpoint to read them"
-        ));
-    }
-    Ok(Outcome::Success)
+    )
+    .await?;
+    let state = backend.load().await;
+    unlocking(backend, async {
+        let state = state?.unwrap_or_else(|| State::new(&desired.experiment));
+        let mut request = op::OutputRequest {
+            desired,
+            state,
+            arm: None,
+            name: args.name.as_deref(),
+            show_secrets: args.show_secrets,
+        };
+        // Connecting (or looking for a subscription) only when ARM has something to add.
+        let conn = if op::output::needs_connection(&request) {
+            let options = args.connect.options();
+            let live = crate::connect::live_connection(&options, manifest, &desired.azure);
+            cancel.interruptible(live).await??
+        } else {
+            None
+        };
+        request.arm = conn.as_deref();
+        let shown = op::output(request, &cancel).await?;
+        // A named output comes back alone, and shown (a hidden one is refused).
+        let named = args.name.as_ref().and(shown.values.first());
+        match named.and_then(|one| one.value.as_ref()) {
+            Some(value) if args.json => out.result(&format!("{value}\n")),
+            Some(value) => out.result(&view::output_raw(value)),
+            None if args.json => out.result(&view::outputs_json(&shown.values)),
+            None => out.result(&view::outputs_text(&shown.values)),
+        }
+        let unknown = shown.unknown();
+        if unknown > 0 {
+            out.note(&format!(
+                "{unknown} output(s) hold values only Azure knows: apply first, or pass --emulator/--endpoint to read them"
+            ));
+        }
+        Ok(Outcome::Success)
+    })
+    .await
 }
 
 /// `dsinfra state list|show`.
-pub fn state(command: &StateCommand, out: &Output) -> anyhow::Result<Outcome> {
+pub async fn state(command: &StateCommand, out: &Output) -> anyhow::Result<Outcome> {
     match command {
         StateCommand::List(args) => {
-            let (_backend, state) = load_state(&args.manifest)?;
+            let (backend, state) = load_state(&args.manifest).await?;
+            backend.unlock().await?;
             out.result(&view::state_list(&state));
         }
         StateCommand::Show(args) => {
-            let (_backend, state) = load_state(&args.manifest)?;
+            let (backend, state) = load_state(&args.manifest).await?;
+            backend.unlock().await?;
             let address: Address = args.address.parse()?;
             let Some(resource) = state.resource(&address) else {
                 let all: Vec<String> = state

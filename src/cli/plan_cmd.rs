@@ -7,7 +7,7 @@
 use anyhow::Context as _;
 use chrono::Utc;
 
-use super::request::{load_connected, load_saved, manifest_of, read_saved};
+use super::request::{load_connected, load_saved, manifest_of, read_saved, unlocking};
 use super::terminal::{ProgressOn, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
@@ -40,48 +40,51 @@ pub async fn plan(args: &PlanArgs, out: &Output, cancel: op::Cancel) -> anyhow::
         manifest,
         loaded.backend.as_ref(),
         &format!("dsinfra plan {}", manifest.display()),
-    )?;
-    let mut state = backend
-        .load()?
-        .unwrap_or_else(|| State::new(&desired.experiment));
-    let request = op::PlanRequest {
-        desired: &mut desired,
-        sources: &loaded.sources,
-        state: &mut state,
-        live: conn.as_deref().map_or(op::Live::Offline, op::Live::Preview),
-        options: PlanOptions {
-            mode: if args.destroy {
-                Mode::Destroy {
-                    keep_data: args.keep_data,
-                }
-            } else {
-                Mode::Normal
+    )
+    .await?;
+    let state = backend.load().await;
+    let plan = unlocking(backend, Box::pin(async {
+        let mut state = state?.unwrap_or_else(|| State::new(&desired.experiment));
+        let request = op::PlanRequest {
+            desired: &mut desired,
+            sources: &loaded.sources,
+            state: &mut state,
+            live: conn.as_deref().map_or(op::Live::Offline, op::Live::Preview),
+            options: PlanOptions {
+                mode: if args.destroy {
+                    Mode::Destroy {
+                        keep_data: args.keep_data,
+                    }
+                } else {
+                    Mode::Normal
+                },
+                targets,
+                now: Utc::now(),
+                rerun_steps: args.rerun_steps.iter().cloned().collect(),
             },
-            targets,
-            now: Utc::now(),
-            rerun_steps: args.rerun_steps.iter().cloned().collect(),
-        },
-    };
-    let mut plan = op::plan(request, &events, &cancel).await?.plan;
-    if let Some(path) = &args.out {
-        plan.source = Some(PlanSource {
-            manifest: absolute(manifest)?,
-            var_files: args
-                .manifest
-                .var_files
-                .iter()
-                .map(|f| absolute(f))
-                .collect::<anyhow::Result<_>>()?,
-            learned_sizes: desired.catalog.learned().to_vec(),
-        });
-        crate::atomic_file::write(path, plan.to_saved_json().as_bytes())?;
-        out.note(&format!(
-            "saved the plan to {}; `dsinfra show {}` re-renders it and checks it is still current",
-            path.display(),
-            path.display()
-        ));
-    }
-    drop(backend);
+        };
+        let mut plan = op::plan(request, &events, &cancel).await?.plan;
+        if let Some(path) = &args.out {
+            plan.source = Some(PlanSource {
+                manifest: absolute(manifest)?,
+                var_files: args
+                    .manifest
+                    .var_files
+                    .iter()
+                    .map(|f| absolute(f))
+                    .collect::<anyhow::Result<_>>()?,
+                learned_sizes: desired.catalog.learned().to_vec(),
+            });
+            crate::atomic_file::write(path, plan.to_saved_json().as_bytes())?;
+            out.note(&format!(
+                "saved the plan to {}; `dsinfra show {}` re-renders it and checks it is still current",
+                path.display(),
+                path.display()
+            ));
+        }
+        anyhow::Ok(plan)
+    }))
+    .await?;
     Ok(if args.detailed_exitcode && plan.has_changes() {
         Outcome::Changes
     } else {
@@ -91,7 +94,7 @@ pub async fn plan(args: &PlanArgs, out: &Output, cancel: op::Cancel) -> anyhow::
 
 /// `dsinfra show PLANFILE`: render a saved plan, after checking it still matches the manifest it
 /// was made from and that manifest's state (the same check apply makes before applying it).
-pub fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
+pub async fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
     let saved = read_saved(&args.plan)?;
     if args.json {
         out.result(&render::plan_json_string(&saved));
@@ -104,7 +107,8 @@ pub fn show(args: &ShowArgs, out: &Output) -> anyhow::Result<Outcome> {
         );
     };
     let loaded = load_saved(source, &args.vars, out)?;
-    op::open_saved(&saved, &manifest_of(&loaded, &source.manifest), "show")?;
+    let reopened = op::open_saved(&saved, &manifest_of(&loaded, &source.manifest), "show").await?;
+    reopened.backend.unlock().await?;
     out.note("the saved plan is current: the manifest and the state are as they were");
     Ok(Outcome::Success)
 }

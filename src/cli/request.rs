@@ -127,6 +127,24 @@ pub async fn load_connected<C: Connected>(
     }
 }
 
+/// `work`'s result, with the state's lock released after it whatever it returned: a command
+/// ends with an explicit unlock (issue 31), so a remote lease is free when the command ends, not
+/// when it expires.
+///
+/// # Errors
+///
+/// `work`'s error, or else the unlock's.
+pub async fn unlocking<T>(
+    backend: Box<dyn crate::state::Backend + Send>,
+    work: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let result = work.await;
+    let unlocked = backend.unlock().await;
+    let value = result?;
+    unlocked?;
+    Ok(value)
+}
+
 /// The manifest a saved plan was made from, loaded again with the `-var` values given again and
 /// judged against the sizes the plan learnt ([`PlanSource::learned_sizes`]).
 pub fn load_saved(source: &PlanSource, vars: &[String], out: &Output) -> anyhow::Result<Loaded> {
@@ -170,15 +188,19 @@ pub fn manifest_of<'a>(
 /// a node must neither wait for nor block an apply. If an apply holds a local state's lock, the
 /// file is read anyway (saves replace it atomically, so a reader sees one whole version).
 /// `verb` names the command in the lock while it is held (`ssh`, `run`).
-pub fn read_state(
+pub async fn read_state(
     manifest: &std::path::Path,
     backend: Option<&crate::model::BackendConfig>,
     verb: &str,
 ) -> anyhow::Result<crate::state::State> {
     use crate::state::{State, StateError};
     let command = format!("dsinfra {verb} {}", manifest.display());
-    let state = match crate::state::open_backend(manifest, backend, &command) {
-        Ok(mut opened) => opened.load()?,
+    let state = match crate::state::open_backend(manifest, backend, &command).await {
+        Ok(mut opened) => {
+            let state = opened.load().await?;
+            opened.unlock().await?;
+            state
+        }
         Err(StateError::Locked { state, .. }) => match std::fs::read_to_string(&state) {
             Ok(text) => Some(State::from_json(&text, &state)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -17,7 +17,7 @@ use crate::render::{run as view, status};
 pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
     let manifest = &args.manifest.manifest;
-    let state = read_state(manifest, loaded.backend.as_ref(), "run")?;
+    let state = read_state(manifest, loaded.backend.as_ref(), "run").await?;
     let conn = connection(&args.connect, &args.manifest, &loaded, &cancel).await?;
     let request = op::RunRequest {
         at: op::Where {
@@ -155,7 +155,7 @@ async fn lookup(
     cancel: &Cancel,
 ) -> Option<(Connection, crate::state::State)> {
     let found = async {
-        let state = read_state(&manifest.manifest, loaded.backend.as_ref(), "runs")?;
+        let state = read_state(&manifest.manifest, loaded.backend.as_ref(), "runs").await?;
         let conn = connection(connect_args, manifest, loaded, cancel).await?;
         anyhow::Ok((conn, state))
     };

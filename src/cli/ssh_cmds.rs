@@ -61,7 +61,7 @@ async fn reach_all(
 ) -> anyhow::Result<Reached> {
     let loaded = load(manifest, out)?;
     let path = &manifest.manifest;
-    let state = read_state(path, loaded.backend.as_ref(), "ssh")?;
+    let state = read_state(path, loaded.backend.as_ref(), "ssh").await?;
     let endpoints = cancel
         .interruptible(async {
             let conn = connect(&connect_args.options(), path, &loaded.desired.azure).await?;

@@ -41,14 +41,33 @@ pub async fn pull(args: &PullArgs, out: &Output, cancel: Cancel) -> anyhow::Resu
 }
 
 /// `dsinfra state push MANIFEST STATEFILE`: upload a state to the manifest's backend.
-pub fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
+pub async fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
     let config = backend_of(&args.manifest, out)?;
     let text = std::fs::read_to_string(&args.state_file)
         .with_context(|| format!("could not read {}", args.state_file.display()))?;
-    let mut pushed = State::from_json(&text, &args.state_file)?;
+    let pushed = State::from_json(&text, &args.state_file)?;
     let command = format!("dsinfra state push {}", args.manifest.display());
-    let mut backend = state::open_backend(&args.manifest, config.as_ref(), &command)?;
-    let current = backend.load()?;
+    let mut backend = state::open_backend(&args.manifest, config.as_ref(), &command).await?;
+    let current = match backend.load().await {
+        Ok(current) => current,
+        Err(e) => {
+            backend.unlock().await?;
+            return Err(e.into());
+        }
+    };
+    let pushed = push_into(backend.as_mut(), current, pushed, args, out).await;
+    backend.unlock().await?;
+    pushed
+}
+
+/// The push itself, into the opened `backend` holding `current`.
+async fn push_into(
+    backend: &mut dyn state::Backend,
+    current: Option<State>,
+    mut pushed: State,
+    args: &PushArgs,
+    out: &Output,
+) -> anyhow::Result<Outcome> {
     if let Some(why) = transfer::push_refusal(current.as_ref(), &pushed) {
         if !args.force {
             bail!(
@@ -63,7 +82,7 @@ pub fn push(args: &PushArgs, out: &Output) -> anyhow::Result<Outcome> {
         // Serials only grow, even when --force replaces a newer state.
         pushed.serial = pushed.serial.max(current.serial);
     }
-    backend.save(&mut pushed)?;
+    backend.save(&mut pushed).await?;
     out.message(&format!(
         "pushed {} to {} (serial {})\n",
         args.state_file.display(),

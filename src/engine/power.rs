@@ -205,7 +205,7 @@ pub async fn set_power(
                         r.boots += 1;
                     }
                 }
-                backend.save(state)?;
+                backend.save(state).await?;
                 events(&Event::Done {
                     address: address.clone(),
                     operation,

@@ -29,6 +29,7 @@ use std::io::{self, Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt as _;
+use futures::future::BoxFuture;
 
 use super::backend::save_checked;
 use super::{Backend, LockHolder, State, StateError};
@@ -196,12 +197,8 @@ fn io_error(e: crate::atomic_file::Error) -> StateError {
     }
 }
 
-impl Backend for LocalBackend {
-    fn location(&self) -> String {
-        self.state_path().display().to_string()
-    }
-
-    fn load(&mut self) -> Result<Option<State>, StateError> {
+impl LocalBackend {
+    fn read(&mut self) -> Result<Option<State>, StateError> {
         let path = self.state_path();
         let text = match fs::read_to_string(&path) {
             Ok(text) => text,
@@ -225,24 +222,85 @@ impl Backend for LocalBackend {
         Ok(Some(state))
     }
 
-    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
-        let path = self.state_path();
-        save_checked(
-            self.loaded_lineage.as_deref(),
-            || path.clone(),
-            state,
-            |state| {
-                let text = state.to_json();
-                keep_backup(&path, &self.backup_path(), |from, to| {
-                    fs::hard_link(from, to)
-                })?;
-                Self::replace_file(&path, text.as_bytes())?;
-                // Makes both renames (backup and state) durable.
-                self.sync_dir()
-            },
-        )?;
-        self.loaded_lineage = Some(state.lineage.clone());
-        Ok(())
+    /// Write `state` (its serial already bumped) as the current version, keeping the previous
+    /// one as the backup.
+    fn write(&self, path: &Path, state: &State) -> Result<(), StateError> {
+        let text = state.to_json();
+        keep_backup(path, &self.backup_path(), |from, to| {
+            fs::hard_link(from, to)
+        })?;
+        Self::replace_file(path, text.as_bytes())?;
+        // Makes both renames (backup and state) durable.
+        self.sync_dir()
+    }
+
+    /// Clear the holder record (so nobody reads a stale one) and unlock; both best effort,
+    /// because the OS drops the lock with the file handle anyway.
+    fn release(&self) {
+        let _ = self.lock.set_len(0);
+        let _ = fs4::fs_std::FileExt::unlock(&self.lock);
+    }
+}
+
+impl LocalBackend {
+    /// [`Backend::load`], done here and now: the local file needs no runtime (for tests and
+    /// tools that hold a local state outside any async code).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::load`].
+    pub fn load_sync(&mut self) -> Result<Option<State>, StateError> {
+        self.read()
+    }
+
+    /// [`Backend::save`], done here and now (see [`LocalBackend::load_sync`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::save`].
+    pub fn save_sync(&mut self, state: &mut State) -> Result<(), StateError> {
+        futures::executor::block_on(Backend::save(self, state))
+    }
+}
+
+/// Runs file I/O without stalling the runtime: in `block_in_place` on a multi-thread runtime
+/// (its other tasks move to other threads first); directly elsewhere (a current-thread runtime,
+/// which tests use, cannot hand its tasks to another thread, and outside a runtime there is
+/// nothing to stall).
+fn blocking<T>(io: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(io)
+        }
+        _ => io(),
+    }
+}
+
+impl Backend for LocalBackend {
+    fn location(&self) -> String {
+        self.state_path().display().to_string()
+    }
+
+    fn load(&mut self) -> BoxFuture<'_, Result<Option<State>, StateError>> {
+        let read = blocking(|| self.read());
+        Box::pin(std::future::ready(read))
+    }
+
+    fn save<'a>(&'a mut self, state: &'a mut State) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            let path = self.state_path();
+            let loaded = self.loaded_lineage.clone();
+            let this = &*self;
+            save_checked(
+                loaded.as_deref(),
+                || path.clone(),
+                state,
+                async |state: &State| blocking(|| this.write(&path, state)),
+            )
+            .await?;
+            self.loaded_lineage = Some(state.lineage.clone());
+            Ok(())
+        })
     }
 
     fn lock_holder(&self) -> &LockHolder {
@@ -252,14 +310,17 @@ impl Backend for LocalBackend {
     fn allow_lineage_change(&mut self) {
         self.loaded_lineage = None;
     }
+
+    fn unlock(self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>> {
+        self.release();
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 impl Drop for LocalBackend {
     fn drop(&mut self) {
-        // Clear the holder record first so nobody reads a stale one; both steps are best effort
-        // because the OS drops the lock with the file handle anyway.
-        let _ = self.lock.set_len(0);
-        let _ = fs4::fs_std::FileExt::unlock(&self.lock);
+        // After `unlock` this does it again, harmlessly; without it, this is the unlock.
+        self.release();
     }
 }
 
@@ -304,17 +365,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let manifest = dir.path().join("exp.hcl");
         let mut backend = LocalBackend::open(&manifest).expect("lock");
-        assert_eq!(backend.load().expect("no state yet"), None);
+        assert_eq!(backend.load_sync().expect("no state yet"), None);
         let mut state = State::new("exp");
         state.dsinfra_version = "0.0.1".to_owned();
-        backend.save(&mut state).expect("first save");
+        backend.save_sync(&mut state).expect("first save");
         assert_eq!(state.serial, 1);
         assert_eq!(state.dsinfra_version, DSINFRA_VERSION);
         assert!(!backend.backup_path().exists());
         state
             .outputs
             .insert("ip".to_owned(), serde_json::Value::from("10.0.0.4"));
-        backend.save(&mut state).expect("second save");
+        backend.save_sync(&mut state).expect("second save");
         assert_eq!(state.serial, 2);
         let backup = State::from_json(
             &fs::read_to_string(backend.backup_path()).expect("backup written"),
@@ -323,7 +384,7 @@ mod tests {
         .expect("backup parses");
         assert_eq!(backup.serial, 1);
         assert!(backup.outputs.is_empty());
-        assert_eq!(backend.load().expect("loads"), Some(state.clone()));
+        assert_eq!(backend.load_sync().expect("loads"), Some(state.clone()));
         assert_eq!(
             fs::read_to_string(dir.path().join(".dsinfra/.gitignore")).expect("written"),
             "*\n"
@@ -348,9 +409,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut backend = LocalBackend::open(&dir.path().join("exp.hcl")).expect("lock");
         let mut state = State::new("exp");
-        backend.save(&mut state).expect("first save");
+        backend.save_sync(&mut state).expect("first save");
         let first = fs::metadata(backend.state_path()).expect("saved").ino();
-        backend.save(&mut state).expect("second save");
+        backend.save_sync(&mut state).expect("second save");
         let backup = fs::metadata(backend.backup_path()).expect("backup kept");
         assert_eq!(backup.ino(), first, "the backup was copied, not linked");
         assert_eq!(backup.nlink(), 1, "the backup still shares its file");
@@ -385,9 +446,9 @@ mod tests {
         let manifest = dir.path().join("exp.hcl");
         let mut backend = LocalBackend::open(&manifest).expect("lock");
         let mut state = State::new("exp");
-        backend.save(&mut state).expect("saved");
+        backend.save_sync(&mut state).expect("saved");
         let mut other = State::new("exp");
-        let err = backend.save(&mut other).expect_err("other lineage");
+        let err = backend.save_sync(&mut other).expect_err("other lineage");
         assert_eq!(other.serial, 0);
         assert_eq!(
             err.to_string(),
@@ -406,10 +467,10 @@ mod tests {
         let manifest = dir.path().join("exp.hcl");
         let mut backend = LocalBackend::open(&manifest).expect("lock");
         let mut state = State::new("exp");
-        backend.save(&mut state).expect("saved");
-        backend.save(&mut state).expect("saved again");
+        backend.save_sync(&mut state).expect("saved");
+        backend.save_sync(&mut state).expect("saved again");
         fs::remove_file(backend.state_path()).expect("removed");
-        let err = backend.load().expect_err("missing");
+        let err = backend.load_sync().expect_err("missing");
         let (p, b) = (backend.state_path(), backend.backup_path());
         assert_eq!(
             err.to_string(),
@@ -433,7 +494,7 @@ mod tests {
             "{\n  \"format_version\": 1,\n  oops\n}\n",
         )
         .expect("written");
-        let err = backend.load().expect_err("corrupt");
+        let err = backend.load_sync().expect_err("corrupt");
         assert_eq!(
             err.to_string(),
             format!(
@@ -446,7 +507,7 @@ mod tests {
             r#"{"format_version": 2, "dsinfra_version": "0.9.0"}"#,
         )
         .expect("written");
-        let err = backend.load().expect_err("newer");
+        let err = backend.load_sync().expect_err("newer");
         assert!(
             err.to_string()
                 .contains("has format version 2 (written by dsinfra 0.9.0)"),

@@ -3,8 +3,8 @@
 //!
 //! Commands call [`open_backend`] instead of naming a backend, so that moving an experiment's
 //! state to Azure Blob is a manifest change, not a code path per command. Holding the returned
-//! value means holding the lock (an OS file lock, or a renewed blob lease); dropping it releases
-//! the lock.
+//! value means holding the lock (an OS file lock, or a renewed blob lease) until its
+//! `unlock`.
 
 use std::path::Path;
 
@@ -19,7 +19,7 @@ use crate::model::BackendConfig;
 ///
 /// [`StateError::Locked`] or [`StateError::RemoteLocked`] (naming the holder) when another
 /// process holds the lock; I/O, storage or credential errors otherwise.
-pub fn open_backend(
+pub async fn open_backend(
     manifest: &Path,
     backend: Option<&BackendConfig>,
     command: &str,
@@ -27,7 +27,7 @@ pub fn open_backend(
     let holder = LockHolder::current(command);
     match backend {
         None => Ok(Box::new(LocalBackend::open_as(manifest, holder)?)),
-        Some(config) => Ok(Box::new(RemoteBackend::open(config, holder)?)),
+        Some(config) => Ok(Box::new(RemoteBackend::open(config, holder).await?)),
     }
 }
 
@@ -36,12 +36,13 @@ mod tests {
     use super::*;
     use crate::state::State;
 
-    #[test]
-    fn without_a_backend_block_the_state_is_the_local_file() {
+    #[tokio::test]
+    async fn without_a_backend_block_the_state_is_the_local_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let manifest = dir.path().join("exp.hcl");
-        let mut backend =
-            open_backend(&manifest, None, "dsinfra apply exp.hcl").expect("local lock");
+        let mut backend = open_backend(&manifest, None, "dsinfra apply exp.hcl")
+            .await
+            .expect("local lock");
         assert_eq!(
             backend.location(),
             dir.path()
@@ -51,15 +52,16 @@ mod tests {
         );
         assert_eq!(backend.lock_holder().command, "dsinfra apply exp.hcl");
         let mut state = State::new("exp");
-        backend.save(&mut state).expect("saved");
+        backend.save(&mut state).await.expect("saved");
         let err = open_backend(&manifest, None, "dsinfra plan exp.hcl")
+            .await
             .err()
             .expect("held by the first");
         assert!(matches!(err, StateError::Locked { .. }), "{err}");
     }
 
-    #[test]
-    fn a_missing_sas_variable_is_named_without_a_value() {
+    #[tokio::test]
+    async fn a_missing_sas_variable_is_named_without_a_value() {
         let config = BackendConfig {
             account: "acct".to_owned(),
             container: "tfstate".to_owned(),
@@ -68,6 +70,7 @@ mod tests {
             sas_env: Some("DSINFRA_TEST_UNSET_SAS_VARIABLE".to_owned()),
         };
         let err = open_backend(Path::new("exp.hcl"), Some(&config), "dsinfra plan")
+            .await
             .err()
             .expect("no SAS");
         assert_eq!(

@@ -10,28 +10,19 @@
 //! - `save` writes under the lease id *and* that ETag, after a snapshot of the previous version,
 //!   so a holder that lost its lease (force-unlock, or an expiry taken by another run) can never
 //!   overwrite a newer state;
-//! - dropping the backend releases the lease; a process that dies instead leaves a lease that
-//!   expires by itself within its duration.
+//! - [`Backend::unlock`] releases the lease and waits for it; a backend dropped without it
+//!   releases in the background when a runtime is still there, and a process that dies instead
+//!   leaves a lease that expires by itself within its duration.
 //!
-//! # Sync over async
-//!
-//! The [`Backend`] trait is synchronous (the engine saves from inside its walk) while the storage
-//! client is async. A [`Bridge`] runs each storage future to completion:
-//!
-//! - inside a multi-thread tokio runtime (the CLI's), with `block_in_place` + `Handle::block_on`:
-//!   the worker thread hands its other tasks to the rest of the pool while it waits, and the
-//!   lease renewal runs on that same runtime;
-//! - anywhere else (no runtime, or a current-thread runtime that cannot be blocked), on a small
-//!   runtime the backend owns, with one worker thread that also drives the renewal. The calling
-//!   thread only waits for the result, so a current-thread runtime is blocked but never
-//!   deadlocked.
+//! Every call is async, as the storage client is: there is no sync-over-async bridge and no
+//! runtime of the backend's own (issue 31). The lease renewal runs on the caller's runtime.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+use futures::future::BoxFuture;
 
 use super::backend::save_checked;
 use super::{Backend, LockHolder, State, StateError};
@@ -40,66 +31,6 @@ use crate::azure::identity::{ChainOptions, CredentialEnv, DefaultCredentialChain
 use crate::model::BackendConfig;
 use crate::secret;
 use crate::storage::{self, Auth, BlobStore, LockInfo, RemoteState, StateLock};
-
-/// How the backend runs async storage calls from its synchronous methods (see the module doc).
-enum Bridge {
-    /// The caller's multi-thread runtime.
-    Shared(Handle),
-    /// A runtime of our own; `None` only while being dropped.
-    Owned(Option<Runtime>),
-}
-
-impl Bridge {
-    /// The right bridge for the calling context.
-    fn for_current_context() -> Result<Self, std::io::Error> {
-        if let Ok(handle) = Handle::try_current()
-            && handle.runtime_flavor() == RuntimeFlavor::MultiThread
-        {
-            return Ok(Self::Shared(handle));
-        }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("dsinfra-state")
-            .enable_all()
-            .build()?;
-        Ok(Self::Owned(Some(runtime)))
-    }
-
-    /// Runs `future` to completion on the calling thread and returns its output.
-    fn run<F: Future>(&self, future: F) -> F::Output {
-        match self {
-            Self::Shared(handle) => tokio::task::block_in_place(|| handle.block_on(future)),
-            Self::Owned(runtime) => {
-                let runtime = runtime
-                    .as_ref()
-                    .expect("the owned runtime lives until the backend is dropped");
-                // `Runtime::block_on` panics inside another runtime's context (a current-thread
-                // runtime calling us). Entering our runtime and polling with a plain executor
-                // works from any thread: the future's I/O and timers are served by our
-                // runtime's worker, which also drives the lease renewal.
-                let _guard = runtime.enter();
-                futures::executor::block_on(future)
-            }
-        }
-    }
-
-    /// Whether this bridge uses the caller's runtime (for tests of both contexts).
-    fn is_shared(&self) -> bool {
-        matches!(self, Self::Shared(_))
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        // Dropping a runtime inside an async context panics; shutting it down in the background
-        // does not, and the lease has been released (or will expire) by then.
-        if let Self::Owned(runtime) = self
-            && let Some(runtime) = runtime.take()
-        {
-            runtime.shutdown_background();
-        }
-    }
-}
 
 /// The state blob of one experiment, leased while this value lives.
 pub struct RemoteBackend {
@@ -111,7 +42,6 @@ pub struct RemoteBackend {
     loaded_lineage: Option<String>,
     /// Set by `allow_lineage_change`: the next save may replace another lineage.
     replace_lineage: bool,
-    bridge: Bridge,
 }
 
 impl std::fmt::Debug for RemoteBackend {
@@ -121,7 +51,6 @@ impl std::fmt::Debug for RemoteBackend {
         f.debug_struct("RemoteBackend")
             .field("url", &self.remote.url())
             .field("holder", &self.holder)
-            .field("shared_runtime", &self.bridge.is_shared())
             .finish_non_exhaustive()
     }
 }
@@ -196,32 +125,26 @@ fn info_of(holder: &LockHolder) -> LockInfo {
 impl RemoteBackend {
     /// Opens the state a backend block names and takes its lock for `holder`, with the default
     /// 60-second lease.
-    pub fn open(config: &BackendConfig, holder: LockHolder) -> Result<Self, StateError> {
+    pub async fn open(config: &BackendConfig, holder: LockHolder) -> Result<Self, StateError> {
         let store = store_for(config)?;
         Self::open_with(
             RemoteState::new(store, &config.container, &config.key),
             holder,
             storage::DEFAULT_LEASE,
         )
+        .await
     }
 
     /// Takes the lock on `remote` for `holder` with a lease of `lease` (15 to 60 s). Fails with
     /// [`StateError::RemoteLocked`], naming the holder, if another process has it.
-    pub fn open_with(
+    pub async fn open_with(
         remote: RemoteState,
         holder: LockHolder,
         lease: Duration,
     ) -> Result<Self, StateError> {
         let url = remote.url();
-        let bridge = Bridge::for_current_context().map_err(|e| StateError::Remote {
-            action: "lock",
-            url: url.clone(),
-            source: Box::new(storage::Error::Invalid(format!(
-                "cannot start the async runtime: {e}"
-            ))),
-        })?;
         let info = info_of(&holder);
-        let lock = bridge.run(remote.lock(info, lease)).map_err(|e| match e {
+        let lock = remote.lock(info, lease).await.map_err(|e| match e {
             storage::Error::Locked { url, holder } => StateError::RemoteLocked {
                 url,
                 holder: (holder.pid != 0).then(|| holder_of(&holder)),
@@ -236,7 +159,6 @@ impl RemoteBackend {
             etag: None,
             loaded_lineage: None,
             replace_lineage: false,
-            bridge,
         })
     }
 
@@ -246,14 +168,10 @@ impl RemoteBackend {
     }
 
     /// Whether the storage calls run on the caller's runtime (`true`) or on the backend's own.
-    pub fn uses_callers_runtime(&self) -> bool {
-        self.bridge.is_shared()
-    }
-
     fn held(&self) -> &StateLock {
         self.lock
             .as_ref()
-            .expect("the lock is held from open until drop")
+            .expect("the lock is held from open until unlock")
     }
 
     fn lost(&self, why: &str) -> StateError {
@@ -271,14 +189,14 @@ impl RemoteBackend {
     }
 
     /// Reads the blob under the lease: its state (if one was ever written) and its ETag.
-    fn read(&mut self) -> Result<Option<State>, StateError> {
+    async fn read(&mut self) -> Result<Option<State>, StateError> {
         let lock = self.held();
         if let Some(why) = lock.lost() {
             return Err(self.lost(&why));
         }
-        let version = self
-            .bridge
-            .run(lock.read())
+        let version = lock
+            .read()
+            .await
             .map_err(|e| self.storage_error("read", e))?;
         self.etag = Some(version.etag);
         let Some(bytes) = version.content else {
@@ -296,11 +214,11 @@ impl RemoteBackend {
         Ok(Some(state))
     }
 
-    fn write(&mut self, state: &State) -> Result<(), StateError> {
+    async fn write(&mut self, state: &State) -> Result<(), StateError> {
         if self.etag.is_none() {
             // Saving without a load first: learn the ETag, and refuse another lineage as a
             // loaded state would.
-            let current = self.read()?;
+            let current = self.read().await?;
             if let Some(current) = current
                 && current.lineage != state.lineage
                 && !self.replace_lineage
@@ -318,19 +236,16 @@ impl RemoteBackend {
         }
         let etag = self.etag.clone().expect("the ETag is known after a read");
         let text = state.to_json();
-        let written = self
-            .bridge
-            .run(lock.write(text.as_bytes(), &etag))
-            .map_err(|e| {
-                if e.is_condition_not_met() {
-                    self.lost(&format!(
-                        "the state blob changed since it was read: {}",
-                        storage::scrub(&e.to_string())
-                    ))
-                } else {
-                    self.storage_error("write", e)
-                }
-            })?;
+        let written = lock.write(text.as_bytes(), &etag).await.map_err(|e| {
+            if e.is_condition_not_met() {
+                self.lost(&format!(
+                    "the state blob changed since it was read: {}",
+                    storage::scrub(&e.to_string())
+                ))
+            } else {
+                self.storage_error("write", e)
+            }
+        })?;
         self.etag = Some(written);
         Ok(())
     }
@@ -341,22 +256,25 @@ impl Backend for RemoteBackend {
         self.url()
     }
 
-    fn load(&mut self) -> Result<Option<State>, StateError> {
-        self.read()
+    fn load(&mut self) -> BoxFuture<'_, Result<Option<State>, StateError>> {
+        Box::pin(self.read())
     }
 
-    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
-        let loaded = self.loaded_lineage.clone();
-        let url = self.url();
-        save_checked(
-            loaded.as_deref(),
-            || PathBuf::from(url),
-            state,
-            |state| self.write(state),
-        )?;
-        self.loaded_lineage = Some(state.lineage.clone());
-        self.replace_lineage = false;
-        Ok(())
+    fn save<'a>(&'a mut self, state: &'a mut State) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(async move {
+            let loaded = self.loaded_lineage.clone();
+            let url = self.url();
+            save_checked(
+                loaded.as_deref(),
+                || PathBuf::from(url),
+                state,
+                async |state: &State| self.write(state).await,
+            )
+            .await?;
+            self.loaded_lineage = Some(state.lineage.clone());
+            self.replace_lineage = false;
+            Ok(())
+        })
     }
 
     fn lock_holder(&self) -> &LockHolder {
@@ -367,16 +285,20 @@ impl Backend for RemoteBackend {
         self.loaded_lineage = None;
         self.replace_lineage = true;
     }
-}
 
-impl Drop for RemoteBackend {
-    fn drop(&mut self) {
-        // Release while the runtime is still here: the lock's own Drop could only spawn the
-        // release, which would die with the process. Best effort: a failed release expires.
-        if let Some(lock) = self.lock.take()
-            && let Err(e) = self.bridge.run(lock.release())
-        {
-            tracing::warn!("releasing the state lock failed; it expires by itself: {e}");
-        }
+    fn unlock(mut self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>> {
+        let url = self.url();
+        let lock = self.lock.take();
+        Box::pin(async move {
+            let Some(lock) = lock else {
+                return Ok(());
+            };
+            match lock.release().await {
+                // The lease is gone already (broken by force-unlock, or taken after it expired):
+                // there is nothing of ours to release, and the failed save said so.
+                Err(e) if e.is_lease_mismatch() => Ok(()),
+                result => result.map_err(|source| StateError::remote("unlock", url, source)),
+            }
+        })
     }
 }

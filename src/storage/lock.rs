@@ -492,18 +492,41 @@ impl Drop for StateLock {
         if self.released {
             return;
         }
-        // Drop cannot wait; release in the background if a runtime is still there. If the
-        // process exits first, the lease expires within its duration.
+        // Drop cannot wait; release in the background if a runtime is still there, where
+        // [`settle_releases`] can wait for it. If the process exits first, the lease expires
+        // within its duration.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let state = self.state.clone();
             let lease_id = self.lease_id.clone();
-            runtime.spawn(async move {
+            let release = runtime.spawn(async move {
                 if let Err(e) = release(&state, &lease_id).await {
                     tracing::warn!("releasing the state lock failed; it expires by itself: {e}");
                 }
             });
+            relock(&RELEASES).push(release);
         }
     }
+}
+
+/// The releases of leases dropped without [`StateLock::release`], running in the background.
+static RELEASES: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn relock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Wait (at most `bound`) for the releases of leases that were dropped instead of released (a
+/// command that failed with its state open): a process calls this before its runtime ends, so
+/// the next command finds the state free instead of waiting out the lease.
+pub async fn settle_releases(bound: Duration) {
+    let pending: Vec<_> = relock(&RELEASES).drain(..).collect();
+    if pending.is_empty() {
+        return;
+    }
+    let _ = tokio::time::timeout(bound, futures::future::join_all(pending)).await;
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub mod sas;
 
 pub use blob::{Auth, Blob, BlobItem, BlobProperties, BlobStore, Conditions, Lease, PutOptions};
 pub use error::{Error, scrub};
-pub use lock::{DEFAULT_LEASE, LockInfo, RemoteState, StateLock, StateVersion};
+pub use lock::{DEFAULT_LEASE, LockInfo, RemoteState, StateLock, StateVersion, settle_releases};
 pub use sas::{
     AccountKey, Permissions, Protocol, ResourceTypes, SIGNED_VERSION, SasSpec, SasToken, Scope,
     Services,

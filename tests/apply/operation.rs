@@ -150,7 +150,7 @@ async fn apply(
 /// The state's lock is free the moment the operation has returned: it can be taken again at
 /// once, with no polling window (an abandoned walk hands the lock back before it returns).
 fn assert_unlocked(w: &World) {
-    if let Err(e) = dsinfra::state::open_backend(&w.path(FILE), None, "test") {
+    if let Err(e) = dsinfra::state::LocalBackend::open(&w.path(FILE)) {
         panic!("the state is still locked after the operation returned: {e}");
     }
 }

@@ -99,9 +99,9 @@ fn request<'a>(
     conn: &'a Connection,
     change: PowerChange,
 ) -> op::ParkRequest<'a> {
-    let mut backend: Box<dyn dsinfra::state::Backend + Send> =
-        Box::new(LocalBackend::open(&world.manifest).expect("state dir"));
-    let state = backend.load().expect("reads").expect("applied");
+    let mut local = LocalBackend::open(&world.manifest).expect("state dir");
+    let state = local.load_sync().expect("reads").expect("applied");
+    let backend: Box<dyn dsinfra::state::Backend + Send> = Box::new(local);
     op::ParkRequest {
         change,
         desired: &loaded.desired,

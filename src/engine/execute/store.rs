@@ -24,9 +24,10 @@ use crate::state::{Backend, ResourceState, State, StateError};
 ///
 /// Nothing here blocks the runtime. Waiting for a save in progress is an async lock, so the
 /// waiting tasks give their thread to others (operations being polled, responses arriving);
-/// the save itself is synchronous file or blob I/O and runs in `block_in_place`, which moves the
-/// thread's other tasks elsewhere first. On 2 cores a blocking save plus one task blocked on the
-/// lock used to stop every tokio worker: 64 intent saves in a row then held up every operation.
+/// the save itself is the backend's, async (a blob write), or file I/O the local backend runs
+/// in `block_in_place`, which moves the thread's other tasks elsewhere first. On 2 cores a
+/// blocking save plus one task blocked on the lock used to stop every tokio worker: 64 intent
+/// saves in a row then held up every operation.
 pub struct StateStore {
     /// The state and how many changes were made to it. Held only to change or copy it.
     state: Mutex<(State, u64)>,
@@ -64,18 +65,6 @@ pub(super) fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs blocking I/O without stalling the runtime: in `block_in_place` on a multi-thread
-/// runtime; directly elsewhere (a current-thread runtime, which tests use, cannot hand its
-/// tasks to another thread, and outside a runtime there is nothing to stall).
-fn blocking<T>(io: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(io)
-        }
-        _ => io(),
-    }
-}
-
 impl StateStore {
     /// Guard `state`, saved through `backend`.
     pub fn new(backend: Box<dyn Backend + Send>, state: State) -> Self {
@@ -110,7 +99,7 @@ impl StateStore {
         // Fair (first come, first served): every change made while a save runs is in the copy
         // the next save takes, so the queue behind it mostly finds its change already saved.
         let mut slot = self.backend.lock().await;
-        self.save_if_behind(&mut slot, staged)
+        self.save_if_behind(&mut slot, staged).await
     }
 
     /// Save every change staged so far.
@@ -128,9 +117,8 @@ impl StateStore {
         self.saved.load(Ordering::SeqCst) >= staged.0
     }
 
-    /// Saves a copy of the live state unless the backend has already saved `wanted`. The save
-    /// itself is synchronous I/O, run in [`blocking`].
-    fn save_if_behind(&self, slot: &mut Slot, wanted: Staged) -> Result<(), StateError> {
+    /// Saves a copy of the live state unless the backend has already saved `wanted`.
+    async fn save_if_behind(&self, slot: &mut Slot, wanted: Staged) -> Result<(), StateError> {
         if slot.saved >= wanted.0 {
             return Ok(());
         }
@@ -141,7 +129,7 @@ impl StateStore {
             let guard = relock(&self.state);
             (guard.0.clone(), guard.1)
         };
-        blocking(|| saver.save(&mut copy))?;
+        saver.save(&mut copy).await?;
         slot.saved = version;
         self.saved.store(version, Ordering::SeqCst);
         // The live state follows the serial the backend gave the copy it saved.
@@ -183,7 +171,7 @@ impl StateStore {
         if slot.backend.is_none() {
             return (None, Ok(()));
         }
-        let saved = self.save_if_behind(&mut slot, self.latest());
+        let saved = self.save_if_behind(&mut slot, self.latest()).await;
         (slot.backend.take(), saved)
     }
 

@@ -5,6 +5,7 @@ use super::*;
 use crate::plan::fixtures::{addr, dual, normal, set};
 use crate::plan::{Mode, PlanOptions, plan};
 use crate::state::{Backend, StateError};
+use futures::future::BoxFuture;
 
 fn apply(a: &str) -> Node {
     Node::new(&addr(a), Phase::Apply)
@@ -92,20 +93,38 @@ impl Backend for Counting {
         "memory".to_owned()
     }
 
-    fn load(&mut self) -> Result<Option<State>, StateError> {
-        Ok(None)
+    fn load(&mut self) -> BoxFuture<'_, Result<Option<State>, StateError>> {
+        Box::pin(async { Ok(None) })
     }
 
-    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
-        state.serial += 1;
-        // Slow, like a save with fsyncs, so that concurrent updates pile up behind it.
-        std::thread::sleep(Duration::from_millis(20));
-        self.saves.lock().expect("not poisoned").push(state.clone());
-        Ok(())
+    fn save<'a>(&'a mut self, state: &'a mut State) -> BoxFuture<'a, Result<(), StateError>> {
+        // Slow, like a local save with fsyncs (file I/O the local backend runs in
+        // `block_in_place`), so that concurrent updates pile up behind it.
+        let saved = blocking(|| {
+            state.serial += 1;
+            std::thread::sleep(Duration::from_millis(20));
+            self.saves.lock().expect("not poisoned").push(state.clone());
+            Ok(())
+        });
+        Box::pin(std::future::ready(saved))
     }
 
     fn lock_holder(&self) -> &crate::state::LockHolder {
         &self.holder
+    }
+
+    fn unlock(self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Blocking I/O as the local backend runs it: in `block_in_place` on a multi-thread runtime.
+fn blocking<T>(io: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(io)
+        }
+        _ => io(),
     }
 }
 
@@ -176,11 +195,27 @@ impl Backend for Handshake {
         "memory".to_owned()
     }
 
-    fn load(&mut self) -> Result<Option<State>, StateError> {
-        Ok(None)
+    fn load(&mut self) -> BoxFuture<'_, Result<Option<State>, StateError>> {
+        Box::pin(async { Ok(None) })
     }
 
-    fn save(&mut self, state: &mut State) -> Result<(), StateError> {
+    fn save<'a>(&'a mut self, state: &'a mut State) -> BoxFuture<'a, Result<(), StateError>> {
+        let saved = blocking(|| self.save_blocking(state));
+        Box::pin(std::future::ready(saved))
+    }
+
+    fn unlock(self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn lock_holder(&self) -> &crate::state::LockHolder {
+        &self.holder
+    }
+}
+
+impl Handshake {
+    /// The save: it waits until the test lets it go, which only another task can do.
+    fn save_blocking(&self, state: &mut State) -> Result<(), StateError> {
         if let Some(entered) = &self.entered {
             let _ = entered.send(());
         }
@@ -196,10 +231,6 @@ impl Backend for Handshake {
             })?;
         state.serial += 1;
         Ok(())
-    }
-
-    fn lock_holder(&self) -> &crate::state::LockHolder {
-        &self.holder
     }
 }
 

@@ -39,14 +39,16 @@ pub struct Manifest<'a> {
 impl Manifest<'_> {
     /// Opens the state's backend (taking its lock for `dsinfra VERB MANIFEST`) and loads the
     /// state, a new one if there is none yet.
-    fn open_state(&self, verb: &str) -> Result<(Box<dyn Backend + Send>, State), Error> {
+    async fn open_state(&self, verb: &str) -> Result<(Box<dyn Backend + Send>, State), Error> {
         let mut backend = state::open_backend(
             self.path,
             self.backend,
             &format!("dsinfra {verb} {}", self.path.display()),
-        )?;
+        )
+        .await?;
         let state = backend
-            .load()?
+            .load()
+            .await?
             .unwrap_or_else(|| State::new(&self.desired.experiment));
         Ok((backend, state))
     }
@@ -126,7 +128,7 @@ pub async fn apply(
     } = request;
     let verb = verb(mode);
     let lower = verb.to_lowercase();
-    let (backend, mut state) = manifest.open_state(&lower)?;
+    let (backend, mut state) = manifest.open_state(&lower).await?;
     let mut desired = manifest.desired.clone();
     let destroy = matches!(mode, Mode::Destroy { .. });
     let options = PlanOptions {
@@ -271,8 +273,12 @@ pub struct Reopened {
 ///
 /// The state could not be opened, or the plan is stale (said whole: what changed, and to plan
 /// again).
-pub fn open_saved(saved: &Plan, manifest: &Manifest<'_>, verb: &str) -> Result<Reopened, Error> {
-    let (backend, state) = manifest.open_state(verb)?;
+pub async fn open_saved(
+    saved: &Plan,
+    manifest: &Manifest<'_>,
+    verb: &str,
+) -> Result<Reopened, Error> {
+    let (backend, state) = manifest.open_state(verb).await?;
     plan::check_binding(saved, &state, &manifest.desired.manifest_hash)
         .map_err(|stale| Error::Failed(stale.to_string()))?;
     Ok(Reopened { backend, state })

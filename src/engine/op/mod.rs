@@ -86,7 +86,7 @@ pub struct Arm {
 /// # Errors
 ///
 /// The state is locked or unreadable, or there is none yet (nothing was applied).
-pub fn open_applied(
+pub async fn open_applied(
     manifest: &std::path::Path,
     backend: Option<&crate::model::BackendConfig>,
 ) -> Result<(Box<dyn crate::state::Backend + Send>, crate::state::State), Error> {
@@ -94,8 +94,9 @@ pub fn open_applied(
         manifest,
         backend,
         &format!("dsinfra {}", manifest.display()),
-    )?;
-    let state = opened.load()?.ok_or_else(|| {
+    )
+    .await?;
+    let state = opened.load().await?.ok_or_else(|| {
         Error::Failed(format!(
             "{} has no state yet: nothing was applied (run `dsinfra apply {}` first)",
             manifest.display(),

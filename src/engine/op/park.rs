@@ -179,6 +179,10 @@ pub async fn park(
     (outcome.failures, outcome.problem) = problems(sent, change, desired, sources);
     if change == PowerChange::Unpark {
         after_unpark(&job, desired, (backend, state), cancel, &mut outcome).await;
+    } else if let Err(e) = backend.unlock().await {
+        events.event(OpEvent::Note(&format!(
+            "the state's lock could not be released ({e}); it expires by itself"
+        )));
     }
     Ok(outcome)
 }

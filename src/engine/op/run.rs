@@ -422,7 +422,7 @@ async fn park(
     cancel: &Cancel,
 ) -> Result<ParkOutcome, Error> {
     events.event(OpEvent::Note("--park-after: parking the experiment's VMs"));
-    let (backend, state) = super::open_applied(at.manifest, after.backend)?;
+    let (backend, state) = super::open_applied(at.manifest, after.backend).await?;
     let request = ParkRequest {
         change: PowerChange::Park,
         desired: at.desired,

@@ -305,11 +305,13 @@ impl<'a> StepsJob<'a> {
         (backend, state): (Box<dyn Backend + Send>, State),
         vms: &[Address],
     ) -> Result<(), Error> {
-        if self.options.mode == StepsMode::Skip || !desired.has_post_boot() {
-            return self.conclude(desired, &[]);
-        }
         let store = StateStore::new(backend, state);
-        let outcomes = self.now(desired, &store, Some(vms)).await;
+        let outcomes = if self.options.mode == StepsMode::Skip || !desired.has_post_boot() {
+            Vec::new()
+        } else {
+            self.now(desired, &store, Some(vms)).await
+        };
+        super::walk::unlock(&store, &self.events).await;
         self.conclude(desired, &outcomes)
     }
 

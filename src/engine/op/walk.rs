@@ -155,6 +155,7 @@ pub(super) async fn walk(
     } else {
         conclude(&report, steps, (desired, &outcomes), &store, arm, events).await?
     };
+    unlock(&store, events).await;
     Ok(ApplyOutcome::Walked(Walked {
         verb,
         cost: report.is_success().then_some(plan.cost.after),
@@ -162,6 +163,25 @@ pub(super) async fn walk(
         interrupted,
         failed,
     }))
+}
+
+/// The walk is over: save what is only staged and release the state's lock now, explicitly
+/// (issue 31), so the next command finds it free. A failure is said; the lock then expires (a
+/// blob lease) or went with the process's file handle (a local lock).
+pub(super) async fn unlock(store: &StateStore, events: &Events) {
+    let (backend, saved) = store.close().await;
+    if let Err(e) = saved {
+        events.event(OpEvent::Note(&format!(
+            "the last save of the state failed: {e}"
+        )));
+    }
+    if let Some(backend) = backend
+        && let Err(e) = backend.unlock().await
+    {
+        events.event(OpEvent::Note(&format!(
+            "the state's lock could not be released ({e}); it expires by itself"
+        )));
+    }
 }
 
 /// Data disks leaving a VM are unmounted there first (a step before an ARM change, like BeeOND's
@@ -250,7 +270,13 @@ async fn abandon(store: &StateStore, gone: &AtomicBool, events: &Events) -> Appl
     let (backend, saved) = store.close().await;
     gone.store(true, Ordering::SeqCst);
     // Handed back explicitly: the OS lock or the blob lease is released now.
-    drop(backend);
+    if let Some(backend) = backend
+        && let Err(e) = backend.unlock().await
+    {
+        events.event(OpEvent::Note(&format!(
+            "the state's lock could not be released ({e}); it expires by itself"
+        )));
+    }
     match saved {
         Ok(()) => events.event(OpEvent::Note(
             "exiting now: the state holds everything finished so far; operations still running in Azure are adopted by the next apply",
