@@ -234,7 +234,9 @@ async fn parallelism_two_bounds_the_reads_of_the_refresh_behind_status() {
         &["status", "exp.hcl", "--parallelism", "2"],
     )
     .await;
-    assert!(proxy.seen() > 16, "only {} requests seen", proxy.seen());
+    // A refresh by lists (decision 70): the group, a list per resource type and the VMs'
+    // statuses, all started at once, are still more reads than the bound.
+    assert!(proxy.seen() > 4, "only {} requests seen", proxy.seen());
     assert_eq!(
         proxy.most(),
         2,

@@ -966,3 +966,8 @@ mod api;
 /// Azure Machine Learning clusters through apply, park, unpark and destroy (issue 17).
 #[path = "operations/aml.rs"]
 mod aml;
+
+/// Refresh by lists (issue 32): the same drift as per-resource reads, in calls that do not grow
+/// with the node count.
+#[path = "operations/refresh_lists.rs"]
+mod refresh_lists;

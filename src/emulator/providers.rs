@@ -257,6 +257,9 @@ fn list(
     kind: Kind,
     group_key: &str,
 ) -> Result<Reply, ArmError> {
+    if kind == Kind::VirtualMachine {
+        compute::check_vm_list_query(ctx)?;
+    }
     let items: Vec<Value> = if path.segments.is_empty() {
         let prefix = format!("{group_key}/");
         cloud
@@ -300,6 +303,9 @@ fn list_in_subscription(
     let Some(kind) = subscription_kind(namespace, rtype) else {
         return Err(unknown_type(namespace, rtype, &ctx.api_version));
     };
+    if kind == Kind::VirtualMachine {
+        compute::check_vm_list_query(ctx)?;
+    }
     let prefix = key(&format!("/subscriptions/{sub}/resourceGroups/")) + "/";
     let items: Vec<Value> = cloud
         .of_kind(kind)

@@ -17,7 +17,7 @@
 //! bounds apply's walk and park's power actions. The ARM client already retries throttling and
 //! transient failures.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::join_all;
 use serde_json::Value;
@@ -63,6 +63,20 @@ enum Found {
     },
 }
 
+/// How a refresh reads ARM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// One list per resource type and group for the kinds their drivers list
+    /// ([`kinds::Driver::listed`]), plus the subscription's VM power states
+    /// (`VirtualMachines_ListAll` with `statusOnly=true`), and a GET for each resource of the
+    /// other kinds (none of which a cluster has one of per node): the calls grow with the
+    /// resource types, not the nodes (issue 32, decision 70).
+    Lists,
+    /// One GET per resource, and a VM's instance view: what every refresh did before issue 32.
+    /// Kept so that a test can hold the lists to it (the same drift, the same plan).
+    EachResource,
+}
+
 /// Read every created ARM resource in `state` back from ARM and update the state in memory:
 /// `drift` on what was deleted or changed (a changed resource's `attrs` then hold what Azure has),
 /// `power_state` of VMs, and the non-sensitive outputs whose values only ARM knew. The caller
@@ -78,21 +92,30 @@ pub async fn refresh(
     subscription: &str,
     state: &mut State,
 ) -> Result<RefreshReport, ArmError> {
-    let _ = subscription; // ids in the state are complete; kept in the seam for other backends.
-    let targets: Vec<(Address, ResourceKind, String)> = state
+    refresh_by(client, subscription, state, Reading::Lists).await
+}
+
+/// [`refresh`], reading as `reading` says.
+///
+/// # Errors
+///
+/// A read failed (after the client's retries).
+pub async fn refresh_by(
+    client: &ArmClient,
+    subscription: &str,
+    state: &mut State,
+    reading: Reading,
+) -> Result<RefreshReport, ArmError> {
+    let targets: Vec<Target> = state
         .resources
         .iter()
         .filter(|r| r.kind.is_arm() && r.status == ResourceStatus::Created)
         .filter_map(|r| r.id.clone().map(|id| (r.address.clone(), r.kind, id)))
         .collect();
-    let reads = targets.iter().map(|(address, kind, id)| async move {
-        let found = read(client, *kind, id).await?;
-        Ok::<_, ArmError>((address.clone(), found))
-    });
-    let mut results = Vec::new();
-    for result in join_all(reads).await {
-        results.push(result?);
-    }
+    let results = match reading {
+        Reading::EachResource => read_each(client, &targets).await?,
+        Reading::Lists => read_listed(client, subscription, &targets).await?,
+    };
 
     let mut report = RefreshReport {
         checked: results.len(),
@@ -115,6 +138,123 @@ pub async fn refresh(
     principal_drift(state, &mut report);
     resolve_outputs(state, &report.observed);
     Ok(report)
+}
+
+/// A resource to read back: its address, kind and ARM id.
+type Target = (Address, ResourceKind, String);
+
+/// A GET per target (and a VM's instance view), all started at once.
+async fn read_each(
+    client: &ArmClient,
+    targets: &[Target],
+) -> Result<Vec<(Address, Found)>, ArmError> {
+    let reads = targets.iter().map(|(address, kind, id)| async move {
+        let found = read(client, *kind, id).await?;
+        Ok::<_, ArmError>((address.clone(), found))
+    });
+    join_all(reads).await.into_iter().collect()
+}
+
+/// The bodies of one list, by lower-cased id.
+type Listed = BTreeMap<String, Value>;
+
+/// Lists for the listed kinds (one per resource type and group, and the subscription's VM power
+/// states when there are VMs), a GET for each other target; all started at once. A resource a
+/// list does not name is gone, as a GET's 404 says; a group that is gone lists nothing.
+async fn read_listed(
+    client: &ArmClient,
+    subscription: &str,
+    targets: &[Target],
+) -> Result<Vec<(Address, Found)>, ArmError> {
+    let (listed, each): (Vec<&Target>, Vec<&Target>) = targets.iter().partition(|(_, kind, id)| {
+        kinds::driver(*kind).listed()
+            && ResourceId::from_raw(id.as_str())
+                .resource_group_name()
+                .is_some()
+    });
+    // The collections to list: (group, kind), each once.
+    let collections: BTreeSet<(String, ResourceKind)> = listed
+        .iter()
+        .filter_map(|(_, kind, id)| {
+            let group = ResourceId::from_raw(id.as_str())
+                .resource_group_name()?
+                .to_ascii_lowercase();
+            Some((group, *kind))
+        })
+        .collect();
+    let lists = collections.iter().map(|(group, kind)| async move {
+        let collection = ResourceId::from_raw(format!(
+            "/subscriptions/{subscription}/resourceGroups/{group}/providers/{}",
+            kind.arm_type()
+        ));
+        let listed = match client.list::<Value>(&collection, &[]).await {
+            Ok(items) => by_id(items),
+            // A missing resource group means everything in it is gone too.
+            Err(e) if e.is_resource_group_not_found() => Listed::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(((group.clone(), *kind), listed))
+    });
+    let has_vms = listed
+        .iter()
+        .any(|(_, kind, _)| kinds::driver(*kind).has_instance_view());
+    let statuses = async {
+        if !has_vms {
+            return Ok(Listed::new());
+        }
+        // Every VM of the subscription with its run-time status (the instance view), in pages:
+        // the one call that carries power states for a whole list (VirtualMachines_List's
+        // `$expand=instanceView` needs a scale set `$filter`, see the spec).
+        let all = ResourceId::from_raw(format!(
+            "/subscriptions/{subscription}/providers/Microsoft.Compute/virtualMachines"
+        ));
+        client
+            .list::<Value>(&all, &[("statusOnly", "true")])
+            .await
+            .map(by_id)
+    };
+    let each: Vec<Target> = each.into_iter().cloned().collect();
+    let gets = read_each(client, &each);
+    let (lists, statuses, found) = futures::join!(join_all(lists), statuses, gets);
+    let lists: BTreeMap<(String, ResourceKind), Listed> =
+        lists.into_iter().collect::<Result<_, _>>()?;
+    let statuses = statuses?;
+    let mut found = found?;
+    for (address, kind, id) in listed {
+        let key = id.to_ascii_lowercase();
+        let group = ResourceId::from_raw(id.as_str())
+            .resource_group_name()
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
+        let body = lists
+            .get(&(group, *kind))
+            .and_then(|l| l.get(&key))
+            .cloned();
+        let view = statuses
+            .get(&key)
+            .and_then(|vm| vm.pointer("/properties/instanceView"))
+            .and_then(|v| serde_json::from_value::<VirtualMachineInstanceView>(v.clone()).ok());
+        found.push((
+            address.clone(),
+            match body {
+                Some(body) => Found::Present { body, view },
+                None => Found::Gone,
+            },
+        ));
+    }
+    Ok(found)
+}
+
+/// A list's items by lower-cased id (ARM's names are case-insensitive, and DevTestLab answers
+/// ids in lower case).
+fn by_id(items: Vec<Value>) -> Listed {
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let id = item.get("id")?.as_str()?.to_ascii_lowercase();
+            Some((id, item))
+        })
+        .collect()
 }
 
 /// A role assignment whose principal is no longer its head VM's (the VM made again outside

@@ -50,6 +50,23 @@ fn merge(mut base: Value, update: &Value) -> Value {
 }
 
 /// The GET representation of compute resources.
+/// The query rules of a VM list (VirtualMachines_List and _ListAll): `$expand=instanceView`
+/// "can only be specified if a valid $filter option is specified" (the spec's words; the only
+/// filter is a scale set's, which dsinfra never makes), so without one it is refused.
+pub(crate) fn check_vm_list_query(ctx: &Ctx<'_>) -> Result<(), ArmError> {
+    if ctx.query("$expand").is_some() && ctx.query("$filter").is_none() {
+        return Err(ArmError::new(
+            400,
+            "InvalidParameter",
+            "The $expand=instanceView option of a virtual machine list can only be specified \
+             with a valid $filter (virtualMachineScaleSet/id eq ...); use statusOnly=true on \
+             the subscription's list for the run-time status of every virtual machine.",
+        )
+        .with_target("$expand"));
+    }
+    Ok(())
+}
+
 pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value {
     let mut body = resource.body.clone();
     let now = ctx.now.to_rfc3339();
@@ -59,11 +76,17 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                 map.remove(CUSTOM_DATA_DIGEST);
                 map.remove(identity::PRINCIPAL_CREATED);
             }
+            // A GET's `$expand=instanceView`, or a subscription list's `statusOnly=true`
+            // (VirtualMachines_ListAll: the run-time status of every VM).
             let expand = ctx
                 .query("$expand")
-                .is_some_and(|e| e.eq_ignore_ascii_case("instanceView"));
+                .is_some_and(|e| e.eq_ignore_ascii_case("instanceView"))
+                || ctx
+                    .query("statusOnly")
+                    .is_some_and(|s| s.eq_ignore_ascii_case("true"));
             if expand {
-                body["properties"]["instanceView"] = instance_view(resource, &now);
+                let since = power::last_change(cloud, &key(&resource.id), &now);
+                body["properties"]["instanceView"] = instance_view(resource, &since);
             }
             disk_sizes_now(cloud, &mut body["properties"]["storageProfile"]);
         }

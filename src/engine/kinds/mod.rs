@@ -135,6 +135,13 @@ pub(crate) trait Driver: Send + Sync {
         false
     }
 
+    /// Whether a refresh reads resources of this kind with one list per resource group (the
+    /// collection at `{group}/providers/{ARM type}`, paged by `nextLink`) instead of a GET each:
+    /// the top-level kinds a cluster has one of per node, and their neighbours.
+    fn listed(&self) -> bool {
+        false
+    }
+
     /// After its PUT or PATCH succeeded: what must also hold before it counts as done (an
     /// AmlCompute cluster waits for its nodes). The error is said as the resource's failure.
     fn after_put<'a>(

@@ -51,6 +51,8 @@ pub(crate) struct Plain {
     pub known: &'static [(&'static str, Read)],
     /// The query its DELETE needs.
     pub delete_query: &'static [(&'static str, &'static str)],
+    /// Read by a refresh with one list per resource group ([`Driver::listed`]).
+    pub listed: bool,
 }
 
 /// The row most kinds are: tags compared, nothing else.
@@ -60,6 +62,7 @@ const TAGGED: Plain = Plain {
     reads: &[],
     known: &[],
     delete_query: &[],
+    listed: false,
 };
 
 impl Driver for Plain {
@@ -87,6 +90,10 @@ impl Driver for Plain {
     fn delete_query(&self) -> &'static [(&'static str, &'static str)] {
         self.delete_query
     }
+
+    fn listed(&self) -> bool {
+        self.listed
+    }
 }
 
 pub(crate) static RESOURCE_GROUP: Plain = Plain {
@@ -101,17 +108,20 @@ pub(crate) static RESOURCE_GROUP: Plain = Plain {
 
 pub(crate) static VIRTUAL_NETWORK: Plain = Plain {
     body: |b| Ok(Some(Body::VirtualNetwork(b.virtual_network()?))),
+    listed: true,
     ..TAGGED
 };
 
 pub(crate) static NETWORK_SECURITY_GROUP: Plain = Plain {
     body: |b| Ok(Some(Body::NetworkSecurityGroup(b.security_group()?))),
+    listed: true,
     ..TAGGED
 };
 
 pub(crate) static PUBLIC_IP: Plain = Plain {
     body: |b| Ok(Some(Body::PublicIp(b.public_ip()?))),
     known: &[("ip_address", Read::Text("/properties/ipAddress"))],
+    listed: true,
     ..TAGGED
 };
 
@@ -132,16 +142,19 @@ pub(crate) static NETWORK_INTERFACE: Plain = Plain {
         Read::Flag("/properties/enableAcceleratedNetworking"),
     )],
     known: &[("private_ip", Read::With(private_ip))],
+    listed: true,
     ..TAGGED
 };
 
 pub(crate) static PROXIMITY_PLACEMENT_GROUP: Plain = Plain {
     body: |b| Ok(Some(Body::ProximityPlacementGroup(b.placement_group()?))),
+    listed: true,
     ..TAGGED
 };
 
 pub(crate) static AVAILABILITY_SET: Plain = Plain {
     body: |b| Ok(Some(Body::AvailabilitySet(b.availability_set()?))),
+    listed: true,
     ..TAGGED
 };
 
@@ -152,6 +165,7 @@ pub(crate) static MANAGED_DISK: Plain = Plain {
         ("size_gb", Read::Int("/properties/diskSizeGB")),
         ("sku", Read::Text("/sku/name")),
     ],
+    listed: true,
     ..TAGGED
 };
 
@@ -162,6 +176,7 @@ pub(crate) static STORAGE_ACCOUNT: Plain = Plain {
         ("sku", Read::Text("/sku/name")),
         ("kind", Read::Text("/kind")),
     ],
+    listed: true,
     ..TAGGED
 };
 
@@ -181,6 +196,7 @@ pub(crate) static FILE_SHARE: Plain = Plain {
 
 pub(crate) static AUTO_SHUTDOWN_SCHEDULE: Plain = Plain {
     body: |b| Ok(Some(Body::AutoShutdownSchedule(b.schedule()?))),
+    listed: true,
     ..TAGGED
 };
 

@@ -66,6 +66,10 @@ impl Driver for VirtualMachine {
         true
     }
 
+    fn listed(&self) -> bool {
+        true
+    }
+
     fn parking(&self) -> Option<&'static Parking> {
         Some(&PARKING)
     }
