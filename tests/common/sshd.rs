@@ -253,6 +253,12 @@ impl Host {
         set_mode(&dir, 0o755);
         let key_file = dir.join("ssh_host_ed25519_key");
         write_file(&key_file, private_key.as_bytes(), 0o600);
+        // The host's own temporary directory (its sessions get it as TMPDIR): the hosts are one
+        // machine, and OpenMPI's daemons on two of them made the same session directory under a
+        // shared /tmp at once, and one failed ("File exists"); real nodes each have their /tmp.
+        let tmp = dir.join("tmp");
+        fs::create_dir(&tmp).expect("host tmp dir can be created");
+        set_mode(&tmp, 0o1777);
         let boot_id_path = dir.join("boot_id");
         write_file(
             &boot_id_path,
@@ -268,7 +274,13 @@ impl Host {
             let port = free_port();
             write_file(
                 &config,
-                sshd_config(port, &key_file, &pid_file, authorized, (ib0, also_listen)).as_bytes(),
+                sshd_config(
+                    port,
+                    (&key_file, &pid_file, &tmp),
+                    authorized,
+                    (ib0, also_listen),
+                )
+                .as_bytes(),
                 0o644,
             );
             let _ = fs::remove_file(&pid_file);
@@ -397,21 +409,22 @@ impl Drop for Host {
 
 fn sshd_config(
     port: u16,
-    key: &Path,
-    pid: &Path,
+    (key, pid, tmp): (&Path, &Path, &Path),
     authorized: &[&Path],
     (ib0, also_listen): (Option<&Ib0>, Option<&str>),
 ) -> String {
+    // One SetEnv line: sshd keeps the first value it reads for a directive.
     let ib0 = match ib0 {
         Some(Ib0 { address, listening }) => format!(
-            "{}SetEnv DSINFRA_TEST_IB0_ADDRESS={address}\n",
+            "{}SetEnv TMPDIR={tmp} DSINFRA_TEST_IB0_ADDRESS={address}\n",
             if *listening {
                 format!("ListenAddress {address}\n")
             } else {
                 String::new()
-            }
+            },
+            tmp = tmp.display(),
         ),
-        None => String::new(),
+        None => format!("SetEnv TMPDIR={}\n", tmp.display()),
     };
     let also = also_listen.map_or_else(String::new, |a| format!("ListenAddress {a}\n"));
     format!(
