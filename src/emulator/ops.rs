@@ -246,6 +246,7 @@ fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {
                     continue;
                 }
                 resource.op = None;
+                resource.changed = Some(op.due);
                 if failed && resource.kind == Kind::StorageAccount {
                     // The old model: a failed 202-created resource never appears.
                     remove.push(key.clone());
@@ -272,6 +273,7 @@ fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {
             if failed {
                 if let Some(resource) = cloud.resources.get_mut(&op.target) {
                     resource.op = None;
+                    resource.changed = Some(op.due);
                     resource.set_provisioning_state("Failed");
                     resource.failure.clone_from(&op.failure);
                 }
@@ -286,6 +288,7 @@ fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {
         OpKind::Action(action) => {
             if let Some(resource) = cloud.resources.get_mut(&op.target) {
                 resource.op = None;
+                resource.changed = Some(op.due);
                 let after = completions
                     .acted
                     .iter()

@@ -177,6 +177,10 @@ pub(crate) struct Resource {
     /// The nodes of an AmlCompute cluster, present, coming and leaving (see `ml/nodes.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<Node>,
+    /// When its last operation (create, update, power action) finished: the time a VM's
+    /// `ProvisioningState/succeeded` status gives, the same for every read until the next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<DateTime<Utc>>,
 }
 
 impl Resource {
@@ -363,6 +367,7 @@ impl Cloud {
             keys: Vec::new(),
             failure: None,
             nodes: Vec::new(),
+            changed: None,
         }
     }
 
@@ -371,6 +376,7 @@ impl Cloud {
     pub fn put_resource(&mut self, key: String, mut resource: Resource) -> Option<Resource> {
         if let Some(old) = self.resources.get(&key) {
             resource.seq = old.seq;
+            resource.changed = resource.changed.or(old.changed);
         }
         self.resources.insert(key, resource)
     }

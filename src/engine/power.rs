@@ -178,7 +178,10 @@ pub async fn set_power(
     let mut running = FuturesUnordered::new();
     for address in vms {
         // Owned: the state is saved (and so written) as each one finishes.
-        let Some(resource) = state.resource(address).filter(|r| r.id.is_some()).cloned() else {
+        let Some((resource, id)) = state.resource(address).and_then(|r| {
+            let id = ResourceId::from_raw(r.id.clone()?);
+            Some((r.clone(), id))
+        }) else {
             continue;
         };
         events(&Event::Started {
@@ -188,7 +191,6 @@ pub async fn set_power(
         let driver = kinds::driver(resource.kind);
         running.push(async move {
             let started = std::time::Instant::now();
-            let id = ResourceId::from_raw(resource.id.clone().unwrap_or_default());
             let result = driver.set_power(client, &id, &resource, change).await;
             (address, started.elapsed(), result)
         });

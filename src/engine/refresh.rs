@@ -144,11 +144,11 @@ pub async fn refresh_by(
 type Target = (Address, ResourceKind, String);
 
 /// A GET per target (and a VM's instance view), all started at once.
-async fn read_each(
+async fn read_each<'t>(
     client: &ArmClient,
-    targets: &[Target],
+    targets: impl IntoIterator<Item = &'t Target>,
 ) -> Result<Vec<(Address, Found)>, ArmError> {
-    let reads = targets.iter().map(|(address, kind, id)| async move {
+    let reads = targets.into_iter().map(|(address, kind, id)| async move {
         let found = read(client, *kind, id).await?;
         Ok::<_, ArmError>((address.clone(), found))
     });
@@ -166,21 +166,23 @@ async fn read_listed(
     subscription: &str,
     targets: &[Target],
 ) -> Result<Vec<(Address, Found)>, ArmError> {
-    let (listed, each): (Vec<&Target>, Vec<&Target>) = targets.iter().partition(|(_, kind, id)| {
-        kinds::driver(*kind).listed()
-            && ResourceId::from_raw(id.as_str())
-                .resource_group_name()
-                .is_some()
-    });
+    // The listed targets with their (lower-cased) group; the others are read with a GET each.
+    let mut listed: Vec<(&Target, String)> = Vec::new();
+    let mut each: Vec<&Target> = Vec::new();
+    for target in targets {
+        let (_, kind, id) = target;
+        let group = ResourceId::from_raw(id.as_str())
+            .resource_group_name()
+            .map(str::to_ascii_lowercase);
+        match group.filter(|_| kinds::driver(*kind).listed()) {
+            Some(group) => listed.push((target, group)),
+            None => each.push(target),
+        }
+    }
     // The collections to list: (group, kind), each once.
     let collections: BTreeSet<(String, ResourceKind)> = listed
         .iter()
-        .filter_map(|(_, kind, id)| {
-            let group = ResourceId::from_raw(id.as_str())
-                .resource_group_name()?
-                .to_ascii_lowercase();
-            Some((group, *kind))
-        })
+        .map(|((_, kind, _), group)| (group.clone(), *kind))
         .collect();
     let lists = collections.iter().map(|(group, kind)| async move {
         let collection = ResourceId::from_raw(format!(
@@ -197,7 +199,7 @@ async fn read_listed(
     });
     let has_vms = listed
         .iter()
-        .any(|(_, kind, _)| kinds::driver(*kind).has_instance_view());
+        .any(|((_, kind, _), _)| kinds::driver(*kind).has_instance_view());
     let statuses = async {
         if !has_vms {
             return Ok(Listed::new());
@@ -213,19 +215,14 @@ async fn read_listed(
             .await
             .map(by_id)
     };
-    let each: Vec<Target> = each.into_iter().cloned().collect();
-    let gets = read_each(client, &each);
+    let gets = read_each(client, each);
     let (lists, statuses, found) = futures::join!(join_all(lists), statuses, gets);
     let lists: BTreeMap<(String, ResourceKind), Listed> =
         lists.into_iter().collect::<Result<_, _>>()?;
     let statuses = statuses?;
     let mut found = found?;
-    for (address, kind, id) in listed {
+    for ((address, kind, id), group) in listed {
         let key = id.to_ascii_lowercase();
-        let group = ResourceId::from_raw(id.as_str())
-            .resource_group_name()
-            .map(str::to_ascii_lowercase)
-            .unwrap_or_default();
         let body = lists
             .get(&(group, *kind))
             .and_then(|l| l.get(&key))

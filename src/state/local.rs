@@ -240,9 +240,7 @@ impl LocalBackend {
         let _ = self.lock.set_len(0);
         let _ = fs4::fs_std::FileExt::unlock(&self.lock);
     }
-}
 
-impl LocalBackend {
     /// [`Backend::load`], done here and now: the local file needs no runtime (for tests and
     /// tools that hold a local state outside any async code).
     ///
@@ -267,7 +265,7 @@ impl LocalBackend {
 /// (its other tasks move to other threads first); directly elsewhere (a current-thread runtime,
 /// which tests use, cannot hand its tasks to another thread, and outside a runtime there is
 /// nothing to stall).
-fn blocking<T>(io: impl FnOnce() -> T) -> T {
+pub(crate) fn blocking<T>(io: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(io)

@@ -25,6 +25,9 @@ pub mod transfer;
 pub use backend::Backend;
 pub use error::StateError;
 pub use local::LocalBackend;
+/// For test doubles of a backend, which run their I/O as the local backend does.
+#[cfg(test)]
+pub(crate) use local::blocking;
 pub use lock::LockHolder;
 pub use model::{
     Drift, FORMAT_VERSION, MeshKey, NodeRecord, PowerState, ResourceState, ResourceStatus, State,

@@ -85,8 +85,7 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
                     .query("statusOnly")
                     .is_some_and(|s| s.eq_ignore_ascii_case("true"));
             if expand {
-                let since = power::last_change(cloud, &key(&resource.id), &now);
-                body["properties"]["instanceView"] = instance_view(resource, &since);
+                body["properties"]["instanceView"] = instance_view(resource, &now);
             }
             disk_sizes_now(cloud, &mut body["properties"]["storageProfile"]);
         }

@@ -62,21 +62,12 @@ fn statuses_for(vm: &Resource, now: &str) -> Vec<Value> {
     out
 }
 
-/// When the VM's last operation (its create, an update, a power action) finished, as ARM's
-/// `ProvisioningState/succeeded` status says it: the same answer for every read until the next
-/// operation, not the time of the read. `now` when no finished operation names it (a VM put in
-/// place by a test hook).
-pub(crate) fn last_change(cloud: &Cloud, vm_key: &str, now: &str) -> String {
-    cloud
-        .operations
-        .values()
-        .filter(|op| op.target == vm_key)
-        .filter_map(|op| op.finished)
-        .max()
-        .map_or_else(|| now.to_owned(), |t| t.to_rfc3339())
-}
-
+/// The VM's instance view read at `now`. Its provisioning statuses are dated when its last
+/// operation finished ([`Resource::changed`]), as ARM's are, not at the read: `now` only for a
+/// VM no finished operation made (one put in place by a test hook).
 pub(super) fn instance_view(vm: &Resource, now: &str) -> Value {
+    let changed = vm.changed.map(|t| t.to_rfc3339());
+    let now = changed.as_deref().unwrap_or(now);
     let props = &vm.body["properties"];
     let computer = props
         .at("/osProfile/computerName")
@@ -125,8 +116,7 @@ pub(crate) fn vm_action(
         return Err(target.not_found());
     };
     if ctx.method == "GET" && tail.eq_ignore_ascii_case("instanceView") {
-        let since = last_change(cloud, &target.key, &ctx.now.to_rfc3339());
-        return Ok(Reply::json(200, instance_view(&vm, &since)));
+        return Ok(Reply::json(200, instance_view(&vm, &ctx.now.to_rfc3339())));
     }
     if ctx.method == "GET" && tail.eq_ignore_ascii_case("vmSizes") {
         return Ok(super::skus::vm_available_sizes(ctx, &vm));

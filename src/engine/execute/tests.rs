@@ -4,7 +4,7 @@
 use super::*;
 use crate::plan::fixtures::{addr, dual, normal, set};
 use crate::plan::{Mode, PlanOptions, plan};
-use crate::state::{Backend, StateError};
+use crate::state::{Backend, StateError, blocking};
 use futures::future::BoxFuture;
 
 fn apply(a: &str) -> Node {
@@ -115,16 +115,6 @@ impl Backend for Counting {
 
     fn unlock(self: Box<Self>) -> BoxFuture<'static, Result<(), StateError>> {
         Box::pin(async { Ok(()) })
-    }
-}
-
-/// Blocking I/O as the local backend runs it: in `block_in_place` on a multi-thread runtime.
-fn blocking<T>(io: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(io)
-        }
-        _ => io(),
     }
 }
 

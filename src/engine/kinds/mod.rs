@@ -264,7 +264,7 @@ pub(crate) fn distinct(kinds: impl IntoIterator<Item = ResourceKind>) -> BTreeSe
 }
 
 /// ARM's tags on a body, as the `tags` attribute reads them: every tag ARM has.
-pub(crate) fn observed_tags(body: &Value) -> Value {
+fn observed_tags(body: &Value) -> Value {
     Value::Object(
         body.get("tags")
             .and_then(Value::as_object)

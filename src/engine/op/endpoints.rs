@@ -9,23 +9,14 @@ use crate::engine::reach::{self, Endpoints};
 use crate::state::State;
 
 /// Where SSH connections go (the place's map: an emulator's endpoints, or direct dialling on
-/// Azure). The IP addresses are not included: see [`for_state`].
-///
-/// # Errors
-///
-/// The map could not be read.
-pub async fn map(arm: &Arm) -> Result<Endpoints, Error> {
-    arm.place.endpoints().await
-}
-
-/// [`map`] with the IP addresses of every VM in `state` read from ARM (its public IP's address
+/// Azure), with the IP addresses of every VM in `state` read from ARM (its public IP's address
 /// and its NIC's private address), and the nodes of every AmlCompute cluster (`listNodes`).
 ///
 /// # Errors
 ///
 /// The map or the addresses could not be read.
 pub async fn for_state(arm: &Arm, state: &State) -> Result<Endpoints, Error> {
-    let endpoints = map(arm).await?;
+    let endpoints = arm.place.endpoints().await?;
     let addresses = reach::read_addresses(&arm.client, state)
         .await
         .map_err(|e| Error::Failed(format!("could not read the VMs' IP addresses: {e}")))?;

@@ -179,10 +179,8 @@ pub async fn park(
     (outcome.failures, outcome.problem) = problems(sent, change, desired, sources);
     if change == PowerChange::Unpark {
         after_unpark(&job, desired, (backend, state), cancel, &mut outcome).await;
-    } else if let Err(e) = backend.unlock().await {
-        events.event(OpEvent::Note(&format!(
-            "the state's lock could not be released ({e}); it expires by itself"
-        )));
+    } else {
+        super::walk::release(backend, events).await;
     }
     Ok(outcome)
 }
@@ -376,6 +374,11 @@ mod tests {
     use super::*;
     use crate::engine::kinds::ml_compute;
 
+    /// The warning a park of `kind` gives: its driver's.
+    fn warning_of(kind: ResourceKind) -> &'static str {
+        kinds::driver(kind).parking().expect("parkable").warning
+    }
+
     fn addresses(list: &[&str]) -> Vec<Address> {
         list.iter()
             .map(|a| a.parse().expect("an address"))
@@ -387,7 +390,7 @@ mod tests {
         let todo = addresses(&["vm.a.vm"]);
         let kinds = Kinds(BTreeMap::from([(ResourceKind::VirtualMachine, 1)]));
         let warnings = park_warnings(&kinds);
-        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings, vec![warning_of(ResourceKind::VirtualMachine)]);
         assert!(warnings[0].contains("each VM's temp disk (/mnt) is wiped"));
         assert_eq!(
             question(PowerChange::Park, &todo, &kinds, "Azure"),
@@ -400,7 +403,7 @@ mod tests {
         let todo = addresses(&["aml_cluster.beeond.compute"]);
         let kinds = Kinds(BTreeMap::from([(ml_compute::KIND, 1)]));
         let warnings = park_warnings(&kinds);
-        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings, vec![warning_of(ml_compute::KIND)]);
         assert!(warnings[0].contains("DELETES the nodes and their local disks"));
         assert!(warnings[0].contains("BeeOND scratch"));
         assert!(warnings[0].contains("runs the steps on them again"));
@@ -423,7 +426,13 @@ mod tests {
             (ResourceKind::VirtualMachine, 1),
         ]));
         let warnings = park_warnings(&kinds);
-        assert_eq!(warnings.len(), 2);
+        assert_eq!(
+            warnings,
+            vec![
+                warning_of(ResourceKind::VirtualMachine),
+                warning_of(ml_compute::KIND)
+            ]
+        );
         assert!(
             warnings[0].contains("deallocates the VMs"),
             "the VMs' first"

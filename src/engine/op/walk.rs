@@ -166,8 +166,7 @@ pub(super) async fn walk(
 }
 
 /// The walk is over: save what is only staged and release the state's lock now, explicitly
-/// (issue 31), so the next command finds it free. A failure is said; the lock then expires (a
-/// blob lease) or went with the process's file handle (a local lock).
+/// (issue 31), so the next command finds it free. A failure is said.
 pub(super) async fn unlock(store: &StateStore, events: &Events) {
     let (backend, saved) = store.close().await;
     if let Err(e) = saved {
@@ -175,9 +174,14 @@ pub(super) async fn unlock(store: &StateStore, events: &Events) {
             "the last save of the state failed: {e}"
         )));
     }
-    if let Some(backend) = backend
-        && let Err(e) = backend.unlock().await
-    {
+    if let Some(backend) = backend {
+        release(backend, events).await;
+    }
+}
+
+/// Release the state's lock now; a failure is said (the lock then expires by itself).
+pub(super) async fn release(backend: Box<dyn Backend + Send>, events: &Events) {
+    if let Err(e) = backend.unlock().await {
         events.event(OpEvent::Note(&format!(
             "the state's lock could not be released ({e}); it expires by itself"
         )));
@@ -270,12 +274,8 @@ async fn abandon(store: &StateStore, gone: &AtomicBool, events: &Events) -> Appl
     let (backend, saved) = store.close().await;
     gone.store(true, Ordering::SeqCst);
     // Handed back explicitly: the OS lock or the blob lease is released now.
-    if let Some(backend) = backend
-        && let Err(e) = backend.unlock().await
-    {
-        events.event(OpEvent::Note(&format!(
-            "the state's lock could not be released ({e}); it expires by itself"
-        )));
+    if let Some(backend) = backend {
+        release(backend, events).await;
     }
     match saved {
         Ok(()) => events.event(OpEvent::Note(
