@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::addr::Address;
-use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::azure::{ArmClient, ArmError};
 use crate::model::{Attrs, ResourceKind};
 use crate::ssh::{BOOT_ID_PATH, HostKey, HostKeyPolicy, RecordHostKey, Target};
 use crate::state::{Drift, PowerState, ResourceStatus, State};
@@ -499,14 +499,20 @@ fn route_of(
 /// Read from ARM the IP addresses of every VM in the state: the `ip_address` of each VM's
 /// public IP and the `private_ip` of its NIC, keyed by their addresses, ready for
 /// [`Endpoints::with_addresses`]; and each VM's own view, for its `secure_boot`
-/// ([`Endpoints::secure_boot`]). Reads are all started at once and bounded, like a refresh's,
-/// by the client's gate (the command's limiter, `--parallelism`); a resource ARM no longer has
-/// is left out (the node then shows as unreachable with the reason).
+/// ([`Endpoints::secure_boot`]). Read by lists, as a refresh reads (one per resource type and
+/// group, `engine::refresh`), so the calls do not grow with the nodes: a 64-node cluster was 192
+/// GETs. A resource ARM no longer has is left out (the node then shows as unreachable with the
+/// reason).
+///
+/// # Errors
+///
+/// A read failed (after the client's retries).
 pub async fn read_addresses(
     client: &ArmClient,
+    subscription: &str,
     state: &State,
 ) -> Result<BTreeMap<Address, Attrs>, ArmError> {
-    let wanted: Vec<(Address, ResourceKind, String)> = live_vms(state)
+    let wanted: Vec<super::refresh::Target> = live_vms(state)
         .flat_map(|vm| {
             ["public_ip", "nic", "vm"].into_iter().map(move |part| {
                 Address::new(&vm.address.kind, &vm.address.name, vm.address.index, part)
@@ -518,21 +524,9 @@ pub async fn read_addresses(
             (r.status == ResourceStatus::Created).then_some((address, r.kind, id))
         })
         .collect();
-    // Owned inputs, collected first: a lazily mapped iterator of borrowing futures trips the
-    // compiler's higher-ranked `Send` check in callers that box this future.
-    let reads: Vec<_> = wanted
-        .into_iter()
-        .map(|(address, kind, id)| async move {
-            let body = client.get::<Value>(&ResourceId::from_raw(&id)).await?;
-            Ok::<_, ArmError>((address, kind, body))
-        })
-        .collect();
-    // A 64-node cluster is 192 reads: the client's gate keeps them to `--parallelism` at once.
-    let results = futures::future::join_all(reads).await;
+    let bodies = super::refresh::read_bodies(client, subscription, &wanted).await?;
     let mut found = BTreeMap::new();
-    for result in results {
-        let (address, kind, body) = result?;
-        let Some(body) = body else { continue };
+    for (address, kind, body) in bodies {
         let known = super::refresh::known_values(kind, &body);
         if !known.is_empty() {
             found.insert(address, known);

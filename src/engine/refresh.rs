@@ -5,7 +5,7 @@
 //! What is read back is each kind's driver's word (`engine::kinds`): the power state a body
 //! implies (an AmlCompute cluster scaled to zero is parked), whether an instance view is read
 //! (a VM's), and which attributes are compared ([`changed_attributes`]). Only attributes that ARM
-//! reads back reliably are: a VM's size, a NIC's accelerated networking, a share's quota, a
+//! reads back reliably are: a VM's size and data disks (by LUN), a NIC's accelerated networking, a share's quota, a
 //! disk's size and SKU, a storage account's SKU and kind, an AmlCompute's size, node count and
 //! idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list)
 //! come back normalised or not at all, and comparing them would report drift that is not there.
@@ -114,7 +114,7 @@ pub async fn refresh_by(
         .collect();
     let results = match reading {
         Reading::EachResource => read_each(client, &targets).await?,
-        Reading::Lists => read_listed(client, subscription, &targets).await?,
+        Reading::Lists => read_listed(client, subscription, &targets, Views::Read).await?,
     };
 
     let mut report = RefreshReport {
@@ -141,7 +141,41 @@ pub async fn refresh_by(
 }
 
 /// A resource to read back: its address, kind and ARM id.
-type Target = (Address, ResourceKind, String);
+pub(crate) type Target = (Address, ResourceKind, String);
+
+/// Whether a read by lists also lists the VMs' instance views (their power states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Views {
+    Read,
+    Skip,
+}
+
+/// The bodies ARM has for `targets`, read by lists as a refresh reads them (one per resource
+/// type and group, a GET for each target of a kind that is not listed), without instance views;
+/// a target ARM no longer has is left out. For `engine::reach::read_addresses`, which needs the
+/// IP addresses of every node: by lists, its calls do not grow with the nodes either.
+///
+/// # Errors
+///
+/// A read failed (after the client's retries).
+pub(crate) async fn read_bodies(
+    client: &ArmClient,
+    subscription: &str,
+    targets: &[Target],
+) -> Result<Vec<(Address, ResourceKind, Value)>, ArmError> {
+    let kinds: BTreeMap<&Address, ResourceKind> = targets.iter().map(|(a, k, _)| (a, *k)).collect();
+    let found = read_listed(client, subscription, targets, Views::Skip).await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|(address, found)| match found {
+            Found::Gone => None,
+            Found::Present { body, .. } => {
+                let kind = *kinds.get(&address)?;
+                Some((address, kind, body))
+            }
+        })
+        .collect())
+}
 
 /// A GET per target (and a VM's instance view), all started at once.
 async fn read_each<'t>(
@@ -159,12 +193,14 @@ async fn read_each<'t>(
 type Listed = BTreeMap<String, Value>;
 
 /// Lists for the listed kinds (one per resource type and group, and the subscription's VM power
-/// states when there are VMs), a GET for each other target; all started at once. A resource a
-/// list does not name is gone, as a GET's 404 says; a group that is gone lists nothing.
+/// states when there are VMs and `views` says so), a GET for each other target; all started at
+/// once. A resource a list does not name is gone, as a GET's 404 says; a group that is gone lists
+/// nothing.
 async fn read_listed(
     client: &ArmClient,
     subscription: &str,
     targets: &[Target],
+    views: Views,
 ) -> Result<Vec<(Address, Found)>, ArmError> {
     // The listed targets with their (lower-cased) group; the others are read with a GET each.
     let mut listed: Vec<(&Target, String)> = Vec::new();
@@ -197,9 +233,10 @@ async fn read_listed(
         };
         Ok(((group.clone(), *kind), listed))
     });
-    let has_vms = listed
-        .iter()
-        .any(|((_, kind, _), _)| kinds::driver(*kind).has_instance_view());
+    let has_vms = views == Views::Read
+        && listed
+            .iter()
+            .any(|((_, kind, _), _)| kinds::driver(*kind).has_instance_view());
     let statuses = async {
         if !has_vms {
             return Ok(Listed::new());
@@ -527,6 +564,34 @@ mod tests {
         assert_eq!(
             kinds::observed(ResourceKind::VirtualMachine, "size", &drifted, None),
             Some(json!("Standard_NC12s_v3"))
+        );
+    }
+
+    #[test]
+    fn a_data_disk_detached_outside_dsinfra_is_drift_and_one_attached_outside_is_not() {
+        let want = attrs(json!({"data_disks": [
+            {"lun": 0, "disk": "disk.data"}, {"lun": 1, "disk": "disk.more"}
+        ]}));
+        let disk = |lun: u64| json!({"lun": lun, "managedDisk": {"id": "/subscriptions/s/x"}});
+        let with =
+            |disks: Vec<Value>| json!({"properties": {"storageProfile": {"dataDisks": disks}}});
+        let vm = ResourceKind::VirtualMachine;
+        assert!(changed_attributes(vm, &want, &with(vec![disk(1), disk(0)])).is_empty());
+        // One attached outside dsinfra at a LUN dsinfra does not use is not drift.
+        assert!(changed_attributes(vm, &want, &with(vec![disk(0), disk(1), disk(5)])).is_empty());
+        let detached = with(vec![disk(1)]);
+        assert_eq!(changed_attributes(vm, &want, &detached), ["data_disks"]);
+        // The state then records what ARM has, in dsinfra's form: the plan attaches it again.
+        assert_eq!(
+            kinds::observed(vm, "data_disks", &detached, want.get("data_disks")),
+            Some(json!([{"lun": 1, "disk": "disk.more"}]))
+        );
+        // ARM's VM body without a storage profile says nothing: never drift.
+        assert!(changed_attributes(vm, &want, &json!({"properties": {}})).is_empty());
+        // A VM without data disks in ARM's answer (the key left out) has none.
+        assert_eq!(
+            changed_attributes(vm, &want, &json!({"properties": {"storageProfile": {}}})),
+            ["data_disks"]
         );
     }
 

@@ -1,4 +1,4 @@
-//! The VM driver: its size read back, its identity and Secure Boot as ARM has them, its power
+//! The VM driver: its size and attached data disks read back, its identity and Secure Boot as ARM has them, its power
 //! from the instance view, and park as deallocate (start to unpark).
 
 use serde_json::Value;
@@ -12,6 +12,37 @@ use crate::state::ResourceState;
 
 /// The VM driver.
 pub(crate) struct VirtualMachine;
+
+/// The recorded data disks (`[{lun, disk}]`, `disk` an address) that ARM still has attached, by
+/// LUN: a disk detached outside dsinfra (the portal, `az vm disk detach`) is drift, and the plan
+/// attaches it again (a PATCH of the VM) before a step mounts it. ARM names disks by id, and an
+/// id cannot be turned back into an address here, so a disk attached outside dsinfra at a LUN
+/// dsinfra does not use is not drift (as a tag added outside is not); `None` when the body has no
+/// storage profile to say.
+fn attached(body: &Value, want: &Value) -> Option<Value> {
+    let luns: Vec<u64> = body
+        .pointer("/properties/storageProfile")?
+        .get("dataDisks")
+        .and_then(Value::as_array)
+        .map(|disks| {
+            disks
+                .iter()
+                .filter_map(|d| d.get("lun").and_then(Value::as_u64))
+                .collect()
+        })
+        .unwrap_or_default();
+    let kept = want
+        .as_array()?
+        .iter()
+        .filter(|d| {
+            d.get("lun")
+                .and_then(Value::as_u64)
+                .is_some_and(|lun| luns.contains(&lun))
+        })
+        .cloned()
+        .collect();
+    Some(Value::Array(kept))
+}
 
 /// The one VM driver.
 pub(crate) static DRIVER: VirtualMachine = VirtualMachine;
@@ -33,12 +64,13 @@ impl Driver for VirtualMachine {
     }
 
     fn compared(&self) -> &'static [&'static str] {
-        &["size", "tags"]
+        &["data_disks", "size", "tags"]
     }
 
-    fn observed(&self, name: &str, body: &Value, _want: Option<&Value>) -> Option<Value> {
+    fn observed(&self, name: &str, body: &Value, want: Option<&Value>) -> Option<Value> {
         match name {
             "size" => text(body, "/properties/hardwareProfile/vmSize").map(Value::from),
+            "data_disks" => attached(body, want?),
             _ => None,
         }
     }

@@ -17,7 +17,7 @@ use crate::state::State;
 /// The map or the addresses could not be read.
 pub async fn for_state(arm: &Arm, state: &State) -> Result<Endpoints, Error> {
     let endpoints = arm.place.endpoints().await?;
-    let addresses = reach::read_addresses(&arm.client, state)
+    let addresses = reach::read_addresses(&arm.client, &arm.subscription, state)
         .await
         .map_err(|e| Error::Failed(format!("could not read the VMs' IP addresses: {e}")))?;
     let aml_nodes = reach::read_aml_nodes(&arm.client, state)
