@@ -289,9 +289,15 @@ pub struct EmulatorArgs {
     /// Fault rules to load at start (JSON list; see docs/emulator.md).
     #[arg(long, value_name = "FILE")]
     pub faults: Option<PathBuf>,
-    /// Never answer 429 (the rate-limit headers are still sent).
+    /// Never answer 429 (the rate-limit headers are still sent). `PUT /_emulator/throttle`
+    /// with `{"enabled": true}` switches it back on while the emulator runs.
     #[arg(long)]
     pub no_throttle: bool,
+    /// The subscription's vCPU quota: the limit of every quota family and the regional total,
+    /// in every location (default 1,000 a family and 5,000 in a region; a 512-node cluster of a
+    /// 4-vCPU size needs 2,048).
+    #[arg(long, value_name = "VCPUS")]
+    pub vcpu_quota: Option<u32>,
     /// The most items one list answer carries; longer lists continue at `nextLink` (ARM's
     /// resource lists answer up to 1000; 1 makes every list of two items page).
     #[arg(long, value_name = "N", default_value_t = crate::emulator::DEFAULT_PAGE_SIZE,

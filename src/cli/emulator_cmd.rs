@@ -34,6 +34,10 @@ pub async fn emulator(
     config.required_token.clone_from(&args.token);
     config.faults_file.clone_from(&args.faults);
     config.throttle = !args.no_throttle;
+    if let Some(vcpus) = args.vcpu_quota {
+        config.quotas.default_family_limit = vcpus;
+        config.quotas.regional_limit = vcpus;
+    }
     config.page_size = args.page_size;
     config.unregistered.clone_from(&args.unregistered);
     config.features.clone_from(&args.feature);

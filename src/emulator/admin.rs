@@ -13,7 +13,7 @@ use super::faults::FaultRule;
 use super::json::At as _;
 use super::network::vm_public_ip;
 use super::resource::key;
-use super::shared::{Shared, lock};
+use super::shared::{RequestTally, Shared, lock};
 use super::store::Kind;
 use crate::engine::reach::SshEndpoint;
 
@@ -78,6 +78,30 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
         ("GET", "operations") => {
             let operations = lock(&shared.cloud).operations.clone();
             reply(StatusCode::OK, &json!({ "operations": operations }))
+        }
+        // The ARM requests answered since the start (or the last DELETE), by method and status:
+        // the refresh benchmark counts a plan's calls and its 429s with it.
+        ("GET", "requests") => {
+            let tally = lock(&shared.requests).clone();
+            reply(
+                StatusCode::OK,
+                &serde_json::to_value(tally).unwrap_or(Value::Null),
+            )
+        }
+        ("DELETE", "requests") => {
+            *lock(&shared.requests) = RequestTally::default();
+            StatusCode::NO_CONTENT.into_response()
+        }
+        ("GET", "throttle") => reply(StatusCode::OK, &json!({"enabled": shared.throttling()})),
+        ("PUT", "throttle") => {
+            let Some(on) = serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|v| v.get("enabled").and_then(Value::as_bool))
+            else {
+                return bad_request("give {\"enabled\": true} or {\"enabled\": false}");
+            };
+            shared.set_throttling(on);
+            reply(StatusCode::OK, &json!({"enabled": on}))
         }
         ("GET", "ssh-endpoints") => {
             let endpoints = lock(&shared.cloud).ssh_endpoints.clone();

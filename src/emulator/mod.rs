@@ -122,6 +122,8 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         })?;
     let shared = Arc::new(Shared {
         endpoint: format!("http://{addr}"),
+        throttling: std::sync::atomic::AtomicBool::new(config.throttle),
+        requests: Mutex::new(shared::RequestTally::default()),
         config,
         clock: Clock::new(),
         cloud: Mutex::new(cloud),

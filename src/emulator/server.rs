@@ -60,6 +60,7 @@ pub(crate) async fn handle(
         duration_ms = began.elapsed().as_secs_f64() * 1000.0,
         "ARM request"
     );
+    lock(&shared.requests).count(method.as_str(), reply.status);
     check_response(&shared, &method, &uri, &body, &reply);
     let mut response = build(reply);
     let out = response.headers_mut();
@@ -361,7 +362,7 @@ fn take_token(shared: &Shared, route: &Route, category: Category) -> (RateHeader
     );
     match verdict {
         Verdict::Allowed { remaining } => (Some((category.header(), remaining)), None),
-        Verdict::Throttled { retry_after } if shared.config.throttle => {
+        Verdict::Throttled { retry_after } if shared.throttling() => {
             let err = ArmError::new(
                 429,
                 "SubscriptionRequestsThrottled",
@@ -411,9 +412,7 @@ fn compute_token(
         shared.config.latency_scale,
     );
     match verdict.refusal_reply(now) {
-        Some(refused) if shared.config.throttle => {
-            Err(with_compute_header(refused, Some(&verdict)))
-        }
+        Some(refused) if shared.throttling() => Err(with_compute_header(refused, Some(&verdict))),
         _ => Ok(Some(verdict)),
     }
 }

@@ -1,9 +1,10 @@
 //! The state every request shares (the cloud, faults, throttle, tokens seen, violations
 //! recorded) and the clock operations are timed by. A leaf: it imports no handler.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
@@ -53,6 +54,31 @@ pub(crate) struct Shared {
     /// What the configured validators reported, in arrival order.
     pub request_violations: Mutex<Vec<RecordedViolation>>,
     pub response_violations: Mutex<Vec<RecordedViolation>>,
+    /// Whether empty buckets answer 429: `config.throttle` at start, switched by the admin API
+    /// (`PUT /_emulator/throttle`) so that a benchmark can build a large experiment unthrottled
+    /// and then measure its reads against ARM's budget.
+    pub throttling: AtomicBool,
+    /// The ARM requests answered, counted for `GET /_emulator/requests`.
+    pub requests: Mutex<RequestTally>,
+}
+
+/// How many ARM requests the emulator answered, by method and by status: what a benchmark or a
+/// test in another process counts (the in-process `request_validator` sees each request too).
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub(crate) struct RequestTally {
+    pub total: u64,
+    #[serde(rename = "byMethod")]
+    pub by_method: BTreeMap<String, u64>,
+    #[serde(rename = "byStatus")]
+    pub by_status: BTreeMap<u16, u64>,
+}
+
+impl RequestTally {
+    pub fn count(&mut self, method: &str, status: u16) {
+        self.total += 1;
+        *self.by_method.entry(method.to_owned()).or_default() += 1;
+        *self.by_status.entry(status).or_default() += 1;
+    }
 }
 
 /// Locks a mutex, recovering the data if a panicking request poisoned it: the cloud stays
@@ -64,6 +90,17 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Whether an empty bucket answers 429 now.
+    pub fn throttling(&self) -> bool {
+        self.throttling.load(Ordering::Relaxed)
+    }
+
+    /// Switches throttling on or off; every bucket starts full again, as after a quiet spell.
+    pub fn set_throttling(&self, on: bool) {
+        *lock(&self.throttle) = Throttle::default();
+        self.throttling.store(on, Ordering::Relaxed);
+    }
+
     pub fn state_dir(&self) -> Option<&PathBuf> {
         self.config.state_dir.as_ref()
     }

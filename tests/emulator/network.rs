@@ -195,3 +195,49 @@ async fn nic_gets_a_private_ip_and_in_use_resources_refuse_deletion() {
         (400, "InvalidResourceReference")
     );
 }
+
+#[tokio::test]
+async fn a_nic_in_a_subnet_with_no_address_left_is_refused_as_network_refuses_it() {
+    let env = env(fast()).await;
+    env.group("rg").await;
+    // A /29 has 8 addresses; Azure keeps 5 (network, .1-.3, broadcast): 3 NICs fit.
+    let vnet = env
+        .create(
+            &res("rg", "Microsoft.Network/virtualNetworks/small"),
+            NET,
+            &json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.1.0.0/16"]},
+                "subnets": [{"name": "tiny", "properties": {"addressPrefix": "10.1.0.0/29"}}]}}),
+        )
+        .await;
+    assert!(vnet.status < 300, "{:?}", vnet.body);
+    let subnet = res("rg", "Microsoft.Network/virtualNetworks/small/subnets/tiny");
+    let nic = |n: usize| {
+        json!({"location": "eastus", "properties": {"ipConfigurations": [{"name": format!("c{n}"),
+            "properties": {"subnet": {"id": subnet.clone()}}}]}})
+    };
+    let mut addresses = Vec::new();
+    for n in 0..3 {
+        let path = res("rg", &format!("Microsoft.Network/networkInterfaces/nic{n}"));
+        let made = env.put(&path, NET, &nic(n)).await;
+        assert!(made.status < 300, "NIC {n}: {:?}", made.body);
+        addresses.push(
+            made.body["properties"]["ipConfigurations"][0]["properties"]["privateIPAddress"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert_eq!(addresses, ["10.1.0.4", "10.1.0.5", "10.1.0.6"]);
+    let full = env
+        .put(
+            &res("rg", "Microsoft.Network/networkInterfaces/nic3"),
+            NET,
+            &nic(3),
+        )
+        .await;
+    assert_eq!((full.status, full.code()), (400, "SubnetIsFull"));
+    assert_eq!(
+        full.message(),
+        "Subnet tiny with address prefix 10.1.0.0/29 does not have enough capacity for 1 IP addresses."
+    );
+}

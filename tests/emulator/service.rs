@@ -623,3 +623,95 @@ async fn computes_retry_after_counts_the_emulators_compressed_seconds() {
         .await;
     assert_eq!(restart(&env, "rg", "vm1").await.status, 202);
 }
+
+#[tokio::test]
+async fn the_admin_api_counts_requests_and_switches_throttling_at_run_time() {
+    let env = env(EmulatorConfig {
+        throttle: false,
+        ..fast()
+    })
+    .await;
+    let base = env.handle.endpoint();
+    let tally = || async {
+        env.http
+            .get(format!("{base}/_emulator/requests"))
+            .send()
+            .await
+            .expect("admin reachable")
+            .json::<Value>()
+            .await
+            .expect("JSON")
+    };
+    env.put(&rg_path("rg"), RESOURCES, &json!({"location": "eastus"}))
+        .await;
+    env.get(&rg_path("rg"), RESOURCES).await;
+    env.get(&rg_path("none"), RESOURCES).await;
+    let counted = tally().await;
+    assert_eq!(counted["total"], 3, "{counted}");
+    assert_eq!(
+        counted["byMethod"],
+        json!({"GET": 2, "PUT": 1}),
+        "{counted}"
+    );
+    assert_eq!(
+        counted["byStatus"],
+        json!({"200": 1, "201": 1, "404": 1}),
+        "{counted}"
+    );
+
+    // Unthrottled, a burst past the write bucket is never refused (the headers still count).
+    for _ in 0..210 {
+        let resp = env
+            .put(&rg_path("rg"), RESOURCES, &json!({"location": "eastus"}))
+            .await;
+        assert_ne!(resp.status, 429);
+    }
+    let switched = env
+        .http
+        .put(format!("{base}/_emulator/throttle"))
+        .json(&json!({"enabled": true}))
+        .send()
+        .await
+        .expect("admin reachable");
+    assert_eq!(switched.status().as_u16(), 200);
+    // Switched on, the buckets start full again: the next write has 199 left, and a burst is
+    // refused within the bucket (plus what refills in real time during it).
+    let next = env
+        .put(&rg_path("rg"), RESOURCES, &json!({"location": "eastus"}))
+        .await;
+    assert_eq!(
+        next.header("x-ms-ratelimit-remaining-subscription-writes"),
+        Some("199")
+    );
+    let mut refused = false;
+    for _ in 0..400 {
+        if env
+            .put(&rg_path("rg"), RESOURCES, &json!({"location": "eastus"}))
+            .await
+            .status
+            == 429
+        {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "throttling is on again");
+    let counted = tally().await;
+    assert!(counted["byStatus"]["429"] == 1, "{counted}");
+    let bad = env
+        .http
+        .put(format!("{base}/_emulator/throttle"))
+        .json(&json!({"on": 1}))
+        .send()
+        .await
+        .expect("admin reachable");
+    assert_eq!(bad.status().as_u16(), 400);
+    let reset = env
+        .http
+        .delete(format!("{base}/_emulator/requests"))
+        .send()
+        .await
+        .expect("admin reachable");
+    assert_eq!(reset.status().as_u16(), 204);
+    assert_eq!(tally().await["total"], 0);
+}

@@ -24,9 +24,15 @@ fn parse_prefix(prefix: &str) -> Option<(u32, u32)> {
 }
 
 /// The lowest free host address of a subnet, skipping the five Azure reserves (network, .1-.3,
-/// broadcast).
-fn allocate_private_ip(cloud: &Cloud, subnet: &Resource, own_nic: &str) -> Option<String> {
-    let prefix = subnet
+/// broadcast); `None` when the subnet's prefix cannot be read. A subnet with no address left
+/// refuses the NIC as Network does (400 `SubnetIsFull`): a 256-node cluster in a /24 stops at
+/// its 252nd NIC.
+fn allocate_private_ip(
+    cloud: &Cloud,
+    subnet: &Resource,
+    own_nic: &str,
+) -> Result<Option<String>, ArmError> {
+    let Some(prefix) = subnet
         .body
         .at("/properties/addressPrefix")
         .and_then(Value::as_str)
@@ -35,8 +41,13 @@ fn allocate_private_ip(cloud: &Cloud, subnet: &Resource, own_nic: &str) -> Optio
                 .body
                 .at("/properties/addressPrefixes/0")
                 .and_then(Value::as_str)
-        })?;
-    let (base, len) = parse_prefix(prefix)?;
+        })
+    else {
+        return Ok(None);
+    };
+    let Some((base, len)) = parse_prefix(prefix) else {
+        return Ok(None);
+    };
     let size = 1u64 << (32 - len);
     let subnet_key = key(&subnet.id);
     let used: std::collections::HashSet<&str> = cloud
@@ -52,10 +63,22 @@ fn allocate_private_ip(cloud: &Cloud, subnet: &Resource, own_nic: &str) -> Optio
                 .and_then(Value::as_str)
         })
         .collect();
-    (4..size.saturating_sub(1)).find_map(|offset| {
+    let free = (4..size.saturating_sub(1)).find_map(|offset| {
         let addr = Ipv4Addr::from(base.wrapping_add(u32::try_from(offset).ok()?)).to_string();
         (!used.contains(addr.as_str())).then_some(addr)
-    })
+    });
+    match free {
+        Some(addr) => Ok(Some(addr)),
+        None => Err(ArmError::new(
+            400,
+            "SubnetIsFull",
+            format!(
+                "Subnet {} with address prefix {prefix} does not have enough capacity for 1 IP \
+                 addresses.",
+                subnet.name()
+            ),
+        )),
+    }
 }
 
 pub(super) fn ip_configurations(nic: &Resource) -> &[Value] {
@@ -114,17 +137,17 @@ fn ip_configuration_bodies(
                         .map(str::to_owned)
                 })
         });
-        let address = props
+        let asked = props
             .get("privateIPAddress")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .or(previous)
-            .or_else(|| {
-                subnet
-                    .as_ref()
-                    .and_then(|s| allocate_private_ip(cloud, s, &target.key))
-            })
-            .unwrap_or_else(|| "10.0.0.4".into());
+            .or(previous);
+        let address = match (asked, subnet.as_ref()) {
+            (Some(address), _) => Some(address),
+            (None, Some(subnet)) => allocate_private_ip(cloud, subnet, &target.key)?,
+            (None, None) => None,
+        }
+        .unwrap_or_else(|| "10.0.0.4".into());
         let mut out = props.as_object().cloned().unwrap_or_default();
         out.insert("subnet".into(), json!({"id": subnet_id}));
         out.insert("privateIPAddress".into(), json!(address));

@@ -626,6 +626,64 @@ fn check_fabric_count(check: &mut Check<'_>, count: i64) {
     );
 }
 
+/// The addresses Azure keeps in every subnet: the network address, the first three hosts (the
+/// default gateway and Azure DNS) and the broadcast address.
+const SUBNET_RESERVED: u64 = 5;
+
+/// A block whose NICs do not fit in its subnet, counted with the blocks before it in the same
+/// subnet: ARM would refuse the NIC after the last free address (`SubnetIsFull`), in the middle
+/// of an apply that has made the others (a 256-node cluster in the default /24 holds 251).
+fn check_subnet_room(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine, nics: u32) {
+    let (Some(network), Some(subnet)) = (&machine.network, &machine.subnet) else {
+        return;
+    };
+    let Some((net, used)) = ex
+        .networks
+        .get_mut(network)
+        .and_then(|n| n.room.get_mut(subnet))
+    else {
+        return;
+    };
+    let before = *used;
+    *used += u64::from(nics);
+    let total = *used;
+    let net = *net;
+    let room = (1u64 << (32 - u32::from(net.prefix_len()))).saturating_sub(SUBNET_RESERVED);
+    if total <= room || before > room {
+        return;
+    }
+    // The widest prefix whose subnet holds them all.
+    let bits = (total + SUBNET_RESERVED)
+        .next_power_of_two()
+        .trailing_zeros();
+    let prefix = 32 - bits.min(32);
+    let mut check = Check::new(block, ex.diags);
+    let title = check.title();
+    let span = if check.has("count") {
+        check.span_of("count")
+    } else {
+        block.header.clone()
+    };
+    let others = if before > 0 {
+        format!(" and {before} of the blocks before it")
+    } else {
+        String::new()
+    };
+    check.report(
+        Diagnostic::error(format!(
+            "{title} does not fit in subnet `{subnet}` of network.{network}"
+        ))
+        .with_span(span)
+        .with_label(format!(
+            "{nics} NIC(s){others}: {total} in {net}, which holds {room} (Azure keeps {SUBNET_RESERVED} addresses of every subnet)"
+        ))
+        .with_help(format!(
+            "give network.{network} a subnet of /{prefix} or wider, e.g. `subnet \"{subnet}\" {{ cidr = \"{}/{prefix}\" }}` inside an address space that holds it",
+            net.network()
+        )),
+    );
+}
+
 /// Expand a `vm` or `cluster` block: one node's resources are built in one place
 /// (`nodes::push_node`), in the order Azure needs them (IP, NIC, VM, schedule).
 pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
@@ -633,6 +691,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     let lifecycle = ex.lifecycle(block);
     let is_cluster = block.ident == "cluster";
     let shape = Nodes::read(ex, block, &machine);
+    check_subnet_room(ex, block, &machine, shape.count);
     let label = block.label().to_owned();
     let kind = block.ident.clone();
     let ppg_address = Address::new(&kind, &label, None, "ppg");

@@ -48,6 +48,9 @@ pub(super) struct Experiment {
 #[derive(Debug, Clone)]
 struct NetworkInfo {
     subnets: Vec<String>,
+    /// Each subnet's range, and the NICs the blocks expanded so far put in it: Azure keeps five
+    /// addresses of every subnet, so a /24 holds 251 NICs (see `compute::check_subnet_room`).
+    room: BTreeMap<String, (ipnet::Ipv4Net, u64)>,
     /// The first address space that overlaps the InfiniBand range Azure reserves, and where
     /// `address_space` is written: InfiniBand blocks on this network are warned.
     ipoib_overlap: Option<(ipnet::Ipv4Net, Span)>,

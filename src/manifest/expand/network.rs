@@ -267,7 +267,8 @@ fn push_network(
     ex.networks.insert(
         label.to_owned(),
         NetworkInfo {
-            subnets: subnets.into_iter().map(|(n, _)| n).collect(),
+            subnets: subnets.iter().map(|(n, _)| n.clone()).collect(),
+            room: subnets.into_iter().map(|(n, net)| (n, (net, 0))).collect(),
             ipoib_overlap: None,
         },
     );
