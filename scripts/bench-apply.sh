@@ -12,12 +12,12 @@
 # as the engine logs it (to the microsecond; the summary line rounds it to 10 ms).
 #
 # Scenarios: the CosmoFlow seed (4 x ND40rs_v2), and a synthetic cluster of 4 and of 64
-# Standard_D4s_v5 nodes (D-series: the emulator's default quota holds 64 of them), each with the
-# default --parallelism 64 and with --parallelism 10 (Terraform's default number; but dsinfra's
-# bounds ARM requests in flight, Terraform's whole resource operations: docs/decisions.md,
-# entry 15, and the operation-bounded figures in docs/engine.md, "Makespan"). Peak memory (max RSS,
-# /usr/bin/time -v) of the 64-node apply at parallelism 64. Goals (issue 4): makespan / critical
-# path <= 1.05; RSS < 64 MB. Writes target/bench/apply.md. Needs jq, curl and GNU time (installed with
+# Standard_D4s_v5 nodes, each with the default --parallelism 64 and with --parallelism 10
+# (Terraform's default number; but dsinfra's bounds ARM requests in flight, Terraform's whole
+# resource operations: docs/decisions.md, entry 15, and the operation-bounded figures in
+# docs/engine.md, "Makespan"); and 256 nodes at --parallelism 64 (the emulator's vCPU quota raised
+# for it). Peak memory (max RSS, /usr/bin/time -v) of every apply. Goals (issues 4 and 32):
+# makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256. Writes target/bench/apply.md. Needs jq, curl and GNU time (installed with
 # apt-get when missing).
 #
 # DSINFRA_BIN=path uses a built binary instead of building the release one. SMOKE=1 runs one
@@ -26,16 +26,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-[ -x /usr/bin/time ] || missing+=(time)
-command -v jq >/dev/null || missing+=(jq)
-command -v curl >/dev/null || missing+=(curl)
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "bench-apply: installing ${missing[*]} with apt-get" >&2
-  if [ "$(id -u)" = 0 ]; then sudo_cmd=(); else sudo_cmd=(sudo); fi
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+bench=bench-apply
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+ensure_tools time jq curl
 
 bin="${DSINFRA_BIN:-}"
 if [ -z "$bin" ]; then
@@ -65,27 +59,10 @@ cloud_root="$work"
 # (tests/apply.rs, 429 storm).
 throttle="--no-throttle"
 if [ "${THROTTLE:-0}" = 1 ]; then throttle=""; fi
+# The 256-node scenario needs 1,024 vCPUs of the D-series family (the default quota is 1,000).
+emulator_flags=(--vcpu-quota 4096)
+if [ -n "$throttle" ]; then emulator_flags+=("$throttle"); fi
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then cloud_root="$(mktemp -d /dev/shm/dsinfra-bench.XXXXXX)"; fi
-start_emulator() {
-  local dir="$cloud_root/cloud-$1"
-  mkdir -p "$dir"
-  "$bin" emulator --port 0 --in-memory --latency-scale "$scale" $throttle >"$dir.out" 2>"$dir.err" &
-  emulator_pid=$!
-  endpoint=""
-  for _ in $(seq 100); do
-    endpoint="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$dir.out" | head -n1 || true)"
-    [ -n "$endpoint" ] && return 0
-    sleep 0.1
-  done
-  echo "bench-apply: the emulator did not start" >&2
-  cat "$dir.err" >&2
-  exit 1
-}
-stop_emulator() {
-  kill "$emulator_pid" 2>/dev/null || true
-  wait "$emulator_pid" 2>/dev/null || true
-  emulator_pid=""
-}
 export DSINFRA_EMULATOR_LATENCY_SCALE="$scale" NO_COLOR=1
 unset AZURE_SUBSCRIPTION_ID
 
@@ -121,55 +98,35 @@ critical_path() {
 
 # manifest NAME NODES SIZE IMAGE: the CosmoFlow seed with its own experiment name and node count
 # for its own size (ND40rs_v2: InfiniBand and a temp disk, what its mofed and beeond steps need);
-# for another size, the same cluster in the same region without the seed's steps and storage, as
-# validation rightly refuses MOFED without InfiniBand and BeeOND without a temp disk. The graph's
-# longest chain is the same either way: RG -> NSG -> VNet -> NIC -> VM.
+# for another size, the same cluster in the same region without the seed's steps and storage
+# (bench-lib.sh), as validation rightly refuses MOFED without InfiniBand and BeeOND without a temp
+# disk. The graph's longest chain is the same either way: RG -> NSG -> VNet -> NIC -> VM.
 manifest() {
+  if [ "$3" != Standard_ND40rs_v2 ]; then
+    plain_cluster "$@"
+    return
+  fi
   local dir="$work/$1"
   mkdir -p "$dir"
   cp -r examples/keys "$dir/keys"
-  if [ "$3" = Standard_ND40rs_v2 ]; then
-    sed -E -e "s/^experiment = .*/experiment = \"$1\"/" \
-      -e "s/^([[:space:]]*count[[:space:]]*=[[:space:]]*)[0-9]+/\1$2/" \
-      -e "s/hpc-ubuntu-22.04/$4/" \
-      examples/nd40-beeond.hcl >"$dir/exp.hcl"
-  else
-    cat >"$dir/exp.hcl" <<EOF_MANIFEST
-experiment = "$1"
-
-variable "ssh_key" { default = file("keys/demo.pub") }
-
-azure { location = "southcentralus" }
-
-network "hpc" { ssh_from = ["203.0.113.7/32"] }
-
-cluster "train" {
-  size    = "$3"
-  count   = $2
-  image   = "$4"
-  ssh_key = var.ssh_key
-}
-EOF_MANIFEST
-  fi
+  sed -E -e "s/^experiment = .*/experiment = \"$1\"/" \
+    -e "s/^([[:space:]]*count[[:space:]]*=[[:space:]]*)[0-9]+/\1$2/" \
+    -e "s/hpc-ubuntu-22.04/$4/" \
+    examples/nd40-beeond.hcl >"$dir/exp.hcl"
   echo "$dir/exp.hcl"
 }
 
 rows=()
-rss_kb=""
 run() { # name nodes size image expected_chain_seconds parallelism
-  local file out secs cp ratio expected log
+  local file out secs cp ratio expected log rss_kb
   file="$(manifest "$1-p$6" "$2" "$3" "$4")"
-  start_emulator "$1-p$6"
+  start_emulator "$cloud_root/cloud-$1-p$6"
   # Info level only: the walk's duration, and nothing per request or per resource.
   log="$work/$1-p$6.log"
   # A failed apply says why (its stderr and the end of its output), never a bare exit 1.
   local err="$work/$1-p$6.err" status=0
-  if [ "$1" = "d4s-64" ] && [ "$6" = 64 ]; then
-    out="$(DSINFRA_LOG=dsinfra=info /usr/bin/time -v -o "$work/time.txt" "$bin" --log-file "$log" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>"$err")" || status=$?
-    rss_kb="$(grep 'Maximum resident set size' "$work/time.txt" | grep -oE '[0-9]+$' || true)"
-  else
-    out="$(DSINFRA_LOG=dsinfra=info "$bin" --log-file "$log" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>"$err")" || status=$?
-  fi
+  out="$(DSINFRA_LOG=dsinfra=info /usr/bin/time -v -o "$work/time.txt" "$bin" --log-file "$log" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>"$err")" || status=$?
+  rss_kb="$(grep 'Maximum resident set size' "$work/time.txt" | grep -oE '[0-9]+$' || true)"
   if [ "$status" != 0 ]; then
     echo "bench-apply: $1 at --parallelism $6: dsinfra apply failed (exit $status):" >&2
     cat "$err" >&2
@@ -188,7 +145,7 @@ run() { # name nodes size image expected_chain_seconds parallelism
     exit 1
   fi
   ratio="$(awk -v m="$secs" -v c="$cp" 'BEGIN { printf "%.3f", m / c }')"
-  rows+=("| $1 | $2 | $6 | $cp | $secs | $ratio |")
+  rows+=("| $1 | $2 | $6 | $cp | $secs | $ratio | $((rss_kb / 1024)) |")
 }
 
 if [ "${SMOKE:-0}" = 1 ]; then
@@ -203,6 +160,7 @@ else
   run d4s-4 4 Standard_D4s_v5 ubuntu-22.04 100 10
   run d4s-64 64 Standard_D4s_v5 ubuntu-22.04 100 64
   run d4s-64 64 Standard_D4s_v5 ubuntu-22.04 100 10
+  run d4s-256 256 Standard_D4s_v5 ubuntu-22.04 100 64
 fi
 
 mkdir -p target/bench
@@ -211,19 +169,15 @@ if [ "${SMOKE:-0}" = 1 ]; then report="apply-smoke.md"; fi
 {
   echo "# dsinfra apply: makespan vs critical path (emulator latency scale $scale)"
   echo
-  echo "| scenario | nodes | --parallelism | critical path (s) | makespan (s) | makespan / critical path |"
-  echo "|---|---|---|---|---|---|"
+  echo "| scenario | nodes | --parallelism | critical path (s) | makespan (s) | makespan / critical path | peak RSS (MB) |"
+  echo "|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
   echo "Emulator: $( [ -n "$throttle" ] && echo 'throttling off (--no-throttle)' || echo 'throttling on' ); its cloud in memory (--in-memory)."
   echo
-  if [ -n "$rss_kb" ]; then
-    echo "Peak memory (max RSS) of the 64-node apply at --parallelism 64: $((rss_kb / 1024)) MB ($rss_kb kB)."
-  else
-    echo "Peak memory: not measured (smoke mode runs no 64-node apply)."
-  fi
+  echo "Peak RSS: the apply's maximum resident set size (/usr/bin/time -v)."
   echo
   echo "Binary: $bin. Machine: $(nproc) cores, $(uname -m); $(date -u +%Y-%m-%dT%H:%MZ)."
-  echo "Goals: makespan / critical path <= 1.05; RSS < 64 MB."
+  echo "Goals: makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256."
 } >"target/bench/$report"
 cat "target/bench/$report"

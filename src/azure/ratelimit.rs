@@ -320,20 +320,24 @@ struct Level {
     at: Instant,
 }
 
-/// The key of a resource policy: resource, operation type, policy name.
-type PolicyKey = (String, RequestClass, String);
+/// The resource policies of one resource and operation type, by policy name. Keyed by resource
+/// first so that a request looks up its own policies instead of scanning every resource's: a
+/// 256-node apply has a policy per VM, and the scan was a string compare per VM per request.
+type Policies = HashMap<String, Level>;
 
 #[derive(Debug, Default)]
 struct Observed {
     /// ARM's buckets by bucket and owner (subscription id, or "" for the tenant).
     buckets: HashMap<(Bucket, String), Level>,
-    /// Resource provider policies.
-    policies: HashMap<PolicyKey, Level>,
+    /// Resource provider policies, by resource and operation type.
+    policies: HashMap<(String, RequestClass), Policies>,
 }
 
 impl Observed {
     fn levels(&self) -> impl Iterator<Item = &Level> {
-        self.buckets.values().chain(self.policies.values())
+        self.buckets
+            .values()
+            .chain(self.policies.values().flat_map(HashMap::values))
     }
 }
 
@@ -423,26 +427,27 @@ impl Pacer {
         let Some(resource) = &target.resource else {
             return;
         };
-        if !policies.is_empty() {
-            // The latest answer names the policies this kind of request falls under now; one
-            // it no longer names (a VM's create policy, once its updates follow) would only
-            // keep losing reserved tokens that no answer corrects.
-            observed.policies.retain(|(r, class, name), _| {
-                r != resource || *class != target.class || policies.iter().any(|p| p.name == *name)
-            });
+        if policies.is_empty() {
+            return;
         }
+        let own = observed
+            .policies
+            .entry((resource.clone(), target.class))
+            .or_default();
+        // The latest answer names the policies this kind of request falls under now; one it no
+        // longer names (a VM's create policy, once its updates follow) would only keep losing
+        // reserved tokens that no answer corrects.
+        own.retain(|name, _| policies.iter().any(|p| p.name == *name));
         for policy in policies {
-            let key = (resource.clone(), target.class, policy.name.clone());
             // The request that produced this count spent one token: the capacity is at least
             // one more than any count seen.
             let seen = f64::from(policy.remaining) + 1.0;
-            let capacity = observed
-                .policies
-                .get(&key)
+            let capacity = own
+                .get(&policy.name)
                 .map_or(seen, |level| level.capacity.max(seen));
             let refill = capacity / policy.refill_window().as_secs_f64();
-            observed.policies.insert(
-                key,
+            own.insert(
+                policy.name.clone(),
                 Level {
                     remaining: f64::from(policy.remaining),
                     capacity,
@@ -466,11 +471,12 @@ impl Pacer {
             wait = wait.max(self.delay(level, now));
             level.remaining -= 1.0;
         }
-        if let Some(resource) = &target.resource {
-            for ((key_resource, class, _), level) in &mut observed.policies {
-                if key_resource != resource || *class != target.class {
-                    continue;
-                }
+        if let Some(own) = target
+            .resource
+            .as_ref()
+            .and_then(|r| observed.policies.get_mut(&(r.clone(), target.class)))
+        {
+            for level in own.values_mut() {
                 wait = wait.max(self.delay(level, now));
                 level.remaining -= 1.0;
             }

@@ -267,12 +267,12 @@ struct Shipped {
     by_name: HashMap<String, usize>,
 }
 
-/// The shipped prices, parsed on first use (the larger file: only commands that show money
-/// or regions read it).
+/// The shipped prices: their provenance, read on first use, and the file's data lines, sorted
+/// by size index then region, where each lookup reads its size's rows in place
+/// ([`table::price_lines`]).
 struct Prices {
     provenance: Provenance,
-    /// Sorted by size index, then region.
-    rows: Vec<table::PriceRow>,
+    body: &'static str,
 }
 
 static SIZES_CSV: &str = include_str!("../../data/catalog/vm-sizes.csv");
@@ -296,9 +296,14 @@ static CATALOG: LazyLock<Shipped> = LazyLock::new(|| {
 });
 
 static PRICES: LazyLock<Prices> = LazyLock::new(|| {
-    let (provenance, rows) = table::parse_prices(PRICES_CSV, &CATALOG.sizes)
+    // A unit test parses the whole file (and holds every lookup to it), so this cannot fail in
+    // a build that passed CI.
+    let top = table::preamble("vm-prices.csv", PRICES_CSV, table::PRICES_HEADER)
         .unwrap_or_else(|e| panic!("the embedded VM price catalog is malformed: {e}"));
-    Prices { provenance, rows }
+    Prices {
+        provenance: top.provenance,
+        body: &PRICES_CSV[top.body..],
+    }
 });
 
 /// The `facts` of a size learnt from live Resource SKUs.
@@ -433,15 +438,17 @@ pub fn prices_date() -> Option<NaiveDate> {
     provenance.prices_date.or(provenance.generated)
 }
 
+/// The index of a shipped size in the size table.
+fn size_index(name: &str) -> Option<usize> {
+    CATALOG.by_name.get(&name.to_ascii_lowercase()).copied()
+}
+
 /// The rows of one size in the price table.
-fn price_rows(size: &str) -> &'static [table::PriceRow] {
-    let Some(&index) = CATALOG.by_name.get(&size.to_ascii_lowercase()) else {
-        return &[];
+fn price_rows(size: &str) -> Vec<table::PriceRow> {
+    let Some(index) = size_index(size) else {
+        return Vec::new();
     };
-    let rows = &PRICES.rows;
-    let start = rows.partition_point(|(i, _, _)| *i < index);
-    let end = rows.partition_point(|(i, _, _)| *i <= index);
-    &rows[start..end]
+    table::price_lines(PRICES.body, index, size_index)
 }
 
 /// A size's price in a region (case-insensitive, spaces ignored as ARM does); `None` when Azure
@@ -626,6 +633,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_lookup_in_place_finds_exactly_the_rows_of_the_whole_parsed_table() {
+        let (_, all) = table::parse_prices(PRICES_CSV, vm_sizes()).expect("the shipped prices");
+        let mut found = Vec::new();
+        for size in vm_sizes() {
+            found.extend(price_rows(&size.name));
+        }
+        assert_eq!(found.len(), all.len());
+        assert!(found == all, "a lookup differs from the parsed table");
+        assert!(price_rows("Standard_Nothing_v9").is_empty());
     }
 
     #[test]

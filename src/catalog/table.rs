@@ -55,12 +55,27 @@ struct Csv {
     rows: Vec<(usize, Vec<&'static str>)>,
 }
 
-fn read_csv(file: &'static str, text: &'static str, header: &[&str]) -> Result<Csv, TableError> {
+/// The top of a file: its provenance comments, and where its data lines start (the byte
+/// offset and the 1-based line after the header).
+pub(super) struct Preamble {
+    pub provenance: Provenance,
+    pub body: usize,
+    pub body_line: usize,
+}
+
+/// Reads a file's provenance comments (`# key: value`) and checks its header line, without
+/// reading its rows: the price table is looked up in place ([`price_lines`]).
+pub(super) fn preamble(
+    file: &'static str,
+    text: &'static str,
+    header: &[&str],
+) -> Result<Preamble, TableError> {
     let mut provenance = Provenance::default();
-    let mut rows = Vec::new();
-    let mut seen_header = false;
-    for (index, line) in text.lines().enumerate() {
+    let mut offset = 0;
+    for (index, raw) in text.split_inclusive('\n').enumerate() {
         let number = index + 1;
+        offset += raw.len();
+        let line = raw.trim_end_matches(['\n', '\r']);
         let err = |message: String| TableError {
             file,
             line: number,
@@ -86,33 +101,51 @@ fn read_csv(file: &'static str, text: &'static str, header: &[&str]) -> Result<C
         if line.trim().is_empty() {
             continue;
         }
-        let fields: Vec<&'static str> = line.split(',').collect();
-        if !seen_header {
-            if fields != header {
-                return Err(err(format!(
-                    "header is `{line}`, expected `{}`",
-                    header.join(",")
-                )));
-            }
-            seen_header = true;
-            continue;
-        }
-        if fields.len() != header.len() {
+        if !line.split(',').eq(header.iter().copied()) {
             return Err(err(format!(
-                "{} fields, expected {} ({})",
-                fields.len(),
-                header.len(),
+                "header is `{line}`, expected `{}`",
                 header.join(",")
             )));
         }
-        rows.push((number, fields));
-    }
-    if !seen_header {
-        return Err(TableError {
-            file,
-            line: 1,
-            message: "no header line".into(),
+        return Ok(Preamble {
+            provenance,
+            body: offset,
+            body_line: number + 1,
         });
+    }
+    Err(TableError {
+        file,
+        line: 1,
+        message: "no header line".into(),
+    })
+}
+
+fn read_csv(file: &'static str, text: &'static str, header: &[&str]) -> Result<Csv, TableError> {
+    let Preamble {
+        provenance,
+        body,
+        body_line,
+    } = preamble(file, text, header)?;
+    let mut rows = Vec::new();
+    for (index, line) in text[body..].lines().enumerate() {
+        let number = body_line + index;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&'static str> = line.split(',').collect();
+        if fields.len() != header.len() {
+            return Err(TableError {
+                file,
+                line: number,
+                message: format!(
+                    "{} fields, expected {} ({})",
+                    fields.len(),
+                    header.len(),
+                    header.join(",")
+                ),
+            });
+        }
+        rows.push((number, fields));
     }
     Ok(Csv { provenance, rows })
 }
@@ -139,7 +172,7 @@ const SIZES_HEADER: &[&str] = &[
     "facts",
 ];
 
-const PRICES_HEADER: &[&str] = &["name", "region", "linux_payg", "spot"];
+pub(super) const PRICES_HEADER: &[&str] = &["name", "region", "linux_payg", "spot"];
 
 /// One field of a row, parsed, with the error naming its column.
 struct Row<'a> {
@@ -272,6 +305,11 @@ pub(super) type PriceRow = (usize, &'static str, Price);
 
 /// Parse `vm-prices.csv` against the sizes it prices. Rows must be sorted by size (in the size
 /// table's order) then region, so each size's regions are one slice.
+/// Reads and checks the whole price file: every row's size known and the rows in size order,
+/// each size's regions in order. The commands do not (a lookup reads a few lines in place,
+/// [`price_lines`]); the unit tests do, on the shipped file, so a build whose table is out of
+/// order never leaves CI.
+#[cfg(test)]
 pub(super) fn parse_prices(
     text: &'static str,
     sizes: &[VmSize],
@@ -310,6 +348,54 @@ pub(super) fn parse_prices(
         out.push((cursor, region, Price { linux_payg, spot }));
     }
     Ok((csv.provenance, out))
+}
+
+/// The price rows of the size at `index`, read in place from `body` (the price file's data lines,
+/// sorted by size index as [`parse_prices`] checks) by a binary search over the text: a lookup
+/// touches a few lines instead of the 2.5 MB table, which parsed whole cost every command
+/// about 9 MB of memory for a handful of sizes (issue 32). `index_of` gives a size name's index
+/// (`None` for an unknown name or an empty line: sorted last).
+pub(super) fn price_lines(
+    body: &'static str,
+    index: usize,
+    index_of: impl Fn(&str) -> Option<usize>,
+) -> Vec<PriceRow> {
+    let bytes = body.as_bytes();
+    // The first line starting at or after `pos`.
+    let line_start = |pos: usize| -> usize {
+        if pos == 0 {
+            return 0;
+        }
+        bytes[pos - 1..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| pos + i)
+    };
+    let name_at = |start: usize| body[start..].split([',', '\n']).next().unwrap_or_default();
+    let rank = |start: usize| index_of(name_at(start)).unwrap_or(usize::MAX);
+    // The smallest position whose next line's size is at or after `index`.
+    let (mut lo, mut hi) = (0, bytes.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let start = line_start(mid);
+        if start >= bytes.len() || rank(start) >= index {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    body[line_start(lo)..]
+        .lines()
+        .map_while(|line| {
+            let mut fields = line.split(',');
+            let name = fields.next()?;
+            (index_of(name) == Some(index)).then_some(())?;
+            let region = fields.next()?;
+            let linux_payg = fields.next()?.parse().ok()?;
+            let spot = fields.next().and_then(|s| s.parse().ok());
+            Some((index, region, Price { linux_payg, spot }))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -381,6 +467,33 @@ mod tests {
             sizes("Standard_B_v1,2,,4,0,,,,f,1,,,,,,,,,x\nStandard_a_v1,2,,4,0,,,,f,1,,,,,,,,,x")
                 .expect_err("unsorted");
         assert!(err.message.contains("is not after"), "{err}");
+    }
+
+    #[test]
+    fn price_lines_find_each_sizes_rows_in_place_and_none_for_a_size_without_any() {
+        let body = "A,eastus,0.1,0.02\nA,westeurope,0.12,\nC,eastus,0.3,\nD,eastus,0.4,0.1\n\n";
+        let index_of = |name: &str| ["A", "B", "C", "D"].iter().position(|n| *n == name);
+        let regions = |index| -> Vec<&str> {
+            price_lines(body, index, index_of)
+                .iter()
+                .map(|(i, region, _)| {
+                    assert_eq!(*i, index);
+                    *region
+                })
+                .collect()
+        };
+        assert_eq!(regions(0), ["eastus", "westeurope"]);
+        assert!(regions(1).is_empty(), "B has no row");
+        assert_eq!(regions(2), ["eastus"]);
+        assert_eq!(regions(3), ["eastus"]);
+        assert!(regions(4).is_empty());
+        assert_eq!(
+            price_lines(body, 3, index_of)[0].2,
+            Price {
+                linux_payg: 0.4,
+                spot: Some(0.1)
+            }
+        );
     }
 
     #[test]
