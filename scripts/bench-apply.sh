@@ -20,7 +20,8 @@
 # makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256. Writes target/bench/apply.md. Needs jq, curl and GNU time (installed with
 # apt-get when missing).
 #
-# DSINFRA_BIN=path uses a built binary instead of building the release one. SMOKE=1 runs one
+# RUNS=n passes per scenario (default 3; the row shows the median and the range). DSINFRA_BIN=path
+# uses a built binary instead of building the release one. SMOKE=1 runs one pass of one
 # scenario of each kind, at --parallelism 64 only, into target/bench/apply-smoke.md: what CI runs
 # (scripts/bench-smoke.sh) so that a scenario that breaks fails CI.
 set -euo pipefail
@@ -117,14 +118,16 @@ manifest() {
 }
 
 rows=()
-run() { # name nodes size image expected_chain_seconds parallelism
-  local file out secs cp ratio expected log rss_kb
-  file="$(manifest "$1-p$6" "$2" "$3" "$4")"
-  start_emulator "$cloud_root/cloud-$1-p$6"
+# once NAME NODES SIZE IMAGE EXPECTED_CHAIN PARALLELISM: one apply into a fresh directory and a
+# fresh emulator; prints "makespan critical_path rss_kb".
+once() {
+  local file out secs cp expected log rss_kb
+  file="$(manifest "$1" "$2" "$3" "$4")"
+  start_emulator "$cloud_root/cloud-$1"
   # Info level only: the walk's duration, and nothing per request or per resource.
-  log="$work/$1-p$6.log"
+  log="$work/$1.log"
   # A failed apply says why (its stderr and the end of its output), never a bare exit 1.
-  local err="$work/$1-p$6.err" status=0
+  local err="$work/$1.err" status=0
   out="$(DSINFRA_LOG=dsinfra=info /usr/bin/time -v -o "$work/time.txt" "$bin" --log-file "$log" apply "$file" --endpoint "$endpoint" --auto-approve --parallelism "$6" 2>"$err")" || status=$?
   rss_kb="$(grep 'Maximum resident set size' "$work/time.txt" | grep -oE '[0-9]+$' || true)"
   if [ "$status" != 0 ]; then
@@ -134,9 +137,9 @@ run() { # name nodes size image expected_chain_seconds parallelism
     exit 1
   fi
   secs="$(printf '%s\n' "$out" | seconds "$log")"
-  curl -sf "$endpoint/_emulator/operations" >"$cloud_root/cloud-$1-p$6/operations.json"
+  curl -sf "$endpoint/_emulator/operations" >"$cloud_root/cloud-$1/operations.json"
   stop_emulator
-  cp="$(critical_path "$(dirname "$file")/.dsinfra/exp/state.json" "$cloud_root/cloud-$1-p$6/operations.json")"
+  cp="$(critical_path "$(dirname "$file")/.dsinfra/exp/state.json" "$cloud_root/cloud-$1/operations.json")"
   # The measured chain must be the one the latency model predicts: a different one means the
   # graph or the model changed, and the table would compare against the wrong thing.
   expected="$(awk -v c="$5" -v s="$scale" 'BEGIN { printf "%.2f", c * s }')"
@@ -144,8 +147,24 @@ run() { # name nodes size image expected_chain_seconds parallelism
     echo "bench-apply: $1: measured critical path ${cp}s, the latency model says ${expected}s" >&2
     exit 1
   fi
-  ratio="$(awk -v m="$secs" -v c="$cp" 'BEGIN { printf "%.3f", m / c }')"
-  rows+=("| $1 | $2 | $6 | $cp | $secs | $ratio | $((rss_kb / 1024)) |")
+  echo "$secs $cp $rss_kb"
+}
+
+# run NAME NODES SIZE IMAGE EXPECTED_CHAIN PARALLELISM: RUNS passes (default 3, 1 in smoke mode),
+# each its own apply; the row shows the median ratio, the range, and the largest peak RSS.
+runs="${RUNS:-3}"
+if [ "${SMOKE:-0}" = 1 ]; then runs=1; fi
+run() {
+  local pass secs cp rss ratios=() most=0 median range
+  for pass in $(seq "$runs"); do
+    read -r secs cp rss <<<"$(once "$1-p$6-r$pass" "$2" "$3" "$4" "$5" "$6")"
+    ratios+=("$(awk -v m="$secs" -v c="$cp" 'BEGIN { printf "%.3f", m / c }')")
+    if [ "$rss" -gt "$most" ]; then most="$rss"; fi
+  done
+  mapfile -t ratios < <(printf '%s\n' "${ratios[@]}" | sort -n)
+  median="${ratios[$((runs / 2))]}"
+  range="${ratios[0]}-${ratios[$((runs - 1))]}"
+  rows+=("| $1 | $2 | $6 | $cp | $median | $range | $((most / 1024)) |")
 }
 
 if [ "${SMOKE:-0}" = 1 ]; then
@@ -169,7 +188,7 @@ if [ "${SMOKE:-0}" = 1 ]; then report="apply-smoke.md"; fi
 {
   echo "# dsinfra apply: makespan vs critical path (emulator latency scale $scale)"
   echo
-  echo "| scenario | nodes | --parallelism | critical path (s) | makespan (s) | makespan / critical path | peak RSS (MB) |"
+  echo "| scenario | nodes | --parallelism | critical path (s) | makespan / critical path, median of $runs | range | peak RSS (MB) |"
   echo "|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
