@@ -27,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench=bench-apply
+bench="bench-apply"
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
 ensure_tools time jq curl

@@ -1,3 +1,6 @@
+# shellcheck shell=bash
+# The caller's variables (bench, bin, work, scale, emulator_flags) are set before this is sourced.
+# shellcheck disable=SC2154
 # Shared by the bench scripts that drive `dsinfra emulator` (bench-apply.sh, bench-refresh.sh):
 # sourced, not run. The caller sets `bin` (the dsinfra binary), `work` (a temp dir), `scale` (the
 # emulator's latency scale), `emulator_flags` (an array: throttling, quota) and `bench` (its name,

@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench=bench-refresh
+bench="bench-refresh"
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
 ensure_tools time jq curl
