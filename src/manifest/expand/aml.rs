@@ -19,7 +19,7 @@ use super::super::eval::EvalBlock;
 use super::super::names;
 use super::super::values::MAX_NODES;
 use super::check::Check;
-use super::compute::{check_size, check_username, choose_subnet, read_keys};
+use super::compute::{check_size, check_username, choose_subnet, read_keys, subnet_room};
 use super::{Expander, Origin, steps, storage, targets};
 
 /// What clusters need to know about a workspace.
@@ -371,6 +371,7 @@ pub(super) fn expand_cluster(ex: &mut Expander<'_>, block: &EvalBlock) {
     };
     let idle = read_idle(&mut check, attrs.idle_seconds_before_scaledown);
     let (subnet, subnet_name) = read_subnet(&mut check, attrs.network, attrs.subnet, &networks);
+    claim_addresses(&mut ex.networks, &mut check, (&subnet, &subnet_name), count);
     let name = compute_name(&mut check, attrs.name.as_ref(), &id, &label);
     let Some((workspace_label, workspace)) = workspace else {
         return;
@@ -588,6 +589,27 @@ fn read_idle(check: &mut Check<'_>, idle: Option<Located<i64>>) -> i64 {
         }
         Some(n) => n.value,
         None => DEFAULT_IDLE_SECONDS,
+    }
+}
+
+/// The nodes join the subnet, one address each, after the `vm` and `cluster` blocks' NICs
+/// (`compute::subnet_room`).
+fn claim_addresses(
+    networks: &mut std::collections::BTreeMap<String, super::NetworkInfo>,
+    check: &mut Check<'_>,
+    (vnet, subnet): (&Option<Address>, &Option<String>),
+    count: i64,
+) {
+    if let (Some(vnet), Some(subnet)) = (vnet, subnet)
+        && let Some(d) = subnet_room(
+            networks,
+            (&vnet.name, subnet),
+            u64::try_from(count).unwrap_or(0),
+            &check.title(),
+            check.span_of("count"),
+        )
+    {
+        check.report(d);
     }
 }
 

@@ -632,44 +632,36 @@ const SUBNET_RESERVED: u64 = 5;
 
 /// A block whose NICs do not fit in its subnet, counted with the blocks before it in the same
 /// subnet: ARM would refuse the NIC after the last free address (`SubnetIsFull`), in the middle
-/// of an apply that has made the others (a 256-node cluster in the default /24 holds 251).
-fn check_subnet_room(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine, nics: u32) {
-    let (Some(network), Some(subnet)) = (&machine.network, &machine.subnet) else {
-        return;
-    };
-    let Some((net, used)) = ex
-        .networks
-        .get_mut(network)
-        .and_then(|n| n.room.get_mut(subnet))
-    else {
-        return;
-    };
+/// of an apply that has made the others (a 256-node cluster in the default /24 holds 251). Adds
+/// the block's `nics` to the subnet's count; the error, at `span`, only for the block that
+/// overflows it.
+pub(super) fn subnet_room(
+    networks: &mut BTreeMap<String, NetworkInfo>,
+    (network, subnet): (&str, &str),
+    nics: u64,
+    title: &str,
+    span: Span,
+) -> Option<Diagnostic> {
+    let (net, used) = networks.get_mut(network)?.room.get_mut(subnet)?;
     let before = *used;
-    *used += u64::from(nics);
+    *used += nics;
     let total = *used;
     let net = *net;
     let room = (1u64 << (32 - u32::from(net.prefix_len()))).saturating_sub(SUBNET_RESERVED);
     if total <= room || before > room {
-        return;
+        return None;
     }
     // The widest prefix whose subnet holds them all.
     let bits = (total + SUBNET_RESERVED)
         .next_power_of_two()
         .trailing_zeros();
     let prefix = 32 - bits.min(32);
-    let mut check = Check::new(block, ex.diags);
-    let title = check.title();
-    let span = if check.has("count") {
-        check.span_of("count")
-    } else {
-        block.header.clone()
-    };
     let others = if before > 0 {
         format!(" and {before} of the blocks before it")
     } else {
         String::new()
     };
-    check.report(
+    Some(
         Diagnostic::error(format!(
             "{title} does not fit in subnet `{subnet}` of network.{network}"
         ))
@@ -681,7 +673,26 @@ fn check_subnet_room(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine
             "give network.{network} a subnet of /{prefix} or wider, e.g. `subnet \"{subnet}\" {{ cidr = \"{}/{prefix}\" }}` inside an address space that holds it",
             net.network()
         )),
-    );
+    )
+}
+
+/// [`subnet_room`] for a `vm` or `cluster` block: one NIC a node.
+fn check_subnet_room(ex: &mut Expander<'_>, block: &EvalBlock, machine: &Machine, nodes: u32) {
+    let (Some(network), Some(subnet)) = (&machine.network, &machine.subnet) else {
+        return;
+    };
+    let mut check = Check::new(block, ex.diags);
+    // The header of a `vm`, which has no `count`.
+    let span = check.span_of("count");
+    if let Some(d) = subnet_room(
+        &mut ex.networks,
+        (network, subnet),
+        u64::from(nodes),
+        &check.title(),
+        span,
+    ) {
+        check.report(d);
+    }
 }
 
 /// Expand a `vm` or `cluster` block: one node's resources are built in one place
