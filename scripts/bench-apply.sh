@@ -23,7 +23,8 @@
 # RUNS=n passes per scenario (default 3; the row shows the median and the range). DSINFRA_BIN=path
 # uses a built binary instead of building the release one. SMOKE=1 runs one pass of one
 # scenario of each kind, at --parallelism 64 only, into target/bench/apply-smoke.md: what CI runs
-# (scripts/bench-smoke.sh) so that a scenario that breaks fails CI.
+# (scripts/bench-smoke.sh) so that a scenario that breaks fails CI. Then the refresh scenario
+# (scripts/bench-refresh.sh; see the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -200,3 +201,9 @@ if [ "${SMOKE:-0}" = 1 ]; then report="apply-smoke.md"; fi
   echo "Goals: makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256."
 } >"target/bench/$report"
 cat "target/bench/$report"
+
+# The refresh scenario (issue 32): the ARM calls, 429s, wall time and memory of plan and status
+# after applying 64, 256 and 512 nodes (4 in smoke mode), with the same binary, so one run of this
+# script gives every number of docs/benchmarks.md's apply and refresh tables. Its report is
+# target/bench/refresh.md (refresh-smoke.md); it fails, saying which, when a goal is missed.
+DSINFRA_BIN="$bin" bash scripts/bench-refresh.sh
