@@ -301,12 +301,12 @@ impl Target {
     }
 
     /// Who owns `scope`'s counts for this request: the subscription, or the tenant ("").
-    fn owner(&self, scope: Scope) -> String {
+    fn owner(&self, scope: Scope) -> &str {
         match scope {
             Scope::Subscription | Scope::SubscriptionGlobal => {
-                self.subscription.clone().unwrap_or_default()
+                self.subscription.as_deref().unwrap_or_default()
             }
-            Scope::Tenant => String::new(),
+            Scope::Tenant => "",
         }
     }
 }
@@ -415,7 +415,7 @@ impl Pacer {
         for &(bucket, left) in remaining {
             let (capacity, refill) = bucket.shape();
             observed.buckets.insert(
-                (bucket, target.owner(bucket.scope)),
+                (bucket, target.owner(bucket.scope).to_owned()),
                 Level {
                     remaining: f64::from(left),
                     capacity,
