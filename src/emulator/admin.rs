@@ -1,5 +1,6 @@
 //! The emulator's own HTTP API under `/_emulator/`, for tests and tools in other processes:
-//! fault rules, token expiry, and the public-IP to local-SSH-endpoint map. It needs no token
+//! fault rules, token expiry, the operations it ran, the ARM requests it answered (counts),
+//! throttling switched on or off, and the public-IP to local-SSH-endpoint map. It needs no token
 //! and is not throttled; it is not part of ARM and only listens on 127.0.0.1.
 
 use std::net::SocketAddr;

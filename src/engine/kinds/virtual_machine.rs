@@ -1,5 +1,5 @@
-//! The VM driver: its size and attached data disks read back, its identity and Secure Boot as ARM has them, its power
-//! from the instance view, and park as deallocate (start to unpark).
+//! The VM driver: its size and attached data disks read back, its identity and Secure Boot as
+//! ARM has them, its power from the instance view, and park as deallocate (start to unpark).
 
 use serde_json::Value;
 
