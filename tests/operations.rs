@@ -971,3 +971,8 @@ mod aml;
 /// with the node count.
 #[path = "operations/refresh_lists.rs"]
 mod refresh_lists;
+
+/// Storage account names are global across Azure: one held outside the experiment is found at
+/// plan time.
+#[path = "operations/account_names.rs"]
+mod account_names;

@@ -18,8 +18,9 @@
 //!
 //! Every method has the answer of a plain ARM kind (tags read back, nothing before or after its
 //! requests) as its default, so most kinds are one row of [`plain`]. A kind with more has a file
-//! (or a directory) of its own: [`virtual_machine`], [`key_vault`], [`ml_compute`]. Adding a kind
-//! is a variant of `ResourceKind`, its driver, and a row in [`driver`] (docs/architecture.md).
+//! (or a directory) of its own: [`virtual_machine`], [`key_vault`], [`storage_account`],
+//! [`ml_compute`]. Adding a kind is a variant of `ResourceKind`, its driver, and a row in
+//! [`driver`] (docs/architecture.md).
 
 use std::collections::BTreeSet;
 
@@ -40,6 +41,7 @@ use crate::state::{PowerState, ResourceState, State};
 pub(crate) mod key_vault;
 pub(crate) mod ml_compute;
 pub(crate) mod plain;
+pub(crate) mod storage_account;
 pub(crate) mod virtual_machine;
 
 /// What apply knows when it asks a driver to act after a request: the run's client (gated by
@@ -234,7 +236,7 @@ pub(crate) fn driver(kind: ResourceKind) -> &'static dyn Driver {
         ResourceKind::ProximityPlacementGroup => &plain::PROXIMITY_PLACEMENT_GROUP,
         ResourceKind::AvailabilitySet => &plain::AVAILABILITY_SET,
         ResourceKind::ManagedDisk => &plain::MANAGED_DISK,
-        ResourceKind::StorageAccount => &plain::STORAGE_ACCOUNT,
+        ResourceKind::StorageAccount => &storage_account::DRIVER,
         ResourceKind::BlobContainer => &plain::BLOB_CONTAINER,
         ResourceKind::FileShare => &plain::FILE_SHARE,
         ResourceKind::AutoShutdownSchedule => &plain::AUTO_SHUTDOWN_SCHEDULE,
