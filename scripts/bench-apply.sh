@@ -17,8 +17,8 @@
 # resource operations: docs/decisions.md, entry 15, and the operation-bounded figures in
 # docs/engine.md, "Makespan"); and 256 nodes at --parallelism 64 (the emulator's vCPU quota raised
 # for it). Peak memory (max RSS, /usr/bin/time -v) of every apply. Goals (issues 4 and 32):
-# makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256. Writes target/bench/apply.md. Needs jq, curl and GNU time (installed with
-# apt-get when missing).
+# makespan / critical path <= 1.05; RSS near 26 MB at 64 nodes, < 64 MB at 256. Writes
+# target/bench/apply.md. Needs jq, curl and GNU time (installed with apt-get when missing).
 #
 # RUNS=n passes per scenario (default 3; the row shows the median and the range). DSINFRA_BIN=path
 # uses a built binary instead of building the release one. SMOKE=1 runs one pass of one

@@ -329,15 +329,19 @@ type Policies = HashMap<String, Level>;
 struct Observed {
     /// ARM's buckets by bucket and owner (subscription id, or "" for the tenant).
     buckets: HashMap<(Bucket, String), Level>,
-    /// Resource provider policies, by resource and operation type.
-    policies: HashMap<(String, RequestClass), Policies>,
+    /// Resource provider policies, by resource, then operation type (nested, so that a request
+    /// finds its resource's by the name it holds, without building a key).
+    policies: HashMap<String, HashMap<RequestClass, Policies>>,
 }
 
 impl Observed {
     fn levels(&self) -> impl Iterator<Item = &Level> {
-        self.buckets
-            .values()
-            .chain(self.policies.values().flat_map(HashMap::values))
+        self.buckets.values().chain(
+            self.policies
+                .values()
+                .flat_map(HashMap::values)
+                .flat_map(HashMap::values),
+        )
     }
 }
 
@@ -432,7 +436,9 @@ impl Pacer {
         }
         let own = observed
             .policies
-            .entry((resource.clone(), target.class))
+            .entry(resource.clone())
+            .or_default()
+            .entry(target.class)
             .or_default();
         // The latest answer names the policies this kind of request falls under now; one it no
         // longer names (a VM's create policy, once its updates follow) would only keep losing
@@ -474,7 +480,8 @@ impl Pacer {
         if let Some(own) = target
             .resource
             .as_ref()
-            .and_then(|r| observed.policies.get_mut(&(r.clone(), target.class)))
+            .and_then(|r| observed.policies.get_mut(r.as_str()))
+            .and_then(|classes| classes.get_mut(&target.class))
         {
             for level in own.values_mut() {
                 wait = wait.max(self.delay(level, now));

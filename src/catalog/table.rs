@@ -303,12 +303,10 @@ fn size_row(row: &Row<'_>) -> Result<VmSize, TableError> {
 /// One row of `vm-prices.csv`: the size's index in the size table, the region, the price.
 pub(super) type PriceRow = (usize, &'static str, Price);
 
-/// Parse `vm-prices.csv` against the sizes it prices. Rows must be sorted by size (in the size
-/// table's order) then region, so each size's regions are one slice.
-/// Reads and checks the whole price file: every row's size known and the rows in size order,
-/// each size's regions in order. The commands do not (a lookup reads a few lines in place,
-/// [`price_lines`]); the unit tests do, on the shipped file, so a build whose table is out of
-/// order never leaves CI.
+/// Parse `vm-prices.csv` against the sizes it prices, checking every row's size is known and the
+/// rows are sorted by size (in the size table's order) then region. The commands do not (a
+/// lookup reads a few lines in place, [`price_lines`], which needs that order); the unit tests
+/// do, on the shipped file, so a build whose table is out of order never leaves CI.
 #[cfg(test)]
 pub(super) fn parse_prices(
     text: &'static str,

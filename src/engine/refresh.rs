@@ -7,16 +7,16 @@
 //! (a VM's), and which attributes are compared ([`changed_attributes`]). Only attributes that ARM
 //! reads back reliably are: a VM's size and data disks (by LUN), a NIC's accelerated networking,
 //! a share's quota, a disk's size and SKU, a storage account's SKU and kind, an AmlCompute's size,
-//! node count and idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an SSH key list)
-//! come back normalised or not at all, and comparing them would report drift that is not there.
+//! node count and idle time, and the tags dsinfra set. Other attributes (an image's `latest`, an
+//! SSH key list) come back normalised or not at all, and comparing them would report drift that
+//! is not there.
 //! Tags added in Azure (by a policy, say) are not drift; a tag dsinfra set that is missing or
 //! different is.
 //!
 //! The reads (lists, and GETs for the kinds not listed) are all started at once and bounded
 //! around the calls, as style.md asks, by the client's gate: the command's one limiter
 //! (`--parallelism`, `engine::limiter`), the same that bounds apply's walk and park's power
-//! actions. The ARM client already retries throttling and
-//! transient failures.
+//! actions. The ARM client already retries throttling and transient failures.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -118,14 +118,16 @@ fn diagnostic(desired: &Desired, change: &Change, answer: &Value) -> Diagnostic 
     let help = if change.address.kind == "storage_account" {
         format!(
             "storage account names are global across Azure, and an account outside this \
-             experiment (another subscription's, or another group's) holds `{name}`: write `name = \"...\"` on the block, 3-24 lowercase letters and digits \
-             that nobody uses yet (the default hashes only the experiment and the block's label)"
+             experiment (another subscription's, or another group's) holds `{name}`: write \
+             `name = \"...\"` on the block, 3-24 lowercase letters and digits that nobody uses \
+             yet (the default hashes only the experiment and the block's label)"
         )
     } else {
         format!(
             "storage account names are global across Azure, and an account outside this \
-             experiment holds `{name}`, the name this block's account takes from the experiment and the block's \
-             label: rename the experiment (`experiment = \"...\"`) or the block"
+             experiment holds `{name}`, the name this block's account takes from the \
+             experiment and the block's label: rename the experiment (`experiment = \"...\"`) \
+             or the block"
         )
     };
     Diagnostic::error(format!("storage account name `{name}` is taken in Azure"))
