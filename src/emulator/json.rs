@@ -1,4 +1,4 @@
-//! Reading stored bodies by path, without allocating.
+//! Reading stored bodies by path, without allocating, and merging a JSON merge patch over one.
 //!
 //! `serde_json::Value::pointer` unescapes every token into a new `String` (`~1`, `~0`), so each
 //! lookup allocates. The emulator looks paths up inside scans over every VM or NIC on every
@@ -6,7 +6,7 @@
 //! made those allocations a tenth of its time with 64 nodes. Its paths are literals without
 //! escapes, so a plain walk does the same job.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The strings of a JSON array: nothing for `None`, a non-array, or items that are not strings.
 pub(crate) fn strings(value: Option<&Value>) -> impl Iterator<Item = &str> {
@@ -38,6 +38,28 @@ impl At for Value {
                 _ => None,
             })
     }
+}
+
+/// Applies `patch` over `base` as a JSON merge patch: objects merge member by member, `null`
+/// removes a member, anything else (arrays included: `dataDisks` is replaced whole) replaces.
+pub(crate) fn merge_patch(mut base: Value, patch: &Value) -> Value {
+    let Some(members) = patch.as_object() else {
+        return patch.clone();
+    };
+    if !base.is_object() {
+        base = json!({});
+    }
+    if let Some(map) = base.as_object_mut() {
+        for (name, value) in members {
+            if value.is_null() {
+                map.remove(name);
+            } else {
+                let merged = merge_patch(map.remove(name).unwrap_or(Value::Null), value);
+                map.insert(name.clone(), merged);
+            }
+        }
+    }
+    base
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! change so separate CLI runs see the same resources.
 
 mod admin;
+mod aks;
 mod authorization;
 mod boot;
 mod compute;

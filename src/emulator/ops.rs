@@ -29,6 +29,9 @@ pub(crate) fn base_latency(kind: Kind, op: &OpKind, vm_size: Option<&str>) -> Du
         (Kind::VirtualMachine, OpKind::Put) if heavy_vm => 300,
         (Kind::VirtualMachine, OpKind::Put) => 90,
         (Kind::VirtualMachine, OpKind::Delete) | (Kind::MlWorkspace, OpKind::Put) => 45,
+        // AKS: a control plane and its node pools (PUTs time themselves in `aks`).
+        (Kind::ManagedCluster, OpKind::Delete) => 300,
+        (Kind::AgentPool, OpKind::Delete) => 120,
         (Kind::VirtualMachine, OpKind::Action(action)) => match action.as_str() {
             "deallocate" => 60,
             "powerOff" => 20,

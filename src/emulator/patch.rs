@@ -13,33 +13,11 @@ use serde_json::{Value, json};
 
 use super::error::ArmError;
 use super::http::{Ctx, Reply};
-use super::json::At as _;
+use super::json::{At as _, merge_patch};
 use super::render::render;
 use super::resource::Target;
 use super::store::{Cloud, Kind, Resource};
 use super::{compute, ml, network, storage};
-
-/// Applies `patch` over `base` as a JSON merge patch: objects merge member by member, `null`
-/// removes a member, anything else (arrays included: `dataDisks` is replaced whole) replaces.
-pub(crate) fn merge_patch(mut base: Value, patch: &Value) -> Value {
-    let Some(members) = patch.as_object() else {
-        return patch.clone();
-    };
-    if !base.is_object() {
-        base = json!({});
-    }
-    if let Some(map) = base.as_object_mut() {
-        for (name, value) in members {
-            if value.is_null() {
-                map.remove(name);
-            } else {
-                let merged = merge_patch(map.remove(name).unwrap_or(Value::Null), value);
-                map.insert(name.clone(), merged);
-            }
-        }
-    }
-    base
-}
 
 /// `PATCH` of a resource: see the module documentation for what each type accepts.
 pub(crate) fn patch(

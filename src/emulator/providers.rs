@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::aks;
 use super::error::ArmError;
 use super::http::{Ctx, Reply};
 use super::path::{ResourcePath, Route};
@@ -17,7 +18,10 @@ pub(crate) fn completions() -> ops::Completions {
     ops::Completions::default()
         .on_delete(Kind::VirtualMachine, compute::release_disks)
         .on_action(Kind::VirtualMachine, compute::power_after)
+        .on_delete(Kind::ManagedCluster, aks::remove_node_group)
+        .on_action(Kind::ManagedCluster, aks::power_after)
         .on_group_delete(super::authorization::remove_inside)
+        .on_group_delete(aks::remove_orphan_node_groups)
 }
 
 pub(crate) fn dispatch(
@@ -133,6 +137,12 @@ fn location_route(
             ml::usages(cloud, ctx, sub, location)
         }
         [sizes] if aml && sizes.eq_ignore_ascii_case("vmSizes") => Ok(ml::vm_sizes(ctx, location)),
+        [versions]
+            if namespace.eq_ignore_ascii_case("Microsoft.ContainerService")
+                && versions.eq_ignore_ascii_case("kubernetesVersions") =>
+        {
+            aks::kubernetes_versions(ctx)
+        }
         [deleted, name, purge]
             if namespace.eq_ignore_ascii_case("Microsoft.KeyVault")
                 && deleted.eq_ignore_ascii_case("deletedVaults")
@@ -342,6 +352,7 @@ fn put(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Repl
         Kind::ContainerRegistry => ml::put_registry(cloud, ctx, target),
         Kind::MlWorkspace => ml::put_workspace(cloud, ctx, target),
         Kind::MlCompute => ml::put_compute(cloud, ctx, target),
+        Kind::ManagedCluster | Kind::AgentPool => aks::put(cloud, ctx, target),
         Kind::ResourceGroup => Err(ArmError::method_not_allowed("PUT")),
     }
 }
@@ -369,6 +380,7 @@ fn delete(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<R
         | Kind::AvailabilitySet => {
             compute::check_delete(cloud, &resource)?;
         }
+        Kind::AgentPool => aks::check_delete(cloud, &resource)?,
         _ => {}
     }
     if target.kind == Kind::KeyVault {
@@ -439,6 +451,7 @@ fn action(
         Kind::VirtualMachine => compute::vm_action(cloud, ctx, target, tail),
         Kind::StorageAccount => storage::account_action(cloud, ctx, target, tail),
         Kind::MlCompute => ml::action(cloud, ctx, target, tail),
+        Kind::ManagedCluster => aks::action(cloud, ctx, target, tail),
         _ => Err(not_implemented(ctx)),
     }
 }

@@ -64,6 +64,14 @@ const NAMESPACES: &[Namespace] = &[
         ],
     },
     Namespace {
+        name: "Microsoft.ContainerService",
+        endpoints: &[
+            ("locations/operations", "2025-10-01", true),
+            ("locations/operationResults", "2025-10-01", true),
+            ("locations/kubernetesVersions", "2025-10-01", true),
+        ],
+    },
+    Namespace {
         name: "Microsoft.DevTestLab",
         endpoints: &[],
     },
@@ -126,6 +134,7 @@ fn api_version(kind: Kind) -> &'static str {
         Kind::LogAnalyticsWorkspace => "2022-10-01",
         Kind::AppInsights => "2020-02-02",
         Kind::MlWorkspace | Kind::MlCompute => "2024-10-01",
+        Kind::ManagedCluster | Kind::AgentPool => "2025-10-01",
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::http::Ctx;
 use super::store::{Cloud, Kind, Resource};
-use super::{compute, ml, network, storage};
+use super::{aks, compute, ml, network, storage};
 
 /// The representation a GET returns, with values derived from other resources.
 pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value {
@@ -30,5 +30,6 @@ pub(crate) fn render(cloud: &Cloud, ctx: &Ctx<'_>, resource: &Resource) -> Value
         | Kind::ContainerRegistry
         | Kind::MlWorkspace
         | Kind::MlCompute => ml::render(resource, ctx.now),
+        Kind::ManagedCluster | Kind::AgentPool => aks::render(cloud, resource),
     }
 }

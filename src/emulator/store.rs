@@ -50,11 +50,13 @@ pub(crate) enum Kind {
     ContainerRegistry,
     MlWorkspace,
     MlCompute,
+    ManagedCluster,
+    AgentPool,
 }
 
 impl Kind {
     /// Every kind, in the order the providers API lists their types.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 23] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::Subnet,
@@ -76,6 +78,8 @@ impl Kind {
         Self::ContainerRegistry,
         Self::MlWorkspace,
         Self::MlCompute,
+        Self::ManagedCluster,
+        Self::AgentPool,
     ];
 
     /// Maps a URL resource type (any casing) to a kind.
@@ -101,6 +105,8 @@ impl Kind {
             "microsoft.containerregistry/registries" => Self::ContainerRegistry,
             "microsoft.machinelearningservices/workspaces" => Self::MlWorkspace,
             "microsoft.machinelearningservices/workspaces/computes" => Self::MlCompute,
+            "microsoft.containerservice/managedclusters" => Self::ManagedCluster,
+            "microsoft.containerservice/managedclusters/agentpools" => Self::AgentPool,
             _ => return None,
         };
         Some(kind)
@@ -132,6 +138,10 @@ impl Kind {
             Self::ContainerRegistry => "Microsoft.ContainerRegistry/registries",
             Self::MlWorkspace => "Microsoft.MachineLearningServices/workspaces",
             Self::MlCompute => "Microsoft.MachineLearningServices/workspaces/computes",
+            // Ids spell it `managedClusters`; a GET's `type` says `ManagedClusters` (the
+            // spec's examples), which `aks::render` puts back.
+            Self::ManagedCluster => "Microsoft.ContainerService/managedClusters",
+            Self::AgentPool => "Microsoft.ContainerService/managedClusters/agentPools",
         }
     }
 
@@ -548,6 +558,7 @@ pub(crate) fn top_level(kind: Kind) -> bool {
             | Kind::BlobContainer
             | Kind::FileShare
             | Kind::MlCompute
+            | Kind::AgentPool
     )
 }
 

@@ -68,9 +68,30 @@ impl Docs {
         let value = if pointer.is_empty() {
             &self.files[doc].1
         } else {
-            self.files[doc].1.pointer(pointer)?
+            self.files[doc]
+                .1
+                .pointer(pointer)
+                .or_else(|| self.definition_in_other_case(doc, pointer))?
         };
         Some((doc, value))
+    }
+
+    /// `#/definitions/{name}` in another letter case. The specs' files come from different
+    /// commits of the repository (shared/azure-specs/README.md): AKS 2025-10-01 refers to
+    /// common-types v5's `systemData`, which the v5 copy here spells `SystemData`. A definition
+    /// name that matches only this way is the same definition renamed, never another one (a
+    /// file with two names differing only in case resolves to neither).
+    fn definition_in_other_case(&self, doc: usize, pointer: &str) -> Option<&Value> {
+        let name = pointer.strip_prefix("/definitions/")?;
+        if name.contains('/') {
+            return None;
+        }
+        let definitions = self.files[doc].1.get("definitions")?.as_object()?;
+        let mut matches = definitions
+            .iter()
+            .filter(|(candidate, _)| candidate.eq_ignore_ascii_case(name));
+        let (_, found) = matches.next()?;
+        matches.next().is_none().then_some(found)
     }
 
     /// Finds the definition in `base`'s file that is the discriminated subtype named `kind`.

@@ -103,6 +103,7 @@ async fn providers_list_pages_and_each_shows_the_types_the_emulator_serves() {
             "Microsoft.Authorization",
             "Microsoft.Compute",
             "Microsoft.ContainerRegistry",
+            "Microsoft.ContainerService",
             "Microsoft.DevTestLab",
             "Microsoft.Insights",
             "Microsoft.KeyVault",

@@ -34,6 +34,8 @@ from azure.mgmt.resource.features import FeatureClient
 from azure.mgmt.resource.resources import ResourceManagementClient
 from azure.mgmt.storage import StorageManagementClient
 
+from aks import AksSteps
+
 # The api-versions dsinfra's emulator is held to (src/azure/api_version.rs, the spec files in
 # shared/azure-specs). These SDK releases default to newer versions; the emulator accepts any,
 # but the test validates every request and answer against the specs of these versions, so each
@@ -201,6 +203,8 @@ class Lifecycle:
         )
         self.subscription = subscription
         self.ids = {}
+        checks = (expect, expect_true, expect_error, same_id)
+        self.aks = AksSteps(credential, subscription, options, self.resources, checks)
 
     # --- resource groups and network -------------------------------------------------------
 
@@ -1081,6 +1085,7 @@ class Lifecycle:
                 ("scope_paths", self.scope_paths, []),
                 ("permissions", self.permissions, ["group"]),
                 ("ml_dependencies", self.ml_dependencies, ["group"]),
+                ("aks_cluster", self.aks.cluster, []),
             ],
             [
                 ("vm_create", self.vm_create, ["network"]),
@@ -1089,6 +1094,7 @@ class Lifecycle:
                 ("storage_patch", self.storage_patch, ["storage_account_keys"]),
                 ("provider_register", self.provider_register, []),
                 ("ml_workspace", self.ml_workspace, ["ml_dependencies"]),
+                ("aks_pools", self.aks.pools, ["aks_cluster"]),
             ],
             [
                 ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
@@ -1096,10 +1102,12 @@ class Lifecycle:
                 ("vm_available_sizes", self.vm_available_sizes, ["vm_create"]),
                 ("error_codes", self.errors, ["vm_create", "storage_account_keys"]),
                 ("ml_compute", self.ml_compute, ["ml_workspace"]),
+                ("aks_stop_start", self.aks.stop_start, ["aks_pools"]),
             ],
             [
                 ("lists_paged", self.lists, ["vm_create", "disk_create", "storage_account_keys"]),
                 ("ml_deletes", self.ml_deletes, ["ml_compute"]),
+                ("aks_deletes", self.aks.deletes, ["aks_cluster"]),
             ],
             [("deletes", self.deletes, ["vm_create", "disk_create", "storage_account_keys"])],
         ]

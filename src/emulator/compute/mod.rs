@@ -27,7 +27,7 @@ pub(crate) use identity::{principal_of, principals};
 pub(crate) use images::handle as vm_image;
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
-pub(crate) use quota::usages;
+pub(crate) use quota::{check_nodes, usages};
 pub(crate) use skus::{skus, vm_sizes};
 use vm::CUSTOM_DATA_DIGEST;
 pub(crate) use vm::put_vm;

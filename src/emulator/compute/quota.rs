@@ -59,7 +59,53 @@ fn usage(
             family_usage += size.vcpus;
         }
     }
+    // AKS nodes are scale-set VMs in the cluster's node group: they hold the same Compute quota.
+    for (pool_key, size, nodes) in pools_holding_cores(cloud, &prefix, location) {
+        if pool_key.eq_ignore_ascii_case(except) {
+            continue;
+        }
+        let Some(size) = config.vm_size(size) else {
+            continue;
+        };
+        regional += size.vcpus * nodes;
+        if size.family.eq_ignore_ascii_case(family) {
+            family_usage += size.vcpus * nodes;
+        }
+    }
     (family_usage, regional)
+}
+
+/// The AKS node pools of a subscription (`prefix`: its key) in `location` whose nodes
+/// hold cores: `(pool key, size, nodes)`. A stopped cluster's (or stopped pool's) nodes are
+/// deallocated, as a deallocated VM's, and hold none.
+fn pools_holding_cores<'c>(
+    cloud: &'c Cloud,
+    prefix: &'c str,
+    location: &'c str,
+) -> impl Iterator<Item = (String, &'c str, u32)> + 'c {
+    cloud
+        .of_kind(Kind::AgentPool)
+        .into_iter()
+        .filter_map(move |pool| {
+            let pool_key = key(&pool.id);
+            if !pool_key
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+            {
+                return None;
+            }
+            let cluster_key = pool_key.rsplit_once("/agentpools/")?.0;
+            let cluster = cloud.resources.get(cluster_key)?;
+            if cluster.power.as_deref() == Some("Stopped")
+                || pool.power.as_deref() == Some("Stopped")
+                || normalize_location(cluster.location()) != location
+            {
+                return None;
+            }
+            let size = pool.body.at("/properties/vmSize").and_then(Value::as_str)?;
+            let nodes = pool.body.at("/properties/count").and_then(Value::as_u64)?;
+            Some((pool_key, size, u32::try_from(nodes).unwrap_or(u32::MAX)))
+        })
 }
 
 /// ARM's OperationNotAllowed for a vCPU quota, in its exact words.
@@ -86,29 +132,43 @@ pub(super) fn check_quota(
     size: &str,
     vm_key: &str,
 ) -> Result<(), ArmError> {
+    check_nodes(cloud, config, (sub, location), size, 1, vm_key)
+}
+
+/// Checks that `nodes` VMs of `size` in `location` fit the family and regional quotas, leaving
+/// out what `except` (a VM, or an AKS pool being scaled) holds today.
+pub(crate) fn check_nodes(
+    cloud: &Cloud,
+    config: &EmulatorConfig,
+    (sub, location): (&str, &str),
+    size: &str,
+    nodes: u32,
+    except: &str,
+) -> Result<(), ArmError> {
     let Some(spec) = config.vm_size(size) else {
         return Ok(());
     };
     let location = normalize_location(location);
-    let (family_usage, regional) = usage(cloud, config, sub, &location, &spec.family, vm_key);
+    let (family_usage, regional) = usage(cloud, config, sub, &location, &spec.family, except);
     let family_limit = config.quotas.family_limit(&location, &spec.family);
-    if family_usage + spec.vcpus > family_limit {
+    let required = spec.vcpus * nodes;
+    if family_usage + required > family_limit {
         return Err(quota_error(
             &format!("{} Cores", spec.family),
             &location,
             family_limit,
             family_usage,
-            spec.vcpus,
+            required,
         ));
     }
     let regional_limit = config.quotas.regional_limit;
-    if regional + spec.vcpus > regional_limit {
+    if regional + required > regional_limit {
         return Err(quota_error(
             "Total Regional Cores",
             &location,
             regional_limit,
             regional,
-            spec.vcpus,
+            required,
         ));
     }
     Ok(())
