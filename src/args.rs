@@ -180,6 +180,19 @@ Examples:
 Save the output to a file: `ssh -F <(dsinfra ssh-config ...)` cannot work, as ssh closes
 inherited descriptors before it reads -F.")]
     SshConfig(SshConfigArgs),
+    /// Run your `kubectl` against an AKS cluster of the experiment.
+    ///
+    /// Reads the cluster's user kubeconfig from ARM (`listClusterUserCredential`), writes it to
+    /// .dsinfra/<manifest>/kubeconfig-<label> with mode 0600 (never into the state), and runs
+    /// `kubectl --kubeconfig <that file> ARGS...`. The file stays for other tools (`export
+    /// KUBECONFIG=...`). Needs `kubectl` on PATH.
+    #[command(after_help = "\
+Examples:
+  dsinfra kubectl aks.hcl -- get nodes
+  dsinfra kubectl aks.hcl --cluster train -- apply -f job.yaml
+  dsinfra kubectl aks.hcl --endpoint http://127.0.0.1:8080 -- get pods -A
+      (against `dsinfra emulator`: the built-in --emulator stops when dsinfra exits)")]
+    Kubectl(KubectlArgs),
     /// Run a command on the experiment's nodes as the admin user, with a distributed job's
     /// environment.
     ///
@@ -621,6 +634,23 @@ pub struct SshArgs {
     /// A command to run instead of an interactive shell (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `dsinfra kubectl`
+#[derive(Debug, Args)]
+pub struct KubectlArgs {
+    /// The manifest and its variables.
+    #[command(flatten)]
+    pub manifest: ManifestArgs,
+    /// The `aks` block's label, when the experiment has several clusters.
+    #[arg(long, value_name = "LABEL")]
+    pub cluster: Option<String>,
+    /// Where ARM is.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// What `kubectl` is given (after `--`).
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 /// `dsinfra run`

@@ -454,9 +454,7 @@ fn emulator_logs_every_request_to_its_log_file() {
     let served = send("/subscriptions/s/providers/Microsoft.Compute?api-version=2025-04-01");
     assert!(served.starts_with("HTTP/1.1 200"), "{served}");
     // The JavaScript SDK's scope form: logged (and served) as the one-slash path.
-    let missing = send(
-        "//subscriptions/s/providers/Microsoft.ContainerService/managedClusters?api-version=2025-10-01",
-    );
+    let missing = send("//subscriptions/s/providers/Microsoft.Web/sites?api-version=2024-04-01");
     assert!(missing.starts_with("HTTP/1.1 501"), "{missing}");
     child.kill().expect("the emulator stops");
     let _ = child.wait();
@@ -471,8 +469,7 @@ fn emulator_logs_every_request_to_its_log_file() {
         "{text}"
     );
     assert!(
-        lines[1]
-            .contains("path=/subscriptions/s/providers/Microsoft.ContainerService/managedClusters")
+        lines[1].contains("path=/subscriptions/s/providers/Microsoft.Web/sites")
             && lines[1].contains("status=501"),
         "{text}"
     );

@@ -976,3 +976,7 @@ mod refresh_lists;
 /// plan time.
 #[path = "operations/account_names.rs"]
 mod account_names;
+
+/// AKS clusters and pools: apply, park, prune, destroy, the kubeconfig, the preflight.
+#[path = "operations/aks.rs"]
+mod aks_clusters;

@@ -31,6 +31,8 @@ pub const API_VERSIONS: &[(&str, &str)] = &[
     ("Microsoft.Authorization", "2022-04-01"),
     // Issue 29: the subscription's preview features (Trusted Launch by default, Standard).
     ("Microsoft.Features", "2021-07-01"),
+    // Issue 33: AKS managed clusters and agent pools (aks/stable/2025-10-01).
+    ("Microsoft.ContainerService", "2025-10-01"),
 ];
 
 /// The Subscriptions API (`GET /subscriptions/{id}`, which names the tenant) is versioned on its

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 
-use super::request::{load_connected, load_saved, manifest_of, read_saved};
+use super::request::{load_connected, load_saved, manifest_of, read_saved, read_state};
 use super::terminal::{ProgressOn, Prompt, Terminal};
 use super::{Outcome, Output};
 use crate::addr::Address;
@@ -107,7 +107,32 @@ async fn run(job: Job<'_>, out: &Output, cancel: &op::Cancel) -> anyhow::Result<
         auto_approve: job.auto_approve,
     };
     let outcome = op::apply(request, &events, &approver, cancel).await?;
+    if matches!(outcome, ApplyOutcome::Walked(_) | ApplyOutcome::NothingToDo) {
+        write_kubeconfigs(path, loaded.backend.as_ref(), &conn, out).await;
+    }
     finish(outcome, out)
+}
+
+/// After an apply: the user kubeconfig of each AKS cluster the state holds, next to the state
+/// (docs/aks.md). What goes wrong here is said, and never fails the apply.
+async fn write_kubeconfigs(
+    path: &Path,
+    backend: Option<&crate::model::BackendConfig>,
+    conn: &crate::connect::Connection,
+    out: &Output,
+) {
+    let Ok(state) = read_state(path, backend, "apply").await else {
+        return;
+    };
+    if crate::engine::kube::clusters(&state).is_empty() {
+        return;
+    }
+    let Ok(dir) = crate::state::LocalBackend::state_dir(path) else {
+        return;
+    };
+    for line in crate::engine::kube::write_all(&conn.client, &state, &dir).await {
+        out.note(&line);
+    }
 }
 
 /// `apply PLANFILE`: exactly the saved changes, after checking the plan is still current.

@@ -6,6 +6,7 @@
 
 mod apply_cmd;
 mod emulator_cmd;
+mod kube_cmd;
 mod manifest_cmds;
 mod ops_cmds;
 mod output;
@@ -190,6 +191,7 @@ fn dispatch(command: Command, out: &Output) -> anyhow::Result<Outcome> {
         Command::Output(args) => block_on(|cancel| ops_cmds::output(&args, out, cancel)),
         Command::Ssh(args) => block_on(|cancel| ssh_cmds::ssh(&args, out, cancel)),
         Command::SshConfig(args) => block_on(|cancel| ssh_cmds::ssh_config(&args, out, cancel)),
+        Command::Kubectl(args) => block_on(|cancel| kube_cmd::kubectl(&args, out, cancel)),
         Command::Run(args) => block_on(|cancel| run_cmd::run(&args, out, cancel)),
         Command::Runs(args) => block_on(|cancel| run_cmd::runs(&args, out, cancel)),
         Command::Logs(args) => block_on(|cancel| run_cmd::logs(&args, out, cancel)),

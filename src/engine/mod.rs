@@ -29,6 +29,7 @@ pub(crate) mod bodies;
 pub mod events;
 pub(crate) mod execute;
 pub(crate) mod kinds;
+pub mod kube;
 pub(crate) mod limiter;
 pub mod op;
 pub(crate) mod outputs;

@@ -128,8 +128,8 @@ fn size_facts(
     Some((vcpus, sku.family.clone()?))
 }
 
-/// The VMs the plan creates (creates and replacements), and the vCPUs it frees first (deletes
-/// and the old side of replacements) per (location, family).
+/// The VMs the plan creates (creates and replacements) and the AKS nodes it adds, and the vCPUs
+/// it frees first (deletes and the old side of replacements of VMs) per (location, family).
 fn demands(
     desired: &Desired,
     plan: &Plan,
@@ -137,6 +137,7 @@ fn demands(
 ) -> (Vec<Demand>, BTreeMap<(String, String), i64>) {
     let mut wanted = Vec::new();
     let mut freed: BTreeMap<(String, String), i64> = BTreeMap::new();
+    wanted.extend(aks_demands(desired, plan, capacity));
     for change in plan
         .changes
         .iter()
@@ -181,12 +182,69 @@ fn demands(
     (wanted, freed)
 }
 
+/// The (size attribute, node count attribute) of a kind whose nodes are VMs of the
+/// subscription's Compute quota: a VM itself (one node), an AKS cluster's System pool and an
+/// AKS node pool (scale-set VMs).
+fn node_attrs(kind: ResourceKind) -> Option<(&'static str, Option<&'static str>)> {
+    match kind {
+        ResourceKind::VirtualMachine => Some(("size", None)),
+        ResourceKind::AksCluster => Some(("system_size", Some("system_count"))),
+        ResourceKind::AksPool => Some(("size", Some("count"))),
+        _ => None,
+    }
+}
+
+/// The AKS nodes the plan adds: a new pool's (or System pool's) nodes, or the nodes a count
+/// increase adds, one [`Demand`] per node, as each node is a VM of the family's quota.
+fn aks_demands(desired: &Desired, plan: &Plan, capacity: &Capacity) -> Vec<Demand> {
+    let mut wanted = Vec::new();
+    for change in &plan.changes {
+        let Some((size_key, Some(count_key))) = node_attrs(change.kind) else {
+            continue;
+        };
+        let Some(resource) = desired.resource(&change.address) else {
+            continue;
+        };
+        let count = |attrs: Option<&crate::model::Attrs>| {
+            attrs
+                .and_then(|a| a.get(count_key))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        let added = match change.action {
+            Action::Create | Action::Replace { .. } => count(Some(&resource.attrs)),
+            Action::Update => count(Some(&resource.attrs)) - count(change.before.as_ref()),
+            _ => 0,
+        };
+        let (Some(size), Some(location)) = (
+            text(resource.attrs.get(size_key)),
+            text(resource.attrs.get("location")),
+        ) else {
+            continue;
+        };
+        let (vcpus, family) = size_facts(&desired.catalog, &size, capacity.sku(&location, &size))
+            .unwrap_or((0, String::new()));
+        for _ in 0..added.max(0) {
+            wanted.push(Demand {
+                block: resource.address.block_address(),
+                size: size.clone(),
+                location: location.to_ascii_lowercase(),
+                zone: None,
+                vcpus,
+                family: family.clone(),
+                span: resource.span.clone(),
+            });
+        }
+    }
+    wanted
+}
+
 /// The locations whose capacity a plan of `desired` needs.
 pub fn locations_of(desired: &Desired) -> BTreeSet<String> {
     desired
         .resources
         .iter()
-        .filter(|r| r.kind == ResourceKind::VirtualMachine)
+        .filter(|r| node_attrs(r.kind).is_some())
         .filter_map(|r| text(r.attrs.get("location")))
         .map(|l| l.to_ascii_lowercase())
         .collect()
@@ -416,8 +474,13 @@ pub async fn preflight(
     plan: &Plan,
 ) -> Result<Vec<Diagnostic>, ArmError> {
     let creates_vms = plan.changes.iter().any(|c| {
-        c.kind == ResourceKind::VirtualMachine
-            && matches!(c.action, Action::Create | Action::Replace { .. })
+        (c.kind == ResourceKind::VirtualMachine
+            && matches!(c.action, Action::Create | Action::Replace { .. }))
+            || (node_attrs(c.kind).is_some_and(|(_, count)| count.is_some())
+                && matches!(
+                    c.action,
+                    Action::Create | Action::Replace { .. } | Action::Update
+                ))
     });
     let capacity = async {
         if creates_vms {

@@ -234,6 +234,7 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
             Ok(())
         }
         ResourceKind::AutoShutdownSchedule | ResourceKind::Sas => Ok(()),
+        ResourceKind::AksCluster | ResourceKind::AksPool => aks_name(kind, name, length),
         ResourceKind::RoleDefinition | ResourceKind::RoleAssignment => uuid::Uuid::try_parse(name)
             .map(drop)
             .map_err(|_| "ARM names role definitions and assignments by a GUID".to_owned()),
@@ -244,6 +245,36 @@ pub(super) fn check(kind: ResourceKind, name: &str) -> Result<(), String> {
         | ResourceKind::MlWorkspace
         | ResourceKind::MlCompute => machine_learning_name(kind, name, length),
     }
+}
+
+/// The 2025-10-01 spec's `ResourceNameParameter` (a cluster) and `AgentPoolNameParameter` (a
+/// pool) patterns (`length` checks the count of characters, as in [`check`]).
+fn aks_name(
+    kind: ResourceKind,
+    name: &str,
+    length: impl Fn(usize, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    if kind == ResourceKind::AksPool {
+        length(1, 12)?;
+        if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            return Err("it must start with a lowercase letter".to_owned());
+        }
+        return only(
+            name,
+            |c| c.is_ascii_lowercase() || c.is_ascii_digit(),
+            "lowercase letters and digits",
+        );
+    }
+    length(1, 63)?;
+    only(
+        name,
+        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'),
+        "letters, digits, _ and -",
+    )?;
+    if name.starts_with(['-', '_']) || name.ends_with(['-', '_']) {
+        return Err("it must start and end with a letter or digit".to_owned());
+    }
+    Ok(())
 }
 
 /// The rules of an Azure Machine Learning workspace's resources and of AmlCompute clusters

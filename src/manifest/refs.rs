@@ -193,6 +193,7 @@ pub(super) fn exposed_attrs(kind: &str) -> &'static [&'static str] {
         "disk" => &["address", "name", "size_gb"],
         "aml_workspace" => &["address", "name", "resource_group"],
         "aml_cluster" => &["address", "name", "size", "count", "admin_username"],
+        "aks" => &["address", "name"],
         _ => &[],
     }
 }

@@ -211,8 +211,25 @@ static AML_CLUSTER: BlockSchema = BlockSchema {
     blocks: &[nested("lifecycle", &LIFECYCLE), STEP],
 };
 
+static AKS_POOL: BlockSchema = BlockSchema {
+    attrs: &["size", "count", "taints", "gpu_driver"],
+    blocks: &[],
+};
+static AKS: BlockSchema = BlockSchema {
+    attrs: &[
+        "name",
+        "kubernetes_version",
+        "dns_prefix",
+        "api_server_from",
+        "blob_csi",
+        "system_size",
+        "system_count",
+    ],
+    blocks: &[named("pool", &AKS_POOL), nested("lifecycle", &LIFECYCLE)],
+};
+
 /// Block kinds that expand into Azure resources, in the order the docs present them.
-pub(super) const RESOURCE_KINDS: [&str; 8] = [
+pub(super) const RESOURCE_KINDS: [&str; 9] = [
     "network",
     "vm",
     "cluster",
@@ -221,6 +238,7 @@ pub(super) const RESOURCE_KINDS: [&str; 8] = [
     "disk",
     "aml_workspace",
     "aml_cluster",
+    "aks",
 ];
 
 fn resource_schema(kind: &str) -> Option<&'static BlockSchema> {
@@ -233,11 +251,12 @@ fn resource_schema(kind: &str) -> Option<&'static BlockSchema> {
         "disk" => &DISK,
         "aml_workspace" => &AML_WORKSPACE,
         "aml_cluster" => &AML_CLUSTER,
+        "aks" => &AKS,
         _ => return None,
     })
 }
 
-const TOP_LEVEL_BLOCKS: [&str; 13] = [
+const TOP_LEVEL_BLOCKS: [&str; 14] = [
     "azure",
     "backend",
     "variable",
@@ -251,6 +270,7 @@ const TOP_LEVEL_BLOCKS: [&str; 13] = [
     "disk",
     "aml_workspace",
     "aml_cluster",
+    "aks",
 ];
 
 /// The manifest's top level, sorted by meaning. Blocks keep their source order.

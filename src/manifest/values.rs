@@ -74,6 +74,10 @@ pub(super) fn block_value(
             "count": attr(block, "count").and_then(Json::as_i64).unwrap_or(1),
             "admin_username": admin_username(block),
         }),
+        "aks" => json!({
+            "address": of.address,
+            "name": text(block, "name").unwrap_or_else(|| names::compose(experiment, of.label, "")),
+        }),
         _ => json!({ "address": of.address }),
     }
 }

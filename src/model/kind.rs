@@ -58,11 +58,16 @@ pub enum ResourceKind {
     /// `Microsoft.Authorization/roleAssignments`: that role, assigned to the head VM's
     /// system-assigned identity at the resource group.
     RoleAssignment,
+    /// `Microsoft.ContainerService/managedClusters`: an AKS cluster with its System pool.
+    AksCluster,
+    /// `Microsoft.ContainerService/managedClusters/agentPools`: a named pool of an AKS cluster
+    /// (a child: `parent` is the cluster's name).
+    AksPool,
 }
 
 impl ResourceKind {
     /// Every kind, in a stable order.
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 24] = [
         Self::ResourceGroup,
         Self::VirtualNetwork,
         Self::NetworkSecurityGroup,
@@ -85,6 +90,8 @@ impl ResourceKind {
         Self::MlCompute,
         Self::RoleDefinition,
         Self::RoleAssignment,
+        Self::AksCluster,
+        Self::AksPool,
     ];
 
     /// The ARM resource type, as in ids and in the plan's JSON `type` field.
@@ -112,6 +119,8 @@ impl ResourceKind {
             Self::MlCompute => "Microsoft.MachineLearningServices/workspaces/computes",
             Self::RoleDefinition => "Microsoft.Authorization/roleDefinitions",
             Self::RoleAssignment => "Microsoft.Authorization/roleAssignments",
+            Self::AksCluster => "Microsoft.ContainerService/managedClusters",
+            Self::AksPool => "Microsoft.ContainerService/managedClusters/agentPools",
         }
     }
 
@@ -190,6 +199,13 @@ impl ResourceKind {
             // ARM refuses to change an existing assignment (RoleAssignmentUpdateNotPermitted):
             // a new principal (the head VM replaced) or role means a new assignment.
             Self::RoleAssignment => &["principal", "role", "scope"],
+            // AKS fixes a cluster's region and DNS prefix, and its System pool's size, at
+            // creation; the version and node count change in place.
+            Self::AksCluster => &["location", "dns_prefix", "system_size"],
+            // A pool's size, OS and GPU driver are fixed (AKS refuses the change). Taints apply
+            // to new nodes only (the spec's words), so changing them in place would leave the
+            // nodes already there with the old ones: a new pool is the change that holds.
+            Self::AksPool => &["location", "cluster", "size", "gpu_driver", "taints"],
         }
     }
 

@@ -111,6 +111,9 @@ pub fn arm_id(
         ResourceKind::MlCompute => format!(
             "{group}/providers/Microsoft.MachineLearningServices/workspaces/{parent}/computes/{name}"
         ),
+        ResourceKind::AksPool => format!(
+            "{group}/providers/Microsoft.ContainerService/managedClusters/{parent}/agentPools/{name}"
+        ),
         other => format!("{group}/providers/{}/{name}", other.arm_type()),
     }
 }

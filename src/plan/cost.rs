@@ -268,6 +268,8 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
             (rate, format!("{size} GiB {sku} disk"))
         }
         ResourceKind::MlCompute => ml_compute_rate(attrs),
+        ResourceKind::AksCluster => aks_rate(attrs, "system_size", "system_count", true),
+        ResourceKind::AksPool => aks_rate(attrs, "size", "count", false),
         ResourceKind::PublicIp => {
             let rate = Rate {
                 running_per_hour: catalog::PUBLIC_IP_PER_HOUR,
@@ -310,6 +312,35 @@ fn ml_compute_rate(attrs: &Attrs) -> (Rate, String) {
         parked_per_hour: 0.0,
     };
     (rate, format!("{count} x {size} AmlCompute{note}"))
+}
+
+/// An AKS cluster's System pool (`keeps_nodes`: billed parked too, as park leaves it its nodes)
+/// or a named pool (parked at zero nodes: nothing): the size's price in the region per node.
+/// The control plane of AKS's Free tier, which dsinfra asks for, costs nothing; the nodes' OS
+/// disks are not priced (AKS picks an ephemeral or managed disk per size).
+fn aks_rate(attrs: &Attrs, size_key: &str, count_key: &str, keeps_nodes: bool) -> (Rate, String) {
+    let size = text(attrs, size_key).unwrap_or("unknown size");
+    let region = text(attrs, "location").unwrap_or_default();
+    let count = attrs.get(count_key).and_then(Value::as_u64).unwrap_or(0);
+    let what = if keeps_nodes {
+        format!("{count} x {size} AKS System pool")
+    } else {
+        format!("{count} x {size} AKS node pool")
+    };
+    let Some(price) = catalog::price(size, region) else {
+        return (
+            Rate::default(),
+            format!("{what} (no {region} price{UNPRICED}"),
+        );
+    };
+    // Node counts are small: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let running = micro(price.linux_payg * count as f64);
+    let rate = Rate {
+        running_per_hour: running,
+        parked_per_hour: if keeps_nodes { running } else { 0.0 },
+    };
+    (rate, what)
 }
 
 #[cfg(test)]

@@ -64,6 +64,9 @@ pub fn cluster_nodes_words(nodes: &ClusterNodes) -> String {
         format!("resizing {} -> {}: {counts}", nodes.current, nodes.target)
     } else if nodes.current == 0 && nodes.target == 0 {
         "parked (0 nodes)".to_owned()
+    } else if !nodes.has_states() {
+        // A service that reports no per-node states (AKS through ARM): the count alone.
+        format!("{} nodes", nodes.current)
     } else {
         format!("{} nodes: {counts}", nodes.current)
     }
@@ -78,10 +81,10 @@ fn cluster_nodes_cell(cluster: &ClusterStatus) -> String {
     }
 }
 
-/// The AmlCompute clusters' table: nodes and $/hour.
+/// The node pools' table (AmlCompute clusters, AKS node pools): nodes and $/hour.
 fn clusters_table(clusters: &[ClusterStatus], colour: bool) -> String {
     let mut rows = vec![
-        ["AML CLUSTER", "SIZE", "NODES", "$/HOUR"]
+        ["NODE POOL", "SIZE", "NODES", "$/HOUR"]
             .iter()
             .map(|h| paint(colour, &bold(), h))
             .collect::<Vec<_>>(),
@@ -529,7 +532,7 @@ Experiment `exp`
 
 No VMs in the state.
 
-AML CLUSTER            SIZE                NODES                       $/HOUR
+NODE POOL              SIZE                NODES                       $/HOUR
 aml_cluster.a.compute  Standard_ND40rs_v2  4 nodes: 4 idle             $89.76
 aml_cluster.b.compute  Standard_ND40rs_v2  parked (0 nodes)            $0.00
 aml_cluster.c.compute  Standard_ND40rs_v2  4 nodes (as last recorded)  $89.76

@@ -11,6 +11,7 @@
 //! The tests at the bottom of each file serialise bodies and compare them, as JSON values, with
 //! the request bodies of the spec's own examples.
 
+pub mod aks;
 pub mod authorization;
 pub mod availability;
 pub mod common;

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::addr::Address;
 use crate::azure::types::Tags;
+use crate::azure::types::aks::{AgentPool, ManagedCluster};
 use crate::azure::types::authorization::{RoleAssignmentCreate, RoleDefinition};
 use crate::azure::types::availability::AvailabilitySet;
 use crate::azure::types::compute::{VirtualMachine, VirtualMachineUpdate};
@@ -138,6 +139,10 @@ pub enum Body {
     RoleDefinition(RoleDefinition),
     /// A role assignment (built by [`role_assignment_request`]).
     RoleAssignment(RoleAssignmentCreate),
+    /// An AKS cluster with its System pool.
+    AksCluster(Box<ManagedCluster>),
+    /// A named AKS node pool.
+    AksPool(AgentPool),
 }
 
 /// One PUT or PATCH: where, and what.
@@ -183,6 +188,8 @@ impl Request {
             Body::MlComputeUpdate(b) => serde_json::to_value(b),
             Body::RoleDefinition(b) => serde_json::to_value(b),
             Body::RoleAssignment(b) => serde_json::to_value(b),
+            Body::AksCluster(b) => serde_json::to_value(b),
+            Body::AksPool(b) => serde_json::to_value(b),
         };
         value.expect("ARM bodies always serialise: their maps have string keys")
     }
@@ -248,6 +255,8 @@ impl Request {
             Body::MlComputeUpdate(b) => client.patch_ml_compute(id, b).await.map(drop),
             Body::RoleDefinition(b) => client.put::<_, Value>(id, b).await.map(drop),
             Body::RoleAssignment(b) => client.put::<_, Value>(id, b).await.map(drop),
+            Body::AksCluster(b) => client.put::<_, Value>(id, b).await.map(drop),
+            Body::AksPool(b) => client.put::<_, Value>(id, b).await.map(drop),
         }
     }
 }
@@ -304,6 +313,12 @@ impl Builder<'_> {
             attribute: attribute.to_owned(),
             message: message.into(),
         }
+    }
+
+    /// Every attribute of the resource (a driver that builds its body apart from the builder:
+    /// an AKS pool's, which park sends again with another count).
+    pub(crate) fn attrs(&self) -> &crate::model::Attrs {
+        &self.resource.attrs
     }
 
     /// The attribute, `None` when absent or null.

@@ -19,7 +19,7 @@
 //! Every method has the answer of a plain ARM kind (tags read back, nothing before or after its
 //! requests) as its default, so most kinds are one row of [`plain`]. A kind with more has a file
 //! (or a directory) of its own: [`virtual_machine`], [`key_vault`], [`storage_account`],
-//! [`ml_compute`]. Adding a kind is a variant of `ResourceKind`, its driver, and a row in
+//! [`ml_compute`], [`aks`]. Adding a kind is a variant of `ResourceKind`, its driver, and a row in
 //! [`driver`] (docs/architecture.md).
 
 use std::collections::BTreeSet;
@@ -38,6 +38,7 @@ use crate::model::{Attrs, Desired, Resource, ResourceKind};
 use crate::plan::{Change, Plan};
 use crate::state::{PowerState, ResourceState, State};
 
+pub(crate) mod aks;
 pub(crate) mod key_vault;
 pub(crate) mod ml_compute;
 pub(crate) mod plain;
@@ -89,6 +90,14 @@ pub struct ClusterNodes {
     pub steady: bool,
     /// How many nodes are in each state.
     pub counts: NodeStateCounts,
+}
+
+impl ClusterNodes {
+    /// Whether the service says which state each node is in (AmlCompute does; AKS, through ARM,
+    /// gives a count only).
+    pub fn has_states(&self) -> bool {
+        self.counts != NodeStateCounts::default()
+    }
 }
 
 /// A future that reads or acts, borrowed for `'a`.
@@ -247,6 +256,8 @@ pub(crate) fn driver(kind: ResourceKind) -> &'static dyn Driver {
         ResourceKind::MlWorkspace => &plain::ML_WORKSPACE,
         ResourceKind::RoleDefinition => &plain::ROLE_DEFINITION,
         ResourceKind::RoleAssignment => &plain::ROLE_ASSIGNMENT,
+        ResourceKind::AksCluster => &aks::CLUSTER,
+        ResourceKind::AksPool => &aks::POOL,
     }
 }
 
@@ -310,6 +321,7 @@ mod tests {
                     | ResourceKind::FileShare
                     | ResourceKind::RoleDefinition
                     | ResourceKind::RoleAssignment
+                    | ResourceKind::AksPool
             );
             assert_eq!(compared.contains(&"tags"), !untagged, "{kind}");
         }

@@ -7,6 +7,7 @@
 //! needs its VNet) and from references between blocks. Values are checked on the way, each
 //! problem located at the attribute that caused it.
 
+mod aks;
 mod aml;
 mod boot;
 mod check;
@@ -215,6 +216,9 @@ pub(super) fn expand(
     for block in of_kind("aml_cluster") {
         aml::expand_cluster(&mut ex, block);
     }
+    for block in of_kind("aks") {
+        aks::expand(&mut ex, block);
+    }
     ex.check_lun_conflicts();
     ex.add_reference_dependencies(references);
     ex.check_names();
@@ -422,5 +426,7 @@ fn kind_noun(kind: ResourceKind) -> &'static str {
         ResourceKind::MlCompute => "AmlCompute cluster",
         ResourceKind::RoleDefinition => "role definition",
         ResourceKind::RoleAssignment => "role assignment",
+        ResourceKind::AksCluster => "AKS cluster",
+        ResourceKind::AksPool => "AKS node pool",
     }
 }

@@ -1,0 +1,355 @@
+//! The AKS drivers: a managed cluster (with its System pool in its body) and its named node
+//! pools, each an ARM resource of its own (decision 73).
+//!
+//! - A cluster's body carries its one System pool; named pools are `agentPools/{name}` PUTs.
+//!   What is read back and compared: a cluster's version as asked, its System pool's node count
+//!   and its Blob CSI switch; a pool's size and node count.
+//! - A pool scaled to zero nodes is parked (as dsinfra's park leaves it), so a pool scaled to zero
+//!   outside dsinfra is recorded as parked; a stopped cluster is parked the same way.
+//! - Park scales every named pool to zero and unpark back to `count` (a PUT of the pool's body
+//!   with the count changed); the System pool keeps its nodes (AKS requires at least one), and
+//!   the plan prices it while parked.
+
+use serde_json::Value;
+
+use super::{Act, ClusterNodes, Driver, Parking, Preflight, text};
+use crate::azure::types::aks::KubernetesVersions;
+use crate::azure::types::aks::{
+    AgentPool, AgentPoolProfile, AgentPoolProperties, ApiServerAccessProfile, ClusterIdentity,
+    Enabled, GpuProfile, ManagedCluster, ManagedClusterProperties, StorageProfile,
+};
+use crate::azure::{ArmClient, ArmError, ResourceId};
+use crate::diag::Diagnostic;
+use crate::engine::bodies::{Body, BodyError, Builder};
+use crate::engine::power::PowerChange;
+use crate::model::Attrs;
+use crate::plan::{Action, Plan};
+use crate::state::{PowerState, ResourceState};
+
+/// The name of the System pool inside a cluster's body.
+pub(crate) const SYSTEM_POOL: &str = "system";
+
+/// The AKS cluster driver.
+pub(crate) struct Cluster;
+
+/// The one cluster driver.
+pub(crate) static CLUSTER: Cluster = Cluster;
+
+/// The AKS node pool driver.
+pub(crate) struct Pool;
+
+/// The one pool driver.
+pub(crate) static POOL: Pool = Pool;
+
+static PARKING: Parking = Parking {
+    warning: "parking scales the AKS node pools to zero nodes: AKS deletes their nodes (and what pods kept on them), and they are no longer billed; each cluster keeps its System pool (AKS requires one node), which is still billed; unpark scales the pools back and the pods are scheduled again",
+    phrase: |change, n| {
+        let to = match change {
+            PowerChange::Park => "to zero nodes",
+            PowerChange::Unpark => "back to their node count",
+        };
+        format!("scale {n} AKS node pool(s) {to}")
+    },
+};
+
+/// A cluster's body, from its attributes.
+fn cluster_body(b: &Builder<'_>) -> Result<ManagedCluster, BodyError> {
+    let count = b
+        .opt_i32("system_count")?
+        .ok_or_else(|| b.missing("system_count"))?;
+    let system = AgentPoolProfile {
+        name: SYSTEM_POOL.to_owned(),
+        properties: AgentPoolProperties {
+            count: Some(i64::from(count)),
+            vm_size: Some(b.text("system_size")?),
+            mode: Some("System".to_owned()),
+            os_type: Some("Linux".to_owned()),
+            pool_type: Some("VirtualMachineScaleSets".to_owned()),
+            ..AgentPoolProperties::default()
+        },
+    };
+    let ranges = b.texts("api_server_ranges")?;
+    Ok(ManagedCluster {
+        location: Some(b.location()?),
+        tags: b.tags()?,
+        identity: Some(ClusterIdentity {
+            kind: "SystemAssigned".to_owned(),
+            principal_id: None,
+        }),
+        properties: Some(ManagedClusterProperties {
+            kubernetes_version: b.opt_text("kubernetes_version")?,
+            dns_prefix: Some(b.text("dns_prefix")?),
+            agent_pool_profiles: vec![system],
+            api_server_access_profile: (!ranges.is_empty()).then_some(ApiServerAccessProfile {
+                authorized_ip_ranges: ranges,
+            }),
+            storage_profile: Some(StorageProfile {
+                blob_csi_driver: Some(Enabled {
+                    enabled: b.opt_bool("blob_csi")?.unwrap_or(false),
+                }),
+            }),
+            enable_rbac: Some(true),
+            ..ManagedClusterProperties::default()
+        }),
+        ..ManagedCluster::default()
+    })
+}
+
+/// A pool's body from its attributes, with `count` nodes (the attribute's, or park's zero).
+///
+/// # Errors
+///
+/// An attribute is missing or malformed, said as `(attribute, what)`.
+pub(crate) fn pool_body(
+    attrs: &Attrs,
+    count: Option<i64>,
+) -> Result<AgentPool, (&'static str, String)> {
+    let text = |key: &'static str| {
+        attrs
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or((key, "missing or not text".to_owned()))
+    };
+    let count = match count {
+        Some(n) => n,
+        None => attrs
+            .get("count")
+            .and_then(Value::as_i64)
+            .ok_or(("count", "missing or not a whole number".to_owned()))?,
+    };
+    let taints = match attrs.get("taints") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| ("taints", e.to_string()))?,
+    };
+    let driver = attrs.get("gpu_driver").and_then(Value::as_str);
+    let tags = match attrs.get("tags") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| ("tags", e.to_string()))?),
+    };
+    Ok(AgentPool {
+        id: None,
+        properties: Some(AgentPoolProperties {
+            count: Some(count),
+            vm_size: Some(text("size")?),
+            mode: Some("User".to_owned()),
+            os_type: Some("Linux".to_owned()),
+            pool_type: Some("VirtualMachineScaleSets".to_owned()),
+            node_taints: taints,
+            gpu_profile: driver.map(|d| GpuProfile {
+                driver: d.to_owned(),
+            }),
+            tags,
+            ..AgentPoolProperties::default()
+        }),
+    })
+}
+
+/// The System pool's count in a cluster's body.
+fn system_count(body: &Value) -> Option<Value> {
+    body.pointer("/properties/agentPoolProfiles")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(SYSTEM_POOL))?
+        .get("count")
+        .cloned()
+}
+
+/// The Kubernetes versions the region offers (`GET .../locations/{l}/kubernetesVersions`): a
+/// cluster the plan creates or updates with a `kubernetes_version` the region does not list is
+/// an error at the attribute, before anything is created (AKS answers K8sVersionNotSupported
+/// only after the network and storage exist).
+async fn check_versions(at: &Preflight<'_>, plan: &Plan) -> Result<Vec<Diagnostic>, ArmError> {
+    let mut problems = Vec::new();
+    let mut read = std::collections::BTreeMap::<String, KubernetesVersions>::new();
+    for change in plan.changes.iter().filter(|c| {
+        c.kind == crate::model::ResourceKind::AksCluster
+            && matches!(
+                c.action,
+                Action::Create | Action::Update | Action::Replace { .. }
+            )
+    }) {
+        let Some(resource) = at.desired.resource(&change.address) else {
+            continue;
+        };
+        let (Some(version), Some(location)) = (
+            resource
+                .attrs
+                .get("kubernetes_version")
+                .and_then(Value::as_str),
+            resource.attrs.get("location").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if !read.contains_key(location) {
+            let id = ResourceId::from_raw(format!(
+                "/subscriptions/{}/providers/Microsoft.ContainerService/locations/{location}/kubernetesVersions",
+                at.subscription
+            ));
+            let versions = at
+                .client
+                .get::<KubernetesVersions>(&id)
+                .await?
+                .unwrap_or_default();
+            read.insert(location.to_owned(), versions);
+        }
+        let versions = &read[location];
+        if versions.offers(version) {
+            continue;
+        }
+        let span = resource
+            .attr_spans
+            .get("kubernetes_version")
+            .or(resource.span.as_ref())
+            .cloned();
+        let offered = versions.listed();
+        problems.push(
+            Diagnostic::error(format!(
+                "Kubernetes {version} is not offered in {location}"
+            ))
+            .with_span_opt(span)
+            .with_label(format!("AKS in {location} offers {}", offered.join(", ")))
+            .with_help(format!(
+                "write one of those (`<major.minor>` runs its newest patch), or leave `kubernetes_version` out for the region's default{}",
+                versions
+                    .values
+                    .iter()
+                    .find(|v| v.is_default)
+                    .map_or_else(String::new, |v| format!(" ({})", v.version))
+            )),
+        );
+    }
+    Ok(problems)
+}
+
+impl Driver for Cluster {
+    fn preflight<'a>(&'a self, at: &'a Preflight<'a>, plan: &'a Plan) -> Act<'a, Vec<Diagnostic>> {
+        Box::pin(check_versions(at, plan))
+    }
+
+    fn body(&self, b: &Builder<'_>) -> Result<Option<Body>, BodyError> {
+        Ok(Some(Body::AksCluster(Box::new(cluster_body(b)?))))
+    }
+
+    fn compared(&self) -> &'static [&'static str] {
+        &["system_count", "blob_csi", "tags"]
+    }
+
+    fn observed(&self, name: &str, body: &Value, _want: Option<&Value>) -> Option<Value> {
+        match name {
+            "system_count" => system_count(body),
+            "blob_csi" => Some(Value::Bool(
+                body.pointer("/properties/storageProfile/blobCSIDriver/enabled")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            )),
+            _ => None,
+        }
+    }
+
+    fn power_in_body(&self, body: &Value) -> Option<PowerState> {
+        let code = text(body, "/properties/powerState/code")?;
+        Some(if code.eq_ignore_ascii_case("Stopped") {
+            PowerState::Deallocated
+        } else {
+            PowerState::Running
+        })
+    }
+}
+
+impl Driver for Pool {
+    fn body(&self, b: &Builder<'_>) -> Result<Option<Body>, BodyError> {
+        let body =
+            pool_body(b.attrs(), None).map_err(|(attribute, what)| b.invalid(attribute, what))?;
+        Ok(Some(Body::AksPool(body)))
+    }
+
+    /// A pool's tags are its scale set's (`properties.tags`, sent so the nodes' bill carries
+    /// the experiment's tags), not ARM's: the generic `tags` reading would see none.
+    fn compared(&self) -> &'static [&'static str] {
+        &["size", "count"]
+    }
+
+    fn observed(&self, name: &str, body: &Value, _want: Option<&Value>) -> Option<Value> {
+        match name {
+            "size" => text(body, "/properties/vmSize").map(Value::from),
+            // Zero nodes is parked, not resized.
+            "count" => body
+                .pointer("/properties/count")
+                .and_then(Value::as_i64)
+                .filter(|n| *n > 0)
+                .map(Value::from),
+            _ => None,
+        }
+    }
+
+    fn power_in_body(&self, body: &Value) -> Option<PowerState> {
+        let count = body.pointer("/properties/count").and_then(Value::as_i64)?;
+        let stopped = text(body, "/properties/powerState/code")
+            .is_some_and(|c| c.eq_ignore_ascii_case("Stopped"));
+        Some(if count == 0 || stopped {
+            PowerState::Deallocated
+        } else {
+            PowerState::Running
+        })
+    }
+
+    fn parking(&self) -> Option<&'static Parking> {
+        Some(&PARKING)
+    }
+
+    /// A pool's nodes are the service's (a scale set AKS manages): `status` shows their count.
+    fn is_pool(&self) -> bool {
+        true
+    }
+
+    fn pool_nodes<'a>(
+        &'a self,
+        client: &'a ArmClient,
+        id: &'a ResourceId,
+    ) -> Act<'a, Option<ClusterNodes>> {
+        Box::pin(async move {
+            let Some(pool) = client.get::<Value>(id).await? else {
+                return Ok(None);
+            };
+            let count = pool
+                .pointer("/properties/count")
+                .and_then(Value::as_i64)
+                .and_then(|n| i32::try_from(n).ok())
+                .unwrap_or_default();
+            let stopped = text(&pool, "/properties/powerState/code")
+                .is_some_and(|c| c.eq_ignore_ascii_case("Stopped"));
+            let current = if stopped { 0 } else { count };
+            Ok(Some(ClusterNodes {
+                current,
+                target: current,
+                // AKS reports no allocation state: a pool is steady once its operation is done.
+                steady: text(&pool, "/properties/provisioningState")
+                    .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
+                counts: crate::azure::types::ml::NodeStateCounts::default(),
+            }))
+        })
+    }
+
+    fn set_power<'a>(
+        &'a self,
+        client: &'a ArmClient,
+        id: &'a ResourceId,
+        resource: &'a ResourceState,
+        change: PowerChange,
+    ) -> Act<'a, ()> {
+        Box::pin(async move {
+            let count = match change {
+                PowerChange::Park => Some(0),
+                PowerChange::Unpark => None,
+            };
+            let body = pool_body(&resource.attrs, count).map_err(|(attribute, what)| {
+                ArmError::usage(format!(
+                    "{}: attribute `{attribute}` is {what}",
+                    resource.address
+                ))
+            })?;
+            client.put::<_, Value>(id, &body).await.map(drop)
+        })
+    }
+}

@@ -1,0 +1,4 @@
+azure { location = "eastus" }
+aks "train" {
+  pool "gpu" { size = "Standard_NC24ads_A100_v4" }
+}

@@ -1,0 +1,222 @@
+//! AKS (issue 33) through the real binary against the emulator (`--endpoint`): a cluster and a
+//! GPU pool are created, a second apply changes nothing, park scales the pool to zero and unpark
+//! back (the cluster's System pool keeps its node), a pool removed from the manifest is deleted,
+//! the user kubeconfig is written next to the state with mode 0600, and destroy removes all,
+//! the cluster's node resource group with it. The preflight refuses a Kubernetes version the
+//! region does not offer at the attribute, and a pool over the GPU family's quota at the pool.
+
+use super::*;
+
+const AKS: &str = r#"azure { location = "eastus" }
+
+aks "train" {
+  kubernetes_version = "1.33"
+  api_server_from    = ["203.0.113.7/32"]
+  blob_csi           = true
+
+  pool "gpu" {
+    size       = "Standard_NC24ads_A100_v4"
+    count      = 2
+    taints     = ["sku=gpu:NoSchedule"]
+    gpu_driver = "install"
+  }
+  pool "cpu" {
+    size  = "Standard_D8s_v5"
+    count = 1
+  }
+}
+"#;
+
+/// The pool's node count and power as ARM shows them.
+async fn pool_state(client: &ArmClient, desired: &Desired, address: &str) -> (i64, String) {
+    let pool: Value = client
+        .get(&ResourceId::from_raw(id(desired, address)))
+        .await
+        .expect("reads")
+        .expect("the pool exists");
+    (
+        pool["properties"]["count"].as_i64().unwrap_or(-1),
+        pool["properties"]["powerState"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// The System pool's node count as the cluster's GET shows it.
+async fn system_count(client: &ArmClient, desired: &Desired) -> i64 {
+    let cluster: Value = client
+        .get(&ResourceId::from_raw(id(desired, "aks.train.cluster")))
+        .await
+        .expect("reads")
+        .expect("exists");
+    cluster["properties"]["agentPoolProfiles"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "system"))
+        .and_then(|p| p["count"].as_i64())
+        .expect("the System pool")
+}
+
+/// The kubeconfig an apply wrote: next to the state, 0600, its token nowhere in the state.
+fn check_kubeconfig(dir: &Path) {
+    let kubeconfig = dir.join(".dsinfra/exp/kubeconfig-train");
+    let text = std::fs::read_to_string(&kubeconfig).expect("the kubeconfig is written");
+    assert!(
+        text.contains("kind: Config") && text.contains("token: "),
+        "{text}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&kubeconfig)
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let state = std::fs::read_to_string(dir.join(".dsinfra/exp/state.json")).expect("state");
+    let token = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .expect("a token");
+    assert!(!state.contains(token), "the state holds no credential");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aks_cluster_with_a_gpu_pool_is_applied_parked_pruned_and_destroyed() {
+    let (dir, manifest) = scratch(AKS);
+    let desired = desired_of(&manifest);
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let client = client(&emulator);
+    let run = |verb: &[&str]| {
+        let mut args = verb.to_vec();
+        args.extend(["exp.hcl", "--endpoint", &endpoint, "--auto-approve"]);
+        dsinfra(dir.path()).args(&args).assert()
+    };
+
+    let applied = run(&["apply"]).success();
+    let out = stdout(&applied) + &stderr(&applied);
+    assert!(out.contains("Apply complete: 4 created"), "{out}");
+    let cluster: Value = client
+        .get(&ResourceId::from_raw(id(&desired, "aks.train.cluster")))
+        .await
+        .expect("reads")
+        .expect("the cluster exists");
+    let props = &cluster["properties"];
+    assert_eq!(
+        props["agentPoolProfiles"].as_array().map(Vec::len),
+        Some(3),
+        "{cluster}"
+    );
+    assert_eq!(
+        props["apiServerAccessProfile"]["authorizedIPRanges"],
+        json!(["203.0.113.7/32"])
+    );
+    assert_eq!(
+        props["storageProfile"]["blobCSIDriver"]["enabled"],
+        json!(true)
+    );
+    assert!(
+        props["currentKubernetesVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.33."))
+    );
+    let node_group = props["nodeResourceGroup"]
+        .as_str()
+        .expect("a node group")
+        .to_owned();
+    assert_eq!(
+        pool_state(&client, &desired, "aks.train.pool.gpu").await,
+        (2, "Running".into())
+    );
+
+    check_kubeconfig(dir.path());
+
+    // A second apply changes nothing.
+    let again = run(&["apply"]).success();
+    assert!(stdout(&again).contains("No changes"), "{}", stdout(&again));
+
+    // Park: the pools go to zero nodes, the System pool stays; unpark brings them back.
+    run(&["park"]).success();
+    assert_eq!(
+        pool_state(&client, &desired, "aks.train.pool.gpu").await.0,
+        0
+    );
+    assert_eq!(
+        system_count(&client, &desired).await,
+        1,
+        "the System pool keeps its node"
+    );
+    let parked_plan = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    assert!(
+        stdout(&parked_plan).contains("No changes"),
+        "a parked pool is no drift: {}",
+        stdout(&parked_plan)
+    );
+    let status = dsinfra(dir.path())
+        .args(["status", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    assert!(
+        stdout(&status).contains("parked (0 nodes)"),
+        "{}",
+        stdout(&status)
+    );
+    run(&["unpark"]).success();
+    assert_eq!(
+        pool_state(&client, &desired, "aks.train.pool.gpu").await,
+        (2, "Running".into())
+    );
+
+    // A pool removed from the manifest is deleted; the rest stays.
+    let without_cpu = AKS.replace(
+        "  pool \"cpu\" {\n    size  = \"Standard_D8s_v5\"\n    count = 1\n  }\n",
+        "",
+    );
+    std::fs::write(&manifest, without_cpu).expect("rewrite");
+    let pruned = run(&["apply"]).success();
+    assert!(stdout(&pruned).contains("1 deleted"), "{}", stdout(&pruned));
+    let cpu = ResourceId::from_raw(id(&desired, "aks.train.pool.cpu"));
+    assert!(client.get::<Value>(&cpu).await.expect("reads").is_none());
+
+    // Destroy: everything, the node group with its cluster.
+    run(&["destroy"]).success();
+    let group = ResourceId::from_raw(format!("/subscriptions/{SUB}/resourceGroups/{node_group}"));
+    assert!(client.get::<Value>(&group).await.expect("reads").is_none());
+    drop(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_version_the_region_lacks_and_a_pool_over_quota_are_refused_at_the_block() {
+    let manifest = AKS.replace("\"1.33\"", "\"1.20\"");
+    let (dir, _) = scratch(&manifest);
+    let emulator = emulator::start(config_with_quota("eastus", "StandardNCADSA100v4Family", 24))
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let refused = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .failure();
+    let err = stderr(&refused);
+    assert!(
+        err.contains("error: Kubernetes 1.20 is not offered in eastus"),
+        "{err}"
+    );
+    assert!(
+        err.contains("exp.hcl:4:24"),
+        "located at the version: {err}"
+    );
+    assert!(
+        err.contains("not enough vCPU quota in eastus: aks.train needs 48 vCPUs of StandardNCADSA100v4Family, 24 available"),
+        "{err}"
+    );
+    assert!(err.contains("pool \"gpu\""), "located at the pool: {err}");
+    drop(dir);
+}
