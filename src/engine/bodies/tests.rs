@@ -251,7 +251,12 @@ fn every_seed_body_validates_against_the_official_spec() {
     let cloud_init = crate::ssh::HostKeyPair::generate()
         .expect("ed25519 generation works")
         .cloud_config();
-    for name in ["dual-dsvm.hcl", "nd40-beeond.hcl", "nfs-cache.hcl"] {
+    for name in [
+        "dual-dsvm.hcl",
+        "nd40-beeond.hcl",
+        "nfs-cache.hcl",
+        "aks-gpu.hcl",
+    ] {
         let desired = example(name);
         for resource in &desired.resources {
             let Some(req) = request_for(resource, &desired, SUB, None).expect("the body builds")
