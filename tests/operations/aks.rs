@@ -220,3 +220,62 @@ async fn a_kubernetes_version_the_region_lacks_and_a_pool_over_quota_are_refused
     assert!(err.contains("pool \"gpu\""), "located at the pool: {err}");
     drop(dir);
 }
+
+/// AKS's rule for a stopped cluster (only start or delete): a plan that would change its pools is
+/// refused at the block before any write, with how to start it; started again, it plans.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_that_writes_to_a_stopped_cluster_is_refused_before_any_write() {
+    let (dir, manifest) = scratch(AKS);
+    let desired = desired_of(&manifest);
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let client = client(&emulator);
+    dsinfra(dir.path())
+        .args([
+            "apply",
+            "exp.hcl",
+            "--endpoint",
+            &endpoint,
+            "--auto-approve",
+        ])
+        .assert()
+        .success();
+    let cluster = ResourceId::from_raw(id(&desired, "aks.train.cluster"));
+    let stop = |action: &'static str| {
+        let client = &client;
+        let cluster = &cluster;
+        async move {
+            let _: Option<Value> = client
+                .post_action(
+                    cluster,
+                    action,
+                    &[],
+                    None,
+                    dsinfra::azure::client::Idempotency::Idempotent,
+                )
+                .await
+                .expect("the action runs");
+        }
+    };
+    stop("stop").await;
+    std::fs::write(&manifest, AKS.replace("count      = 2", "count      = 3")).expect("rewrite");
+    let plan = || {
+        dsinfra(dir.path())
+            .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+            .assert()
+    };
+    let refused = plan().failure();
+    let err = stderr(&refused);
+    assert!(
+        err.contains(
+            "error: aks.train is stopped: AKS accepts only start or delete on a stopped cluster"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("az aks start --resource-group"), "{err}");
+    stop("start").await;
+    plan().success();
+    drop(dir);
+}

@@ -222,9 +222,71 @@ async fn check_versions(at: &Preflight<'_>, plan: &Plan) -> Result<Vec<Diagnosti
     Ok(problems)
 }
 
+/// Whether a change writes to an AKS cluster or pool that exists (creating a pool in a cluster
+/// writes to the cluster too).
+fn writes(change: &crate::plan::Change) -> bool {
+    matches!(
+        change.action,
+        Action::Update | Action::Replace { .. } | Action::Delete
+    ) || (change.kind == crate::model::ResourceKind::AksPool && change.action == Action::Create)
+}
+
+/// AKS's rule for a stopped cluster: it accepts only start or delete. A plan that would write to
+/// a stopped cluster (or to its pools) is refused at the block before any write, rather than
+/// half applied. `clusters` are the clusters' addresses the plan writes to; each is read once.
+async fn check_stopped(
+    at: &Preflight<'_>,
+    plan: &Plan,
+    clusters: std::collections::BTreeSet<crate::addr::Address>,
+) -> Result<Vec<Diagnostic>, ArmError> {
+    let mut problems = Vec::new();
+    for address in clusters {
+        let Some(resource) = at.desired.resource(&address) else {
+            continue;
+        };
+        // A cluster the plan deletes or replaces anyway: deleting is what a stopped one takes.
+        let deleted = plan.changes.iter().any(|c| {
+            c.address == address && matches!(c.action, Action::Delete | Action::Replace { .. })
+        });
+        if deleted {
+            continue;
+        }
+        let id = ResourceId::from_raw(resource.arm_id(at.subscription));
+        let body = match at.client.get::<Value>(&id).await {
+            Ok(Some(body)) => body,
+            Ok(None) => continue,
+            Err(e) if e.is_resource_group_not_found() => continue,
+            Err(e) => return Err(e),
+        };
+        if CLUSTER.power_in_body(&body) != Some(PowerState::Deallocated) {
+            continue;
+        }
+        problems.push(
+            Diagnostic::error(format!("{} is stopped: AKS accepts only start or delete on a stopped cluster", address.block_address()))
+                .with_span_opt(resource.span.clone())
+                .with_label("this plan changes the cluster or its pools")
+                .with_help(format!(
+                    "start it (`az aks start --resource-group {} --name {}`) and plan again (a destroy too: dsinfra deletes a cluster's pools before the cluster)",
+                    resource.resource_group, resource.name
+                )),
+        );
+    }
+    Ok(problems)
+}
+
 impl Driver for Cluster {
     fn preflight<'a>(&'a self, at: &'a Preflight<'a>, plan: &'a Plan) -> Act<'a, Vec<Diagnostic>> {
-        Box::pin(check_versions(at, plan))
+        Box::pin(async move {
+            let mut problems = check_versions(at, plan).await?;
+            let written = plan
+                .changes
+                .iter()
+                .filter(|c| c.kind == crate::model::ResourceKind::AksCluster && writes(c))
+                .map(|c| c.address.clone())
+                .collect();
+            problems.extend(check_stopped(at, plan, written).await?);
+            Ok(problems)
+        })
     }
 
     fn body(&self, b: &Builder<'_>) -> Result<Option<Body>, BodyError> {
@@ -258,6 +320,34 @@ impl Driver for Cluster {
 }
 
 impl Driver for Pool {
+    /// The clusters of the pools the plan writes to, unless the plan changes the cluster itself
+    /// (its own driver's preflight reads it then): a stopped one is refused.
+    fn preflight<'a>(&'a self, at: &'a Preflight<'a>, plan: &'a Plan) -> Act<'a, Vec<Diagnostic>> {
+        Box::pin(async move {
+            // Read by the cluster's own preflight, or not there yet.
+            let changed_clusters: std::collections::BTreeSet<_> = plan
+                .changes
+                .iter()
+                .filter(|c| {
+                    c.kind == crate::model::ResourceKind::AksCluster
+                        && (writes(c) || c.action == Action::Create)
+                })
+                .map(|c| c.address.clone())
+                .collect();
+            let clusters = plan
+                .changes
+                .iter()
+                .filter(|c| c.kind == crate::model::ResourceKind::AksPool && writes(c))
+                .filter_map(|c| {
+                    let cluster = c.after.as_ref().or(c.before.as_ref())?.get("cluster")?;
+                    cluster.as_str()?.parse::<crate::addr::Address>().ok()
+                })
+                .filter(|a| !changed_clusters.contains(a))
+                .collect();
+            check_stopped(at, plan, clusters).await
+        })
+    }
+
     fn body(&self, b: &Builder<'_>) -> Result<Option<Body>, BodyError> {
         let body =
             pool_body(b.attrs(), None).map_err(|(attribute, what)| b.invalid(attribute, what))?;
