@@ -113,8 +113,9 @@ async fn run(job: Job<'_>, out: &Output, cancel: &op::Cancel) -> anyhow::Result<
     finish(outcome, out)
 }
 
-/// After an apply: the user kubeconfig of each AKS cluster the state holds, next to the state
-/// (docs/aks.md). What goes wrong here is said, and never fails the apply.
+/// After an apply or a destroy: the user kubeconfig of each AKS cluster the state holds, next to
+/// the state (docs/aks.md), and none of a cluster that is gone. What goes wrong here is said, and
+/// never fails the apply.
 async fn write_kubeconfigs(
     path: &Path,
     backend: Option<&crate::model::BackendConfig>,
@@ -124,12 +125,15 @@ async fn write_kubeconfigs(
     let Ok(state) = read_state(path, backend, "apply").await else {
         return;
     };
-    if crate::engine::kube::clusters(&state).is_empty() {
-        return;
-    }
     let Ok(dir) = crate::state::LocalBackend::state_dir(path) else {
         return;
     };
+    for gone in crate::engine::kube::remove_stale(&state, &dir) {
+        out.note(&format!("removed {}: its cluster is gone", gone.display()));
+    }
+    if crate::engine::kube::clusters(&state).is_empty() {
+        return;
+    }
     for line in crate::engine::kube::write_all(&conn.client, &state, &dir).await {
         out.note(&line);
     }

@@ -108,3 +108,27 @@ pub async fn write_all(client: &ArmClient, state: &State, state_dir: &Path) -> V
     }
     lines
 }
+
+/// Removes the kubeconfigs of clusters the state no longer holds (destroyed, or removed from the
+/// manifest): a credential of a cluster that is gone is not left behind. Returns what it removed.
+pub fn remove_stale(state: &State, state_dir: &Path) -> Vec<PathBuf> {
+    let kept: Vec<PathBuf> = clusters(state)
+        .into_iter()
+        .map(|(address, _)| kubeconfig_path(state_dir, address))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(state_dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_kubeconfig = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("kubeconfig-") && !n.contains(".tmp"));
+        if is_kubeconfig && !kept.contains(&path) && std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}

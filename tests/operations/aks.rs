@@ -279,3 +279,109 @@ async fn a_plan_that_writes_to_a_stopped_cluster_is_refused_before_any_write() {
     plan().success();
     drop(dir);
 }
+
+/// The pinned kubectl (tests/kube/requirements.txt, installed by scripts/test and named in
+/// DSINFRA_KUBECTL): `None` outside CI when it is missing, after saying why; under CI a missing
+/// kubectl fails.
+fn kubectl() -> Option<PathBuf> {
+    let path = std::env::var_os("DSINFRA_KUBECTL")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/dsinfra/tools/kube/bin/kubectl"))
+        })?;
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!(
+        "kubectl is not installed at {} (run `bash scripts/test --install-only`)",
+        path.display()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{why}; it is required under CI"
+    );
+    eprintln!("SKIPPING the kubectl test: {why}");
+    None
+}
+
+/// `dsinfra kubectl` runs the real kubectl with the cluster's kubeconfig (read afresh, written
+/// 0600 next to the state); the kubeconfig goes when the cluster does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dsinfra_kubectl_runs_kubectl_with_the_clusters_kubeconfig_and_destroy_removes_it() {
+    let Some(kubectl) = kubectl() else { return };
+    let (dir, _) = scratch(AKS);
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let with_kubectl = |args: &[&str]| {
+        let bin = kubectl.parent().expect("a directory");
+        let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .expect("a PATH");
+        let mut cmd = dsinfra(dir.path());
+        cmd.env("PATH", path).args(args);
+        cmd.assert()
+    };
+    let none = with_kubectl(&[
+        "kubectl",
+        "exp.hcl",
+        "--endpoint",
+        &endpoint,
+        "--",
+        "version",
+        "--client",
+    ])
+    .failure();
+    assert!(
+        stderr(&none).contains("exp.hcl has no state yet: nothing was applied"),
+        "{}",
+        stderr(&none)
+    );
+    with_kubectl(&[
+        "apply",
+        "exp.hcl",
+        "--endpoint",
+        &endpoint,
+        "--auto-approve",
+    ])
+    .success();
+    let kubeconfig = dir.path().join(".dsinfra/exp/kubeconfig-train");
+    std::fs::remove_file(&kubeconfig).expect("written by apply");
+    let shown = with_kubectl(&[
+        "kubectl",
+        "exp.hcl",
+        "--endpoint",
+        &endpoint,
+        "--",
+        "config",
+        "view",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ])
+    .success();
+    let server = stdout(&shown);
+    assert!(
+        server.starts_with(&endpoint)
+            && server.contains("/_kubernetes/")
+            && server.ends_with("/managedclusters/exp-train"),
+        "kubectl sees the emulator's API path of the cluster: {server}"
+    );
+    assert!(kubeconfig.is_file(), "read afresh and written again");
+    with_kubectl(&[
+        "destroy",
+        "exp.hcl",
+        "--endpoint",
+        &endpoint,
+        "--auto-approve",
+    ])
+    .success();
+    assert!(
+        !kubeconfig.exists(),
+        "the credential of a destroyed cluster is removed"
+    );
+    drop(dir);
+}
