@@ -66,7 +66,8 @@ pub fn cluster_nodes_words(nodes: &ClusterNodes) -> String {
         "parked (0 nodes)".to_owned()
     } else if !nodes.has_states() {
         // A service that reports no per-node states (AKS through ARM): the count alone.
-        format!("{} nodes", nodes.current)
+        let plural = if nodes.current == 1 { "" } else { "s" };
+        format!("{} node{plural}", nodes.current)
     } else {
         format!("{} nodes: {counts}", nodes.current)
     }
@@ -495,6 +496,9 @@ Power states are as last recorded; run with --emulator, --endpoint or Azure cred
             cluster_nodes_words(&nodes(4, 0, false, 2, 0)),
             "resizing 4 -> 0: 2 idle"
         );
+        // AKS through ARM says how many nodes, not which state each is in.
+        assert_eq!(cluster_nodes_words(&nodes(1, 1, true, 0, 0)), "1 node");
+        assert_eq!(cluster_nodes_words(&nodes(3, 3, true, 0, 0)), "3 nodes");
     }
 
     #[test]

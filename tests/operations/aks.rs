@@ -163,10 +163,13 @@ async fn an_aks_cluster_with_a_gpu_pool_is_applied_parked_pruned_and_destroyed()
         .args(["status", "exp.hcl", "--endpoint", &endpoint])
         .assert()
         .success();
+    let shown = stdout(&status);
+    assert!(shown.contains("parked (0 nodes)"), "the GPU pool: {shown}");
     assert!(
-        stdout(&status).contains("parked (0 nodes)"),
-        "{}",
-        stdout(&status)
+        shown
+            .lines()
+            .any(|l| l.starts_with("aks.train.cluster") && l.contains("1 node ")),
+        "the System pool keeps its node: {shown}"
     );
     run(&["unpark"]).success();
     assert_eq!(

@@ -309,6 +309,37 @@ impl Driver for Cluster {
         }
     }
 
+    /// The System pool's nodes are the service's: `status` shows them (none while the cluster is
+    /// stopped).
+    fn is_pool(&self) -> bool {
+        true
+    }
+
+    fn pool_nodes<'a>(
+        &'a self,
+        client: &'a ArmClient,
+        id: &'a ResourceId,
+    ) -> Act<'a, Option<ClusterNodes>> {
+        Box::pin(async move {
+            let Some(cluster) = client.get::<Value>(id).await? else {
+                return Ok(None);
+            };
+            let stopped = self.power_in_body(&cluster) == Some(PowerState::Deallocated);
+            let count = system_count(&cluster)
+                .and_then(|n| n.as_i64())
+                .and_then(|n| i32::try_from(n).ok())
+                .unwrap_or_default();
+            let current = if stopped { 0 } else { count };
+            Ok(Some(ClusterNodes {
+                current,
+                target: current,
+                steady: text(&cluster, "/properties/provisioningState")
+                    .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
+                counts: crate::azure::types::ml::NodeStateCounts::default(),
+            }))
+        })
+    }
+
     fn power_in_body(&self, body: &Value) -> Option<PowerState> {
         let code = text(body, "/properties/powerState/code")?;
         Some(if code.eq_ignore_ascii_case("Stopped") {

@@ -79,15 +79,18 @@ async fn cluster_statuses(state: &State, arm: Option<&Arm>) -> Result<Vec<Cluste
         let (rate, _) = rate_of(r.kind, &r.attrs);
         clusters.push(ClusterStatus {
             address: r.address.clone(),
+            // An AKS cluster's own pool is its System pool.
             size: r
                 .attrs
                 .get("size")
+                .or_else(|| r.attrs.get("system_size"))
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("-")
                 .to_owned(),
             count: r
                 .attrs
                 .get("count")
+                .or_else(|| r.attrs.get("system_count"))
                 .and_then(serde_json::Value::as_i64)
                 .unwrap_or(1),
             parked,
