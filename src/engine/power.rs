@@ -97,6 +97,28 @@ pub enum PowerError {
     },
 }
 
+/// The resources whose power follows `address`'s: the pools of an AKS cluster, which its stop
+/// deallocates and its start brings back (the pools of a cluster that parks its pools instead
+/// are parked on their own, and are not selected with it).
+fn followers(state: &State, address: &Address) -> Vec<Address> {
+    let Some(cluster) = state
+        .resource(address)
+        .filter(|r| r.kind == crate::model::ResourceKind::AksCluster)
+    else {
+        return Vec::new();
+    };
+    let at = cluster.address.to_string();
+    state
+        .resources
+        .iter()
+        .filter(|r| {
+            r.kind == crate::model::ResourceKind::AksPool
+                && r.attrs.get("cluster").and_then(serde_json::Value::as_str) == Some(at.as_str())
+        })
+        .map(|r| r.address.clone())
+        .collect()
+}
+
 /// Whether `name` (a block label such as `gpu`, a block address such as `cluster.train`, a node
 /// such as `cluster.train[1]`, or a full address) selects the VM at `vm`.
 fn name_selects(name: &str, vm: &Address) -> bool {
@@ -116,7 +138,7 @@ pub fn select_vms(state: &State, only: &[String]) -> Result<Vec<Address>, PowerE
         .resources
         .iter()
         .filter(|r| {
-            kinds::is_parkable(r.kind)
+            kinds::driver(r.kind).parks(r)
                 && r.status == ResourceStatus::Created
                 && r.drift != Some(Drift::Deleted)
         })
@@ -205,6 +227,12 @@ pub async fn set_power(
                     // new, so its per-boot steps run again (see engine::post_boot::records).
                     if change == PowerChange::Unpark {
                         r.boots += 1;
+                    }
+                }
+                // What the resource's power carries with it (a stopped AKS cluster's pools).
+                for follower in followers(state, address) {
+                    if let Some(r) = state.resource_mut(&follower) {
+                        r.power_state = Some(change.target());
                     }
                 }
                 backend.save(state).await?;

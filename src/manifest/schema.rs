@@ -224,6 +224,7 @@ static AKS: BlockSchema = BlockSchema {
         "blob_csi",
         "system_size",
         "system_count",
+        "park",
     ],
     blocks: &[named("pool", &AKS_POOL), nested("lifecycle", &LIFECYCLE)],
 };

@@ -268,7 +268,13 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
             (rate, format!("{size} GiB {sku} disk"))
         }
         ResourceKind::MlCompute => ml_compute_rate(attrs),
-        ResourceKind::AksCluster => aks_rate(attrs, "system_size", "system_count", true),
+        // A cluster parked by stopping deallocates its System pool's nodes too.
+        ResourceKind::AksCluster => aks_rate(
+            attrs,
+            "system_size",
+            "system_count",
+            text(attrs, "park") != Some("stop"),
+        ),
         ResourceKind::AksPool => aks_rate(attrs, "size", "count", false),
         ResourceKind::PublicIp => {
             let rate = Rate {

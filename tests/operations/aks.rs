@@ -388,3 +388,85 @@ async fn dsinfra_kubectl_runs_kubectl_with_the_clusters_kubeconfig_and_destroy_r
     );
     drop(dir);
 }
+
+/// `park = "stop"`: park stops the whole cluster (every node deallocated, nothing billed) and
+/// unpark starts it; while it is stopped a plan that changes it is refused with `dsinfra unpark`
+/// as the fix; after unpark the manifest matches again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_that_parks_by_stopping_is_stopped_and_started_whole() {
+    let stopping = AKS.replace(
+        "  blob_csi           = true\n",
+        "  blob_csi           = true\n  park               = \"stop\"\n",
+    );
+    let (dir, manifest) = scratch(&stopping);
+    let desired = desired_of(&manifest);
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let client = client(&emulator);
+    let run = |verb: &str| {
+        dsinfra(dir.path())
+            .args([verb, "exp.hcl", "--endpoint", &endpoint, "--auto-approve"])
+            .assert()
+    };
+    let applied = run("apply").success();
+    let said = stdout(&applied) + &stderr(&applied);
+    let running = said
+        .split("Cost now: ")
+        .nth(1)
+        .and_then(|rest| rest.split("/h running").next())
+        .expect("apply says what it costs running")
+        .to_owned();
+    let power = || async {
+        let cluster: Value = client
+            .get(&ResourceId::from_raw(id(&desired, "aks.train.cluster")))
+            .await
+            .expect("reads")
+            .expect("exists");
+        cluster["properties"]["powerState"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let parked = run("park").success();
+    let said = stdout(&parked) + &stderr(&parked);
+    assert!(
+        said.contains("$0.00 now"),
+        "nothing is billed once stopped: {said}"
+    );
+    assert_eq!(power().await, "Stopped");
+    assert_eq!(
+        pool_state(&client, &desired, "aks.train.pool.gpu").await,
+        (2, "Stopped".into()),
+        "the pools keep their counts and stop with the cluster"
+    );
+    std::fs::write(
+        &manifest,
+        stopping.replace("count      = 2", "count      = 3"),
+    )
+    .expect("rewrite");
+    let refused = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .failure();
+    assert!(
+        stderr(&refused).contains("`dsinfra unpark` starts it"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::write(&manifest, &stopping).expect("rewrite");
+    let started = run("unpark").success();
+    let said = stdout(&started) + &stderr(&started);
+    assert!(
+        said.contains(&format!("{running} now")),
+        "all billed again: {said}"
+    );
+    assert_eq!(power().await, "Running");
+    let plan = dsinfra(dir.path())
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    assert!(stdout(&plan).contains("No changes"), "{}", stdout(&plan));
+    drop(dir);
+}

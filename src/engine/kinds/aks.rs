@@ -52,6 +52,22 @@ static PARKING: Parking = Parking {
     },
 };
 
+static CLUSTER_PARKING: Parking = Parking {
+    warning: "parking stops the AKS clusters whose block says `park = \"stop\"`: every node of every pool is deallocated (none is billed; pods stop and are scheduled again at start), the control plane keeps the cluster's objects; a stopped cluster accepts only start or delete, and starting takes minutes",
+    phrase: |change, n| {
+        let verb = match change {
+            PowerChange::Park => "stop",
+            PowerChange::Unpark => "start",
+        };
+        format!("{verb} {n} AKS cluster(s)")
+    },
+};
+
+/// Whether an AKS resource's block parks by stopping the whole cluster (`park = "stop"`).
+fn parks_by_stopping(attrs: &Attrs) -> bool {
+    attrs.get("park").and_then(Value::as_str) == Some("stop")
+}
+
 /// A cluster's body, from its attributes.
 fn cluster_body(b: &Builder<'_>) -> Result<ManagedCluster, BodyError> {
     let count = b
@@ -261,13 +277,20 @@ async fn check_stopped(
         if CLUSTER.power_in_body(&body) != Some(PowerState::Deallocated) {
             continue;
         }
+        let start = if parks_by_stopping(&resource.attrs) {
+            "`dsinfra unpark` starts it (its block parks by stopping it)".to_owned()
+        } else {
+            format!(
+                "start it (`az aks start --resource-group {} --name {}`)",
+                resource.resource_group, resource.name
+            )
+        };
         problems.push(
             Diagnostic::error(format!("{} is stopped: AKS accepts only start or delete on a stopped cluster", address.block_address()))
                 .with_span_opt(resource.span.clone())
                 .with_label("this plan changes the cluster or its pools")
                 .with_help(format!(
-                    "start it (`az aks start --resource-group {} --name {}`) and plan again (a destroy too: dsinfra deletes a cluster's pools before the cluster)",
-                    resource.resource_group, resource.name
+                    "{start}, then plan again (a destroy too: dsinfra deletes a cluster's pools before the cluster)"
                 )),
         );
     }
@@ -337,6 +360,42 @@ impl Driver for Cluster {
                     .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
                 counts: crate::azure::types::ml::NodeStateCounts::default(),
             }))
+        })
+    }
+
+    fn parking(&self) -> Option<&'static Parking> {
+        Some(&CLUSTER_PARKING)
+    }
+
+    /// Only a cluster whose block parks by stopping it; others park their pools.
+    fn parks(&self, resource: &ResourceState) -> bool {
+        parks_by_stopping(&resource.attrs)
+    }
+
+    fn set_power<'a>(
+        &'a self,
+        client: &'a ArmClient,
+        id: &'a ResourceId,
+        _resource: &'a ResourceState,
+        change: PowerChange,
+    ) -> Act<'a, ()> {
+        Box::pin(async move {
+            let action = match change {
+                PowerChange::Park => "stop",
+                PowerChange::Unpark => "start",
+            };
+            // Stopping a stopped cluster (or starting a running one) changes nothing: safe to
+            // repeat.
+            client
+                .post_action::<Value>(
+                    id,
+                    action,
+                    &[],
+                    None,
+                    crate::azure::client::Idempotency::Idempotent,
+                )
+                .await
+                .map(drop)
         })
     }
 
@@ -417,6 +476,12 @@ impl Driver for Pool {
 
     fn parking(&self) -> Option<&'static Parking> {
         Some(&PARKING)
+    }
+
+    /// Not a pool of a cluster that parks by stopping: the cluster's stop deallocates its nodes,
+    /// and a stopped cluster refuses a pool's PUT.
+    fn parks(&self, resource: &ResourceState) -> bool {
+        !parks_by_stopping(&resource.attrs)
     }
 
     /// A pool's nodes are the service's (a scale set AKS manages): `status` shows their count.

@@ -183,6 +183,12 @@ pub(crate) trait Driver: Send + Sync {
         None
     }
 
+    /// Whether park and unpark act on this resource of a parkable kind: an AKS pool of a cluster
+    /// whose block parks by stopping is left to the cluster's stop.
+    fn parks(&self, _resource: &ResourceState) -> bool {
+        self.parking().is_some()
+    }
+
     /// Park or unpark the resource at `id` (recorded as `resource`), until it is there.
     fn set_power<'a>(
         &'a self,

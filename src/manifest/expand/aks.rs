@@ -39,9 +39,19 @@ struct ClusterAttrs {
     blob_csi: Option<bool>,
     system_size: Option<Located<String>>,
     system_count: Option<Located<i64>>,
+    park: Option<OneOf<ParkMode>>,
 }
 
 impl BlockAttrs for ClusterAttrs {}
+
+/// How `dsinfra park` parks the cluster: scale its named pools to zero (the System pool keeps a
+/// node), or stop the whole cluster (every node deallocated; nothing but start or delete until
+/// unpark).
+struct ParkMode;
+
+impl Choices for ParkMode {
+    const ALLOWED: &'static [&'static str] = &["pools", "stop"];
+}
 
 /// A `pool` block's attributes.
 #[derive(Deserialize, Default)]
@@ -115,6 +125,8 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     values.insert("blob_csi".into(), json!(attrs.blob_csi.unwrap_or(false)));
     values.insert("system_size".into(), json!(system_size.value));
     values.insert("system_count".into(), json!(system_count));
+    let park = attrs.park.map_or_else(|| "pools".to_owned(), |p| p.value);
+    values.insert("park".into(), json!(park));
     let cluster = Address::new("aks", &label, None, "cluster");
     let pools = read_pools(
         &mut check,
@@ -143,6 +155,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     for (pool_label, mut pool_values, span) in pools {
         pool_values.insert("location".into(), json!(location));
         pool_values.insert("cluster".into(), json!(cluster.to_string()));
+        pool_values.insert("park".into(), json!(park));
         let address = Address::new("aks", &label, None, &format!("pool.{pool_label}"));
         ex.push(
             address.clone(),
