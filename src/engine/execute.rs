@@ -535,6 +535,10 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
             )
         }));
         let driver = kinds::driver(change.kind);
+        if driver.deleted_with_parent() && parent_goes_too(shared, change) {
+            // Its parent's DELETE, later in this run, takes it with it.
+            return forget(shared, address, operation).await;
+        }
         let query = driver.delete_query();
         call_described(
             shared,
@@ -550,6 +554,15 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
             .await
             .map_err(|message| local_error(address, operation, message))?;
     }
+    forget(shared, address, operation).await
+}
+
+/// Removes a deleted resource from the state.
+async fn forget(
+    shared: &Shared,
+    address: &Address,
+    operation: Operation,
+) -> Result<(), ResourceError> {
     shared
         .store
         .update(|state| {
@@ -557,6 +570,24 @@ async fn delete(shared: &Shared, change: &Change) -> Result<(), ResourceError> {
         })
         .await
         .map_err(|e| save_error(address, operation, &e))
+}
+
+/// Whether the run also deletes (or replaces) the resource `change`'s resource lives in: the
+/// change named by its `parent`, in its group, whose ARM type contains its own.
+fn parent_goes_too(shared: &Shared, change: &Change) -> bool {
+    let Some(parent) = change.parent.as_deref() else {
+        return false;
+    };
+    shared.changes.values().any(|c| {
+        c.name == parent
+            && c.resource_group
+                .eq_ignore_ascii_case(&change.resource_group)
+            && matches!(c.action, Action::Delete | Action::Replace { .. })
+            && change
+                .kind
+                .arm_type()
+                .starts_with(&format!("{}/", c.kind.arm_type()))
+    })
 }
 
 async fn apply(

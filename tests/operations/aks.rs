@@ -391,7 +391,7 @@ async fn dsinfra_kubectl_runs_kubectl_with_the_clusters_kubeconfig_and_destroy_r
 
 /// `park = "stop"`: park stops the whole cluster (every node deallocated, nothing billed) and
 /// unpark starts it; while it is stopped a plan that changes it is refused with `dsinfra unpark`
-/// as the fix; after unpark the manifest matches again.
+/// as the fix; after unpark the manifest matches again; a stopped cluster is destroyed as it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_that_parks_by_stopping_is_stopped_and_started_whole() {
     let stopping = AKS.replace(
@@ -468,5 +468,20 @@ async fn a_cluster_that_parks_by_stopping_is_stopped_and_started_whole() {
         .assert()
         .success();
     assert!(stdout(&plan).contains("No changes"), "{}", stdout(&plan));
+    // Stopped again, it is destroyed as it is: its pools go with its one DELETE (AKS refuses a
+    // pool's own DELETE while the cluster is stopped).
+    run("park").success();
+    assert_eq!(power().await, "Stopped");
+    let destroyed = run("destroy").success();
+    let said = stdout(&destroyed) + &stderr(&destroyed);
+    assert!(said.contains("Destroy complete"), "{said}");
+    let group = desired
+        .resources
+        .iter()
+        .find(|r| r.kind == ResourceKind::AksCluster)
+        .map(|r| r.resource_group.clone())
+        .expect("the cluster's group");
+    let group = ResourceId::from_raw(format!("/subscriptions/{SUB}/resourceGroups/{group}"));
+    assert!(client.get::<Value>(&group).await.expect("reads").is_none());
     drop(dir);
 }

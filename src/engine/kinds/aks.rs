@@ -286,12 +286,15 @@ async fn check_stopped(
             )
         };
         problems.push(
-            Diagnostic::error(format!("{} is stopped: AKS accepts only start or delete on a stopped cluster", address.block_address()))
-                .with_span_opt(resource.span.clone())
-                .with_label("this plan changes the cluster or its pools")
-                .with_help(format!(
-                    "{start}, then plan again (a destroy too: dsinfra deletes a cluster's pools before the cluster)"
-                )),
+            Diagnostic::error(format!(
+                "{} is stopped: AKS accepts only start or delete on a stopped cluster",
+                address.block_address()
+            ))
+            .with_span_opt(resource.span.clone())
+            .with_label("this plan changes the cluster or its pools")
+            .with_help(format!(
+                "{start}, then plan again (`dsinfra destroy` works on it as it is)"
+            )),
         );
     }
     Ok(problems)
@@ -476,6 +479,11 @@ impl Driver for Pool {
 
     fn parking(&self) -> Option<&'static Parking> {
         Some(&PARKING)
+    }
+
+    /// AKS deletes a cluster's pools with it.
+    fn deleted_with_parent(&self) -> bool {
+        true
     }
 
     /// Not a pool of a cluster that parks by stopping: the cluster's stop deallocates its nodes,

@@ -169,6 +169,13 @@ pub(crate) trait Driver: Send + Sync {
         &[]
     }
 
+    /// Whether deleting its parent deletes it too, so that its own DELETE is not sent when the
+    /// same run deletes the parent (an AKS pool goes with its cluster; its own DELETE would be
+    /// refused while the cluster is stopped).
+    fn deleted_with_parent(&self) -> bool {
+        false
+    }
+
     /// After its DELETE succeeded (a key vault is purged, so its name is free again).
     fn after_delete<'a>(
         &'a self,
