@@ -36,6 +36,27 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     sync_dir(directory_of(path))
 }
 
+/// [`write`] for a credential (a kubeconfig): the file is made with mode 0600 from its first byte
+/// on, where the platform has modes, so no other user can read it even for an instant (a chmod
+/// after the write would leave that instant open).
+///
+/// # Errors
+///
+/// As [`write`].
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace_with(path, bytes, Access::Private)?;
+    sync_dir(directory_of(path))
+}
+
+/// Who may read the file a write makes.
+#[derive(Clone, Copy)]
+enum Access {
+    /// As the process's umask says.
+    Default,
+    /// Its owner only (0600).
+    Private,
+}
+
 /// Writes `bytes` to a temporary sibling of `path`, fsyncs it and renames it over `path`. The
 /// directory is not synced: a caller replacing several files syncs it once at the end.
 ///
@@ -44,8 +65,21 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Writing the temporary file or renaming it failed; the temporary file is removed and `path`
 /// is unchanged.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace_with(path, bytes, Access::Default)
+}
+
+fn replace_with(path: &Path, bytes: &[u8], access: Access) -> Result<(), Error> {
     let tmp = temporary_sibling(path);
-    let written = File::create(&tmp).and_then(|mut file| {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if matches!(access, Access::Private) {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = access;
+    let written = options.open(&tmp).and_then(|mut file| {
         file.write_all(bytes)?;
         file.sync_all()
     });
@@ -128,6 +162,21 @@ mod tests {
         write(&path, b"second").expect("replaced");
         assert_eq!(fs::read(&path).expect("readable"), b"second");
         assert_eq!(names_in(dir.path()), ["plan.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_write_is_the_owners_alone_and_replaces_a_readable_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("kubeconfig-train");
+        fs::write(&path, b"old").expect("written");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        write_private(&path, b"token: new").expect("written");
+        assert_eq!(fs::read(&path).expect("readable"), b"token: new");
+        let mode = fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(names_in(dir.path()), ["kubeconfig-train"]);
     }
 
     #[test]

@@ -71,21 +71,15 @@ pub async fn user_kubeconfig(
     Ok(Secret::registered(text))
 }
 
-/// Writes a kubeconfig to `path` with mode 0600, atomically (a half-written credential file is
-/// never left behind).
+/// Writes a kubeconfig to `path`, mode 0600 from its first byte, atomically (a half-written
+/// credential file is never left behind, nor a readable one).
 ///
 /// # Errors
 ///
 /// The file could not be written.
 pub fn write(path: &Path, kubeconfig: &Secret<String>) -> std::io::Result<()> {
-    crate::atomic_file::write(path, kubeconfig.expose().as_bytes())
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
+    crate::atomic_file::write_private(path, kubeconfig.expose().as_bytes())
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Reads and writes the kubeconfig of every cluster the state holds; one line per cluster
