@@ -583,10 +583,7 @@ fn parent_goes_too(shared: &Shared, change: &Change) -> bool {
             && c.resource_group
                 .eq_ignore_ascii_case(&change.resource_group)
             && matches!(c.action, Action::Delete | Action::Replace { .. })
-            && change
-                .kind
-                .arm_type()
-                .starts_with(&format!("{}/", c.kind.arm_type()))
+            && change.kind.lives_in(c.kind)
     })
 }
 

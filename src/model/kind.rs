@@ -243,6 +243,15 @@ impl ResourceKind {
         )
     }
 
+    /// Whether a resource of this kind lives inside one of `parent` (a container in a storage
+    /// account, a pool in an AKS cluster): `parent`'s ARM type is a prefix of its own, so it is
+    /// deleted with its parent.
+    pub fn lives_in(self, parent: Self) -> bool {
+        self.arm_type()
+            .strip_prefix(parent.arm_type())
+            .is_some_and(|rest| rest.starts_with('/'))
+    }
+
     /// Whether this kind exists in ARM (false for the locally signed SAS).
     pub fn is_arm(self) -> bool {
         self != Self::Sas
@@ -252,5 +261,22 @@ impl ResourceKind {
 impl fmt::Display for ResourceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.arm_type())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResourceKind as K;
+
+    #[test]
+    fn a_child_kind_lives_in_the_kind_whose_type_prefixes_its_own() {
+        assert!(K::BlobContainer.lives_in(K::StorageAccount));
+        assert!(K::FileShare.lives_in(K::StorageAccount));
+        assert!(K::AksPool.lives_in(K::AksCluster));
+        assert!(K::MlCompute.lives_in(K::MlWorkspace));
+        assert!(!K::AksCluster.lives_in(K::AksPool));
+        assert!(!K::StorageAccount.lives_in(K::StorageAccount));
+        // A type that merely starts with the same letters is not inside.
+        assert!(!K::MlCompute.lives_in(K::ManagedDisk));
     }
 }

@@ -391,12 +391,9 @@ fn referenced_addresses(value: &Value, out: &mut Vec<Address>) {
 fn parent_of<'a>(desired: &Desired, r: &'a Resource) -> Option<&'a Address> {
     let name = r.parent.as_deref()?;
     r.depends_on.iter().find(|dep| {
-        desired.resource(dep).is_some_and(|p| {
-            p.name == name
-                && r.kind
-                    .arm_type()
-                    .starts_with(&format!("{}/", p.kind.arm_type()))
-        })
+        desired
+            .resource(dep)
+            .is_some_and(|p| p.name == name && r.kind.lives_in(p.kind))
     })
 }
 
