@@ -2,13 +2,16 @@
 //! pools, each an ARM resource of its own (decision 73).
 //!
 //! - A cluster's body carries its one System pool; named pools are `agentPools/{name}` PUTs.
-//!   What is read back and compared: a cluster's version as asked, its System pool's node count
-//!   and its Blob CSI switch; a pool's size and node count.
+//!   What is read back and compared: a cluster's System pool node count and its Blob CSI switch
+//!   (and tags); a pool's size and node count.
 //! - A pool scaled to zero nodes is parked (as dsinfra's park leaves it), so a pool scaled to zero
-//!   outside dsinfra is recorded as parked; a stopped cluster is parked the same way.
+//!   outside dsinfra is recorded as parked; a stopped cluster, or a stopped pool, the same way.
 //! - Park scales every named pool to zero and unpark back to `count` (a PUT of the pool's body
 //!   with the count changed); the System pool keeps its nodes (AKS requires at least one), and
-//!   the plan prices it while parked.
+//!   the plan prices it while parked. A block with `park = "stop"` parks by stopping the whole
+//!   cluster instead; its pools are then left to the cluster's stop.
+//! - The preflight reads the region's Kubernetes versions, and refuses a plan that writes to a
+//!   stopped cluster or its pools.
 
 use serde_json::Value;
 
@@ -159,6 +162,28 @@ pub(crate) fn pool_body(
             ..AgentPoolProperties::default()
         }),
     })
+}
+
+/// Whether a cluster's or pool's body says it is stopped.
+fn stopped(body: &Value) -> bool {
+    text(body, "/properties/powerState/code").is_some_and(|c| c.eq_ignore_ascii_case("Stopped"))
+}
+
+/// What `status` shows of a cluster's System pool or a pool: `count` nodes, none while stopped.
+/// AKS reports no allocation state through ARM: a pool is steady once its operation is done, and
+/// it says no node's state.
+fn nodes_now(body: &Value, count: Option<i64>) -> ClusterNodes {
+    let count = count
+        .and_then(|n| i32::try_from(n).ok())
+        .unwrap_or_default();
+    let current = if stopped(body) { 0 } else { count };
+    ClusterNodes {
+        current,
+        target: current,
+        steady: text(body, "/properties/provisioningState")
+            .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
+        counts: crate::azure::types::ml::NodeStateCounts::default(),
+    }
 }
 
 /// The System pool's count in a cluster's body.
@@ -347,22 +372,8 @@ impl Driver for Cluster {
         id: &'a ResourceId,
     ) -> Act<'a, Option<ClusterNodes>> {
         Box::pin(async move {
-            let Some(cluster) = client.get::<Value>(id).await? else {
-                return Ok(None);
-            };
-            let stopped = self.power_in_body(&cluster) == Some(PowerState::Deallocated);
-            let count = system_count(&cluster)
-                .and_then(|n| n.as_i64())
-                .and_then(|n| i32::try_from(n).ok())
-                .unwrap_or_default();
-            let current = if stopped { 0 } else { count };
-            Ok(Some(ClusterNodes {
-                current,
-                target: current,
-                steady: text(&cluster, "/properties/provisioningState")
-                    .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
-                counts: crate::azure::types::ml::NodeStateCounts::default(),
-            }))
+            let cluster = client.get::<Value>(id).await?;
+            Ok(cluster.map(|c| nodes_now(&c, system_count(&c).and_then(|n| n.as_i64()))))
         })
     }
 
@@ -403,8 +414,8 @@ impl Driver for Cluster {
     }
 
     fn power_in_body(&self, body: &Value) -> Option<PowerState> {
-        let code = text(body, "/properties/powerState/code")?;
-        Some(if code.eq_ignore_ascii_case("Stopped") {
+        text(body, "/properties/powerState/code")?;
+        Some(if stopped(body) {
             PowerState::Deallocated
         } else {
             PowerState::Running
@@ -468,9 +479,7 @@ impl Driver for Pool {
 
     fn power_in_body(&self, body: &Value) -> Option<PowerState> {
         let count = body.pointer("/properties/count").and_then(Value::as_i64)?;
-        let stopped = text(body, "/properties/powerState/code")
-            .is_some_and(|c| c.eq_ignore_ascii_case("Stopped"));
-        Some(if count == 0 || stopped {
+        Some(if count == 0 || stopped(body) {
             PowerState::Deallocated
         } else {
             PowerState::Running
@@ -503,25 +512,8 @@ impl Driver for Pool {
         id: &'a ResourceId,
     ) -> Act<'a, Option<ClusterNodes>> {
         Box::pin(async move {
-            let Some(pool) = client.get::<Value>(id).await? else {
-                return Ok(None);
-            };
-            let count = pool
-                .pointer("/properties/count")
-                .and_then(Value::as_i64)
-                .and_then(|n| i32::try_from(n).ok())
-                .unwrap_or_default();
-            let stopped = text(&pool, "/properties/powerState/code")
-                .is_some_and(|c| c.eq_ignore_ascii_case("Stopped"));
-            let current = if stopped { 0 } else { count };
-            Ok(Some(ClusterNodes {
-                current,
-                target: current,
-                // AKS reports no allocation state: a pool is steady once its operation is done.
-                steady: text(&pool, "/properties/provisioningState")
-                    .is_none_or(|s| s.eq_ignore_ascii_case("Succeeded")),
-                counts: crate::azure::types::ml::NodeStateCounts::default(),
-            }))
+            let pool = client.get::<Value>(id).await?;
+            Ok(pool.map(|p| nodes_now(&p, p.pointer("/properties/count").and_then(Value::as_i64))))
         })
     }
 
