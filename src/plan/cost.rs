@@ -271,11 +271,10 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
         // A cluster parked by stopping deallocates its System pool's nodes too.
         ResourceKind::AksCluster => aks_rate(
             attrs,
-            "system_size",
-            "system_count",
+            ("system_size", "system_count", "AKS System pool"),
             text(attrs, "park") != Some("stop"),
         ),
-        ResourceKind::AksPool => aks_rate(attrs, "size", "count", false),
+        ResourceKind::AksPool => aks_rate(attrs, ("size", "count", "AKS node pool"), false),
         ResourceKind::PublicIp => {
             let rate = Rate {
                 running_per_hour: catalog::PUBLIC_IP_PER_HOUR,
@@ -324,15 +323,15 @@ fn ml_compute_rate(attrs: &Attrs) -> (Rate, String) {
 /// or a named pool (parked at zero nodes: nothing): the size's price in the region per node.
 /// The control plane of AKS's Free tier, which dsinfra asks for, costs nothing; the nodes' OS
 /// disks are not priced (AKS picks an ephemeral or managed disk per size).
-fn aks_rate(attrs: &Attrs, size_key: &str, count_key: &str, keeps_nodes: bool) -> (Rate, String) {
+fn aks_rate(
+    attrs: &Attrs,
+    (size_key, count_key, noun): (&str, &str, &str),
+    keeps_nodes: bool,
+) -> (Rate, String) {
     let size = text(attrs, size_key).unwrap_or("unknown size");
     let region = text(attrs, "location").unwrap_or_default();
     let count = attrs.get(count_key).and_then(Value::as_u64).unwrap_or(0);
-    let what = if keeps_nodes {
-        format!("{count} x {size} AKS System pool")
-    } else {
-        format!("{count} x {size} AKS node pool")
-    };
+    let what = format!("{count} x {size} {noun}");
     let Some(price) = catalog::price(size, region) else {
         return (
             Rate::default(),
@@ -443,6 +442,42 @@ mod tests {
 
     /// Issue 17: an AmlCompute is its size's price per node times its nodes, nothing parked
     /// (scaled to zero); a workspace and what it needs are billed by use, like storage.
+    /// The System pool is billed parked unless the block parks by stopping the cluster, and it
+    /// is named as the System pool either way; a named pool costs nothing parked.
+    #[test]
+    fn an_aks_system_pool_is_billed_parked_unless_the_cluster_stops() {
+        let cluster = |park: &str| {
+            rate_of(
+                ResourceKind::AksCluster,
+                &attrs(&[
+                    ("system_size", Value::from("Standard_D4s_v5")),
+                    ("system_count", Value::from(2)),
+                    ("location", Value::from("eastus")),
+                    ("park", Value::from(park)),
+                ]),
+            )
+        };
+        let price = catalog::price("Standard_D4s_v5", "eastus").expect("priced");
+        let (pools, what) = cluster("pools");
+        assert!((pools.running_per_hour - 2.0 * price.linux_payg).abs() < 1e-6);
+        assert!((pools.parked_per_hour - pools.running_per_hour).abs() < f64::EPSILON);
+        assert_eq!(what, "2 x Standard_D4s_v5 AKS System pool");
+        let (stop, what) = cluster("stop");
+        assert!(stop.parked_per_hour.abs() < f64::EPSILON);
+        assert_eq!(what, "2 x Standard_D4s_v5 AKS System pool");
+        let (pool, what) = rate_of(
+            ResourceKind::AksPool,
+            &attrs(&[
+                ("size", Value::from("Standard_D4s_v5")),
+                ("count", Value::from(3)),
+                ("location", Value::from("eastus")),
+            ]),
+        );
+        assert!((pool.running_per_hour - 3.0 * price.linux_payg).abs() < 1e-6);
+        assert!(pool.parked_per_hour.abs() < f64::EPSILON);
+        assert_eq!(what, "3 x Standard_D4s_v5 AKS node pool");
+    }
+
     #[test]
     fn an_aml_compute_costs_its_nodes_and_nothing_parked() {
         let compute = |priority: &str, region: &str| {
