@@ -65,6 +65,34 @@ pub(crate) fn merge_patch(mut base: Value, patch: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_patch_merges_objects_replaces_arrays_and_removes_nulls() {
+        let base = json!({
+            "tags": {"a": "1"},
+            "properties": {
+                "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
+                "storageProfile": {"osDisk": {"name": "os"}, "dataDisks": [{"lun": 0}, {"lun": 1}]},
+                "proximityPlacementGroup": {"id": "ppg"},
+            }
+        });
+        let patch = json!({
+            "properties": {
+                "storageProfile": {"dataDisks": [{"lun": 2}]},
+                "proximityPlacementGroup": null,
+            }
+        });
+        assert_eq!(
+            merge_patch(base, &patch),
+            json!({
+                "tags": {"a": "1"},
+                "properties": {
+                    "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
+                    "storageProfile": {"osDisk": {"name": "os"}, "dataDisks": [{"lun": 2}]},
+                }
+            })
+        );
+    }
     use serde_json::json;
 
     #[test]

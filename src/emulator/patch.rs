@@ -160,36 +160,3 @@ fn patch_account(
     let account = account.clone();
     Ok(Reply::json(200, render(cloud, ctx, &account)))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn merge_patch_merges_objects_replaces_arrays_and_removes_nulls() {
-        let base = json!({
-            "tags": {"a": "1"},
-            "properties": {
-                "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
-                "storageProfile": {"osDisk": {"name": "os"}, "dataDisks": [{"lun": 0}, {"lun": 1}]},
-                "proximityPlacementGroup": {"id": "ppg"},
-            }
-        });
-        let patch = json!({
-            "properties": {
-                "storageProfile": {"dataDisks": [{"lun": 2}]},
-                "proximityPlacementGroup": null,
-            }
-        });
-        assert_eq!(
-            merge_patch(base, &patch),
-            json!({
-                "tags": {"a": "1"},
-                "properties": {
-                    "hardwareProfile": {"vmSize": "Standard_D2s_v3"},
-                    "storageProfile": {"osDisk": {"name": "os"}, "dataDisks": [{"lun": 2}]},
-                }
-            })
-        );
-    }
-}

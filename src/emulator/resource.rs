@@ -19,6 +19,17 @@ pub(crate) fn key(id: &str) -> String {
     id.trim_end_matches('/').to_ascii_lowercase()
 }
 
+/// The key of the resource a child's key lives in (`.../managedclusters/c/agentpools/p` ->
+/// `.../managedclusters/c`): the key without its last type and name. `None` for a top-level
+/// resource's key, whose parent is its group, not a resource of a provider.
+pub(crate) fn parent_key(key: &str) -> Option<&str> {
+    let (head, _name) = key.rsplit_once('/')?;
+    let (parent, _type) = head.rsplit_once('/')?;
+    let (before, _) = parent.rsplit_once('/')?;
+    // `.../providers/{namespace}/{type}/{name}` has a namespace there, not a resource.
+    (parent.contains("/providers/") && !before.ends_with("/providers")).then_some(parent)
+}
+
 /// Builds the id ARM returns: canonical type spelling, the group's stored casing, the names as
 /// the URL gave them.
 pub(crate) fn canonical_id(path: &ResourcePath, kind: Kind, group: &str) -> String {
@@ -172,3 +183,20 @@ pub(crate) fn require_reference(
 /// The tenant every emulated subscription belongs to: what `GET /subscriptions/{id}` names, and
 /// what a key vault body made from it carries (any tenant works here; it only has to be stable).
 pub(crate) const TENANT: &str = "72f988bf-0000-4000-8000-00000000e301";
+
+#[cfg(test)]
+mod tests {
+    use super::parent_key;
+
+    #[test]
+    fn a_childs_key_names_its_parent_and_a_top_level_key_none() {
+        let group = "/subscriptions/s/resourcegroups/rg";
+        let cluster = format!("{group}/providers/microsoft.containerservice/managedclusters/c");
+        assert_eq!(
+            parent_key(&format!("{cluster}/agentpools/gpu")),
+            Some(cluster.as_str())
+        );
+        assert_eq!(parent_key(&cluster), None);
+        assert_eq!(parent_key(group), None);
+    }
+}

@@ -20,11 +20,15 @@ use super::error::ArmError;
 use super::http::{Ctx, Reply};
 use super::json::At as _;
 use super::ops;
-use super::resource::Target;
+use super::resource::{Target, parent_key};
 use super::store::{Cloud, Kind, OpKind, Resource};
 
 pub(crate) use cluster::action;
 pub(crate) use versions::kubernetes_versions;
+
+/// How long AKS takes to make a pool's nodes, and to change a pool, before the latency scale.
+const POOL_CREATE_SECONDS: u64 = 180;
+const POOL_UPDATE_SECONDS: u64 = 60;
 
 /// The key of the emulator's own bookkeeping in a stored body (the cluster's API token): never
 /// shown, removed on render.
@@ -33,12 +37,7 @@ const HIDDEN: &str = "dsinfraEmulator";
 /// Where the Kubernetes API of a cluster is served, relative to the emulator's origin: the
 /// kubeconfig `listClusterUserCredential` returns points here.
 pub(crate) fn kube_api_path(cluster_key: &str) -> String {
-    let mut path = String::from("/_kubernetes");
-    for part in cluster_key.split('/').filter(|p| !p.is_empty()) {
-        path.push('/');
-        path.push_str(part);
-    }
-    path
+    format!("/_kubernetes{cluster_key}")
 }
 
 /// `PUT` of a managed cluster or an agent pool.
@@ -55,12 +54,10 @@ pub(crate) fn put(
 
 /// `PUT .../agentPools/{name}`: a new pool or a change (its count, labels, taints for new nodes).
 fn put_pool(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result<Reply, ArmError> {
-    let cluster_key = target
-        .key
-        .rsplit_once("/agentpools/")
-        .map(|(c, _)| c.to_owned())
-        .unwrap_or_default();
-    let Some(cluster) = cloud.resources.get(&cluster_key).cloned() else {
+    let Some(cluster) = parent_key(&target.key)
+        .and_then(|c| cloud.resources.get(c))
+        .cloned()
+    else {
         return Err(target.not_found());
     };
     cluster::refuse_if_stopped(&cluster, "agent pool update")?;
@@ -104,7 +101,11 @@ fn put_pool(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result
         target.name(),
         props.get("mode").and_then(Value::as_str),
     )?;
-    let real = std::time::Duration::from_secs(if existing.is_some() { 60 } else { 180 });
+    let real = std::time::Duration::from_secs(if existing.is_some() {
+        POOL_UPDATE_SECONDS
+    } else {
+        POOL_CREATE_SECONDS
+    });
     let op = ops::start(
         cloud,
         ctx,
@@ -146,10 +147,7 @@ pub(crate) fn check_delete(cloud: &Cloud, pool: &Resource) -> Result<(), ArmErro
         return Ok(());
     }
     let pool_key = super::resource::key(&pool.id);
-    if let Some(cluster) = pool_key
-        .rsplit_once("/agentpools/")
-        .and_then(|(c, _)| cloud.resources.get(c))
-    {
+    if let Some(cluster) = parent_key(&pool_key).and_then(|c| cloud.resources.get(c)) {
         cluster::refuse_if_stopped(cluster, "agent pool delete")?;
     }
     if pools::last_system_pool(cloud, &pool_key) {

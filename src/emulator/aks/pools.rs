@@ -17,7 +17,7 @@ use crate::emulator::config::normalize_location;
 use crate::emulator::error::ArmError;
 use crate::emulator::http::Ctx;
 use crate::emulator::json::At as _;
-use crate::emulator::resource::key;
+use crate::emulator::resource::{key, parent_key};
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 /// What AKS reports as the image of every node, a fixed value here.
@@ -80,7 +80,6 @@ pub(super) fn check(
     let size_name = asked
         .get("vmSize")
         .and_then(Value::as_str)
-        .or_else(|| existing.and_then(|p| p.body.at("/properties/vmSize")?.as_str()))
         .ok_or_else(|| invalid("agentPoolProfile.vmSize", "A VM size is required."))?;
     let size = ctx
         .config
@@ -174,7 +173,6 @@ fn stored_properties(
             "nodeImageVersion",
             "eTag",
             "status",
-            "powerState",
         ] {
             map.remove(computed);
         }
@@ -314,7 +312,7 @@ fn version_after(a: &str, b: &str) -> bool {
 /// Whether `pool` is its cluster's last System pool (deleting it, or making it a User pool,
 /// would leave the cluster without one).
 pub(super) fn last_system_pool(cloud: &Cloud, pool_key: &str) -> bool {
-    let Some((cluster_key, _)) = pool_key.rsplit_once("/agentpools/") else {
+    let Some(cluster_key) = parent_key(pool_key) else {
         return false;
     };
     let system = |p: &&Resource| {
@@ -349,9 +347,8 @@ pub(super) fn render(cloud: &Cloud, pool: &Resource) -> Value {
     if let Some(map) = body.as_object_mut() {
         map.remove(HIDDEN);
     }
-    let cluster_power = key(&pool.id)
-        .rsplit_once("/agentpools/")
-        .and_then(|(cluster, _)| cloud.resources.get(cluster))
+    let cluster_power = parent_key(&key(&pool.id))
+        .and_then(|cluster| cloud.resources.get(cluster))
         .and_then(|c| c.power.clone());
     let power = match cluster_power.as_deref() {
         Some("Stopped") => "Stopped".to_owned(),

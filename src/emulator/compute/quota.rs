@@ -7,7 +7,7 @@ use crate::emulator::error::ArmError;
 use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
 use crate::emulator::paging;
-use crate::emulator::resource::key;
+use crate::emulator::resource::{key, parent_key};
 use crate::emulator::store::{Cloud, Kind, Resource};
 
 pub(super) fn vm_size(vm: &Resource) -> Option<&str> {
@@ -94,8 +94,7 @@ fn pools_holding_cores<'c>(
             {
                 return None;
             }
-            let cluster_key = pool_key.rsplit_once("/agentpools/")?.0;
-            let cluster = cloud.resources.get(cluster_key)?;
+            let cluster = cloud.resources.get(parent_key(&pool_key)?)?;
             if cluster.power.as_deref() == Some("Stopped")
                 || pool.power.as_deref() == Some("Stopped")
                 || normalize_location(cluster.location()) != location
