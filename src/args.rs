@@ -338,6 +338,12 @@ pub struct EmulatorArgs {
     /// answers their Azurite key. Create such an account with that `name`.
     #[arg(long, value_name = "URL")]
     pub azurite: Option<String>,
+    /// Check the objects sent to AKS clusters' Kubernetes API against the published schemas in
+    /// this directory: one release's directory of the `kubernetes-validate` package
+    /// (`.../kubernetes_validate/kubernetes-json-schema/v1.37.0-local-strict`). Without it only
+    /// a CRD's own schema is checked.
+    #[arg(long, value_name = "DIR", env = "DSINFRA_KUBE_SCHEMAS")]
+    pub kube_schemas: Option<std::path::PathBuf>,
 }
 
 /// `--page-size`: a whole number of at least 1 (a page of 0 items would never progress).

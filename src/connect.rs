@@ -320,7 +320,20 @@ pub fn builtin_emulator_config(state_dir: Option<&Path>, latency_scale: f64) -> 
             .filter_map(emulator_size)
             .collect(),
         locations: catalog::LOCATIONS.iter().map(|l| (*l).to_owned()).collect(),
+        kube_schemas: kube_schemas(),
         ..EmulatorConfig::default()
+    }
+}
+
+/// The published Kubernetes schemas at `$DSINFRA_KUBE_SCHEMAS`, if set; one that does not load
+/// is said once and left out (the emulator then checks CRD schemas only).
+fn kube_schemas() -> Option<std::sync::Arc<crate::kubeschema::Schemas>> {
+    match crate::kubeschema::Schemas::from_env() {
+        Ok(schemas) => schemas.map(std::sync::Arc::new),
+        Err(err) => {
+            tracing::warn!("{}: {err}", crate::kubeschema::SCHEMAS_ENV);
+            None
+        }
     }
 }
 

@@ -27,6 +27,7 @@ pub mod diag;
 pub mod emulator;
 pub mod engine;
 pub mod graph;
+pub mod kubeschema;
 pub(crate) mod log;
 pub mod manifest;
 pub mod model;

@@ -53,6 +53,11 @@ pub async fn emulator(
                 .map_err(|e| anyhow::anyhow!("--azurite: {e}"))?,
         );
     }
+    if let Some(dir) = &args.kube_schemas {
+        let schemas = crate::kubeschema::Schemas::load(dir)
+            .map_err(|e| anyhow::anyhow!("--kube-schemas: {e}"))?;
+        config.kube_schemas = Some(std::sync::Arc::new(schemas));
+    }
     let handle = emulator::start(config)
         .await
         .context("could not start the emulator")?;

@@ -360,6 +360,10 @@ pub struct EmulatorConfig {
     /// Azurite knows (see storage_plane.rs). `None` (the default): every account advertises the
     /// public endpoint and random keys, and has no data plane.
     pub blob_data_plane: Option<BlobDataPlane>,
+    /// The published Kubernetes schemas the AKS clusters' API checks objects against
+    /// (`kubernetes-validate`'s directory of one release, see `crate::kubeschema`). `None`: only
+    /// a CRD's own schema is checked, and built-in kinds are taken as sent.
+    pub kube_schemas: Option<Arc<crate::kubeschema::Schemas>>,
 }
 
 /// What a validator is told about one ARM request.
@@ -455,6 +459,7 @@ impl Default for EmulatorConfig {
             on_vm_boot: None,
             on_aml_node: None,
             blob_data_plane: None,
+            kube_schemas: None,
         }
     }
 }
@@ -497,6 +502,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("on_vm_boot", &self.on_vm_boot.is_some())
             .field("on_aml_node", &self.on_aml_node.is_some())
             .field("blob_data_plane", &self.blob_data_plane)
+            .field("kube_schemas", &self.kube_schemas)
             .finish()
     }
 }

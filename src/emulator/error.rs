@@ -33,6 +33,9 @@ pub enum EmulatorError {
         /// The JSON error.
         source: serde_json::Error,
     },
+    /// The Kubernetes API's certificate could not be made.
+    #[error("cannot make the Kubernetes API's TLS certificate: {0}")]
+    Tls(String),
 }
 
 /// An ARM error answer: `{"error":{"code","message","target"?,"details"?}}` with its status.

@@ -54,6 +54,15 @@ impl From<ArmError> for Reply {
     }
 }
 
+/// Where the emulator serves AKS clusters' Kubernetes API (over TLS), and the CA (PEM) its
+/// certificate is signed by: what a cluster's kubeconfig carries.
+#[derive(Debug, Clone)]
+pub(crate) struct KubeApiEndpoint {
+    /// `https://127.0.0.1:PORT`.
+    pub url: String,
+    pub ca_pem: String,
+}
+
 /// Everything a provider handler needs to know about the request.
 pub(crate) struct Ctx<'a> {
     pub config: &'a EmulatorConfig,
@@ -61,6 +70,8 @@ pub(crate) struct Ctx<'a> {
     /// `http://` and the `Host` the request was sent to (the endpoint when it has none): where
     /// links handed back to this client point.
     pub origin: String,
+    /// Where clusters' Kubernetes API answers.
+    pub kube_api: &'a KubeApiEndpoint,
     /// The URL as sent (path and query still percent-encoded).
     pub uri: &'a Uri,
     pub now: DateTime<Utc>,

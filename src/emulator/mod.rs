@@ -28,6 +28,7 @@ mod hooks;
 mod http;
 mod imds;
 mod json;
+mod kube;
 mod ml;
 mod network;
 mod ops;
@@ -45,6 +46,7 @@ mod storage;
 mod storage_plane;
 mod store;
 mod throttle;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -121,8 +123,10 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
             port: config.port,
             source,
         })?;
+    let (kube, kube_api) = bind_kube().await?;
     let shared = Arc::new(Shared {
         endpoint: format!("http://{addr}"),
+        kube_api,
         throttling: std::sync::atomic::AtomicBool::new(config.throttle),
         requests: Mutex::new(shared::RequestTally::default()),
         config,
@@ -156,13 +160,19 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
             .with_state(Arc::clone(&shared))
     };
     let (stop, stopped) = oneshot::channel::<()>();
+    let kube_router = axum::Router::new()
+        .fallback(server::handle)
+        .with_state(Arc::clone(&shared));
     let task = tokio::spawn(async move {
+        let (stop_kube, kube_task) = serve_kube(kube, kube_router);
         let serve = axum::serve(listener, app).with_graceful_shutdown(async {
             let _ = stopped.await;
         });
         if let Err(err) = serve.await {
             tracing::error!(%err, "emulator server stopped with an error");
         }
+        let _ = stop_kube.send(());
+        let _ = kube_task.await;
     });
     tracing::info!(endpoint = %shared.endpoint, "emulator listening");
     Ok(EmulatorHandle {
@@ -171,6 +181,43 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         stop: Some(stop),
         task: Some(task),
     })
+}
+
+/// AKS clusters' Kubernetes API: the same handler, over TLS on a port of its own.
+async fn bind_kube() -> Result<(tls::TlsListener, http::KubeApiEndpoint), EmulatorError> {
+    let tcp = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|source| EmulatorError::Bind { port: 0, source })?;
+    let addr = tcp
+        .local_addr()
+        .map_err(|source| EmulatorError::Bind { port: 0, source })?;
+    let identity = tls::identity()?;
+    let endpoint = http::KubeApiEndpoint {
+        url: format!("https://{addr}"),
+        ca_pem: identity.ca_pem,
+    };
+    let listener = tls::TlsListener {
+        tcp,
+        acceptor: tokio_rustls::TlsAcceptor::from(identity.config),
+    };
+    Ok((listener, endpoint))
+}
+
+/// Serves the Kubernetes API over TLS until the sender is used or dropped.
+fn serve_kube(
+    listener: tls::TlsListener,
+    app: axum::Router,
+) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+            let _ = stopped.await;
+        });
+        if let Err(err) = serve.await {
+            tracing::error!(%err, "emulator Kubernetes API stopped with an error");
+        }
+    });
+    (stop, task)
 }
 
 impl EmulatorHandle {

@@ -18,6 +18,7 @@ use super::config::{RecordedViolation, RequestInfo, ResponseInfo};
 use super::error::ArmError;
 use super::http::{Ctx, Reply};
 use super::imds;
+use super::kube;
 use super::ops;
 use super::path::{self, Route};
 use super::providers;
@@ -38,6 +39,9 @@ pub(crate) async fn handle(
     if path.starts_with(imds::PREFIX) {
         let query = uri.query().unwrap_or_default();
         return imds::handle(&shared, method.as_str(), &path, query, &headers);
+    }
+    if path.starts_with(kube::PREFIX) {
+        return kube::handle(&shared, &method, &uri, &headers, &body).await;
     }
     if path.starts_with(admin::PREFIX) {
         return admin::handle(&shared, method.as_str(), &path, &body);
@@ -511,6 +515,7 @@ async fn arm(
         config: &shared.config,
         endpoint: &shared.endpoint,
         origin: origin(shared, headers),
+        kube_api: &shared.kube_api,
         uri,
         now,
         method: method_name.clone(),

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use super::config::{EmulatorConfig, RecordedViolation};
 use super::error::{ArmError, EmulatorError};
 use super::faults::FaultTable;
+use super::http::KubeApiEndpoint;
 use super::ops::Completions;
 use super::store::{Cloud, Persist};
 use super::throttle::Throttle;
@@ -41,6 +42,7 @@ impl Clock {
 pub(crate) struct Shared {
     pub config: EmulatorConfig,
     pub endpoint: String,
+    pub kube_api: KubeApiEndpoint,
     pub clock: Clock,
     pub cloud: Mutex<Cloud>,
     pub faults: Mutex<FaultTable>,

@@ -356,6 +356,17 @@ pub(crate) struct Cloud {
     /// to. Hashes, never tokens, so the state file holds no secret.
     #[serde(default)]
     pub imds_tokens: BTreeMap<u64, String>,
+    /// The Kubernetes API objects of each AKS cluster, by the cluster's key (see `kube/`).
+    #[serde(default)]
+    pub kube: BTreeMap<String, KubeObjects>,
+}
+
+/// What one cluster's Kubernetes API holds: its objects by `{group}/{resource}/{namespace}/{name}`
+/// (the namespace empty for cluster-scoped ones), and the counter its `resourceVersion`s come from.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct KubeObjects {
+    pub revision: u64,
+    pub objects: BTreeMap<String, Value>,
 }
 
 impl Cloud {

@@ -15,6 +15,7 @@ mod authorization;
 mod compute;
 mod fabric;
 mod groups;
+mod kube;
 mod network;
 mod paging;
 mod patch;

@@ -368,10 +368,10 @@ async fn dsinfra_kubectl_runs_kubectl_with_the_clusters_kubeconfig_and_destroy_r
     .success();
     let server = stdout(&shown);
     assert!(
-        server.starts_with(&endpoint)
+        server.starts_with("https://127.0.0.1:")
             && server.contains("/_kubernetes/")
             && server.ends_with("/managedclusters/exp-train"),
-        "kubectl sees the emulator's API path of the cluster: {server}"
+        "kubectl sees the emulator's Kubernetes API (TLS) path of the cluster: {server}"
     );
     assert!(kubeconfig.is_file(), "read afresh and written again");
     with_kubectl(&[

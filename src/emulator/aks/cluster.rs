@@ -433,7 +433,8 @@ fn power(
 }
 
 /// `listClusterUserCredential`: one kubeconfig whose server is the emulator's Kubernetes API
-/// path for this cluster and whose user holds the cluster's token.
+/// path for this cluster (https, its CA in `certificate-authority-data`, as AKS's kubeconfigs
+/// carry the cluster's CA) and whose user holds the cluster's token.
 fn credentials(ctx: &Ctx<'_>, target: &Target<'_>, cluster: &Resource) -> Reply {
     let name = cluster.name();
     let group = &target.group_name;
@@ -442,11 +443,12 @@ fn credentials(ctx: &Ctx<'_>, target: &Target<'_>, cluster: &Resource) -> Reply 
         .at(&format!("/{HIDDEN}/token"))
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let server = format!("{}{}", ctx.origin, super::kube_api_path(&target.key));
+    let server = format!("{}{}", ctx.kube_api.url, super::kube_api_path(&target.key));
+    let ca = base64::engine::general_purpose::STANDARD.encode(&ctx.kube_api.ca_pem);
     let user = format!("clusterUser_{group}_{name}");
     let kubeconfig = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: \
-         {server}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: \
+         {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: \
          {user}\ncurrent-context: {name}\npreferences: {{}}\nusers:\n- name: {user}\n  user:\n    \
          token: {token}\n"
     );
