@@ -30,6 +30,7 @@ pub mod events;
 pub(crate) mod execute;
 pub(crate) mod kinds;
 pub mod kube;
+pub mod kube_objects;
 pub(crate) mod limiter;
 pub mod op;
 pub(crate) mod outputs;

@@ -466,6 +466,7 @@ impl<'a> Load<'a> {
             manifest_hash,
             notes: expanded.notes,
             park_idle: expanded.park_idle,
+            kube_objects: expanded.kube_objects,
             catalog: self.catalog.clone(),
         };
         (desired, expanded.unknown_sizes)

@@ -215,6 +215,20 @@ static AKS_POOL: BlockSchema = BlockSchema {
     attrs: &["size", "count", "taints", "gpu_driver"],
     blocks: &[],
 };
+static AKS_MANIFEST: BlockSchema = BlockSchema {
+    attrs: &["file"],
+    blocks: &[],
+};
+static AKS_BLOB_VOLUME: BlockSchema = BlockSchema {
+    attrs: &[
+        "container",
+        "namespace",
+        "size",
+        "mount_options",
+        "read_only",
+    ],
+    blocks: &[],
+};
 static AKS: BlockSchema = BlockSchema {
     attrs: &[
         "name",
@@ -225,8 +239,14 @@ static AKS: BlockSchema = BlockSchema {
         "system_size",
         "system_count",
         "park",
+        "device_plugin",
     ],
-    blocks: &[named("pool", &AKS_POOL), nested("lifecycle", &LIFECYCLE)],
+    blocks: &[
+        named("pool", &AKS_POOL),
+        named("manifest", &AKS_MANIFEST),
+        named("blob_volume", &AKS_BLOB_VOLUME),
+        nested("lifecycle", &LIFECYCLE),
+    ],
 };
 
 /// Block kinds that expand into Azure resources, in the order the docs present them.

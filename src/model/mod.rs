@@ -8,8 +8,10 @@
 
 pub mod duration;
 mod kind;
+mod kube;
 
 pub use kind::ResourceKind;
+pub use kube::{KubeObject, object_id};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -287,6 +289,9 @@ pub struct Desired {
     /// the window after which the block's head parks the block's VMs when they are idle. Blocks
     /// without `idle` are absent and never touched by a watcher.
     pub park_idle: BTreeMap<Address, Duration>,
+    /// Kubernetes objects for the AKS clusters (`aks` blocks' `manifest`, `blob_volume` and
+    /// device plugin), in manifest order.
+    pub kube_objects: Vec<KubeObject>,
     /// The VM sizes the manifest was judged against: the shipped catalog and the sizes a
     /// connected command learnt from live Resource SKUs (issue 31). Every size fact about this
     /// manifest is read here.

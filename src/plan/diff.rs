@@ -126,12 +126,12 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         planned_at: opts.now,
         changes,
         steps,
+        kube: super::kube::changes(desired, state, opts.mode),
         cost,
         notes,
         source: None,
     };
-    let detaching = super::detach::detach_notes(&plan);
-    plan.notes.extend(detaching);
+    plan.notes.extend(super::detach::detach_notes(&plan));
     Ok(plan)
 }
 

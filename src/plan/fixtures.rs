@@ -134,6 +134,7 @@ pub(crate) fn dual() -> Desired {
         manifest_hash: "0f".repeat(32),
         notes: Vec::new(),
         park_idle: std::collections::BTreeMap::new(),
+        kube_objects: Vec::new(),
         catalog: crate::catalog::Catalog::shipped(),
     }
 }

@@ -16,6 +16,7 @@ mod cost;
 mod detach;
 mod diff;
 mod disk_sku;
+mod kube;
 mod saved;
 mod shrink;
 mod steps;
@@ -24,6 +25,7 @@ pub use change::{Action, Change, Counts, Reason};
 pub use cost::{CostSummary, CostTotals, Rate, ResourceCost, rate_of};
 pub use detach::DiskDetach;
 pub use diff::{SAS_RENEW_MARGIN_MINUTES, plan};
+pub use kube::{KubeAction, KubeChange};
 pub use saved::{PLAN_FORMAT_VERSION, PlanFileError, StalePlan, check_binding};
 pub use steps::{NodeReason, PlannedStep, StepReason, nodes_text, rerun_selects};
 
@@ -95,6 +97,9 @@ pub struct Plan {
     /// Post-boot steps the manifest declares, with the nodes each would run on in the next apply
     /// and why (a prediction: the nodes' own markers decide at apply time).
     pub steps: Vec<PlannedStep>,
+    /// Kubernetes objects for AKS clusters: applied after the resources and steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kube: Vec<kube::KubeChange>,
     /// What the experiment costs before and after.
     pub cost: CostSummary,
     /// Things the user should know about this plan as a whole (targeting, kept data).
@@ -146,6 +151,11 @@ impl Plan {
     /// [`Self::has_step_runs`].
     pub fn has_changes(&self) -> bool {
         self.changes.iter().any(|c| c.action != Action::NoOp)
+    }
+
+    /// Whether apply creates, updates or prunes some Kubernetes object.
+    pub fn has_kube_changes(&self) -> bool {
+        self.kube.iter().any(KubeChange::changes)
     }
 
     /// Whether the plan predicts that some post-boot step runs on some node.

@@ -45,6 +45,7 @@ pub fn plan_text(plan: &Plan, colour: bool) -> String {
         }
     }
     render_steps(&mut out, plan, colour);
+    render_kube(&mut out, plan, colour);
     render_cost(&mut out, &plan.cost, colour);
     for note in &plan.notes {
         let _ = writeln!(out, "{}: {note}", paint(colour, &yellow().bold(), "Note"));
@@ -407,6 +408,55 @@ fn run_text(run: RunPolicy, scope: StepScope) -> &'static str {
         (RunPolicy::PerBoot, StepScope::Head) => "per boot, head",
         (RunPolicy::Always, StepScope::Head) => "always, head",
     }
+}
+
+/// The Kubernetes objects section: one line per object under its cluster, with its sign (`+`
+/// created, `~` updated, `-` pruned, `=` unchanged) and what asked for it.
+fn render_kube(out: &mut String, plan: &Plan, colour: bool) {
+    use crate::plan::KubeAction;
+    if plan.kube.is_empty() {
+        return;
+    }
+    let changing = plan.kube.iter().filter(|k| k.changes()).count();
+    let _ = writeln!(
+        out,
+        "{}",
+        paint(
+            colour,
+            &bold(),
+            &format!(
+                "Kubernetes objects: {changing} of {} change, by server-side apply once the cluster answers (+ create, ~ update, - prune, = unchanged):",
+                plan.kube.len()
+            )
+        )
+    );
+    let width = plan
+        .kube
+        .iter()
+        .map(|k| k.id.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut cluster = None;
+    for change in &plan.kube {
+        if cluster != Some(&change.cluster) {
+            let _ = writeln!(out, "  {}", change.cluster);
+            cluster = Some(&change.cluster);
+        }
+        let (sign, style) = match change.action {
+            KubeAction::Create => ("+", green()),
+            KubeAction::Update => ("~", yellow()),
+            KubeAction::Prune => ("-", red()),
+            KubeAction::Unchanged => ("=", dim()),
+        };
+        let _ = writeln!(
+            out,
+            "    {} {:width$}  {}",
+            paint(colour, &style, sign),
+            change.id,
+            paint(colour, &dim(), &format!("from {}", change.source))
+        );
+    }
+    out.push('\n');
 }
 
 /// The steps section: one line per step with its sign (`+` runs on some node, `=` nothing to

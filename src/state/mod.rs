@@ -30,8 +30,8 @@ pub use local::LocalBackend;
 pub(crate) use local::blocking;
 pub use lock::LockHolder;
 pub use model::{
-    Drift, FORMAT_VERSION, MeshKey, NodeRecord, PowerState, ResourceState, ResourceStatus, State,
-    StepRecord,
+    Drift, FORMAT_VERSION, KubeRecord, MeshKey, NodeRecord, PowerState, ResourceState,
+    ResourceStatus, State, StepRecord,
 };
 pub use open::open_backend;
 pub use remote::RemoteBackend;

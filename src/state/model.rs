@@ -36,6 +36,32 @@ pub struct State {
     /// are computed again when asked for.
     #[serde(default)]
     pub outputs: BTreeMap<String, Value>,
+    /// The Kubernetes objects dsinfra applied to AKS clusters (issue 33), to prune those the
+    /// manifest no longer lists and to tell a changed object from an unchanged one. Names and a
+    /// hash only: never the objects, which may hold secrets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kube_objects: Vec<KubeRecord>,
+}
+
+/// One Kubernetes object applied to a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubeRecord {
+    /// The cluster's address: `aks.train.cluster`.
+    pub cluster: Address,
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    /// [`crate::model::KubeObject::hash`] of what was applied.
+    pub hash: String,
+}
+
+impl KubeRecord {
+    /// `Kind/namespace/name`, as the plan names it.
+    pub fn id(&self) -> String {
+        crate::model::object_id(&self.kind, self.namespace.as_deref(), &self.name)
+    }
 }
 
 /// Whether a resource's create finished.
@@ -216,6 +242,7 @@ impl State {
             dsinfra_version: DSINFRA_VERSION.to_owned(),
             resources: Vec::new(),
             outputs: BTreeMap::new(),
+            kube_objects: Vec::new(),
         }
     }
 
@@ -473,6 +500,7 @@ mod tests {
             manifest_hash: "abc".to_owned(),
             notes: Vec::new(),
             park_idle: std::collections::BTreeMap::new(),
+            kube_objects: Vec::new(),
             catalog: crate::catalog::Catalog::shipped(),
         }
     }

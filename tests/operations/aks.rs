@@ -485,3 +485,236 @@ async fn a_cluster_that_parks_by_stopping_is_stopped_and_started_whole() {
     assert!(client.get::<Value>(&group).await.expect("reads").is_none());
     drop(dir);
 }
+
+/// A tool of the kube virtualenv next to kubectl (`kubernetes-validate`).
+fn kube_tool(name: &str) -> Option<PathBuf> {
+    let path = kubectl()?.parent().expect("a directory").join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `bash scripts/test --install-only`",
+        path.display()
+    );
+    Some(path)
+}
+
+/// A scratch copy of examples/aks-alluxio.hcl and its Kubernetes files.
+fn alluxio_example() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    std::fs::copy(
+        examples.join("aks-alluxio.hcl"),
+        dir.path().join("aks-alluxio.hcl"),
+    )
+    .expect("copied");
+    std::fs::create_dir(dir.path().join("aks-alluxio")).expect("made");
+    for file in std::fs::read_dir(examples.join("aks-alluxio"))
+        .expect("listed")
+        .flatten()
+    {
+        std::fs::copy(
+            file.path(),
+            dir.path().join("aks-alluxio").join(file.file_name()),
+        )
+        .expect("copied");
+    }
+    dir
+}
+
+/// The Done-when of issue 33 on examples/aks-alluxio.hcl: apply makes the cluster, its pools
+/// and every object (real kubectl sees them through the kubeconfig dsinfra wrote, the Blob
+/// Secret holds the account key but the state does not); a second apply changes nothing; an
+/// object deleted behind dsinfra's back is re-created; a `manifest` removed from the file is
+/// pruned; park scales the pools to zero and unpark back; destroy removes everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines)] // The Done-when, read top to bottom, is the point of the test.
+async fn the_alluxio_example_applies_its_objects_prunes_one_parks_and_destroys() {
+    let Some(kubectl) = kubectl() else { return };
+    let dir = alluxio_example();
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let run = |verb: &str| {
+        dsinfra(dir.path())
+            .args([
+                verb,
+                "aks-alluxio.hcl",
+                "--endpoint",
+                &endpoint,
+                "--auto-approve",
+            ])
+            .assert()
+    };
+    let kube = |args: &[&str]| {
+        let out = std::process::Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(dir.path().join(".dsinfra/aks-alluxio/kubeconfig-train"))
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let planned = dsinfra(dir.path())
+        .args(["plan", "aks-alluxio.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    let plan = stdout(&planned);
+    assert!(
+        plan.contains("Kubernetes objects: 10 of 10 change"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("+ Job/ml/train") && plan.contains("from manifest \"train\""),
+        "{plan}"
+    );
+
+    let applied = run("apply").success();
+    let out = stdout(&applied) + &stderr(&applied);
+    for id in [
+        "Namespace/ml",
+        "Secret/ml/images-blob",
+        "PersistentVolumeClaim/ml/images",
+        "CustomResourceDefinition/alluxioclusters.k8s-operator.alluxio.com",
+        "AlluxioCluster/ml/alluxio",
+        "Job/ml/train",
+        "DaemonSet/kube-system/nvidia-device-plugin-daemonset",
+    ] {
+        assert!(out.contains(&format!("{id} created")), "{id}: {out}");
+    }
+    let listed = kube(&[
+        "get",
+        "jobs,pvc,alluxioclusters,datasets",
+        "-n",
+        "ml",
+        "-o",
+        "name",
+    ]);
+    for name in [
+        "job.batch/train",
+        "persistentvolumeclaim/images",
+        "alluxiocluster.k8s-operator.alluxio.com/alluxio",
+        "dataset.k8s-operator.alluxio.com/images",
+    ] {
+        assert!(listed.contains(name), "kubectl sees {name}: {listed}");
+    }
+    let key = kube(&[
+        "get",
+        "secret",
+        "images-blob",
+        "-n",
+        "ml",
+        "-o",
+        "jsonpath={.data.azurestorageaccountkey}",
+    ]);
+    assert!(key.len() > 40, "the Secret holds the account's key: {key}");
+    let state =
+        std::fs::read_to_string(dir.path().join(".dsinfra/aks-alluxio/state.json")).expect("state");
+    assert!(
+        state.contains("\"kube_objects\"") && !state.contains(key.trim()),
+        "records, never the key"
+    );
+
+    let again = run("apply").success();
+    let out = stdout(&again) + &stderr(&again);
+    assert!(
+        !out.contains(" created (from") && !out.contains("updated"),
+        "nothing changes: {out}"
+    );
+
+    kube(&["delete", "job", "train", "-n", "ml"]);
+    let healed = run("apply").success();
+    let out = stdout(&healed) + &stderr(&healed);
+    assert!(
+        out.contains("Job/ml/train re-created (it was deleted outside dsinfra)"),
+        "{out}"
+    );
+
+    let manifest = dir.path().join("aks-alluxio.hcl");
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    let without = text.replace(
+        "  manifest \"train\" {\n    file = \"aks-alluxio/train.yaml\"\n  }\n",
+        "",
+    );
+    assert_ne!(text, without, "the example has the train manifest block");
+    std::fs::write(&manifest, without).expect("written");
+    let planned = dsinfra(dir.path())
+        .args(["plan", "aks-alluxio.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    assert!(
+        stdout(&planned).contains("- Job/ml/train"),
+        "{}",
+        stdout(&planned)
+    );
+    let pruned = run("apply").success();
+    let out = stdout(&pruned) + &stderr(&pruned);
+    assert!(
+        out.contains("Job/ml/train pruned (no longer in the manifest)"),
+        "{out}"
+    );
+    assert!(
+        kube(&["get", "jobs", "-n", "ml", "-o", "name"])
+            .trim()
+            .is_empty()
+            || !kube(&["get", "jobs", "-n", "ml", "-o", "name"]).contains("train")
+    );
+
+    run("park").success();
+    let status = dsinfra(dir.path())
+        .args(["status", "aks-alluxio.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    assert!(stdout(&status).contains("gpu"), "{}", stdout(&status));
+    run("unpark").success();
+    run("destroy").success();
+    assert!(
+        !dir.path()
+            .join(".dsinfra/aks-alluxio/kubeconfig-train")
+            .exists()
+    );
+    let state =
+        std::fs::read_to_string(dir.path().join(".dsinfra/aks-alluxio/state.json")).expect("state");
+    assert!(
+        !state.contains("\"kube_objects\""),
+        "the records go with the cluster: {state}"
+    );
+    drop(dir);
+}
+
+/// Every object dsinfra generates or reads from the example's files passes the real
+/// `kubernetes-validate --strict` (the published schemas of Kubernetes 1.37, pinned).
+#[test]
+fn every_generated_object_passes_kubernetes_validate_strict() {
+    let Some(validate) = kube_tool("kubernetes-validate") else {
+        return;
+    };
+    let dir = alluxio_example();
+    let desired = desired_of(&dir.path().join("aks-alluxio.hcl"));
+    let mut documents = Vec::new();
+    for object in &desired.kube_objects {
+        if object.kind() == "CustomResourceDefinition"
+            || object.api_version().starts_with("k8s-operator.")
+        {
+            // Custom resources have no published schema; their CRD's schema is the emulator's test.
+            continue;
+        }
+        let mut value = object.object.clone();
+        if object.account_key_of.is_some() {
+            value["stringData"] =
+                json!({"azurestorageaccountname": "x", "azurestorageaccountkey": "y"});
+        }
+        documents.push(value.to_string());
+    }
+    assert!(documents.len() >= 6, "{documents:?}");
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(&file, documents.join("\n---\n")).expect("written");
+    let out = std::process::Command::new(validate)
+        .args(["--strict", "-k", "1.37.0"])
+        .arg(&file)
+        .output()
+        .expect("kubernetes-validate runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches("INFO").count(), documents.len(), "{text}");
+}

@@ -404,6 +404,9 @@ fn admit(
         ));
     }
     let warnings = validate(served, &mut object, name, request)?;
+    if served.group.is_empty() && served.plural == "secrets" {
+        string_data_into_data(&mut object);
+    }
     if served.group == CRD_GROUP && served.plural == CRD_PLURAL {
         crd_rules(&object, name)?;
     }
@@ -482,6 +485,26 @@ fn validate(
     } else {
         Vec::new()
     })
+}
+
+/// A Secret's `stringData` is written into `data` (base64), as the API server stores it: a
+/// read never shows `stringData`.
+fn string_data_into_data(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(Value::Object(plain)) = secret.as_object_mut().and_then(|s| s.remove("stringData"))
+    else {
+        return;
+    };
+    let data = secret["data"].as_object().cloned().unwrap_or_default();
+    let mut data = data;
+    for (key, value) in plain {
+        let text = value.as_str().unwrap_or_default();
+        data.insert(
+            key,
+            json!(base64::engine::general_purpose::STANDARD.encode(text)),
+        );
+    }
+    secret["data"] = Value::Object(data);
 }
 
 /// A CRD's name is its plural and group: `alluxioclusters.k8s-operator.alluxio.com`.

@@ -157,29 +157,17 @@ pub async fn apply(
         )));
         // The resources are in place, but steps may still have to run: each node's markers
         // decide.
-        if let Some(job) = steps.as_ref().filter(|_| desired.has_post_boot()) {
-            let store = StateStore::new(backend, state);
-            // The blocks the plan runs steps on (`-target` narrows them), and those that park
-            // when idle (their watcher).
-            let blocks = planned.post_boot_blocks(&desired);
-            let outcomes = cancel
-                .interruptible(Box::pin(job.now(&desired, &store, Some(&blocks))))
-                .await?;
-            job.conclude(&desired, &outcomes)?;
-        }
+        let steps_then_objects = NothingToDo {
+            steps: steps.as_ref(),
+            desired: &desired,
+            planned: &planned,
+            arm,
+            destroy,
+        };
+        Box::pin(steps_then_objects.run((backend, state), events, cancel)).await?;
         return Ok(ApplyOutcome::NothingToDo);
     }
-    let question = Question {
-        verb: if destroy { "destroy" } else { "apply" },
-        text: format!(
-            "Do you want to {lower} these changes in {}?",
-            arm.place.name()
-        ),
-    };
-    if !approver.approve(&question)? {
-        events.event(OpEvent::Note(&format!(
-            "{lower} cancelled: nothing was changed"
-        )));
+    if !approved(approver, destroy, &lower, arm, events)? {
         return Ok(ApplyOutcome::Declined);
     }
     cancel.check()?;
@@ -223,7 +211,172 @@ pub async fn apply(
     };
     // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
     // together), and an operation's future should not be.
-    Box::pin(walk(run, (backend, state), events, cancel)).await
+    let outcome = Box::pin(walk(run, (backend, state), events, cancel)).await?;
+    if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
+        Box::pin(after_walk(
+            &manifest, &lower, arm, &desired, destroy, events, cancel,
+        ))
+        .await?;
+    }
+    Ok(outcome)
+}
+
+/// Asks the approver; a refusal is said.
+fn approved(
+    approver: &dyn Approver,
+    destroy: bool,
+    lower: &str,
+    arm: &Arm,
+    events: &Events,
+) -> Result<bool, Error> {
+    let question = Question {
+        verb: if destroy { "destroy" } else { "apply" },
+        text: format!(
+            "Do you want to {lower} these changes in {}?",
+            arm.place.name()
+        ),
+    };
+    let yes = approver.approve(&question)?;
+    if !yes {
+        events.event(OpEvent::Note(&format!(
+            "{lower} cancelled: nothing was changed"
+        )));
+    }
+    Ok(yes)
+}
+
+/// After the walk (which released the state): the state is opened (and locked) again for the
+/// objects' records; the phase releases it at once when neither the manifest nor the state has
+/// any.
+async fn after_walk(
+    manifest: &Manifest<'_>,
+    verb: &str,
+    arm: &Arm,
+    desired: &Desired,
+    destroy: bool,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(), Error> {
+    let opened = manifest.open_state(verb).await?;
+    if destroy {
+        forget_gone_clusters(opened, events).await
+    } else {
+        kube_phase(opened, arm, desired, events, cancel).await
+    }
+}
+
+/// A plan that changes no resource: the steps still run where each node's markers say, and the
+/// Kubernetes objects are applied (they may have drifted).
+struct NothingToDo<'a> {
+    steps: Option<&'a StepsJob<'a>>,
+    desired: &'a Desired,
+    planned: &'a Plan,
+    arm: &'a Arm,
+    destroy: bool,
+}
+
+impl NothingToDo<'_> {
+    async fn run(
+        self,
+        (backend, state): (Box<dyn Backend + Send>, State),
+        events: &Events,
+        cancel: &Cancel,
+    ) -> Result<(), Error> {
+        let desired = self.desired;
+        let (backend, state) = match self.steps.filter(|_| desired.has_post_boot()) {
+            Some(job) => {
+                let store = StateStore::new(backend, state);
+                // The blocks the plan runs steps on (`-target` narrows them), and those that
+                // park when idle (their watcher).
+                let blocks = self.planned.post_boot_blocks(desired);
+                let outcomes = cancel
+                    .interruptible(Box::pin(job.now(desired, &store, Some(&blocks))))
+                    .await?;
+                job.conclude(desired, &outcomes)?;
+                store.into_parts()
+            }
+            None => (backend, state),
+        };
+        if !self.destroy {
+            Box::pin(kube_phase(
+                (backend, state),
+                self.arm,
+                desired,
+                events,
+                cancel,
+            ))
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// After a destroy: the records of objects whose cluster is gone go too (AKS deleted them with
+/// it); a cluster a targeted destroy kept keeps its records.
+async fn forget_gone_clusters(
+    (mut backend, mut state): (Box<dyn Backend + Send>, State),
+    events: &Events,
+) -> Result<(), Error> {
+    let before = state.kube_objects.len();
+    let kept: Vec<_> = state
+        .kube_objects
+        .iter()
+        .filter(|r| state.resource(&r.cluster).is_some())
+        .cloned()
+        .collect();
+    state.kube_objects = kept;
+    let saved = if state.kube_objects.len() == before {
+        Ok(())
+    } else {
+        backend.save(&mut state).await
+    };
+    super::walk::release(backend, events).await;
+    Ok(saved?)
+}
+
+/// The Kubernetes objects' phase (`engine::kube_objects`): apply, prune, record, release the
+/// state. A failed object fails the apply after every other object was tried.
+async fn kube_phase(
+    (mut backend, mut state): (Box<dyn Backend + Send>, State),
+    arm: &Arm,
+    desired: &Desired,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(), Error> {
+    if desired.kube_objects.is_empty() && state.kube_objects.is_empty() {
+        super::walk::release(backend, events).await;
+        return Ok(());
+    }
+    let outcome = cancel
+        .interruptible(crate::engine::kube_objects::apply(
+            &arm.client,
+            &arm.subscription,
+            desired,
+            &state,
+        ))
+        .await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(interrupted) => {
+            super::walk::release(backend, events).await;
+            return Err(interrupted.into());
+        }
+    };
+    for line in &outcome.lines {
+        events.event(OpEvent::Note(line));
+    }
+    state.kube_objects = outcome.records;
+    let saved = backend.save(&mut state).await;
+    super::walk::release(backend, events).await;
+    saved?;
+    if outcome.failures.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Failed(format!(
+        "{} Kubernetes object(s) could not be applied (the rest were):\n  {}",
+        outcome.failures.len(),
+        outcome.failures.join("\n  ")
+    )))
 }
 
 /// A new resource group's idle-park rights

@@ -427,6 +427,7 @@ mod tests {
             manifest_hash: String::new(),
             notes: Vec::new(),
             park_idle: std::collections::BTreeMap::new(),
+            kube_objects: Vec::new(),
             steps: vec![
                 step(
                     "vm.gpu",

@@ -63,6 +63,7 @@ pub(super) fn cluster(count: u32, size: &str, sizes: Option<&[&str]>) -> Desired
         manifest_hash: "h".into(),
         notes: Vec::new(),
         park_idle: std::collections::BTreeMap::new(),
+        kube_objects: Vec::new(),
         catalog: crate::catalog::Catalog::shipped(),
     }
 }

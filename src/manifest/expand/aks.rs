@@ -20,7 +20,7 @@ use super::super::names;
 use super::super::validate::cidr;
 use super::check::Check;
 use super::compute::check_size;
-use super::{Expander, Origin};
+use super::{Expander, Origin, kube_objects};
 
 /// The System pool's size when the block names none: general purpose, 4 vCPUs and 16 GiB, above
 /// AKS's floor for a System pool with room for its add-ons.
@@ -40,6 +40,7 @@ struct ClusterAttrs {
     system_size: Option<Located<String>>,
     system_count: Option<Located<i64>>,
     park: Option<OneOf<ParkMode>>,
+    device_plugin: Option<Located<bool>>,
 }
 
 impl BlockAttrs for ClusterAttrs {}
@@ -99,22 +100,7 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     if let Some(info) = check_size(&mut check, &system_size, &location, (&ex.catalog, unknown)) {
         check_system_size(&mut check, &system_size, &info);
     }
-    let system_count = match attrs.system_count {
-        None => 1,
-        Some(count) if count.value < 1 => {
-            let title = check.title();
-            check.report(
-                Diagnostic::error(format!("the System pool of {title} has no node"))
-                    .with_span(count.span.clone())
-                    .with_label(format!("this is {}", count.value))
-                    .with_help("AKS keeps at least one node in a System pool (its own pods run there); park scales the named pools to zero instead"),
-            );
-            1
-        }
-        count => check
-            .in_range(count, "system_count", (1, MAX_POOL_NODES), " nodes")
-            .map_or(1, |c| c.value),
-    };
+    let system_count = system_count(&mut check, attrs.system_count);
     let mut values = Attrs::new();
     values.insert("location".into(), json!(location));
     if let Some(version) = version {
@@ -151,6 +137,8 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         // The preflight says a version the region does not offer here.
         ex.locate(&cluster, "kubernetes_version", span);
     }
+    let gpu_taints = gpu_pool_taints(ex, &pools);
+    let blob_csi = attrs.blob_csi.unwrap_or(false);
     let mut primaries = vec![cluster.clone()];
     for (pool_label, mut pool_values, span) in pools {
         pool_values.insert("location".into(), json!(location));
@@ -173,6 +161,64 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
         primaries.push(address);
     }
     ex.set_primaries(block, primaries);
+    let facts = kube_objects::ClusterFacts {
+        cluster: &cluster,
+        blob_csi,
+        gpu_taints,
+        device_plugin: attrs.device_plugin,
+    };
+    kube_objects::read(ex, block, &facts);
+}
+
+/// `system_count`: at least one node (AKS keeps its own pods there), 1 when not written.
+fn system_count(check: &mut Check<'_>, count: Option<Located<i64>>) -> i64 {
+    match count {
+        None => 1,
+        Some(count) if count.value < 1 => {
+            let title = check.title();
+            check.report(
+                Diagnostic::error(format!("the System pool of {title} has no node"))
+                    .with_span(count.span.clone())
+                    .with_label(format!("this is {}", count.value))
+                    .with_help("AKS keeps at least one node in a System pool (its own pods run there); park scales the named pools to zero instead"),
+            );
+            1
+        }
+        count => check
+            .in_range(count, "system_count", (1, MAX_POOL_NODES), " nodes")
+            .map_or(1, |c| c.value),
+    }
+}
+
+/// The taints of the pools whose nodes have GPUs and a driver AKS installs (`None`: no such
+/// pool): what the NVIDIA device plugin must tolerate.
+fn gpu_pool_taints(
+    ex: &Expander<'_>,
+    pools: &[(String, Attrs, crate::diag::Span)],
+) -> Option<Vec<String>> {
+    let mut taints: Option<Vec<String>> = None;
+    for (_, values, _) in pools {
+        let gpus = values
+            .get("size")
+            .and_then(|s| s.as_str())
+            .and_then(|s| ex.catalog.vm_size(s))
+            .is_some_and(|s| s.gpus > 0.0);
+        let driver_by_aks = values.get("gpu_driver").and_then(|d| d.as_str()) != Some("None");
+        if gpus && driver_by_aks {
+            let all = taints.get_or_insert_with(Vec::new);
+            for taint in values
+                .get("taints")
+                .and_then(|t| t.as_array())
+                .into_iter()
+                .flatten()
+            {
+                if let Some(taint) = taint.as_str().filter(|t| !all.iter().any(|a| a == t)) {
+                    all.push(taint.to_owned());
+                }
+            }
+        }
+    }
+    taints
 }
 
 /// The cluster's Azure name: `name` (checked) or the experiment and the label.

@@ -13,6 +13,7 @@ mod boot;
 mod check;
 mod compute;
 mod idle;
+mod kube_objects;
 mod network;
 mod nfs_access;
 mod nodes;
@@ -95,6 +96,8 @@ pub(super) struct Expanded {
     pub unknown_sizes: Vec<String>,
     /// The idle window of each block with `park { idle }` (see `Desired::park_idle`).
     pub park_idle: BTreeMap<Address, Duration>,
+    /// Kubernetes objects for AKS clusters, in manifest order.
+    pub kube_objects: Vec<crate::model::KubeObject>,
 }
 
 /// What the loader tells the expansion besides the blocks.
@@ -128,6 +131,7 @@ struct Expander<'a> {
     steps: Vec<Step>,
     notes: Vec<(Address, String)>,
     park_idle: BTreeMap<Address, Duration>,
+    kube_objects: Vec<crate::model::KubeObject>,
     networks: BTreeMap<String, NetworkInfo>,
     attachments: BTreeMap<String, Vec<Attachment>>,
     /// Scope (container, share or account address) of each `sas`.
@@ -168,6 +172,7 @@ pub(super) fn expand(
         steps: Vec::new(),
         notes: Vec::new(),
         park_idle: BTreeMap::new(),
+        kube_objects: Vec::new(),
         networks: BTreeMap::new(),
         attachments: BTreeMap::new(),
         sas_scopes: BTreeMap::new(),
@@ -228,6 +233,7 @@ pub(super) fn expand(
         notes,
         unknown_sizes,
         park_idle,
+        kube_objects,
         ..
     } = ex;
     resources.sort_by(|a, b| a.address.cmp(&b.address));
@@ -237,6 +243,7 @@ pub(super) fn expand(
         notes,
         unknown_sizes: unknown_sizes.unwrap_or_default(),
         park_idle,
+        kube_objects,
     }
 }
 

@@ -47,6 +47,7 @@ fn desired(count: i64, priority: &str) -> Desired {
         manifest_hash: "h".into(),
         notes: Vec::new(),
         park_idle: std::collections::BTreeMap::new(),
+        kube_objects: Vec::new(),
         catalog: crate::catalog::Catalog::shipped(),
     }
 }
