@@ -229,6 +229,17 @@ static AKS_BLOB_VOLUME: BlockSchema = BlockSchema {
     ],
     blocks: &[],
 };
+static AKS_CHART: BlockSchema = BlockSchema {
+    attrs: &[
+        "path",
+        "repository",
+        "chart",
+        "version",
+        "namespace",
+        "values",
+    ],
+    blocks: &[],
+};
 static AKS: BlockSchema = BlockSchema {
     attrs: &[
         "name",
@@ -245,6 +256,7 @@ static AKS: BlockSchema = BlockSchema {
         named("pool", &AKS_POOL),
         named("manifest", &AKS_MANIFEST),
         named("blob_volume", &AKS_BLOB_VOLUME),
+        named("chart", &AKS_CHART),
         nested("lifecycle", &LIFECYCLE),
     ],
 };

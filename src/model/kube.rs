@@ -19,6 +19,9 @@ pub struct KubeObject {
     /// A Secret whose `stringData` holds the name and key of this storage account
     /// (`storage_account.data`), read at apply: never in the manifest, the plan or the state.
     pub account_key_of: Option<Address>,
+    /// Where a namespaced object without a namespace goes: a chart's namespace (`None`:
+    /// `default`, as kubectl sends it).
+    pub fallback_namespace: Option<String>,
 }
 
 impl KubeObject {

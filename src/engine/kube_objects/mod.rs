@@ -201,7 +201,8 @@ async fn apply_one(
     let served = served(api, object, defined_crd).await?;
     let mut body = object.object.clone();
     if served.namespaced && object.namespace().is_none() {
-        body["metadata"]["namespace"] = json!("default");
+        body["metadata"]["namespace"] =
+            json!(object.fallback_namespace.as_deref().unwrap_or("default"));
     }
     if let Some(account) = &object.account_key_of {
         body["stringData"] = account_secret(ctx, account).await?;

@@ -1,5 +1,5 @@
 //! The Kubernetes objects an `aks` block puts on its cluster (decision 74): each `manifest` file's
-//! documents, each `blob_volume`'s Secret, PersistentVolume and claim, and the NVIDIA device
+//! documents, each `chart`'s rendering (`charts`), each `blob_volume`'s Secret, PersistentVolume and claim, and the NVIDIA device
 //! plugin when a pool has GPUs whose driver AKS installs.
 //!
 //! Checked here, offline, at the attribute that is wrong: a file that does not exist or is not
@@ -91,6 +91,9 @@ pub(super) fn read(ex: &mut Expander<'_>, block: &EvalBlock, facts: &ClusterFact
     for file in block.blocks_of("manifest") {
         objects.extend(manifest_file(ex, file, facts.cluster));
     }
+    for chart in block.blocks_of("chart") {
+        objects.extend(super::charts::read(ex, chart, facts.cluster));
+    }
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut check = Check::new(block, ex.diags);
     for o in &objects {
@@ -107,12 +110,13 @@ pub(super) fn read(ex: &mut Expander<'_>, block: &EvalBlock, facts: &ClusterFact
     ex.kube_objects.extend(objects);
 }
 
-fn object(cluster: &Address, source: &str, value: Value) -> KubeObject {
+pub(super) fn object(cluster: &Address, source: &str, value: Value) -> KubeObject {
     KubeObject {
         cluster: cluster.clone(),
         source: source.to_owned(),
         object: value,
         account_key_of: None,
+        fallback_namespace: None,
     }
 }
 
@@ -343,45 +347,52 @@ fn manifest_file(ex: &mut Expander<'_>, block: &EvalBlock, cluster: &Address) ->
     };
     let path = ex.base_dir.join(&file.value);
     let mut check = Check::new(block, ex.diags);
-    let fail = |check: &mut Check<'_>, label: String, help: &str| {
-        check.report(
-            Diagnostic::error(format!(
-                "`file` {:?} is not a Kubernetes manifest dsinfra can apply",
-                file.value
-            ))
-            .with_span(file.span.clone())
-            .with_label(label)
-            .with_help(help.to_owned()),
-        );
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) => {
-            fail(
-                &mut check,
+    let read = std::fs::read_to_string(&path)
+        .map_err(|err| {
+            (
                 format!("{}: {err}", path.display()),
                 "give a path relative to the manifest's directory",
-            );
-            return Vec::new();
+            )
+        })
+        .and_then(|text| documents(&text, &file.value));
+    match read {
+        Ok(values) => {
+            let source = format!("manifest {:?}", block.label());
+            values
+                .into_iter()
+                .map(|v| object(cluster, &source, v))
+                .collect()
         }
-    };
-    let source = format!("manifest {:?}", block.label());
+        Err((label, help)) => {
+            check.report(
+                Diagnostic::error(format!(
+                    "`file` {:?} is not a Kubernetes manifest dsinfra can apply",
+                    file.value
+                ))
+                .with_span(file.span.clone())
+                .with_label(label)
+                .with_help(help),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// The objects of a multi-document YAML text (`origin` names it in messages, with the line and
+/// column of a YAML error): each document one object with `apiVersion`, `kind` and
+/// `metadata.name`; empty documents are skipped; at least one object.
+pub(super) fn documents(text: &str, origin: &str) -> Result<Vec<Value>, (String, &'static str)> {
     let mut objects = Vec::new();
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
-        let value = match Value::deserialize(document) {
-            Ok(value) => value,
-            Err(err) => {
-                let at = err
-                    .location()
-                    .map_or_else(String::new, |l| format!(":{}:{}", l.line(), l.column()));
-                fail(
-                    &mut check,
-                    format!("{}{at}: {err}", file.value),
-                    "fix the YAML (kubectl would refuse it too)",
-                );
-                return Vec::new();
-            }
-        };
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document).map_err(|err| {
+            let at = err
+                .location()
+                .map_or_else(String::new, |l| format!(":{}:{}", l.line(), l.column()));
+            (
+                format!("{origin}{at}: {err}"),
+                "fix the YAML (kubectl would refuse it too)",
+            )
+        })?;
         if value.is_null() {
             continue;
         }
@@ -401,32 +412,29 @@ fn manifest_file(ex: &mut Expander<'_>, block: &EvalBlock, cluster: &Address) ->
         .map(|(_, name)| *name)
         .collect();
         if !value.is_object() || !missing.is_empty() {
-            fail(
-                &mut check,
-                format!(
-                    "{}: document {} has no {}",
-                    file.value,
-                    index + 1,
-                    missing.join(", ")
-                ),
+            let what = if value.is_object() {
+                missing.join(", ")
+            } else {
+                "mapping: it is not an object".to_owned()
+            };
+            return Err((
+                format!("{origin}: document {} has no {what}", index + 1),
                 "each document is one object with apiVersion, kind and metadata.name (a List is not taken: list its items as documents)",
-            );
-            continue;
+            ));
         }
-        objects.push(object(cluster, &source, value));
+        objects.push(value);
     }
     if objects.is_empty() {
-        fail(
-            &mut check,
-            format!("{} holds no object", file.value),
+        return Err((
+            format!("{origin} holds no object"),
             "write at least one Kubernetes object in it",
-        );
+        ));
     }
-    objects
+    Ok(objects)
 }
 
 /// An RFC 1123 label: what Kubernetes takes as a namespace's name.
-fn is_dns_label(name: &str) -> bool {
+pub(super) fn is_dns_label(name: &str) -> bool {
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     (1..=63).contains(&name.len())
         && name

@@ -10,6 +10,7 @@
 mod aks;
 mod aml;
 mod boot;
+mod charts;
 mod check;
 mod compute;
 mod idle;
