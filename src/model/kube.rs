@@ -46,9 +46,16 @@ impl KubeObject {
         object_id(self.kind(), self.namespace(), self.name())
     }
 
-    /// SHA-256 (hex) of the object as the manifest gives it: a change of it is an update.
+    /// SHA-256 (hex) of the object as the manifest gives it, and of where it goes when it names
+    /// no namespace: a change of either is an update.
     pub fn hash(&self) -> String {
-        hex::encode(Sha256::digest(self.object.to_string().as_bytes()))
+        let mut hasher = Sha256::new();
+        hasher.update(self.object.to_string().as_bytes());
+        if let Some(namespace) = &self.fallback_namespace {
+            hasher.update(b"\0namespace:");
+            hasher.update(namespace.as_bytes());
+        }
+        hex::encode(hasher.finalize())
     }
 }
 

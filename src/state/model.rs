@@ -53,6 +53,10 @@ pub struct KubeRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
+    /// The namespace it went to when the manifest gave none (`default`, a chart's): where prune
+    /// finds it. `namespace` stays as written, as the plan names the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_namespace: Option<String>,
     /// [`crate::model::KubeObject::hash`] of what was applied.
     pub hash: String,
 }

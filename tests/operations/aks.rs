@@ -753,7 +753,7 @@ aks "train" {
 
   chart "demo" {
     path      = "charts/demo"
-    namespace = "tools"
+    namespace = "team"
     values    = { message = "from dsinfra" }
   }
 }
@@ -761,7 +761,9 @@ aks "train" {
 
 /// A `chart` is rendered by the user's real helm with the block's values; its objects (a CRD,
 /// a namespaced ConfigMap without a namespace, a cluster-scoped ClusterRole) land on the
-/// cluster, the namespaced ones in the chart's namespace, which is made.
+/// cluster, the namespaced ones in the chart's namespace, which is made. Moved to `default`
+/// (no Namespace object then), the ConfigMap follows; removed, its objects are pruned from
+/// where they went (a prune that looked outside the namespace left the ConfigMap behind).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
     let (Some(helm), Some(kubectl)) = (helm(), kubectl()) else {
@@ -791,7 +793,7 @@ async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
         .success();
     let plan = stdout(&planned);
     for line in [
-        "+ Namespace/tools",
+        "+ Namespace/team",
         "+ CustomResourceDefinition/widgets.example.com",
         "+ ConfigMap/demo-settings",
         "+ ClusterRole/demo-reader",
@@ -825,13 +827,56 @@ async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
             "configmap",
             "demo-settings",
             "-n",
-            "tools",
+            "team",
             "-o",
             "jsonpath={.data.message}"
         ]),
         "from dsinfra"
     );
     assert!(kube(&["get", "clusterrole", "demo-reader", "-o", "name"]).contains("clusterrole"));
+    let apply = |manifest: String| {
+        std::fs::write(dir.path().join("exp.hcl"), manifest).expect("written");
+        let done = dsinfra(dir.path())
+            .env("DSINFRA_HELM", &helm)
+            .args([
+                "apply",
+                "exp.hcl",
+                "--endpoint",
+                &endpoint,
+                "--auto-approve",
+            ])
+            .assert()
+            .success();
+        stdout(&done) + &stderr(&done)
+    };
+    let out = apply(CHARTED.replace("    namespace = \"team\"\n", ""));
+    assert!(
+        out.contains("ConfigMap/demo-settings updated") && out.contains("Namespace/team pruned"),
+        "{out}"
+    );
+    let in_default = "jsonpath={.data.message}";
+    assert_eq!(
+        kube(&[
+            "get",
+            "configmap",
+            "demo-settings",
+            "-n",
+            "default",
+            "-o",
+            in_default
+        ]),
+        "from dsinfra"
+    );
+    let chart_block = CHARTED.find("  chart \"demo\"").expect("the chart block");
+    let without = format!("{}}}\n", &CHARTED[..chart_block]);
+    let out = apply(without);
+    assert!(out.contains("ConfigMap/demo-settings pruned"), "{out}");
+    let left = kube(&["get", "configmaps", "-n", "default", "-o", "name"]);
+    assert!(
+        !left.contains("demo-settings"),
+        "pruned where it was applied: {left}"
+    );
+    assert!(!kube(&["get", "clusterroles", "-o", "name"]).contains("demo-reader"));
     drop(dir);
 }
 

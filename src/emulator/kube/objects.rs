@@ -45,6 +45,11 @@ pub(super) fn serve(api: &mut KubeObjects, request: &Request<'_>) -> Answer {
     let Some(target) = target(api, request.path) else {
         return Status::not_found_path(request.path).into();
     };
+    // A namespaced kind without a namespace in the path is only its list across namespaces.
+    let across = request.method == "GET" && target.name.is_none();
+    if target.served.namespaced && target.namespace.is_none() && !across {
+        return Status::not_found_path(request.path).into();
+    }
     let result = match (request.method, &target.name) {
         ("GET", None) => Ok(list(api, &target, request)),
         ("GET", Some(name)) => get(api, &target, name).cloned().map(Answer::ok),

@@ -121,7 +121,7 @@ async fn one_cluster(
         let id = object.id();
         let record = recorded.iter().find(|r| r.id() == id);
         match apply_one(ctx, &mut api, object, defined_crd).await {
-            Ok(found) => {
+            Ok((found, applied_namespace)) => {
                 defined_crd |= object.kind() == "CustomResourceDefinition";
                 let verb = match (record, found) {
                     (None, _) => Some("created"),
@@ -144,6 +144,7 @@ async fn one_cluster(
                     kind: object.kind().to_owned(),
                     namespace: object.namespace().map(str::to_owned),
                     name: object.name().to_owned(),
+                    applied_namespace,
                     hash: object.hash(),
                 });
             }
@@ -165,8 +166,12 @@ async fn one_cluster(
             // Its kind is gone (its CRD was deleted): so is the object.
             None => Ok(()),
             Some(served) => {
-                api.delete(served, record.namespace.as_deref(), &record.name)
-                    .await
+                // Where it went: as written, or where apply put it when the manifest gave none.
+                let namespace = record
+                    .applied_namespace
+                    .as_deref()
+                    .or(record.namespace.as_deref());
+                api.delete(served, namespace, &record.name).await
             }
         };
         match pruned {
@@ -192,17 +197,21 @@ enum Found {
     Changed,
 }
 
+/// Applies one object: what the cluster held before, and the namespace it went to when the
+/// manifest gave none.
 async fn apply_one(
     ctx: &Ctx<'_>,
     api: &mut Cluster,
     object: &KubeObject,
     defined_crd: bool,
-) -> Result<Found, String> {
+) -> Result<(Found, Option<String>), String> {
     let served = served(api, object, defined_crd).await?;
     let mut body = object.object.clone();
+    let mut applied_namespace = None;
     if served.namespaced && object.namespace().is_none() {
-        body["metadata"]["namespace"] =
-            json!(object.fallback_namespace.as_deref().unwrap_or("default"));
+        let namespace = object.fallback_namespace.as_deref().unwrap_or("default");
+        body["metadata"]["namespace"] = json!(namespace);
+        applied_namespace = Some(namespace.to_owned());
     }
     if let Some(account) = &object.account_key_of {
         body["stringData"] = account_secret(ctx, account).await?;
@@ -216,11 +225,12 @@ async fn apply_one(
         .await?;
     let after = api.apply(&served, &body).await?;
     let version = |v: &Value| v.pointer("/metadata/resourceVersion").cloned();
-    Ok(match before {
+    let found = match before {
         None => Found::Missing,
         Some(before) if version(&before) == version(&after) => Found::Same,
         Some(_) => Found::Changed,
-    })
+    };
+    Ok((found, applied_namespace))
 }
 
 /// Where the object's kind is served; a kind a CRD of this apply defines is waited for.

@@ -484,8 +484,15 @@ pub async fn apply_saved(
         }
     }
     events.event(OpEvent::Plan(saved));
+    let destroy = matches!(saved.mode, Mode::Destroy { .. });
     if !saved.has_changes() {
-        events.event(OpEvent::Note("the saved plan changes nothing"));
+        if saved.has_kube_changes() {
+            // No resource changes, but the plan's Kubernetes objects do.
+            Box::pin(kube_phase((backend, state), arm, &desired, events, cancel)).await?;
+        } else {
+            super::walk::release(backend, events).await;
+            events.event(OpEvent::Note("the saved plan changes nothing"));
+        }
         return Ok(ApplyOutcome::NothingToDo);
     }
     cancel.check()?;
@@ -501,5 +508,13 @@ pub async fn apply_saved(
     };
     // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
     // together), and an operation's future should not be.
-    Box::pin(walk(run, (backend, state), events, cancel)).await
+    let outcome = Box::pin(walk(run, (backend, state), events, cancel)).await?;
+    if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
+        let verb = if destroy { "destroy" } else { "apply" };
+        Box::pin(after_walk(
+            &manifest, verb, arm, &desired, destroy, events, cancel,
+        ))
+        .await?;
+    }
+    Ok(outcome)
 }
