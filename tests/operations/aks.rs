@@ -745,6 +745,22 @@ fn helm() -> Option<PathBuf> {
     None
 }
 
+/// tests/fixtures/charts/demo into `dir/charts/demo`.
+fn copy_demo_chart(dir: &Path) {
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/charts/demo");
+    std::fs::create_dir_all(dir.join("charts/demo/templates")).expect("made");
+    std::fs::create_dir_all(dir.join("charts/demo/crds")).expect("made");
+    for file in [
+        "Chart.yaml",
+        "values.yaml",
+        "templates/configmap.yaml",
+        "templates/clusterrole.yaml",
+        "crds/widgets.yaml",
+    ] {
+        std::fs::copy(chart.join(file), dir.join("charts/demo").join(file)).expect("copied");
+    }
+}
+
 const CHARTED: &str = r#"azure { location = "eastus" }
 
 aks "train" {
@@ -770,21 +786,8 @@ async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
         return;
     };
     let (dir, _) = scratch(CHARTED);
-    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/charts/demo");
-    std::fs::create_dir_all(dir.path().join("charts/demo/templates")).expect("made");
-    std::fs::create_dir_all(dir.path().join("charts/demo/crds")).expect("made");
-    for file in [
-        "Chart.yaml",
-        "values.yaml",
-        "templates/configmap.yaml",
-        "templates/clusterrole.yaml",
-        "crds/widgets.yaml",
-    ] {
-        std::fs::copy(chart.join(file), dir.path().join("charts/demo").join(file)).expect("copied");
-    }
-    let emulator = emulator::start(config())
-        .await
-        .expect("the emulator starts");
+    copy_demo_chart(dir.path());
+    let emulator = emulator::start(config()).await.expect("starts");
     let endpoint = emulator.endpoint();
     let planned = dsinfra(dir.path())
         .env("DSINFRA_HELM", &helm)
