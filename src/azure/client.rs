@@ -303,6 +303,17 @@ struct Page<T> {
 }
 
 impl ArmClient {
+    /// A token from this client's credential for another audience than ARM: an Entra-ID AKS
+    /// cluster's API (`6dae42f8-4368-4678-94ff-3960e28e3630/.default`). Not cached: it is asked
+    /// once per cluster per apply.
+    ///
+    /// # Errors
+    ///
+    /// The credential could not produce one.
+    pub async fn token_for(&self, scope: &str) -> Result<super::AccessToken, ArmError> {
+        self.inner.credential.get_token(scope).await
+    }
+
     /// A builder with production defaults and `credential`.
     pub fn builder(credential: Arc<dyn TokenCredential>) -> ArmClientBuilder {
         ArmClientBuilder {

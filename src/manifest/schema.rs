@@ -251,6 +251,7 @@ static AKS: BlockSchema = BlockSchema {
         "system_count",
         "park",
         "device_plugin",
+        "entra_id",
     ],
     blocks: &[
         named("pool", &AKS_POOL),

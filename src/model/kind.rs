@@ -201,7 +201,7 @@ impl ResourceKind {
             Self::RoleAssignment => &["principal", "role", "scope"],
             // AKS fixes a cluster's region and DNS prefix, and its System pool's size, at
             // creation; the version and node count change in place.
-            Self::AksCluster => &["location", "dns_prefix", "system_size"],
+            Self::AksCluster => &["location", "dns_prefix", "system_size", "entra_id"],
             // A pool's size, OS and GPU driver are fixed (AKS refuses the change). Taints apply
             // to new nodes only (the spec's words), so changing them in place would leave the
             // nodes already there with the old ones: a new pool is the change that holds.

@@ -322,3 +322,71 @@ async fn the_official_python_client_reads_writes_applies_and_discovers_through_t
     );
     env.handle.shutdown().await;
 }
+
+/// An Entra-ID cluster's API takes an Entra token (here: the token the emulator's ARM takes,
+/// `required_token`), and refuses another; its kubeconfig names kubelogin and AKS's server app.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entra_id_clusters_api_takes_the_token_arm_takes_and_refuses_another() {
+    let env = env(EmulatorConfig {
+        required_token: Some("test-token".to_owned()),
+        ..fast()
+    })
+    .await;
+    env.group("rg-entra").await;
+    let id = res(
+        "rg-entra",
+        "Microsoft.ContainerService/managedClusters/entra",
+    );
+    env.create(
+        &id,
+        AKS,
+        &json!({"location": "eastus", "properties": {"dnsPrefix": "entra",
+            "aadProfile": {"managed": true, "enableAzureRBAC": true}, "disableLocalAccounts": true,
+            "agentPoolProfiles": [{"name": "system", "count": 1, "vmSize": "Standard_D4s_v5", "mode": "System", "osType": "Linux"}]}}),
+    )
+    .await;
+    let credentials = env
+        .post(&format!("{id}/listClusterUserCredential"), AKS)
+        .await;
+    let kubeconfig = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(
+                credentials.body["kubeconfigs"][0]["value"]
+                    .as_str()
+                    .expect("a kubeconfig"),
+            )
+            .expect("base64"),
+    )
+    .expect("text");
+    assert!(kubeconfig.contains("command: kubelogin"), "{kubeconfig}");
+    assert!(
+        kubeconfig.contains("--server-id\n      - 6dae42f8-4368-4678-94ff-3960e28e3630"),
+        "{kubeconfig}"
+    );
+    let config: Value = serde_yaml_ng::from_str(&kubeconfig).expect("YAML");
+    let server = config["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .expect("a server");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            config["clusters"][0]["cluster"]["certificate-authority-data"]
+                .as_str()
+                .expect("a CA"),
+        )
+        .expect("base64");
+    let http = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&ca).expect("PEM")])
+        .build()
+        .expect("a client");
+    let status = |token: &'static str| {
+        let request = http.get(format!("{server}/api")).bearer_auth(token);
+        async move { request.send().await.expect("answers").status().as_u16() }
+    };
+    assert_eq!(
+        status("test-token").await,
+        200,
+        "the token ARM takes, verified over TLS with the kubeconfig's CA"
+    );
+    assert_eq!(status("another-token").await, 401);
+    env.handle.shutdown().await;
+}

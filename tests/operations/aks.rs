@@ -933,3 +933,79 @@ fn a_chart_without_helm_or_without_its_files_is_refused_where_it_is_written() {
         "{err}"
     );
 }
+
+const ENTRA: &str = r#"azure { location = "eastus" }
+
+aks "train" {
+  kubernetes_version = "1.33"
+  api_server_from    = ["203.0.113.7/32"]
+  entra_id           = true
+
+  manifest "settings" { file = "settings.yaml" }
+}
+"#;
+
+/// An Entra-ID cluster (AKS-managed Entra ID, Azure RBAC, no local accounts): its kubeconfig
+/// signs in through kubelogin (no token in the file), and dsinfra applies the objects with a
+/// token from its own credential for AKS's Entra server application.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entra_id_clusters_objects_are_applied_with_dsinfras_own_credential() {
+    let (dir, manifest) = scratch(ENTRA);
+    std::fs::write(
+        dir.path().join("settings.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {epochs: \"10\"}\n",
+    )
+    .expect("written");
+    let desired = desired_of(&manifest);
+    let emulator = emulator::start(config()).await.expect("starts");
+    let endpoint = emulator.endpoint();
+    let applied = dsinfra(dir.path())
+        .args([
+            "apply",
+            "exp.hcl",
+            "--endpoint",
+            &endpoint,
+            "--auto-approve",
+        ])
+        .assert()
+        .success();
+    let out = stdout(&applied) + &stderr(&applied);
+    assert!(
+        out.contains("ConfigMap/settings created (from manifest \"settings\")"),
+        "{out}"
+    );
+    let cluster: Value = client(&emulator)
+        .get(&ResourceId::from_raw(id(&desired, "aks.train.cluster")))
+        .await
+        .expect("reads")
+        .expect("exists");
+    assert_eq!(
+        cluster["properties"]["aadProfile"],
+        json!({"managed": true, "enableAzureRBAC": true}),
+        "{cluster}"
+    );
+    assert_eq!(cluster["properties"]["disableLocalAccounts"], json!(true));
+    let kubeconfig =
+        std::fs::read_to_string(dir.path().join(".dsinfra/exp/kubeconfig-train")).expect("written");
+    assert!(
+        kubeconfig.contains("command: kubelogin")
+            && kubeconfig.contains("6dae42f8-4368-4678-94ff-3960e28e3630"),
+        "{kubeconfig}"
+    );
+    assert!(
+        !kubeconfig.contains("token:"),
+        "no static token: {kubeconfig}"
+    );
+    let again = dsinfra(dir.path())
+        .args([
+            "apply",
+            "exp.hcl",
+            "--endpoint",
+            &endpoint,
+            "--auto-approve",
+        ])
+        .assert()
+        .success();
+    assert!(!stdout(&again).contains("created"), "{}", stdout(&again));
+    drop(dir);
+}

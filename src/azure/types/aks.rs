@@ -44,6 +44,20 @@ pub struct ClusterIdentity {
     pub principal_id: Option<String>,
 }
 
+/// `ManagedClusterAADProfile`: AKS-managed Entra ID, authorization by Azure RBAC.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AadProfile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed: Option<bool>,
+    #[serde(
+        default,
+        rename = "enableAzureRBAC",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub enable_azure_rbac: Option<bool>,
+}
+
 /// `ManagedClusterProperties`, as far as dsinfra uses it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -66,6 +80,12 @@ pub struct ManagedClusterProperties {
     /// The storage CSI drivers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_profile: Option<StorageProfile>,
+    /// Entra ID (AAD) integration: users sign in with Entra tokens, authorized by Azure RBAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aad_profile: Option<AadProfile>,
+    /// With Entra ID: no static local credential (the kubeconfig signs in through Entra).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_local_accounts: Option<bool>,
     /// Kubernetes RBAC (AKS's default is on).
     #[serde(
         default,

@@ -432,6 +432,11 @@ fn power(
     Ok(Reply::empty(202).headers(ops::accepted_headers(ctx, &op)))
 }
 
+/// AKS's Entra ID server application (the audience of a cluster's Entra tokens) and the
+/// Azure CLI's public client kubelogin uses, as AKS's kubeconfigs name them.
+pub(crate) const ENTRA_SERVER_APP: &str = "6dae42f8-4368-4678-94ff-3960e28e3630";
+const ENTRA_CLIENT_APP: &str = "80faf920-1908-4b52-b5ef-a8e7bedfc67a";
+
 /// `listClusterUserCredential`: one kubeconfig whose server is the emulator's Kubernetes API
 /// path for this cluster (https, its CA in `certificate-authority-data`, as AKS's kubeconfigs
 /// carry the cluster's CA) and whose user holds the cluster's token.
@@ -446,11 +451,26 @@ fn credentials(ctx: &Ctx<'_>, target: &Target<'_>, cluster: &Resource) -> Reply 
     let server = format!("{}{}", ctx.kube_api.url, super::kube_api_path(&target.key));
     let ca = base64::engine::general_purpose::STANDARD.encode(&ctx.kube_api.ca_pem);
     let user = format!("clusterUser_{group}_{name}");
+    let entra = cluster.body.at("/properties/aadProfile/managed") == Some(&Value::Bool(true));
+    // An Entra-ID cluster's user signs in through kubelogin for AKS's Entra server application
+    // (AKS's kubeconfig since 1.24); a cluster with local accounts gets the static token.
+    let credential = if entra {
+        format!(
+            "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: \
+             kubelogin\n      args:\n      - get-token\n      - --environment\n      - \
+             AzurePublicCloud\n      - --server-id\n      - {ENTRA_SERVER_APP}\n      - \
+             --client-id\n      - {ENTRA_CLIENT_APP}\n      - --tenant-id\n      - {}\n      \
+             - --login\n      - devicecode\n      provideClusterInfo: false\n      \
+             interactiveMode: IfPossible\n",
+            crate::emulator::resource::TENANT
+        )
+    } else {
+        format!("    token: {token}\n")
+    };
     let kubeconfig = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: \
          {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: \
-         {user}\ncurrent-context: {name}\npreferences: {{}}\nusers:\n- name: {user}\n  user:\n    \
-         token: {token}\n"
+         {user}\ncurrent-context: {name}\npreferences: {{}}\nusers:\n- name: {user}\n  user:\n{credential}"
     );
     let value = base64::engine::general_purpose::STANDARD.encode(kubeconfig);
     Reply::json(

@@ -154,12 +154,26 @@ fn serve(
         )
         .into();
     }
-    let token = cluster.body.at(HIDDEN_TOKEN).and_then(Value::as_str);
     let sent = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if token.is_none() || sent != token {
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .filter(|t| !t.is_empty());
+    // An Entra-ID cluster takes an Entra token (the emulator takes, as ARM does, the configured
+    // token or any; its audience is not checked); one with local accounts, its own token.
+    let admitted = if props.at("/aadProfile/managed") == Some(&Value::Bool(true)) {
+        sent.is_some_and(|t| {
+            shared
+                .config
+                .required_token
+                .as_deref()
+                .is_none_or(|r| r == t)
+        })
+    } else {
+        let token = cluster.body.at(HIDDEN_TOKEN).and_then(Value::as_str);
+        token.is_some() && sent == token
+    };
+    if !admitted {
         return Status::new(401, "Unauthorized", "Unauthorized").into();
     }
     let version = props

@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::{Act, ClusterNodes, Driver, Parking, Preflight, text};
 use crate::azure::types::aks::KubernetesVersions;
 use crate::azure::types::aks::{
-    AgentPool, AgentPoolProfile, AgentPoolProperties, ApiServerAccessProfile, ClusterIdentity,
-    Enabled, GpuProfile, ManagedCluster, ManagedClusterProperties, StorageProfile,
+    AadProfile, AgentPool, AgentPoolProfile, AgentPoolProperties, ApiServerAccessProfile,
+    ClusterIdentity, Enabled, GpuProfile, ManagedCluster, ManagedClusterProperties, StorageProfile,
 };
 use crate::azure::{ArmClient, ArmError, ResourceId};
 use crate::diag::Diagnostic;
@@ -88,6 +88,7 @@ fn cluster_body(b: &Builder<'_>) -> Result<ManagedCluster, BodyError> {
         },
     };
     let ranges = b.texts("api_server_ranges")?;
+    let entra = b.opt_bool("entra_id")?.unwrap_or(false);
     Ok(ManagedCluster {
         location: Some(b.location()?),
         tags: b.tags()?,
@@ -108,6 +109,11 @@ fn cluster_body(b: &Builder<'_>) -> Result<ManagedCluster, BodyError> {
                 }),
             }),
             enable_rbac: Some(true),
+            aad_profile: entra.then_some(AadProfile {
+                managed: Some(true),
+                enable_azure_rbac: Some(true),
+            }),
+            disable_local_accounts: entra.then_some(true),
             ..ManagedClusterProperties::default()
         }),
         ..ManagedCluster::default()

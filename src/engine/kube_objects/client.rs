@@ -13,6 +13,49 @@ use crate::secret::Secret;
 /// The field manager dsinfra applies as: the owner of every field it sets.
 pub const FIELD_MANAGER: &str = "dsinfra";
 
+/// How a kubeconfig's user signs in.
+#[derive(Debug)]
+pub enum Auth {
+    /// A static token (a cluster with local accounts).
+    Token(Secret<String>),
+    /// Entra ID: AKS's kubeconfig runs `kubelogin get-token --server-id ID`; the token is for
+    /// the scope `ID/.default`, from dsinfra's own credential.
+    Entra { server_id: String },
+}
+
+/// The kubeconfig's first user's way to sign in.
+///
+/// # Errors
+///
+/// It is not YAML, or its user has neither a token nor kubelogin's `--server-id`.
+pub fn auth(kubeconfig: &Secret<String>) -> Result<Auth, String> {
+    let config: Value = serde_yaml_ng::from_str(kubeconfig.expose())
+        .map_err(|e| format!("the kubeconfig is not YAML: {e}"))?;
+    let user = config
+        .pointer("/users/0/user")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if let Some(token) = user.get("token").and_then(Value::as_str) {
+        return Ok(Auth::Token(Secret::registered(token.to_owned())));
+    }
+    let args: Vec<&str> = user
+        .pointer("/exec/args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    args.iter()
+        .position(|a| *a == "--server-id")
+        .and_then(|i| args.get(i + 1))
+        .map(|id| Auth::Entra {
+            server_id: (*id).to_owned(),
+        })
+        .ok_or_else(|| {
+            "the kubeconfig's user has neither a token nor kubelogin's --server-id: dsinfra cannot sign in to this cluster".to_owned()
+        })
+}
+
 /// Where a kind is served.
 #[derive(Debug, Clone)]
 pub struct Served {
@@ -32,13 +75,15 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// The cluster of a kubeconfig (its current context's, or its first cluster and user).
+    /// The cluster of a kubeconfig (its first cluster), signed in with `token` (see [`auth`]).
     ///
     /// # Errors
     ///
-    /// The kubeconfig is not YAML, has no server, no CA the client can read, or authenticates
-    /// by other means than a token (an Entra-ID cluster's `exec` plugin).
-    pub fn from_kubeconfig(kubeconfig: &Secret<String>) -> Result<Self, String> {
+    /// The kubeconfig is not YAML, has no server, or a CA the client cannot read.
+    pub fn from_kubeconfig(
+        kubeconfig: &Secret<String>,
+        token: Secret<String>,
+    ) -> Result<Self, String> {
         let config: Value = serde_yaml_ng::from_str(kubeconfig.expose())
             .map_err(|e| format!("the kubeconfig is not YAML: {e}"))?;
         let server = config
@@ -47,16 +92,6 @@ impl Cluster {
             .ok_or("the kubeconfig names no server")?
             .trim_end_matches('/')
             .to_owned();
-        let user = config
-            .pointer("/users/0/user")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let Some(token) = user.get("token").and_then(Value::as_str) else {
-            return Err(
-                "the kubeconfig's user has no token (an Entra-ID cluster signs in through kubelogin, which dsinfra does not run yet): use a cluster with local accounts"
-                    .to_owned(),
-            );
-        };
         let mut builder = reqwest::Client::builder()
             .timeout(Duration::from_mins(1))
             .connect_timeout(Duration::from_secs(10));
@@ -80,7 +115,7 @@ impl Cluster {
         Ok(Self {
             http,
             server,
-            token: Secret::registered(token.to_owned()),
+            token,
             kinds: BTreeMap::new(),
         })
     }

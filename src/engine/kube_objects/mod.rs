@@ -107,7 +107,19 @@ async fn one_cluster(
     let kubeconfig = crate::engine::kube::user_kubeconfig(ctx.client, id)
         .await
         .map_err(|e| format!("no kubeconfig: {e}"))?;
-    let mut api = Cluster::from_kubeconfig(&kubeconfig)?;
+    let token = match client::auth(&kubeconfig)? {
+        client::Auth::Token(token) => token,
+        client::Auth::Entra { server_id } => {
+            let scope = format!("{server_id}/.default");
+            let token = ctx
+                .client
+                .token_for(&scope)
+                .await
+                .map_err(|e| format!("no Entra ID token for the cluster ({scope}): {e}"))?;
+            Secret::registered(token.token.expose().to_owned())
+        }
+    };
+    let mut api = Cluster::from_kubeconfig(&kubeconfig, token)?;
     api.discover().await?;
     let rank = |o: &&&KubeObject| match o.kind() {
         "Namespace" => 0,

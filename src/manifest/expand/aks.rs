@@ -41,6 +41,7 @@ struct ClusterAttrs {
     system_count: Option<Located<i64>>,
     park: Option<OneOf<ParkMode>>,
     device_plugin: Option<Located<bool>>,
+    entra_id: Option<bool>,
 }
 
 impl BlockAttrs for ClusterAttrs {}
@@ -109,6 +110,9 @@ pub(super) fn expand(ex: &mut Expander<'_>, block: &EvalBlock) {
     values.insert("dns_prefix".into(), json!(dns_prefix));
     values.insert("api_server_ranges".into(), json!(ranges));
     values.insert("blob_csi".into(), json!(attrs.blob_csi.unwrap_or(false)));
+    if attrs.entra_id == Some(true) {
+        values.insert("entra_id".into(), json!(true));
+    }
     values.insert("system_size".into(), json!(system_size.value));
     values.insert("system_count".into(), json!(system_count));
     let park = attrs.park.map_or_else(|| "pools".to_owned(), |p| p.value);
