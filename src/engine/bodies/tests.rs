@@ -268,6 +268,19 @@ fn every_seed_body_validates_against_the_official_spec() {
             if resource.kind == ResourceKind::VirtualMachine {
                 requests.push(req.with_custom_data(&cloud_init));
             }
+            // An AKS cluster also as an Entra-ID one (`entra_id = true`).
+            if resource.kind == ResourceKind::AksCluster {
+                let mut entra = resource.clone();
+                entra.attrs.insert("entra_id".into(), serde_json::json!(true));
+                let req = request_for(&entra, &desired, SUB, None)
+                    .expect("the body builds")
+                    .expect("a cluster has a body");
+                assert_eq!(
+                    req.to_json()["properties"]["aadProfile"],
+                    serde_json::json!({"managed": true, "enableAzureRBAC": true})
+                );
+                requests.push(req);
+            }
             for req in requests {
                 let version = crate::azure::api_version::api_version_for_path(req.id.as_str());
                 let op = specs
@@ -287,7 +300,7 @@ fn every_seed_body_validates_against_the_official_spec() {
             }
         }
     }
-    assert!(checked >= 36, "checked only {checked} bodies");
+    assert!(checked >= 37, "checked only {checked} bodies");
 }
 
 /// Azure Files NFS: the account holding the share allows plain NFS and only the experiment's
