@@ -1,6 +1,7 @@
 //! The plan as JSON shaped like `terraform show -json`, so tools that read Terraform plans
 //! (`jq '.resource_changes[] | select(.change.actions != ["no-op"])'`) work unchanged. dsinfra adds
-//! `reasons` to each change and top-level `steps`, `cost` and `notes`. Each step carries `runs`
+//! `reasons` to each change and top-level `steps`, `kubernetes_objects` (`{cluster, id, source,
+//! action}`, action one of `create`, `update`, `unchanged`, `prune`), `cost` and `notes`. Each step carries `runs`
 //! (whether the next apply is predicted to run it on some node) and `reasons`, one
 //! `{"node", "reason"}` per node with `reason` one of `new_node`, `new`, `changed`, `rebooted`,
 //! `always`, `forced`, `up_to_date`.
@@ -66,6 +67,7 @@ pub fn plan_json(plan: &Plan) -> Value {
         "targets": plan.targets.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "resource_changes": resource_changes,
         "steps": steps,
+        "kubernetes_objects": plan.kube,
         "cost": plan.cost,
         "notes": plan.notes,
     })

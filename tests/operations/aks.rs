@@ -781,6 +781,7 @@ aks "train" {
 /// (no Namespace object then), the ConfigMap follows; removed, its objects are pruned from
 /// where they went (a prune that looked outside the namespace left the ConfigMap behind).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines)] // Render, plan (text and JSON), apply, move, prune: one story.
 async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
     let (Some(helm), Some(kubectl)) = (helm(), kubectl()) else {
         return;
@@ -804,6 +805,22 @@ async fn a_chart_is_rendered_by_the_users_helm_and_applied_in_its_namespace() {
         assert!(plan.contains(line), "{line}: {plan}");
     }
     assert!(plan.contains("from chart \"demo\""), "{plan}");
+    let json = dsinfra(dir.path())
+        .env("DSINFRA_HELM", &helm)
+        .args(["plan", "exp.hcl", "--endpoint", &endpoint, "--json"])
+        .assert()
+        .success();
+    let json: Value = serde_json::from_str(&stdout(&json)).expect("JSON");
+    assert!(
+        json["kubernetes_objects"]
+            .as_array()
+            .is_some_and(|objects| objects.iter().any(|o| {
+                o["id"] == "ConfigMap/demo-settings"
+                    && o["action"] == "create"
+                    && o["source"] == "chart \"demo\""
+            })),
+        "{json:#}"
+    );
     dsinfra(dir.path())
         .env("DSINFRA_HELM", &helm)
         .args([
@@ -903,6 +920,7 @@ fn a_chart_without_helm_or_without_its_files_is_refused_where_it_is_written() {
         "located at the chart block: {err}"
     );
     assert!(err.contains("never ships one"), "{err}");
+    assert!(err.contains("which is not a file"), "{err}");
     assert!(
         err.contains("charts/demo does not exist"),
         "both problems are said: {err}"

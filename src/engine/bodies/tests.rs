@@ -271,7 +271,9 @@ fn every_seed_body_validates_against_the_official_spec() {
             // An AKS cluster also as an Entra-ID one (`entra_id = true`).
             if resource.kind == ResourceKind::AksCluster {
                 let mut entra = resource.clone();
-                entra.attrs.insert("entra_id".into(), serde_json::json!(true));
+                entra
+                    .attrs
+                    .insert("entra_id".into(), serde_json::json!(true));
                 let req = request_for(&entra, &desired, SUB, None)
                     .expect("the body builds")
                     .expect("a cluster has a body");

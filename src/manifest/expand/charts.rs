@@ -69,10 +69,19 @@ pub(super) fn read(ex: &mut Expander<'_>, block: &EvalBlock, cluster: &Address) 
     let helm = helm();
     if helm.is_none() {
         let title = check.title();
+        let why = std::env::var_os(HELM_ENV).map_or_else(
+            || "no `helm` on the PATH and DSINFRA_HELM is not set".to_owned(),
+            |path| {
+                format!(
+                    "DSINFRA_HELM names {}, which is not a file",
+                    PathBuf::from(path).display()
+                )
+            },
+        );
         check.report(
             Diagnostic::error(format!("{title} needs Helm to render the chart, and none was found"))
                 .with_span(block.header.clone())
-                .with_label("no `helm` on the PATH and DSINFRA_HELM is not set")
+                .with_label(why)
                 .with_help("install Helm 3 (https://helm.sh/docs/intro/install/) or set DSINFRA_HELM to its path; dsinfra renders charts with your Helm and never ships one"),
         );
     }
