@@ -126,7 +126,7 @@ pub fn plan(desired: &Desired, state: &State, opts: &PlanOptions) -> Result<Plan
         planned_at: opts.now,
         changes,
         steps,
-        kube: super::kube::changes(desired, state, opts.mode),
+        kube: super::kube::changes(desired, state, opts),
         cost,
         notes,
         source: None,

@@ -10,7 +10,7 @@ use crate::addr::Address;
 use crate::model::Desired;
 use crate::state::State;
 
-use super::Mode;
+use super::{Mode, PlanOptions};
 
 /// What apply does to one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,15 +34,20 @@ pub struct KubeChange {
     pub action: KubeAction,
 }
 
-/// The objects' changes, in manifest order, prunes last. A destroy lists none: the cluster takes
-/// its objects with it. A cluster the plan deletes prunes nothing either, for the same reason.
-pub fn changes(desired: &Desired, state: &State, mode: Mode) -> Vec<KubeChange> {
-    if matches!(mode, Mode::Destroy { .. }) {
+/// The objects' changes, in manifest order, prunes last, of the clusters `-target` selects
+/// (every one without). A destroy lists none: the cluster takes its objects with it. A cluster
+/// the plan deletes prunes nothing either, for the same reason.
+pub fn changes(desired: &Desired, state: &State, opts: &PlanOptions) -> Vec<KubeChange> {
+    if matches!(opts.mode, Mode::Destroy { .. }) {
         return Vec::new();
     }
+    let targets = &opts.targets;
+    let in_scope =
+        |cluster: &Address| targets.is_empty() || targets.iter().any(|t| t.selects(cluster));
     let mut out: Vec<KubeChange> = desired
         .kube_objects
         .iter()
+        .filter(|o| in_scope(&o.cluster))
         .map(|o| {
             let id = o.id();
             let recorded = state
@@ -69,7 +74,7 @@ pub fn changes(desired: &Desired, state: &State, mode: Mode) -> Vec<KubeChange> 
             .kube_objects
             .iter()
             .any(|o| o.cluster == record.cluster && o.id() == id);
-        if !listed && kept(&record.cluster) {
+        if !listed && kept(&record.cluster) && in_scope(&record.cluster) {
             out.push(KubeChange {
                 cluster: record.cluster.clone(),
                 id,

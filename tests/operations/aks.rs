@@ -1025,5 +1025,34 @@ async fn an_entra_id_clusters_objects_are_applied_with_dsinfras_own_credential()
         .assert()
         .success();
     assert!(!stdout(&again).contains("created"), "{}", stdout(&again));
+    // `-target` narrows the objects too: a targeted apply elsewhere leaves the cluster's objects
+    // (and their records) alone; the next full apply prunes the one the manifest dropped.
+    std::fs::write(
+        &manifest,
+        ENTRA.replace("  manifest \"settings\" { file = \"settings.yaml\" }\n", ""),
+    )
+    .expect("written");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "exp.hcl",
+            "--endpoint",
+            &endpoint,
+            "--auto-approve",
+        ];
+        args.extend_from_slice(extra);
+        let done = dsinfra(dir.path()).args(&args).assert().success();
+        stdout(&done) + &stderr(&done)
+    };
+    let targeted = run(&["-target", "azure.resource_group"]);
+    assert!(
+        !targeted.contains("pruned") && !targeted.contains("- ConfigMap"),
+        "{targeted}"
+    );
+    let full = run(&[]);
+    assert!(
+        full.contains("- ConfigMap/settings") && full.contains("ConfigMap/settings pruned"),
+        "{full}"
+    );
     drop(dir);
 }

@@ -32,13 +32,15 @@ pub struct Outcome {
 /// establishes a CRD in a few seconds).
 const CRD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Applies every cluster's objects and prunes the dropped ones. Clusters the state does not hold
-/// as created are left alone (their objects wait for the apply that makes them).
+/// Applies every cluster's objects and prunes the dropped ones, on the clusters `targets`
+/// selects (every one when empty; the others' records are kept as they are). Clusters the state
+/// does not hold as created are left alone (their objects wait for the apply that makes them).
 pub async fn apply(
     client: &ArmClient,
     subscription: &str,
     desired: &Desired,
     state: &State,
+    targets: &[Address],
 ) -> Outcome {
     let mut outcome = Outcome::default();
     let mut clusters: Vec<&Address> = desired.kube_objects.iter().map(|o| &o.cluster).collect();
@@ -51,6 +53,10 @@ pub async fn apply(
             .iter()
             .filter(|r| &r.cluster == cluster)
             .collect();
+        if !(targets.is_empty() || targets.iter().any(|t| t.selects(cluster))) {
+            outcome.records.extend(recorded.into_iter().cloned());
+            continue;
+        }
         let Some(id) = state
             .resource(cluster)
             .filter(|r| r.kind == ResourceKind::AksCluster)

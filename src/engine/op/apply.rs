@@ -214,7 +214,7 @@ pub async fn apply(
     let outcome = Box::pin(walk(run, (backend, state), events, cancel)).await?;
     if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
         Box::pin(after_walk(
-            &manifest, &lower, arm, &desired, destroy, events, cancel,
+            &manifest, &lower, arm, &desired, &planned, events, cancel,
         ))
         .await?;
     }
@@ -253,15 +253,15 @@ async fn after_walk(
     verb: &str,
     arm: &Arm,
     desired: &Desired,
-    destroy: bool,
+    plan: &Plan,
     events: &Events,
     cancel: &Cancel,
 ) -> Result<(), Error> {
     let opened = manifest.open_state(verb).await?;
-    if destroy {
+    if matches!(plan.mode, Mode::Destroy { .. }) {
         forget_gone_clusters(opened, events).await
     } else {
-        kube_phase(opened, arm, desired, events, cancel).await
+        kube_phase(opened, arm, desired, &plan.targets, events, cancel).await
     }
 }
 
@@ -302,6 +302,7 @@ impl NothingToDo<'_> {
                 (backend, state),
                 self.arm,
                 desired,
+                &self.planned.targets,
                 events,
                 cancel,
             ))
@@ -335,11 +336,13 @@ async fn forget_gone_clusters(
 }
 
 /// The Kubernetes objects' phase (`engine::kube_objects`): apply, prune, record, release the
-/// state. A failed object fails the apply after every other object was tried.
+/// state, on the clusters `-target` selects (all without one). A failed object fails the apply
+/// after every other object was tried.
 async fn kube_phase(
     (mut backend, mut state): (Box<dyn Backend + Send>, State),
     arm: &Arm,
     desired: &Desired,
+    targets: &[Address],
     events: &Events,
     cancel: &Cancel,
 ) -> Result<(), Error> {
@@ -353,6 +356,7 @@ async fn kube_phase(
             &arm.subscription,
             desired,
             &state,
+            targets,
         ))
         .await;
     let outcome = match outcome {
@@ -488,7 +492,16 @@ pub async fn apply_saved(
     if !saved.has_changes() {
         if saved.has_kube_changes() {
             // No resource changes, but the plan's Kubernetes objects do.
-            Box::pin(kube_phase((backend, state), arm, &desired, events, cancel)).await?;
+            let targets = &saved.targets;
+            Box::pin(kube_phase(
+                (backend, state),
+                arm,
+                &desired,
+                targets,
+                events,
+                cancel,
+            ))
+            .await?;
         } else {
             super::walk::release(backend, events).await;
             events.event(OpEvent::Note("the saved plan changes nothing"));
@@ -512,7 +525,7 @@ pub async fn apply_saved(
     if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
         let verb = if destroy { "destroy" } else { "apply" };
         Box::pin(after_walk(
-            &manifest, verb, arm, &desired, destroy, events, cancel,
+            &manifest, verb, arm, &desired, saved, events, cancel,
         ))
         .await?;
     }
