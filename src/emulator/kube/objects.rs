@@ -239,7 +239,7 @@ fn patch(
     let now = timestamp(request);
     let sent = body(request)?;
     let object = match content_type {
-        "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+        "application/apply-patch+yaml" => {
             let Some(manager) = request.query.get("fieldManager").filter(|m| !m.is_empty()) else {
                 return Err(Status::bad_request(
                     "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
@@ -275,14 +275,7 @@ fn patch(
             ));
         }
     };
-    let managed = object.pointer("/metadata/managedFields").cloned();
-    let (mut object, warnings) = admit(api, target, name, object, request)?;
-    if let (Some(fields), Some(metadata)) = (
-        managed,
-        object.get_mut("metadata").and_then(Value::as_object_mut),
-    ) {
-        metadata.insert("managedFields".to_owned(), fields);
-    }
+    let (object, warnings) = admit(api, target, name, object, request)?;
     let created = live.is_none();
     let stored = store(api, target, key, object, live.as_ref(), &now);
     Ok(Answer {
