@@ -3,12 +3,13 @@
 //! namespace, and its fields against the published schemas (or its CRD's schema) as the
 //! request's `fieldValidation` asks.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::apply;
 use super::resources::{self, CRD_GROUP, CRD_PLURAL, Served};
 use super::status::Status;
 use super::{Answer, Request};
+use crate::emulator::json::merge_patch;
 use crate::emulator::store::KubeObjects;
 use crate::kubeschema::{ViolationKind, check_crd_object};
 
@@ -254,8 +255,7 @@ fn patch(
             let Some(live) = live.as_ref() else {
                 return Err(Status::not_found(&target.served.plural, name));
             };
-            let mut object = live.clone();
-            merge_patch(&mut object, &sent);
+            let mut object = merge_patch(live.clone(), &sent);
             apply::record_update(
                 &mut object,
                 Some(live),
@@ -635,24 +635,6 @@ fn manager(request: &Request<'_>, verb: &str) -> String {
 
 fn timestamp(request: &Request<'_>) -> String {
     request.now.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn merge_patch(into: &mut Value, patch: &Value) {
-    match (into, patch) {
-        (Value::Object(into), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    into.remove(key);
-                } else {
-                    merge_patch(
-                        into.entry(key.clone()).or_insert(Value::Object(Map::new())),
-                        value,
-                    );
-                }
-            }
-        }
-        (into, patch) => *into = patch.clone(),
-    }
 }
 
 /// Removes the field at a violation's path (`spec.template.spec.containers[0].typo`).
