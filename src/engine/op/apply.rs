@@ -211,8 +211,11 @@ pub async fn apply(
     };
     // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
     // together), and an operation's future should not be.
+    // Opening the state again (a lock, and a download for a remote one) only when there are
+    // objects to apply or records to prune or forget.
+    let kube_work = !desired.kube_objects.is_empty() || !state.kube_objects.is_empty();
     let outcome = Box::pin(walk(run, (backend, state), events, cancel)).await?;
-    if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
+    if kube_work && matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
         Box::pin(after_walk(
             &manifest, &lower, arm, &desired, &planned, events, cancel,
         ))
@@ -521,8 +524,9 @@ pub async fn apply_saved(
     };
     // Boxed, as the steps' runs above: their futures are large (the engine's and the steps'
     // together), and an operation's future should not be.
+    let kube_work = !desired.kube_objects.is_empty() || !state.kube_objects.is_empty();
     let outcome = Box::pin(walk(run, (backend, state), events, cancel)).await?;
-    if matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
+    if kube_work && matches!(&outcome, ApplyOutcome::Walked(w) if !w.interrupted) {
         let verb = if destroy { "destroy" } else { "apply" };
         Box::pin(after_walk(
             &manifest, verb, arm, &desired, saved, events, cancel,
