@@ -104,6 +104,13 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
             shared.set_throttling(on);
             reply(StatusCode::OK, &json!({"enabled": on}))
         }
+        // Announces a spot VM's eviction (a Preempt event) and carries it out after the notice:
+        // what `simulateEviction` does, with the notice chosen per call.
+        ("POST", "evictions") => evict(shared, body),
+        ("GET", "evictions") => {
+            let evictions = lock(&shared.cloud).evictions.clone();
+            reply(StatusCode::OK, &json!({ "value": evictions }))
+        }
         ("GET", "ssh-endpoints") => {
             let endpoints = lock(&shared.cloud).ssh_endpoints.clone();
             reply(StatusCode::OK, &json!({ "value": endpoints }))
@@ -135,6 +142,44 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
         _ => reply(
             StatusCode::NOT_FOUND,
             &json!({"error": {"code": "NotFound", "message": format!("No emulator admin route {method} {path}.")}}),
+        ),
+    }
+}
+
+/// `POST /_emulator/evictions {"resourceId": VM id, "noticeSeconds": N}`.
+fn evict(shared: &Shared, body: &[u8]) -> Response {
+    #[derive(Deserialize)]
+    struct EvictRequest {
+        #[serde(rename = "resourceId")]
+        resource_id: String,
+        #[serde(rename = "noticeSeconds")]
+        notice_seconds: Option<u64>,
+    }
+    let request: EvictRequest = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(err) => return bad_request(&err.to_string()),
+    };
+    let now = shared.clock.now();
+    let mut cloud = lock(&shared.cloud);
+    let notice = request
+        .notice_seconds
+        .unwrap_or(shared.config.eviction_notice_secs);
+    match super::compute::schedule_eviction(
+        &mut cloud,
+        &super::resource::key(&request.resource_id),
+        now,
+        notice,
+    ) {
+        Ok(eviction) => {
+            let _ = shared.save(&mut cloud);
+            reply(
+                StatusCode::ACCEPTED,
+                &serde_json::to_value(eviction).unwrap_or(Value::Null),
+            )
+        }
+        Err(err) => reply(
+            StatusCode::from_u16(err.status).unwrap_or(StatusCode::BAD_REQUEST),
+            &json!({"error": {"code": err.code, "message": err.message}}),
         ),
     }
 }

@@ -35,7 +35,7 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::hooks::{AmlNodeHook, VmBoot, VmBootHook};
+use super::hooks::{AmlNodeHook, VmBoot, VmBootHook, VmEvictHook, VmEviction};
 use super::json::At as _;
 use super::ml::{AmlBoots, forget};
 use super::path::{self, Route};
@@ -57,6 +57,12 @@ pub(crate) struct Boots {
     /// VMs that booted with an endpoint, by resource key: the IPs recorded for them, removed
     /// when the VM goes.
     booted: Mutex<BTreeMap<String, Vec<String>>>,
+    /// The customData of booted spot VMs, by resource key, kept in memory (never stored) so
+    /// that one an eviction deallocated boots again when it is started.
+    spot_data: Mutex<BTreeMap<String, Option<String>>>,
+    /// Spot VMs an eviction deallocated, by resource key, with their customData: booted again
+    /// once started.
+    evicted: Mutex<BTreeMap<String, Option<String>>>,
     /// Held while boots run; every answer passes it (see the module documentation).
     gate: tokio::sync::Mutex<()>,
 }
@@ -66,6 +72,7 @@ pub(crate) struct Booting {
     pub shared: Arc<Shared>,
     pub hook: Option<VmBootHook>,
     pub aml_hook: Option<AmlNodeHook>,
+    pub evict_hook: Option<VmEvictHook>,
     pub boots: Boots,
     pub aml_boots: AmlBoots,
 }
@@ -149,8 +156,9 @@ impl Booting {
         let _gate = self.boots.gate.lock().await;
         // Read after the handler answered, so every node an answer shows idle is due here.
         let now = self.shared.clock.now();
-        let (due, gone, nodes_due, nodes_gone) = {
-            let cloud = lock(&self.shared.cloud);
+        let (due, gone, nodes_due, nodes_gone, evictions) = {
+            let mut cloud = lock(&self.shared.cloud);
+            let evictions = self.take_evicted(&mut cloud);
             let (nodes_due, nodes_gone) = match self.aml_hook {
                 Some(_) => (
                     self.aml_boots.take_due(&cloud, now),
@@ -158,13 +166,26 @@ impl Booting {
                 ),
                 None => (Vec::new(), Vec::new()),
             };
+            let mut due = self.take_due(&cloud);
+            due.extend(self.take_restarted(&cloud));
             (
-                self.take_due(&cloud),
+                due,
                 self.take_gone(&cloud),
                 nodes_due,
                 nodes_gone,
+                evictions,
             )
         };
+        // The evicted VMs stop before anything boots (a VM evicted and started again between
+        // two answers stops, then boots).
+        if let Some(hook) = &self.evict_hook {
+            for eviction in evictions {
+                let hook = Arc::clone(hook);
+                if let Err(err) = tokio::task::spawn_blocking(move || hook(&eviction)).await {
+                    tracing::error!(%err, "the emulator's VM eviction hook panicked");
+                }
+            }
+        }
         let mut booted = Vec::new();
         if let Some(hook) = &self.hook {
             for (vm, boot) in due {
@@ -238,6 +259,9 @@ impl Booting {
             }
             match vm.provisioning_state() {
                 Some("Succeeded") => {
+                    if super::compute::is_spot(vm) {
+                        lock(&self.boots.spot_data).insert(vm_key.clone(), custom_data.clone());
+                    }
                     due.push((vm_key.clone(), vm_boot(cloud, vm_key, custom_data.take())));
                 }
                 Some("Failed") => {
@@ -245,6 +269,45 @@ impl Booting {
                 }
                 _ => {}
             }
+            false
+        });
+        due
+    }
+
+    /// Takes the VMs evictions took since the last answer: a deallocated one is remembered, to
+    /// boot again once started; a deleted one is forgotten (created again, it is a new VM).
+    fn take_evicted(&self, cloud: &mut Cloud) -> Vec<VmEviction> {
+        let mut spot_data = lock(&self.boots.spot_data);
+        let mut evicted = lock(&self.boots.evicted);
+        std::mem::take(&mut cloud.evicted)
+            .into_iter()
+            .map(|e| {
+                let data = spot_data.remove(&e.vm).flatten();
+                if !e.deleted {
+                    evicted.insert(e.vm.clone(), data);
+                }
+                VmEviction {
+                    name: e.name,
+                    deleted: e.deleted,
+                }
+            })
+            .collect()
+    }
+
+    /// Takes the evicted VMs that run again (started, their start finished), to boot again with
+    /// the customData they were created with.
+    fn take_restarted(&self, cloud: &Cloud) -> Vec<(String, VmBoot)> {
+        let mut evicted = lock(&self.boots.evicted);
+        let mut due = Vec::new();
+        evicted.retain(|vm_key, custom_data| {
+            let Some(vm) = cloud.resources.get(vm_key) else {
+                return false;
+            };
+            if vm.op.is_some() || vm.power.as_deref() != Some("running") {
+                return true;
+            }
+            lock(&self.boots.spot_data).insert(vm_key.clone(), custom_data.clone());
+            due.push((vm_key.clone(), vm_boot(cloud, vm_key, custom_data.take())));
             false
         });
         due

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::faults::FaultRule;
-use super::hooks::{AmlNodeHook, VmBootHook};
+use super::hooks::{AmlNodeHook, VmBootHook, VmEvictHook};
 use super::storage_plane::BlobDataPlane;
 
 /// One VM size the emulated compute provider knows, with what Resource SKUs reports for it.
@@ -179,8 +179,16 @@ pub struct QuotaConfig {
     pub default_family_limit: u32,
     /// The "Total Regional Cores" limit per location.
     pub regional_limit: u32,
+    /// The "Total Regional Low-priority vCPUs" limit per location (`lowPriorityCores`): what
+    /// spot VMs count against.
+    #[serde(default = "default_low_priority_limit")]
+    pub low_priority_limit: u32,
     /// Specific limits; the first match wins.
     pub limits: Vec<QuotaLimit>,
+}
+
+fn default_low_priority_limit() -> u32 {
+    1000
 }
 
 impl Default for QuotaConfig {
@@ -188,6 +196,7 @@ impl Default for QuotaConfig {
         Self {
             default_family_limit: 1000,
             regional_limit: 5000,
+            low_priority_limit: default_low_priority_limit(),
             limits: Vec::new(),
         }
     }
@@ -355,6 +364,13 @@ pub struct EmulatorConfig {
     /// becomes the SSH endpoint of the cluster's public IP at the node's port, and of the node's
     /// private IP, until the node leaves (scale-down, delete). `None` (the default) boots nothing.
     pub on_aml_node: Option<AmlNodeHook>,
+    /// Called once for every spot VM an eviction deallocated or deleted, outside every emulator
+    /// lock: tests stop the sshd standing for it, as the VM stops. A VM evicted and started
+    /// again boots again through [`EmulatorConfig::on_vm_boot`].
+    pub on_vm_evict: Option<VmEvictHook>,
+    /// Seconds between a spot eviction's Preempt notice and the eviction, for `simulateEviction`
+    /// (Azure gives at least 30; tests give a few).
+    pub eviction_notice_secs: u64,
     /// Serves the blob data plane of the storage accounts it names from an Azurite: their
     /// `primaryEndpoints.blob` is Azurite's URL for the account and `listKeys` answers the key
     /// Azurite knows (see storage_plane.rs). `None` (the default): every account advertises the
@@ -458,6 +474,8 @@ impl Default for EmulatorConfig {
             response_validator: None,
             on_vm_boot: None,
             on_aml_node: None,
+            on_vm_evict: None,
+            eviction_notice_secs: super::compute::DEFAULT_NOTICE_SECS,
             blob_data_plane: None,
             kube_schemas: None,
         }
@@ -501,6 +519,8 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("response_validator", &self.response_validator.is_some())
             .field("on_vm_boot", &self.on_vm_boot.is_some())
             .field("on_aml_node", &self.on_aml_node.is_some())
+            .field("on_vm_evict", &self.on_vm_evict.is_some())
+            .field("eviction_notice_secs", &self.eviction_notice_secs)
             .field("blob_data_plane", &self.blob_data_plane)
             .field("kube_schemas", &self.kube_schemas)
             .finish()
@@ -570,6 +590,7 @@ mod tests {
         let quotas = QuotaConfig {
             default_family_limit: 10,
             regional_limit: 100,
+            low_priority_limit: 1000,
             limits: vec![
                 QuotaLimit {
                     location: "East US".into(),

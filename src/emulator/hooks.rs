@@ -58,6 +58,19 @@ impl fmt::Debug for VmBoot {
 /// the VM without one. Answers wait for running boots, so the hook must not call the emulator.
 pub type VmBootHook = Arc<dyn Fn(&VmBoot) -> Option<String> + Send + Sync>;
 
+/// A spot VM an eviction took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmEviction {
+    /// The VM's name.
+    pub name: String,
+    /// Deleted (eviction policy Delete), else deallocated.
+    pub deleted: bool,
+}
+
+/// Called once per evicted spot VM, outside every emulator lock. Answers wait for running
+/// hooks, so the hook must not call the emulator.
+pub type VmEvictHook = Arc<dyn Fn(&VmEviction) + Send + Sync>;
+
 /// What the hook is told about one AmlCompute node as it becomes usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmlNodeBoot {

@@ -23,6 +23,9 @@ pub(crate) const PREFIX: &str = "/_emulator/imds/";
 /// The token endpoint's path after the VM's id, as on Azure.
 const TOKEN_PATH: &str = "/metadata/identity/oauth2/token";
 
+/// The Scheduled Events endpoint's path after the VM's id, as on Azure.
+const EVENTS_PATH: &str = "/metadata/scheduledevents";
+
 /// How long a token lives, as IMDS reports it (a string, like every IMDS number).
 const EXPIRES_IN: i64 = 86_399;
 
@@ -55,7 +58,8 @@ fn unreachable(vm_id: &str) -> Response {
     )
 }
 
-/// Serves `GET {PREFIX}{vm id}/metadata/identity/oauth2/token`.
+/// Serves `GET {PREFIX}{vm id}/metadata/identity/oauth2/token` and
+/// `GET {PREFIX}{vm id}/metadata/scheduledevents`.
 pub(crate) fn handle(
     shared: &Shared,
     method: &str,
@@ -63,6 +67,13 @@ pub(crate) fn handle(
     query: &str,
     headers: &HeaderMap,
 ) -> Response {
+    if let Some(vm_id) = path
+        .strip_prefix(PREFIX.trim_end_matches('/'))
+        .and_then(|rest| rest.strip_suffix(EVENTS_PATH))
+        .filter(|id| !id.is_empty())
+    {
+        return events(shared, method, vm_id, query, headers);
+    }
     let Some(vm_id) = path
         .strip_prefix(PREFIX.trim_end_matches('/'))
         .and_then(|rest| rest.strip_suffix(TOKEN_PATH))
@@ -72,7 +83,7 @@ pub(crate) fn handle(
             StatusCode::NOT_FOUND,
             &json!({"error": "not_found", "error_description": format!(
                 "The emulator's IMDS stand-in serves only \
-                 {PREFIX}{{vm id}}{TOKEN_PATH}, not {path}")}),
+                 {PREFIX}{{vm id}}{TOKEN_PATH} and {PREFIX}{{vm id}}{EVENTS_PATH}, not {path}")}),
         );
     };
     if !method.eq_ignore_ascii_case("GET") {
@@ -115,6 +126,53 @@ pub(crate) fn handle(
         );
     }
     issue(shared, vm_id, resource)
+}
+
+/// The Scheduled Events document of a running VM: Preempt events of spot evictions announced
+/// for it and for the members of its availability set (compute/spot.rs). As on Azure the
+/// `Metadata: true` header and an `api-version` are required.
+fn events(
+    shared: &Shared,
+    method: &str,
+    vm_id: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> Response {
+    if !method.eq_ignore_ascii_case("GET") {
+        return answer(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "invalid_request", "error_description": "The method is not allowed"}),
+        );
+    }
+    let metadata = headers
+        .get("metadata")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if !metadata {
+        return invalid("Required metadata header not specified");
+    }
+    if !query
+        .split('&')
+        .any(|p| p.to_ascii_lowercase().starts_with("api-version="))
+    {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": "Bad request", "error_description": "Required query variable 'api-version' is missing"}),
+        );
+    }
+    let now = shared.clock.now();
+    let mut cloud = lock(&shared.cloud);
+    ops::advance(&mut cloud, now, &shared.completions);
+    let vm_key = key(vm_id);
+    let running = cloud
+        .resources
+        .get(&vm_key)
+        .filter(|r| !r.hidden && r.kind == super::store::Kind::VirtualMachine)
+        .is_some_and(|vm| vm.power.as_deref() == Some("running"));
+    if !running {
+        return unreachable(vm_id);
+    }
+    answer(StatusCode::OK, &compute::scheduled_events(&cloud, &vm_key))
 }
 
 /// Issues a token for the VM's principal, if the VM runs and has one.

@@ -62,7 +62,7 @@ pub use config::{
 };
 pub use error::{ArmError, EmulatorError};
 pub use faults::{ActiveFault, FaultAction, FaultRule};
-pub use hooks::{AmlNodeBoot, AmlNodeHook, VmBoot, VmBootHook};
+pub use hooks::{AmlNodeBoot, AmlNodeHook, VmBoot, VmBootHook, VmEvictHook, VmEviction};
 pub use storage_plane::BlobDataPlane;
 
 use crate::engine::reach::SshEndpoint;
@@ -144,6 +144,7 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
     // boot.rs); without one the plain handler serves, exactly as before.
     let vm_hook = shared.config.on_vm_boot.clone();
     let aml_hook = shared.config.on_aml_node.clone();
+    let evict_hook = shared.config.on_vm_evict.clone();
     let app = if vm_hook.is_some() || aml_hook.is_some() {
         axum::Router::new()
             .fallback(boot::handle)
@@ -151,6 +152,7 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
                 shared: Arc::clone(&shared),
                 hook: vm_hook,
                 aml_hook,
+                evict_hook,
                 boots: boot::Boots::default(),
                 aml_boots: ml::AmlBoots::default(),
             }))

@@ -233,7 +233,18 @@ pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>, completions: &Compl
     for (_, id) in &due {
         complete(cloud, id, completions);
     }
-    !due.is_empty()
+    // A spot VM whose eviction notice ran out goes as a deleted VM goes, with its hooks.
+    let evicted = super::compute::evict_due(cloud, now, &|cloud: &mut Cloud, vm: &str| {
+        for (_, hook) in completions
+            .deleted
+            .iter()
+            .filter(|(k, _)| *k == Kind::VirtualMachine)
+        {
+            hook(cloud, vm);
+        }
+        cloud.remove_tree(vm);
+    });
+    !due.is_empty() || evicted
 }
 
 fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {

@@ -359,6 +359,15 @@ pub(crate) struct Cloud {
     /// The Kubernetes API objects of each AKS cluster, by the cluster's key (see `kube/`).
     #[serde(default)]
     pub kube: BTreeMap<String, KubeObjects>,
+    /// Spot evictions announced (a Preempt event) and not yet carried out (compute/spot.rs).
+    #[serde(default)]
+    pub evictions: Vec<crate::emulator::compute::Eviction>,
+    /// VMs evictions took, until the boot hooks hear of them.
+    #[serde(default)]
+    pub evicted: Vec<crate::emulator::compute::Evicted>,
+    /// The Scheduled Events `DocumentIncarnation`: one more at every change of the events.
+    #[serde(default)]
+    pub event_incarnation: u64,
 }
 
 /// What one cluster's Kubernetes API holds: its objects by `{group}/{resource}/{namespace}/{name}`

@@ -44,6 +44,10 @@ pub const SIZES_ATTR: &str = "sizes";
 /// The usages counter of the regional vCPU total.
 const REGIONAL: &str = "cores";
 
+/// The usages counter of the regional low-priority vCPU total: all that spot VMs count against
+/// (decision 75), not their family's or the regional total.
+const LOW_PRIORITY: &str = "lowPriorityCores";
+
 /// What the subscription has in each region the plan uses.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Capacity {
@@ -108,6 +112,8 @@ struct Demand {
     vcpus: i64,
     family: String,
     span: Option<Span>,
+    /// A spot VM: counted against [`LOW_PRIORITY`] only.
+    spot: bool,
 }
 
 fn text(value: Option<&Value>) -> Option<String> {
@@ -149,7 +155,13 @@ fn demands(
             let facts = text(before.get("size")).and_then(|size| {
                 size_facts(&desired.catalog, &size, capacity.sku(&location, &size))
             });
+            let spot = text(before.get("priority")).as_deref() == Some("Spot");
             if let Some((vcpus, family)) = facts {
+                let family = if spot {
+                    LOW_PRIORITY.to_owned()
+                } else {
+                    family
+                };
                 *freed
                     .entry((location.to_ascii_lowercase(), family))
                     .or_default() += vcpus;
@@ -177,6 +189,7 @@ fn demands(
             vcpus,
             family,
             span: resource.span.clone(),
+            spot: text(resource.attrs.get("priority")).as_deref() == Some("Spot"),
         });
     }
     (wanted, freed)
@@ -233,6 +246,7 @@ fn aks_demands(desired: &Desired, plan: &Plan, capacity: &Capacity) -> Vec<Deman
                 vcpus,
                 family: family.clone(),
                 span: resource.span.clone(),
+                spot: false,
             });
         }
     }
@@ -367,7 +381,9 @@ fn quota_problems(
     adds: &str,
 ) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
-    let families = tally(wanted, |d| (!d.family.is_empty()).then(|| d.family.clone()));
+    let families = tally(wanted, |d| {
+        (!d.spot && !d.family.is_empty()).then(|| d.family.clone())
+    });
     for ((location, family), t) in &families {
         let Some(usage) = capacity.usage(location, family) else {
             continue;
@@ -384,14 +400,37 @@ fn quota_problems(
             &t.blocks, t.vcpus, location, family, usage, available, adds,
         ));
     }
-    let regional = tally(wanted, |_| Some(REGIONAL.to_owned()));
+    let low = tally(wanted, |d| d.spot.then(|| LOW_PRIORITY.to_owned()));
+    for ((location, counter), t) in &low {
+        let Some(usage) = capacity.usage(location, counter) else {
+            continue;
+        };
+        let released = freed
+            .get(&(location.clone(), counter.clone()))
+            .copied()
+            .unwrap_or(0);
+        let available = (usage.available() + released).max(0);
+        if t.vcpus <= available {
+            continue;
+        }
+        problems.push(quota_diagnostic(
+            &t.blocks,
+            t.vcpus,
+            location,
+            "the regional low-priority total (spot VMs)",
+            usage,
+            available,
+            adds,
+        ));
+    }
+    let regional = tally(wanted, |d| (!d.spot).then(|| REGIONAL.to_owned()));
     for ((location, _), t) in &regional {
         let Some(usage) = capacity.usage(location, REGIONAL) else {
             continue;
         };
         let released: i64 = freed
             .iter()
-            .filter(|((l, _), _)| l == location)
+            .filter(|((l, f), _)| l == location && f != LOW_PRIORITY)
             .map(|(_, v)| v)
             .sum();
         let available = (usage.available() + released).max(0);
@@ -438,7 +477,9 @@ fn quota_diagnostic(
         .map(|((_, size), (n, each))| format!("{n} x {size} ({each} vCPUs each)"))
         .collect::<Vec<_>>()
         .join(" + ");
-    let portal_family = if family.starts_with("the regional") {
+    let portal_family = if family.starts_with("the regional low-priority") {
+        "Total Regional Spot vCPUs".to_owned()
+    } else if family.starts_with("the regional") {
         "Total Regional vCPUs".to_owned()
     } else {
         usage
@@ -552,6 +593,7 @@ pub fn check_start(
                 vcpus,
                 family,
                 span: desired.resource(address).and_then(|d| d.span.clone()),
+                spot: text(r.attrs.get("priority")).as_deref() == Some("Spot"),
             })
         })
         .collect();

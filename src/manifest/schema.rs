@@ -128,6 +128,9 @@ static VM: BlockSchema = BlockSchema {
         "subnet",
         "trusted_launch",
         "secure_boot",
+        "priority",
+        "max_price",
+        "eviction",
     ],
     blocks: &[
         nested("image", &IMAGE),
@@ -153,6 +156,9 @@ static CLUSTER: BlockSchema = BlockSchema {
         "subnet",
         "trusted_launch",
         "secure_boot",
+        "priority",
+        "max_price",
+        "eviction",
     ],
     blocks: &[
         nested("image", &IMAGE),

@@ -168,6 +168,12 @@ impl ResourceKind {
                 // Azure fixes the security type at creation; Secure Boot changes only while
                 // deallocated, and the VM's kernel-module steps depend on it.
                 "security",
+                // Spot or regular is fixed at creation, as is what an eviction does (decision
+                // 75). A new price cap is accepted only while the VM is deallocated: replacing
+                // is what works from any state (a regular VM has none of the three).
+                "priority",
+                "eviction_policy",
+                "max_price",
             ],
             Self::StorageAccount => &["location", "kind", "sku", "hns"],
             Self::BlobContainer => &[],

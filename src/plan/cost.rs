@@ -96,6 +96,38 @@ pub struct CostSummary {
     /// Issue 18: what each block with `park { idle }` saves while its watcher has parked it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle: Vec<IdleSaving>,
+    /// Issue 34: what each block of spot VMs costs against the same VMs at pay-as-you-go, after
+    /// the plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spot: Vec<SpotSaving>,
+}
+
+/// A block of spot VMs: their compute at the catalog's spot price and at pay-as-you-go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpotSaving {
+    /// The `vm` or `cluster` block.
+    pub block: Address,
+    /// How many spot VMs it has after the plan.
+    pub vms: usize,
+    /// Their compute at the spot price, $/hour.
+    pub spot_per_hour: f64,
+    /// The same compute at pay-as-you-go, $/hour.
+    pub on_demand_per_hour: f64,
+}
+
+impl SpotSaving {
+    /// What spot saves per hour.
+    pub fn saves_per_hour(&self) -> f64 {
+        micro(self.on_demand_per_hour - self.spot_per_hour)
+    }
+
+    /// The saving as a whole percentage of the on-demand price.
+    pub fn saves_percent(&self) -> f64 {
+        if self.on_demand_per_hour <= 0.0 {
+            return 0.0;
+        }
+        (100.0 * self.saves_per_hour() / self.on_demand_per_hour).round()
+    }
 }
 
 /// What parking one block when idle saves: its VMs' running rate less their parked rate (the
@@ -162,8 +194,12 @@ impl CostSummary {
             before: CostTotals::default(),
             after: CostTotals::default(),
             idle: Vec::new(),
+            spot: Vec::new(),
         };
         for (address, kind, before, after) in rows {
+            if let Some((spot, on_demand)) = after.and_then(|a| spot_compute(kind, a)) {
+                summary.add_spot(address.block_address(), spot, on_demand);
+            }
             let before = before.map(|a| rate_of(kind, a));
             let after_rate = after.map(|a| rate_of(kind, a));
             if let Some((rate, _)) = before {
@@ -197,6 +233,33 @@ impl CostSummary {
     }
 }
 
+impl CostSummary {
+    fn add_spot(&mut self, block: Address, spot: f64, on_demand: f64) {
+        if let Some(row) = self.spot.iter_mut().find(|r| r.block == block) {
+            row.vms += 1;
+            row.spot_per_hour = micro(row.spot_per_hour + spot);
+            row.on_demand_per_hour = micro(row.on_demand_per_hour + on_demand);
+        } else {
+            self.spot.push(SpotSaving {
+                block,
+                vms: 1,
+                spot_per_hour: micro(spot),
+                on_demand_per_hour: micro(on_demand),
+            });
+        }
+    }
+}
+
+/// A spot VM's compute price per hour, and the same at pay-as-you-go, when its size has both
+/// in its region.
+fn spot_compute(kind: ResourceKind, attrs: &Attrs) -> Option<(f64, f64)> {
+    if kind != ResourceKind::VirtualMachine || text(attrs, "priority") != Some("Spot") {
+        return None;
+    }
+    let price = catalog::price(text(attrs, "size")?, text(attrs, "location")?)?;
+    Some((price.spot?, price.linux_payg))
+}
+
 fn text<'a>(attrs: &'a Attrs, key: &str) -> Option<&'a str> {
     attrs.get(key).and_then(Value::as_str)
 }
@@ -228,8 +291,19 @@ pub fn rate_of(kind: ResourceKind, attrs: &Attrs) -> (Rate, String) {
         ResourceKind::VirtualMachine => {
             let size = text(attrs, "size").unwrap_or("unknown size");
             let region = text(attrs, "location").unwrap_or_default();
-            // Prices are shipped only: a size learnt from live Resource SKUs has none.
+            // Prices are shipped only: a size learnt from live Resource SKUs has none. A spot VM
+            // is priced at the catalog's spot price; without one (a size learnt live), at
+            // pay-as-you-go, the most Azure bills a spot VM whose cap is -1.
+            let spot = text(attrs, "priority") == Some("Spot");
             let (compute, mut what) = match catalog::price(size, region) {
+                Some(Price {
+                    spot: Some(price),
+                    linux_payg,
+                }) if spot => (price, format!("{size} spot (${linux_payg:.3}/h on-demand)")),
+                Some(price) if spot => (
+                    price.linux_payg,
+                    format!("{size} spot (no spot price: priced at pay-as-you-go)"),
+                ),
                 Some(price) => (price.linux_payg, size.to_owned()),
                 None => (0.0, format!("{size} (no {region} price{UNPRICED}")),
             };
@@ -416,6 +490,69 @@ mod tests {
             what.ends_with(" + at least 30 GiB StandardSSD_LRS OS disk"),
             "{what}"
         );
+    }
+
+    /// Issue 34: a spot VM is priced at the catalog's spot price in its region, says the
+    /// on-demand price beside it, and its block's saving is summed; a regular VM is not in it.
+    #[test]
+    fn spot_vms_take_the_spot_price_and_their_block_says_what_it_saves() {
+        let node = |priority: Option<&str>| {
+            let mut a = attrs(&[
+                ("size", Value::from("Standard_ND40rs_v2")),
+                ("location", Value::from("eastus")),
+            ]);
+            if let Some(p) = priority {
+                a.insert("priority".into(), Value::from(p));
+            }
+            a
+        };
+        let price = catalog::price("Standard_ND40rs_v2", "eastus").expect("priced");
+        let spot = price.spot.expect("a spot price");
+        let (rate, what) = rate_of(ResourceKind::VirtualMachine, &node(Some("Spot")));
+        assert!((rate.running_per_hour - spot).abs() < 1e-6, "{rate:?}");
+        assert_eq!(
+            what,
+            format!(
+                "Standard_ND40rs_v2 spot (${:.3}/h on-demand)",
+                price.linux_payg
+            )
+        );
+        let (rate, _) = rate_of(ResourceKind::VirtualMachine, &node(None));
+        assert!((rate.running_per_hour - price.linux_payg).abs() < 1e-6);
+        let spot_node = node(Some("Spot"));
+        let regular = node(None);
+        let addresses: Vec<Address> = ["cluster.train[0].vm", "cluster.train[1].vm", "vm.prep.vm"]
+            .iter()
+            .map(|a| a.parse().expect("address"))
+            .collect();
+        let summary = CostSummary::from_rows([
+            (
+                &addresses[0],
+                ResourceKind::VirtualMachine,
+                None,
+                Some(&spot_node),
+            ),
+            (
+                &addresses[1],
+                ResourceKind::VirtualMachine,
+                None,
+                Some(&spot_node),
+            ),
+            (
+                &addresses[2],
+                ResourceKind::VirtualMachine,
+                None,
+                Some(&regular),
+            ),
+        ]);
+        assert_eq!(summary.spot.len(), 1, "{:?}", summary.spot);
+        let row = &summary.spot[0];
+        assert_eq!(row.block.to_string(), "cluster.train");
+        assert_eq!(row.vms, 2);
+        assert!((row.spot_per_hour - 2.0 * spot).abs() < 1e-5);
+        assert!((row.on_demand_per_hour - 2.0 * price.linux_payg).abs() < 1e-5);
+        // ND40rs_v2 in eastus: $22.032 on demand, $4.0715 spot.
+        assert!((row.saves_percent() - 82.0).abs() < f64::EPSILON, "{row:?}");
     }
 
     #[test]

@@ -550,6 +550,23 @@ fn render_steps(out: &mut String, plan: &Plan, colour: bool) {
     out.push('\n');
 }
 
+/// What each block of spot VMs saves against the same VMs at pay-as-you-go.
+fn render_spot(out: &mut String, cost: &CostSummary) {
+    for spot in &cost.spot {
+        let plural = if spot.vms == 1 { "" } else { "s" };
+        let _ = writeln!(
+            out,
+            "  {}: {} spot VM{plural} at ${:.3}/h instead of ${:.3}/h on-demand: saves ${:.3}/h ({}%) while running",
+            spot.block,
+            spot.vms,
+            spot.spot_per_hour,
+            spot.on_demand_per_hour,
+            spot.saves_per_hour(),
+            spot.saves_percent()
+        );
+    }
+}
+
 fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
     let _ = writeln!(
         out,
@@ -632,6 +649,7 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
         dollars(cost.after.running_per_month),
         dollars(cost.after.parked_per_month)
     );
+    render_spot(out, cost);
     for idle in &cost.idle {
         let plural = if idle.vms == 1 { "" } else { "s" };
         let _ = writeln!(

@@ -19,6 +19,7 @@ mod power;
 mod quota;
 mod security;
 mod skus;
+mod spot;
 mod vm;
 
 pub(crate) use avset::{put_avset, vm_fabric};
@@ -29,6 +30,10 @@ use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
 pub(crate) use quota::{check_nodes, usages};
 pub(crate) use skus::{skus, vm_sizes};
+pub(crate) use spot::schedule as schedule_eviction;
+pub(crate) use spot::{
+    DEFAULT_NOTICE_SECS, Evicted, Eviction, evict_due, is_spot, scheduled_events,
+};
 use vm::CUSTOM_DATA_DIGEST;
 pub(crate) use vm::put_vm;
 

@@ -126,6 +126,7 @@ pub(crate) fn vm_action(
         "deallocate" => "deallocate",
         "poweroff" => "powerOff",
         "restart" => "restart",
+        "simulateeviction" => "simulateEviction",
         _ => return Err(crate::emulator::resource::not_implemented(ctx)),
     };
     if ctx.method != "POST" {
@@ -141,6 +142,11 @@ pub(crate) fn vm_action(
                 vm.name()
             ),
         ));
+    }
+    if action == "simulateEviction" {
+        // Not a long-running operation: 204, and the eviction follows its notice.
+        super::spot::schedule(cloud, &target.key, ctx.now, ctx.config.eviction_notice_secs)?;
+        return Ok(Reply::empty(204));
     }
     let power = vm.power.clone().unwrap_or_else(|| "running".into());
     if action == "restart" && power == "deallocated" {
@@ -158,13 +164,14 @@ pub(crate) fn vm_action(
         && power == "deallocated"
         && let Some(size) = vm_size(&vm)
     {
+        super::spot::check_start(&vm)?;
         check_quota(
             cloud,
             ctx.config,
-            &target.path.sub,
-            vm.location(),
+            (&target.path.sub, vm.location()),
             size,
             &target.key,
+            super::spot::is_spot(&vm),
         )?;
     }
     let op = ops::start(

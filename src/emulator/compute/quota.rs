@@ -21,7 +21,18 @@ pub(super) fn holds_cores(vm: &Resource) -> bool {
     vm.power.as_deref() != Some("deallocated")
 }
 
-/// `(family usage, regional usage)` in vCPUs for a subscription and location, leaving out one VM.
+/// What a subscription's VMs hold in one location, in vCPUs.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    /// Regular VMs of one family (and AKS nodes).
+    family: u32,
+    /// Regular VMs of every family (and AKS nodes).
+    regional: u32,
+    /// Spot VMs: they count against the low-priority quota only.
+    low_priority: u32,
+}
+
+/// The usage of a subscription and location, leaving out one VM.
 fn usage(
     cloud: &Cloud,
     config: &EmulatorConfig,
@@ -29,10 +40,11 @@ fn usage(
     location: &str,
     family: &str,
     except: &str,
-) -> (u32, u32) {
+) -> Held {
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let mut family_usage = 0;
     let mut regional = 0;
+    let mut low_priority = 0;
     // Runs over every VM on every VM PUT: compared in place, nothing allocated per VM.
     for vm in cloud.of_kind(Kind::VirtualMachine) {
         let id = vm.id.trim_end_matches('/');
@@ -54,6 +66,10 @@ fn usage(
         let Some(size) = vm_size(vm).and_then(|s| config.vm_size(s)) else {
             continue;
         };
+        if super::spot::is_spot(vm) {
+            low_priority += size.vcpus;
+            continue;
+        }
         regional += size.vcpus;
         if size.family.eq_ignore_ascii_case(family) {
             family_usage += size.vcpus;
@@ -72,7 +88,11 @@ fn usage(
             family_usage += size.vcpus * nodes;
         }
     }
-    (family_usage, regional)
+    Held {
+        family: family_usage,
+        regional,
+        low_priority,
+    }
 }
 
 /// The AKS node pools of a subscription (`prefix`: its key) in `location` whose nodes
@@ -122,16 +142,35 @@ fn quota_error(quota: &str, location: &str, limit: u32, current: u32, required: 
     )
 }
 
-/// Checks that allocating `size` in `location` fits the family and regional quotas.
+/// Checks that allocating `size` in `location` fits the family and regional quotas, or for a
+/// spot VM (`spot`) the regional low-priority quota, which is all a spot VM counts against.
 pub(super) fn check_quota(
     cloud: &Cloud,
     config: &EmulatorConfig,
-    sub: &str,
-    location: &str,
+    (sub, location): (&str, &str),
     size: &str,
     vm_key: &str,
+    spot: bool,
 ) -> Result<(), ArmError> {
-    check_nodes(cloud, config, (sub, location), size, 1, vm_key)
+    if !spot {
+        return check_nodes(cloud, config, (sub, location), size, 1, vm_key);
+    }
+    let Some(spec) = config.vm_size(size) else {
+        return Ok(());
+    };
+    let location = normalize_location(location);
+    let held = usage(cloud, config, sub, &location, &spec.family, vm_key);
+    let limit = config.quotas.low_priority_limit;
+    if held.low_priority + spec.vcpus > limit {
+        return Err(quota_error(
+            "LowPriorityCores",
+            &location,
+            limit,
+            held.low_priority,
+            spec.vcpus,
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that `nodes` VMs of `size` in `location` fit the family and regional quotas, leaving
@@ -148,7 +187,11 @@ pub(crate) fn check_nodes(
         return Ok(());
     };
     let location = normalize_location(location);
-    let (family_usage, regional) = usage(cloud, config, sub, &location, &spec.family, except);
+    let Held {
+        family: family_usage,
+        regional,
+        ..
+    } = usage(cloud, config, sub, &location, &spec.family, except);
     let family_limit = config.quotas.family_limit(&location, &spec.family);
     let required = spec.vcpus * nodes;
     if family_usage + required > family_limit {
@@ -195,7 +238,7 @@ pub(crate) fn usages(
 ) -> Result<Reply, ArmError> {
     let location = normalize_location(location);
     let families = ctx.config.families_offered_in(&location);
-    let (_, regional) = usage(cloud, ctx.config, sub, &location, "", "");
+    let held = usage(cloud, ctx.config, sub, &location, "", "");
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let vm_count = cloud
         .of_kind(Kind::VirtualMachine)
@@ -205,13 +248,15 @@ pub(crate) fn usages(
         })
         .count();
     let mut value = vec![
-        json!({"unit": "Count", "currentValue": regional, "limit": ctx.config.quotas.regional_limit,
+        json!({"unit": "Count", "currentValue": held.regional, "limit": ctx.config.quotas.regional_limit,
                "name": {"value": "cores", "localizedValue": "Total Regional vCPUs"}}),
+        json!({"unit": "Count", "currentValue": held.low_priority, "limit": ctx.config.quotas.low_priority_limit,
+               "name": {"value": "lowPriorityCores", "localizedValue": "Total Regional Low-priority vCPUs"}}),
         json!({"unit": "Count", "currentValue": vm_count, "limit": 25000,
                "name": {"value": "virtualMachines", "localizedValue": "Virtual Machines"}}),
     ];
     for family in families {
-        let (current, _) = usage(cloud, ctx.config, sub, &location, family, "");
+        let current = usage(cloud, ctx.config, sub, &location, family, "").family;
         value.push(json!({
             "unit": "Count",
             "currentValue": current,

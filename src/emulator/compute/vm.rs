@@ -55,15 +55,17 @@ fn check_vm_request(
         zones: &zones,
     };
     check_sku(ctx.config, spec, &placement, newly, ctx.now.date_naive())?;
+    super::spot::check(body, existing, size, &location)?;
     let holds = existing.is_none_or(holds_cores);
     if holds {
         check_quota(
             cloud,
             ctx.config,
-            &target.path.sub,
-            &location,
+            (&target.path.sub, &location),
             size,
             &target.key,
+            matches!(super::spot::priority(body), "Spot" | "Low")
+                || existing.is_some_and(super::spot::is_spot),
         )?;
     }
     let props = body.get("properties").cloned().unwrap_or_else(|| json!({}));
@@ -97,6 +99,7 @@ fn check_vm_request(
         require_reference(cloud, ppg, id)?;
     }
     super::avset::check_vm_set(cloud, body, id, existing)?;
+    super::spot::check_set_members(cloud, body, &target.key)?;
     if let Some(vm) = existing {
         check_update(ctx, body, vm, size)?;
     }

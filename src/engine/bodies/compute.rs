@@ -9,11 +9,12 @@ use crate::azure::types::availability::{
     AvailabilitySet, AvailabilitySetProperties, AvailabilitySetSku,
 };
 use crate::azure::types::compute::{
-    DataDisk, DiskCreateOptionType, DiskDeleteOption, DiskStorageAccountType, HardwareProfile,
-    ImageReference, LinuxConfiguration, ManagedDiskParameters, NetworkInterfaceReference,
-    NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk, OsProfile, SecurityProfile,
-    SecurityType, SshConfiguration, SshPublicKey, StorageProfile, UefiSettings, VirtualMachine,
-    VirtualMachineIdentity, VirtualMachineProperties,
+    BillingProfile, DataDisk, DiskCreateOptionType, DiskDeleteOption, DiskStorageAccountType,
+    HardwareProfile, ImageReference, LinuxConfiguration, ManagedDiskParameters,
+    NetworkInterfaceReference, NetworkInterfaceReferenceProperties, NetworkProfile, OsDisk,
+    OsProfile, SecurityProfile, SecurityType, SshConfiguration, SshPublicKey, StorageProfile,
+    UefiSettings, VirtualMachine, VirtualMachineEvictionPolicy, VirtualMachineIdentity,
+    VirtualMachinePriority, VirtualMachineProperties,
 };
 use crate::azure::types::devtestlab::Schedule;
 use crate::azure::types::disk::Disk;
@@ -23,6 +24,13 @@ use crate::azure::types::placement::{
 };
 
 use super::{BodyError, Builder};
+
+/// A VM's `priority`, `evictionPolicy` and `billingProfile`.
+type SpotSettings = (
+    Option<VirtualMachinePriority>,
+    Option<VirtualMachineEvictionPolicy>,
+    Option<BillingProfile>,
+);
 
 impl Builder<'_> {
     pub(crate) fn placement_group(&self) -> Result<ProximityPlacementGroup, BodyError> {
@@ -152,6 +160,36 @@ impl Builder<'_> {
         }
     }
 
+    /// `priority`, `evictionPolicy` and `billingProfile.maxPrice` of a spot VM; none of them for
+    /// a regular one (ARM's default priority is Regular, and it refuses an eviction policy or a
+    /// price cap on a regular VM).
+    fn spot(&self) -> Result<SpotSettings, BodyError> {
+        match self.opt_text("priority")?.as_deref() {
+            None | Some("Regular") => Ok((None, None, None)),
+            Some("Spot") => {
+                let eviction = match self.opt_text("eviction_policy")?.as_deref() {
+                    None | Some("Deallocate") => VirtualMachineEvictionPolicy::Deallocate,
+                    Some("Delete") => VirtualMachineEvictionPolicy::Delete,
+                    Some(_) => {
+                        return Err(self.invalid("eviction_policy", "must be Deallocate or Delete"));
+                    }
+                };
+                let max_price = match self.value("max_price") {
+                    None | Some(Value::Null) => -1.0,
+                    Some(v) => v
+                        .as_f64()
+                        .ok_or_else(|| self.invalid("max_price", "must be a number"))?,
+                };
+                Ok((
+                    Some(VirtualMachinePriority::Spot),
+                    Some(eviction),
+                    Some(BillingProfile { max_price }),
+                ))
+            }
+            Some(_) => Err(self.invalid("priority", "must be Regular or Spot")),
+        }
+    }
+
     pub(crate) fn virtual_machine(&self) -> Result<VirtualMachine, BodyError> {
         let name = &self.resource.name;
         let admin = self.text("admin_username")?;
@@ -167,6 +205,7 @@ impl Builder<'_> {
             .reference_id("nic")?
             .ok_or_else(|| self.missing("nic"))?;
         let data_disks = self.data_disks()?;
+        let (priority, eviction_policy, billing_profile) = self.spot()?;
         Ok(VirtualMachine {
             location: self.location()?,
             tags: self.tags()?,
@@ -230,6 +269,9 @@ impl Builder<'_> {
                     .map(SubResource::new),
                 security_profile: self.security_profile()?,
                 availability_set: self.reference_id("availability_set")?.map(SubResource::new),
+                priority,
+                eviction_policy,
+                billing_profile,
                 ..VirtualMachineProperties::default()
             }),
             ..VirtualMachine::default()

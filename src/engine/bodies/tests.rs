@@ -267,6 +267,28 @@ fn every_seed_body_validates_against_the_official_spec() {
             let mut requests = vec![req.clone()];
             if resource.kind == ResourceKind::VirtualMachine {
                 requests.push(req.with_custom_data(&cloud_init));
+                // And as a spot VM (issue 34): priority, eviction policy and price cap.
+                let mut spot = resource.clone();
+                for (k, v) in [
+                    ("priority", json!("Spot")),
+                    ("eviction_policy", json!("Delete")),
+                    ("max_price", json!(4.5)),
+                ] {
+                    spot.attrs.insert(k.into(), v);
+                }
+                let req = request_for(&spot, &desired, SUB, None)
+                    .expect("the body builds")
+                    .expect("a VM has a body");
+                let props = &req.to_json()["properties"];
+                assert_eq!(
+                    (
+                        &props["priority"],
+                        &props["evictionPolicy"],
+                        &props["billingProfile"]
+                    ),
+                    (&json!("Spot"), &json!("Delete"), &json!({"maxPrice": 4.5}))
+                );
+                requests.push(req.with_custom_data(&cloud_init));
             }
             // An AKS cluster also as an Entra-ID one (`entra_id = true`).
             if resource.kind == ResourceKind::AksCluster {
@@ -302,7 +324,7 @@ fn every_seed_body_validates_against_the_official_spec() {
             }
         }
     }
-    assert!(checked >= 37, "checked only {checked} bodies");
+    assert!(checked >= 45, "checked only {checked} bodies");
 }
 
 /// Azure Files NFS: the account holding the share allows plain NFS and only the experiment's

@@ -159,6 +159,48 @@ fn a_family_short_of_quota_is_reported_with_the_numbers_and_where_to_ask() {
     assert!(check(&desired, &plan, &capacity(160, &json!([]))).is_empty());
 }
 
+/// Issue 34: spot VMs count against the regional low-priority quota (`lowPriorityCores`), and
+/// only against it: a family with no quota left does not stop them.
+#[test]
+fn spot_vms_count_against_the_low_priority_quota_only() {
+    let mut desired = cluster(4, "Standard_ND40rs_v2", None);
+    for r in &mut desired.resources {
+        if r.kind == ResourceKind::VirtualMachine {
+            r.attrs.insert("priority".into(), json!("Spot"));
+        }
+    }
+    let plan = plan_of(&desired, &State::new("exp"));
+    let mut capacity = capacity(0, &json!([]));
+    let low = |limit| {
+        usage(
+            "lowPriorityCores",
+            "Total Regional Low-priority vCPUs",
+            0,
+            limit,
+        )
+    };
+    capacity
+        .usages
+        .get_mut("eastus")
+        .expect("eastus")
+        .push(low(100));
+    let problems = check(&desired, &plan, &capacity);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(
+        problems[0].summary,
+        "not enough vCPU quota in eastus: cluster.train needs 160 vCPUs of the regional low-priority total (spot VMs), 100 available"
+    );
+    assert!(
+        problems[0].help[1].contains("\"Total Regional Spot vCPUs\""),
+        "{:?}",
+        problems[0].help
+    );
+    let usages = capacity.usages.get_mut("eastus").expect("eastus");
+    usages.pop();
+    usages.push(low(160));
+    assert!(check(&desired, &plan, &capacity).is_empty());
+}
+
 #[test]
 fn existing_vms_need_no_new_quota_and_replacements_free_their_old_cores() {
     let desired = cluster(2, "Standard_ND40rs_v2", None);

@@ -20,7 +20,7 @@ use super::boot::{read_image, read_park};
 use super::check::Check;
 use super::security::{self, Security};
 use super::targets::{self, DiskSku, Zone};
-use super::{Attachment, Expander, NetworkInfo, idle, nodes, steps};
+use super::{Attachment, Expander, NetworkInfo, idle, nodes, spot, steps};
 
 /// Usernames Azure refuses for Linux VMs.
 const RESERVED_USERS: [&str; 31] = [
@@ -72,6 +72,9 @@ struct MachineAttrs {
     zone: Option<OneOf<Zone>>,
     network: Option<Ref<targets::Network>>,
     subnet: Option<Located<String>>,
+    priority: Option<OneOf<spot::Priority>>,
+    max_price: Option<Located<f64>>,
+    eviction: Option<OneOf<spot::Eviction>>,
 }
 
 impl BlockAttrs for MachineAttrs {}
@@ -125,6 +128,8 @@ pub(super) struct Machine {
     pub park: Option<(String, String)>,
     /// `park { idle }`: the idle window after which the head parks the block, where written.
     pub park_idle: Option<Located<std::time::Duration>>,
+    /// `priority = "spot"`: the eviction policy and price cap; `None` for regular VMs.
+    pub spot: Option<spot::Spot>,
 }
 
 impl Machine {
@@ -151,6 +156,12 @@ impl Machine {
             .as_ref()
             .and_then(|s| check_size(&mut check, s, &location, (&ex.catalog, unknown)));
         let info = info.as_ref();
+        let spot = spot::read(
+            &mut check,
+            (attrs.priority, attrs.max_price, attrs.eviction),
+            (info, &fallbacks),
+            &location,
+        );
         let image = read_image(&mut check, attrs.image, info);
         let security = security::choose(
             &mut check,
@@ -217,6 +228,7 @@ impl Machine {
             subnet,
             park: park.schedule,
             park_idle: park.idle,
+            spot,
         }
     }
 }
@@ -489,7 +501,7 @@ fn replacement_help(info: &VmSize, location: &str) -> String {
 }
 
 /// `a, b, c and 9 more`: a long list cut to what a diagnostic can show.
-fn list_some(items: &[&str], at_most: usize) -> String {
+pub(super) fn list_some(items: &[&str], at_most: usize) -> String {
     if items.len() <= at_most {
         return items.join(", ");
     }

@@ -19,6 +19,7 @@ mod network;
 mod nfs_access;
 mod nodes;
 mod security;
+mod spot;
 mod step_lists;
 mod steps;
 mod storage;

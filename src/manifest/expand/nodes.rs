@@ -290,6 +290,13 @@ fn vm_attrs(ex: &Expander<'_>, kit: &Kit<'_>, nic: &Address) -> (Attrs, Vec<Addr
     );
     attrs.insert("password_auth_disabled".into(), json!(true));
     attrs.insert("security".into(), machine.security.to_json());
+    // Only a spot VM carries these: a regular VM's attributes stay what they were before spot
+    // existed, so no plan sees a change in VMs made by earlier versions.
+    if let Some(spot) = &machine.spot {
+        attrs.insert("priority".into(), json!("Spot"));
+        attrs.insert("eviction_policy".into(), json!(spot.eviction));
+        attrs.insert("max_price".into(), json!(spot.max_price));
+    }
     let mut deps = vec![nic.clone()];
     deps.extend(kit.disks.iter().map(|d| d.disk.clone()));
     deps.extend(kit.ppg.iter().cloned());
