@@ -661,6 +661,7 @@ pub struct KubectlArgs {
 
 /// `dsinfra run`
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // Each bool is one of the command's flags.
 pub struct RunArgs {
     /// The manifest and its variables.
     #[command(flatten)]
@@ -678,6 +679,24 @@ pub struct RunArgs {
     /// When the job ends, successful or not, park the experiment's VMs (`dsinfra park`).
     #[arg(long)]
     pub park_after: bool,
+    /// Spot nodes: when Azure evicts one, stop the job everywhere, bring the node back (start
+    /// it, or create it again; capacity refusals are retried with backoff), re-run the steps it
+    /// needs (a BeeOND scratch is rebuilt across the block) and start the job again with
+    /// DSINFRA_RESTART_COUNT one higher. The job must checkpoint to resume (docs/run.md).
+    #[arg(long, conflicts_with = "detach")]
+    pub recover: bool,
+    /// With --recover: start the job again at most N times.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "recover")]
+    pub max_restarts: u32,
+    /// Spot nodes: run CMD on a node when Azure announces its eviction (about 30 s before),
+    /// in the job's environment with DSINFRA_PREEMPT_NOT_BEFORE set: save a checkpoint here.
+    #[arg(long, value_name = "CMD")]
+    pub on_preempt: Option<String>,
+    /// Where the job keeps its checkpoints, given to it as DSINFRA_CHECKPOINT_DIR (default:
+    /// `checkpoints` under the block's first file share, Blob or NFS mount; never the
+    /// scratch, which an eviction takes).
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<String>,
     /// The SSH private key to log in with (else $DSINFRA_SSH_IDENTITY, ssh-agent,
     /// ~/.ssh/id_ed25519, ~/.ssh/id_rsa).
     #[arg(short = 'i', long = "identity", value_name = "FILE")]

@@ -41,8 +41,21 @@ pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result
             },
             backend: loaded.backend.as_ref(),
         }),
+        recover: args.recover.then(|| op::run::Recover {
+            sources: &loaded.sources,
+            steps: op::StepsOptions {
+                identity: args.identity.clone(),
+                ..op::StepsOptions::default()
+            },
+            backend: loaded.backend.as_ref(),
+            max_restarts: args.max_restarts,
+            backoff: recover_backoff(),
+            tries: RECOVER_TRIES,
+        }),
+        on_preempt: args.on_preempt.clone(),
+        checkpoint_dir: args.checkpoint_dir.clone(),
     };
-    let events: Events = Terminal::new(out, ProgressOn::Stderr);
+    let events: Events = Terminal::new(out, ProgressOn::Job);
     let outcome = op::run(request, &events, &cancel).await?;
     out.message(&view::summary(&outcome.record));
     if outcome.record.detached && outcome.record.exit().is_none() {
@@ -71,6 +84,19 @@ pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result
         Some(0) | None => Outcome::Success,
         Some(code) => Outcome::Code(code),
     })
+}
+
+/// How many times `--recover` tries to bring evicted nodes back while Azure has no capacity:
+/// with the default backoff, about 24 minutes of waiting in all.
+const RECOVER_TRIES: u32 = 8;
+
+/// The first wait after a capacity refusal: 15 s, or `DSINFRA_RECOVER_BACKOFF_SECS` (tests).
+fn recover_backoff() -> std::time::Duration {
+    let secs = std::env::var("DSINFRA_RECOVER_BACKOFF_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(15);
+    std::time::Duration::from_secs(secs)
 }
 
 /// `dsinfra runs`.

@@ -23,6 +23,9 @@ pub enum ProgressOn {
     Stdout,
     /// stderr (park, unpark).
     Stderr,
+    /// stderr, and plans and step lines too: stdout carries only the job's own output (run,
+    /// whose `--recover` may start and create VMs, and run their steps, between attempts).
+    Job,
 }
 
 /// Draws an operation's events.
@@ -76,13 +79,18 @@ impl Listener for Terminal {
                 self.out.stderr_colour(),
             )),
             OpEvent::Plan(plan) if self.json => self.out.result(&render::plan_json_string(plan)),
+            OpEvent::Plan(plan) if self.progress_on == ProgressOn::Job => self
+                .out
+                .message(&render::plan_text(plan, self.out.stderr_colour())),
             OpEvent::Plan(plan) => self
                 .out
                 .result(&render::plan_text(plan, self.out.stdout_colour())),
             OpEvent::WorkStarted => {
                 let progress = match self.progress_on {
                     ProgressOn::Stdout => Progress::new(console::Term::stdout().is_term()),
-                    ProgressOn::Stderr => Progress::on_stderr(console::Term::stderr().is_term()),
+                    ProgressOn::Stderr | ProgressOn::Job => {
+                        Progress::on_stderr(console::Term::stderr().is_term())
+                    }
                 };
                 *self.progress() = Some(progress);
             }
@@ -96,6 +104,9 @@ impl Listener for Terminal {
                     progress.finish();
                 }
             }
+            OpEvent::Step(event) if self.progress_on == ProgressOn::Job => self
+                .out
+                .message(&format!("{}\n", render::steps::event_line(event))),
             OpEvent::Step(event) => line(&render::steps::event_line(event)),
             // A node's stderr stays on stderr, so `dsinfra run ... > out` splits as on the node.
             OpEvent::Output {
@@ -115,6 +126,10 @@ impl Listener for Terminal {
                 map_hint,
             } => {
                 let text = render::steps::block_outcome(outcome, mode, map_hint);
+                if self.progress_on == ProgressOn::Job {
+                    self.out.message(&text);
+                    return;
+                }
                 let mut stdout = std::io::stdout().lock();
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();

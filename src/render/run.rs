@@ -35,12 +35,39 @@ pub fn summary(record: &RunRecord) -> String {
         };
         let _ = writeln!(out, "  {}: {how}", node.node);
     }
+    for attempt in &record.attempts {
+        let _ = writeln!(
+            out,
+            "  attempt {}: {} evicted; {}",
+            attempt.restart,
+            attempt.evicted.join(", "),
+            attempt.recovery.join("; ")
+        );
+    }
+    if let Some(why) = &record.gave_up {
+        let _ = writeln!(out, "  not recovered: {why}");
+    }
     let state = record.state();
     let exit = record
         .exit()
         .map_or_else(String::new, |c| format!(", exit {c}"));
-    let _ = writeln!(out, "run {}: {}{exit}", record.id, state.word());
+    let _ = writeln!(
+        out,
+        "run {}: {}{exit}{}",
+        record.id,
+        state.word(),
+        restarts(record)
+    );
     out
+}
+
+/// `, 1 restart` after evictions (`--recover`), else nothing.
+fn restarts(record: &RunRecord) -> String {
+    match record.restarts() {
+        0 => String::new(),
+        1 => ", 1 restart".to_owned(),
+        n => format!(", {n} restarts"),
+    }
 }
 
 /// `dsinfra runs`: one row per run, oldest first.
@@ -57,7 +84,7 @@ pub fn runs_table(records: &[RunRecord], now: DateTime<Utc>) -> String {
         let word = if record.detached && state == RunState::Running {
             "running (detached)".to_owned()
         } else {
-            state.word().to_owned()
+            format!("{}{}", state.word(), restarts(record))
         };
         rows.push(vec![
             record.id.clone(),
@@ -110,6 +137,9 @@ mod tests {
                 })
                 .collect(),
             lost: false,
+            attempts: Vec::new(),
+            preemptions: Vec::new(),
+            gave_up: None,
         }
     }
 

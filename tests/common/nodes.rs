@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use dsinfra::emulator::{VmBoot, VmBootHook};
+use dsinfra::emulator::{VmBoot, VmBootHook, VmEvictHook, VmEviction};
 use dsinfra::ssh::{HostKey, HostKeyPair};
 
 use super::sshd::{self, ADMIN_USER, Host, Ib0, TEST_USER};
@@ -192,6 +192,18 @@ impl FarmHosts {
         self.dir.path().join("admin-mesh")
     }
 
+    /// Powers off the host filed under `name` (see [`Host::power_off`]) and forgets it; false
+    /// when there is none.
+    pub fn power_off(&self, name: &str) -> bool {
+        let host = self
+            .hosts
+            .lock()
+            .expect("farm mutex not poisoned")
+            .remove(name);
+        // Killing waits for the processes: outside the lock.
+        host.map(|mut h| h.power_off()).is_some()
+    }
+
     /// What `read` says of the host filed under `name`, if there is one.
     pub fn with_host<T>(&self, name: &str, read: impl FnOnce(&Host) -> T) -> Option<T> {
         self.hosts
@@ -213,6 +225,11 @@ pub struct NodeFarm {
     addressed: bool,
     /// VM names in the order they booted (a replaced VM appears once per boot).
     order: Mutex<Vec<String>>,
+    /// Evicted VMs: (name, deleted), in order.
+    evicted: Mutex<Vec<(String, bool)>>,
+    /// Where the VMs' step markers live (`DSINFRA_MARKER_DIR`), when a test tells: a VM deleted
+    /// by its eviction loses them with its disk.
+    markers: Mutex<Option<PathBuf>>,
 }
 
 impl std::ops::Deref for NodeFarm {
@@ -251,6 +268,8 @@ impl NodeFarm {
             hosts: FarmHosts::new()?,
             addressed,
             order: Mutex::new(Vec::new()),
+            evicted: Mutex::new(Vec::new()),
+            markers: Mutex::new(None),
         }))
     }
 
@@ -258,6 +277,44 @@ impl NodeFarm {
     pub fn hook(self: &Arc<Self>) -> VmBootHook {
         let farm = Arc::downgrade(self);
         Arc::new(move |boot: &VmBoot| farm.upgrade().map(|farm| farm.boot(boot)))
+    }
+
+    /// The emulator eviction hook: the evicted VM's host powers off (its jobs die with it), as
+    /// the VM stops; started again, the VM boots a new host through [`NodeFarm::hook`]. Every
+    /// eviction is remembered ([`NodeFarm::evictions`]).
+    pub fn evict_hook(self: &Arc<Self>) -> VmEvictHook {
+        let farm = Arc::downgrade(self);
+        Arc::new(move |eviction: &VmEviction| {
+            if let Some(farm) = farm.upgrade() {
+                farm.power_off(&eviction.name);
+                let markers = farm
+                    .markers
+                    .lock()
+                    .expect("farm mutex not poisoned")
+                    .clone();
+                if let Some(root) = markers.filter(|_| eviction.deleted) {
+                    let _ = std::fs::remove_dir_all(root.join(&eviction.name));
+                }
+                farm.evicted
+                    .lock()
+                    .expect("farm mutex not poisoned")
+                    .push((eviction.name.clone(), eviction.deleted));
+            }
+        })
+    }
+
+    /// Tells the farm where the VMs' step markers are (`DSINFRA_MARKER_DIR`): a VM its eviction
+    /// deletes loses its own, as its disk goes.
+    pub fn set_marker_root(&self, root: &Path) {
+        *self.markers.lock().expect("farm mutex not poisoned") = Some(root.to_owned());
+    }
+
+    /// The evictions so far: (VM name, deleted), in order.
+    pub fn evictions(&self) -> Vec<(String, bool)> {
+        self.evicted
+            .lock()
+            .expect("farm mutex not poisoned")
+            .clone()
     }
 
     /// The host currently standing in for the VM named `vm_name` (the Azure VM name).

@@ -379,6 +379,48 @@ impl Host {
         );
     }
 
+    /// Stops the machine this host stands for at once, as an eviction does: every process its
+    /// sshd started (sessions, their shells and jobs: the descendants of sshd's pid) is killed
+    /// with SIGKILL, then sshd itself.
+    pub fn power_off(&mut self) {
+        let root = fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            .unwrap_or_else(|| self.child.id());
+        // Parent of every process, from /proc/PID/stat (the field after the parenthesised name).
+        let parents: Vec<(u32, u32)> = fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| {
+                let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let after = stat.rsplit_once(')')?.1;
+                let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+                Some((pid, ppid))
+            })
+            .collect();
+        let mut tree = vec![root];
+        let mut i = 0;
+        while i < tree.len() {
+            let parent = tree[i];
+            tree.extend(
+                parents
+                    .iter()
+                    .filter(|(_, pp)| *pp == parent)
+                    .map(|(p, _)| *p),
+            );
+            i += 1;
+        }
+        for pid in tree.iter().skip(1) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+        self.stop();
+    }
+
     /// Stops sshd by the pid in its pid file (falling back to the child's pid), then reaps it.
     fn stop(&mut self) {
         let pid = fs::read_to_string(&self.pid_file)

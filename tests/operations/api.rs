@@ -460,6 +460,9 @@ fn run_request<'a>(
         command: vec!["echo".to_owned(), "hello".to_owned()],
         detach: false,
         park_after: None,
+        recover: None,
+        on_preempt: None,
+        checkpoint_dir: None,
     }
 }
 

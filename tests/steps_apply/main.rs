@@ -27,6 +27,7 @@ mod idle;
 mod lifecycle;
 mod run;
 mod secrets;
+mod spot;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -141,8 +142,12 @@ impl World {
         let on_request: RequestProbe = Arc::default();
         let probe = Arc::clone(&on_request);
         let aml_hook = aml.as_ref().map(AmlNodeFarm::hook);
+        let evict_hook = farm.as_ref().map(NodeFarm::evict_hook);
         let handle = start_emulator(dir.path(), farm.as_ref().map(NodeFarm::hook), |config| {
             config.on_aml_node = aml_hook;
+            // An evicted spot VM's host powers off; the notice is short so tests stay quick.
+            config.on_vm_evict = evict_hook;
+            config.eviction_notice_secs = 2;
             config.blob_data_plane = plane;
             config.request_validator = Some(Arc::new(move |request: &RequestInfo| {
                 seen.lock().expect("not poisoned").push((

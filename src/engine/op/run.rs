@@ -11,7 +11,9 @@
 //! at the keyboard and decides).
 
 mod job;
+pub mod preempt;
 pub mod records;
+mod recover;
 pub(crate) mod remote;
 mod target;
 
@@ -32,7 +34,8 @@ use crate::ssh::{Exit, Privilege, ScriptRequest, Session, Stream};
 use crate::state::State;
 
 pub use job::{DEFAULT_RUNS_DIR, MASTER_PORT};
-pub use records::{NodeRun, RunRecord, RunState};
+pub use records::{Attempt, NodeRun, RunRecord, RunState};
+pub use recover::Recover;
 pub use target::RunTarget;
 
 use job::{Job, JobNode};
@@ -41,6 +44,9 @@ use remote::Reacher;
 /// The environment variable that moves the run directories on the nodes (tests: many hosts,
 /// one filesystem), read on the workstation like `DSINFRA_MARKER_DIR`.
 pub const RUNS_DIR_ENV: &str = "DSINFRA_RUNS_DIR";
+
+/// Seconds between the preemption watcher's polls of Scheduled Events (tests: 1).
+pub const PREEMPT_POLL_ENV: &str = "DSINFRA_PREEMPT_POLL_SECS";
 
 /// Where a run is, and how to reach its nodes.
 pub struct Where<'a> {
@@ -78,6 +84,12 @@ pub struct RunRequest<'a> {
     pub detach: bool,
     /// `--park-after`: park the VMs when the job ends.
     pub park_after: Option<ParkAfter<'a>>,
+    /// `--recover`: bring evicted spot nodes back and start the job again.
+    pub recover: Option<Recover<'a>>,
+    /// `--on-preempt`: what a spot node runs when Azure announces its eviction.
+    pub on_preempt: Option<String>,
+    /// `--checkpoint-dir`: where the job keeps its checkpoints (`DSINFRA_CHECKPOINT_DIR`).
+    pub checkpoint_dir: Option<String>,
 }
 
 /// What a run did.
@@ -104,24 +116,20 @@ pub async fn run(
     cancel: &Cancel,
 ) -> Result<RunOutcome, Error> {
     let RunRequest {
-        at,
+        mut at,
         target,
         command,
         detach,
         park_after,
+        recover,
+        on_preempt,
+        checkpoint_dir,
     } = request;
-    if detach && park_after.is_some() {
-        return Err(Error::Failed(
-            "--park-after with --detach needs the idle watcher on the head, which is not built \
-             yet: run attached (without --detach) to park when the job ends, or park later \
-             with `dsinfra park`"
-                .to_owned(),
-        ));
-    }
+    refuse_detached(detach, park_after.is_some(), recover.is_some())?;
     let endpoints = cancel
         .interruptible(super::endpoints::for_state(at.arm, &at.state))
         .await??;
-    let selected = target::select(&target, at.desired, &at.state, &endpoints)?;
+    let mut selected = target::select(&target, at.desired, &at.state, &endpoints)?;
     if detach && selected.ranks != [0] {
         return Err(Error::Failed(format!(
             "--detach starts the job on the head only, but `{}` is {} nodes: drop the TARGET \
@@ -133,8 +141,9 @@ pub async fn run(
     }
     let auth =
         auth::identity(&auth::Sources::from_env(at.identity.as_deref())).map_err(Error::Failed)?;
-    let job = make_job(at.desired, &selected.block, &endpoints, command.join(" "));
-    let reacher = Reacher::new(auth, selected.block.first().cloned());
+    let mut job = make_job(&at, &selected.block, &endpoints, command.join(" "));
+    job.on_preempt = on_preempt;
+    job.checkpoint_dir = checkpoint_dir.or_else(|| default_checkpoint_dir(&job));
     let mut record = RunRecord {
         id: job.id.clone(),
         command: job.command.clone(),
@@ -142,50 +151,58 @@ pub async fn run(
         detached: detach,
         started: Utc::now(),
         ended: None,
-        nodes: selected
-            .ranks
-            .iter()
-            .map(|&r| NodeRun {
-                node: job.nodes[r].node.clone(),
-                dir: job.dir(&job.nodes[r]),
-                exit: None,
-                ended: None,
-                error: None,
-            })
-            .collect(),
+        nodes: node_runs(&job, &selected.ranks),
         lost: false,
+        attempts: Vec::new(),
+        preemptions: Vec::new(),
+        gave_up: None,
     };
     records::save(at.manifest, &record)?;
-    let nodes: Vec<&NodeReach> = selected.ranks.iter().map(|&r| &selected.block[r]).collect();
-    for node in &nodes {
-        for warning in reacher.unpinned_warnings(node) {
-            events.event(OpEvent::Note(&warning));
-        }
-    }
-    let interrupted = if detach {
-        start_detached(&job, &reacher, nodes[0], &mut record, events).await;
-        false
-    } else {
-        let tasks = Tasks {
-            job: &job,
-            reacher: &reacher,
-            manifest: at.manifest,
-            events,
-            prefixed: nodes.len() > 1,
-            sessions: Mutex::default(),
+    let mut attempt_started = record.started;
+    let interrupted = loop {
+        let reacher = Reacher::new(auth.clone(), selected.block.first().cloned());
+        let interrupted = if detach {
+            let head = &selected.block[0];
+            warn_unpinned(&reacher, &[head], events);
+            start_detached(&job, &reacher, head, &mut record, events).await;
+            false
+        } else {
+            let attempt = Launch {
+                job: &job,
+                selected: &selected,
+                reacher: &reacher,
+                stop_on_preempt: recover.is_some(),
+            };
+            attempt.run(at.manifest, &mut record, events, cancel).await
         };
-        tasks
-            .run_all(&nodes, &selected.ranks, &mut record, cancel)
-            .await
+        records::save(at.manifest, &record)?;
+        let Some(recover) = recover.as_ref().filter(|_| !interrupted) else {
+            break interrupted;
+        };
+        let Some(next) = recover_from_eviction(
+            &at,
+            recover,
+            &selected,
+            (&mut record, attempt_started),
+            job.restart,
+            (events, cancel),
+        )
+        .await?
+        else {
+            break false;
+        };
+        attempt_started = Utc::now();
+        // The nodes may have new addresses (a VM created again): read everything afresh.
+        at.state = next;
+        let endpoints = cancel
+            .interruptible(super::endpoints::for_state(at.arm, &at.state))
+            .await??;
+        selected = target::select(&target, at.desired, &at.state, &endpoints)?;
+        job = make_job(&at, &selected.block, &endpoints, job.command.clone()).again(job);
+        record.nodes = node_runs(&job, &selected.ranks);
+        record.ended = None;
+        records::save(at.manifest, &record)?;
     };
-    if record
-        .nodes
-        .iter()
-        .all(|n| n.exit.is_some() || n.error.is_some())
-    {
-        record.ended = Some(Utc::now());
-    }
-    records::save(at.manifest, &record)?;
     let park = match park_after {
         Some(park_after) if !interrupted => Some(park(&at, park_after, events, cancel).await),
         _ => None,
@@ -197,10 +214,188 @@ pub async fn run(
     })
 }
 
+/// What `--detach` cannot be combined with.
+fn refuse_detached(detach: bool, park_after: bool, recover: bool) -> Result<(), Error> {
+    if detach && park_after {
+        return Err(Error::Failed(
+            "--park-after with --detach needs the idle watcher on the head, which is not built \
+             yet: run attached (without --detach) to park when the job ends, or park later \
+             with `dsinfra park`"
+                .to_owned(),
+        ));
+    }
+    if detach && recover {
+        return Err(Error::Failed(
+            "--recover watches the job from this client, so it runs attached: drop --detach \
+             (a detached job on spot nodes still gets --on-preempt and DSINFRA_RESTART_COUNT; \
+             start it again with `dsinfra run --recover` after an eviction)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Notes the nodes that will be trusted on first use.
+fn warn_unpinned(reacher: &Reacher, nodes: &[&NodeReach], events: &Events) {
+    for node in nodes {
+        for warning in reacher.unpinned_warnings(node) {
+            events.event(OpEvent::Note(&warning));
+        }
+    }
+}
+
+/// One attached attempt of the job on the selected nodes.
+struct Launch<'a> {
+    job: &'a Job,
+    selected: &'a target::Selected,
+    reacher: &'a Reacher,
+    stop_on_preempt: bool,
+}
+
+impl Launch<'_> {
+    /// Runs it to its end, filling in the record (its nodes, its end, the notices the watchers
+    /// reported); returns whether a Ctrl-C stopped it.
+    async fn run(
+        &self,
+        manifest: &Path,
+        record: &mut RunRecord,
+        events: &Events,
+        cancel: &Cancel,
+    ) -> bool {
+        let nodes: Vec<&NodeReach> = self
+            .selected
+            .ranks
+            .iter()
+            .map(|&r| &self.selected.block[r])
+            .collect();
+        warn_unpinned(self.reacher, &nodes, events);
+        let tasks = Tasks {
+            job: self.job,
+            reacher: self.reacher,
+            manifest,
+            events,
+            prefixed: nodes.len() > 1,
+            sessions: Mutex::default(),
+            notices: Mutex::default(),
+            preempted: tokio::sync::Notify::new(),
+            stop_on_preempt: self.stop_on_preempt,
+        };
+        let interrupted = tasks
+            .run_all(&nodes, &self.selected.ranks, record, cancel)
+            .await;
+        record.preemptions.extend(
+            tasks
+                .notices
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if record
+            .nodes
+            .iter()
+            .all(|n| n.exit.is_some() || n.error.is_some())
+        {
+            record.ended = Some(Utc::now());
+        }
+        interrupted
+    }
+}
+
+/// After an attempt that did not succeed: whether spot nodes of the block were evicted, and if
+/// so (and `--max-restarts` allows) bring them back and close the attempt in the record.
+/// Returns the state to start the next attempt from, or `None` when the run ends here (it
+/// succeeded, failed on its own, or may not be started again).
+///
+/// # Errors
+///
+/// The nodes could not be brought back (the record says why), ARM could not be read, Ctrl-C.
+async fn recover_from_eviction(
+    at: &Where<'_>,
+    recover: &Recover<'_>,
+    selected: &target::Selected,
+    (record, attempt_started): (&mut RunRecord, chrono::DateTime<Utc>),
+    restart: u32,
+    (events, cancel): (&Events, &Cancel),
+) -> Result<Option<State>, Error> {
+    if record.exit() == Some(0) {
+        return Ok(None);
+    }
+    let notices: Vec<preempt::Notice> = record
+        .preemptions
+        .iter()
+        .filter(|n| n.seen >= attempt_started)
+        .cloned()
+        .collect();
+    let gone = recover::evicted(at, &selected.block, &notices, cancel).await?;
+    if gone.is_empty() {
+        // Not an eviction: the job failed on its own, and its exit status says so.
+        return Ok(None);
+    }
+    let names: Vec<String> = gone.iter().map(|e| e.node.clone()).collect();
+    if restart >= recover.max_restarts {
+        events.event(OpEvent::Note(&format!(
+            "{} evicted, but the job was already started again {restart} time(s) \
+             (--max-restarts {}): not starting it again",
+            names.join(", "),
+            recover.max_restarts
+        )));
+        return Ok(None);
+    }
+    events.event(OpEvent::Note(&format!(
+        "{} evicted: bringing back, then starting the job again (restart {} of at most {})",
+        names.join(", "),
+        restart + 1,
+        recover.max_restarts
+    )));
+    let recovery = match recover::bring_back(at, recover, &gone, events, cancel).await {
+        Ok(done) => done,
+        Err(Error::Interrupted(i)) => return Err(Error::Interrupted(i)),
+        Err(err) => {
+            record.gave_up = Some(format!("{}: {err}", names.join(", ")));
+            records::save(at.manifest, record)?;
+            return Err(err);
+        }
+    };
+    let closed = record.close_attempt(restart, attempt_started, names, recovery);
+    record.attempts.push(closed);
+    let state = super::open_applied(at.manifest, recover.backend).await?.1;
+    Ok(Some(state))
+}
+
+/// The records of the nodes at `ranks`, before they run.
+fn node_runs(job: &Job, ranks: &[usize]) -> Vec<NodeRun> {
+    ranks
+        .iter()
+        .map(|&r| NodeRun {
+            node: job.nodes[r].node.clone(),
+            dir: job.dir(&job.nodes[r]),
+            exit: None,
+            ended: None,
+            error: None,
+        })
+        .collect()
+}
+
+/// Where a job checkpoints unless told: under the first mount of the block that outlives an
+/// eviction (a file share, Blob container or NFS export; never the BeeOND scratch or a cache on
+/// the temp disk, which the eviction takes with the VM).
+fn default_checkpoint_dir(job: &Job) -> Option<String> {
+    const DURABLE: [&str; 4] = [
+        "DSINFRA_MOUNT_AZURE_FILES",
+        "DSINFRA_MOUNT_BLOBFUSE2",
+        "DSINFRA_MOUNT_BLOBFUSE",
+        "DSINFRA_MOUNT_NFS",
+    ];
+    job.mounts
+        .iter()
+        .find(|(var, _)| DURABLE.iter().any(|d| var.starts_with(d)))
+        .map(|(_, path)| format!("{}/checkpoints", path.trim_end_matches('/')))
+}
+
 /// The job for `block`: its nodes' private addresses, the slots of its size, its mounts.
 /// Against an emulator the addresses are the local endpoints it maps the private IPs to, as in
 /// the `ssh_mesh` step's nodefile (decision 49), so the hostfile names hosts that answer here.
-fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, command: String) -> Job {
+fn make_job(at: &Where<'_>, block: &[NodeReach], endpoints: &Endpoints, command: String) -> Job {
+    let desired = at.desired;
     let head = block.first();
     let size = head
         .and_then(|n| {
@@ -223,6 +418,7 @@ fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, comma
                     .private_ip
                     .as_deref()
                     .map_or_else(|| n.name.clone(), |ip| endpoints.node_address(ip).0),
+                imds: imds_of(at, n, endpoints),
             })
             .collect(),
         slots: job::slots_for(&desired.catalog, size),
@@ -233,7 +429,37 @@ fn make_job(desired: &Desired, block: &[NodeReach], endpoints: &Endpoints, comma
             .ok()
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| DEFAULT_RUNS_DIR.to_owned()),
+        restart: 0,
+        checkpoint_dir: None,
+        on_preempt: None,
+        preempt_poll: std::env::var(PREEMPT_POLL_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|s| *s > 0)
+            .unwrap_or(preempt::DEFAULT_POLL_SECS),
     }
+}
+
+/// Where a spot node's watcher reads Scheduled Events: Azure's instance metadata service, or
+/// under an emulator its stand-in for that VM; `None` for a regular VM (no eviction to watch).
+fn imds_of(at: &Where<'_>, node: &NodeReach, endpoints: &Endpoints) -> Option<String> {
+    let spot = at
+        .desired
+        .resource(&node.vm)
+        .and_then(|r| r.attrs.get("priority"))
+        .and_then(serde_json::Value::as_str)
+        == Some("Spot");
+    if !spot {
+        return None;
+    }
+    if !endpoints.is_emulated() {
+        return Some(preempt::AZURE_IMDS.to_owned());
+    }
+    let id = at.state.resource(&node.vm)?.id.clone()?;
+    Some(format!(
+        "{}/_emulator/imds{id}",
+        at.arm.client.endpoint().trim_end_matches('/')
+    ))
 }
 
 /// The script request that starts the job at `rank`.
@@ -290,6 +516,13 @@ struct Tasks<'a> {
     prefixed: bool,
     /// The open sessions, for stopping the job on Ctrl-C.
     sessions: Mutex<Vec<(Session, String)>>,
+    /// The Preempt notices the spot nodes' watchers reported.
+    notices: Mutex<Vec<preempt::Notice>>,
+    /// Pressed at each notice.
+    preempted: tokio::sync::Notify,
+    /// `--recover`: a notice stops the job on every node (it starts again once the evicted
+    /// node is back); without it the job goes on where it can.
+    stop_on_preempt: bool,
 }
 
 impl Tasks<'_> {
@@ -314,9 +547,19 @@ impl Tasks<'_> {
             let mut cancel = cancel.clone();
             tokio::pin!(all);
             let mut presses = 0;
+            let mut stopped = false;
             loop {
                 tokio::select! {
                     _ = &mut all => break presses > 0,
+                    () = self.preempted.notified(), if self.stop_on_preempt && !stopped => {
+                        stopped = true;
+                        self.events.event(OpEvent::Note(
+                            "a spot node is being evicted: stopping the job on every node \
+                             (SIGTERM to its process group); --recover starts it again once the \
+                             node is back",
+                        ));
+                        self.stop_all().await;
+                    }
                     () = cancel.pressed() => {
                         presses += 1;
                         if presses > 1 {
@@ -388,9 +631,17 @@ impl Tasks<'_> {
             .push((session.clone(), self.job.dir(&self.job.nodes[rank])));
         let log_path =
             records::log_path(self.manifest, &self.job.id, name).map_err(|e| e.to_string())?;
-        let mut log = std::fs::File::create(&log_path)
+        // Each attempt of a recovered run appends to the node's log, after a line saying which.
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
             .map(std::io::BufWriter::new)
             .map_err(|e| format!("could not write {}: {e}", log_path.display()))?;
+        if self.job.restart > 0 {
+            use std::io::Write as _;
+            let _ = writeln!(log, "--- restart {} ---", self.job.restart);
+        }
         let events = self.events;
         let prefixed = self.prefixed;
         let exit = session
@@ -399,6 +650,21 @@ impl Tasks<'_> {
                 &mut |stream, line| {
                     use std::io::Write as _;
                     let _ = writeln!(log, "{line}");
+                    if stream == Stream::Stderr
+                        && let Some(notice) = preempt::parse(name, line)
+                    {
+                        events.event(OpEvent::Note(&format!(
+                            "{name}: Azure announced the eviction of this spot VM (Preempt {}, \
+                             not before {})",
+                            notice.event_id, notice.not_before
+                        )));
+                        self.notices
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(notice);
+                        self.preempted.notify_one();
+                        return;
+                    }
                     events.event(OpEvent::Output {
                         node: prefixed.then_some(name),
                         stream,

@@ -32,6 +32,10 @@ pub struct JobNode {
     pub vm_name: String,
     /// The address other nodes reach it at (its private IP).
     pub host: String,
+    /// Where its VM's instance metadata service answers, when it is a spot VM whose Scheduled
+    /// Events are watched during the run (`http://169.254.169.254`; an emulator's stand-in per
+    /// VM); `None` for regular VMs.
+    pub imds: Option<String>,
 }
 
 /// Everything common to the nodes of one job.
@@ -49,6 +53,14 @@ pub struct Job {
     pub mounts: Vec<(String, String)>,
     /// The base of the run directories on the nodes.
     pub runs_dir: String,
+    /// How many times the job was started again after an eviction (`DSINFRA_RESTART_COUNT`).
+    pub restart: u32,
+    /// Where the job keeps its checkpoints (`DSINFRA_CHECKPOINT_DIR`), when known.
+    pub checkpoint_dir: Option<String>,
+    /// `--on-preempt`: the command a node runs when its VM is about to be evicted.
+    pub on_preempt: Option<String>,
+    /// Seconds between the Scheduled Events polls of the preemption watcher.
+    pub preempt_poll: u32,
 }
 
 /// GPUs per node for `size` (from the catalog), 1 for CPU sizes and unknown sizes; fractional
@@ -99,6 +111,16 @@ pub fn mounts(steps: &[Step], block: &crate::addr::Address) -> Vec<(String, Stri
 }
 
 impl Job {
+    /// This job (made for the nodes as they are now) as the next attempt of `before`: its id,
+    /// hook and checkpoint directory, one restart more.
+    pub fn again(mut self, before: Self) -> Self {
+        self.id = before.id;
+        self.restart = before.restart + 1;
+        self.on_preempt = before.on_preempt;
+        self.checkpoint_dir = before.checkpoint_dir;
+        self
+    }
+
     /// The run directory of `node` on its VM.
     pub fn dir(&self, node: &JobNode) -> String {
         format!(
@@ -148,11 +170,17 @@ impl Job {
             ("NPROC_PER_NODE", self.slots.to_string()),
             // pdsh's own default is rsh, which Azure nodes do not run.
             ("PDSH_RCMD_TYPE", "ssh".to_owned()),
+            // 0 on the first start, then one more at each start after an eviction: a job that
+            // checkpoints resumes when it is not 0.
+            ("DSINFRA_RESTART_COUNT", self.restart.to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect::<Vec<_>>();
         vars.extend(self.mounts.iter().cloned());
+        if let Some(dir) = &self.checkpoint_dir {
+            vars.push(("DSINFRA_CHECKPOINT_DIR".to_owned(), dir.clone()));
+        }
         vars
     }
 
@@ -166,13 +194,24 @@ impl Job {
                 let _ = writeln!(out, "export {k}={}", shell_quote(v));
                 out
             });
-        vec![
+        let mut files = vec![
             ("hostfile".to_owned(), self.hostfile()),
             ("nodefile".to_owned(), self.nodefile()),
             ("env.sh".to_owned(), env),
             ("command.sh".to_owned(), format!("{}\n", self.command)),
             ("job.sh".to_owned(), self.job_script(rank)),
-        ]
+        ];
+        let node = &self.nodes[rank];
+        if let Some(imds) = &node.imds {
+            files.push((
+                "preempt.py".to_owned(),
+                super::preempt::watcher_script(&node.vm_name, imds, self.preempt_poll),
+            ));
+            if let Some(hook) = &self.on_preempt {
+                files.push(("on_preempt.sh".to_owned(), format!("{hook}\n")));
+            }
+        }
+        files
     }
 
     /// The job itself, as it runs on the node: records its pid and state in the run directory,
@@ -193,8 +232,11 @@ impl Job {
              . \"$dir/env.sh\"\n\
              cd \"$HOME\" 2>/dev/null || cd /\n\
              trap : TERM HUP\n\
+             watcher=\n\
+             if [ -f \"$dir/preempt.py\" ]; then python3 \"$dir/preempt.py\" & watcher=$!; fi\n\
              bash \"$dir/command.sh\"\n\
              rc=$?\n\
+             if [ -n \"$watcher\" ]; then kill \"$watcher\" 2>/dev/null; fi\n\
              echo \"$rc\" > \"$dir/exit.tmp\" && mv -f \"$dir/exit.tmp\" \"$dir/exit\"\n\
              echo 'done' > \"$dir/state\"\n\
              exit \"$rc\"\n"
@@ -221,7 +263,8 @@ impl Job {
              \x20   echo \"dsinfra: cannot create the run directory $dir\" >&2; exit 125\n\
              \x20 fi\n\
              fi\n\
-             for f in hostfile nodefile env.sh command.sh job.sh; do cp \"$DSINFRA_FILES/$f\" \"$dir/$f\"; done\n\
+             rm -f \"$dir/exit\" \"$dir/preempt\" \"$dir/preempt.py\" \"$dir/on_preempt.sh\"\n\
+             for f in \"$DSINFRA_FILES\"/*; do cp \"$f\" \"$dir/\"; done\n\
              echo starting > \"$dir/state\"\n"
         );
         if detach {
@@ -335,11 +378,16 @@ mod tests {
                     node: format!("cluster.c[{i}]"),
                     vm_name: format!("vm{i}"),
                     host: (*h).to_owned(),
+                    imds: None,
                 })
                 .collect(),
             slots,
             mounts: Vec::new(),
             runs_dir: DEFAULT_RUNS_DIR.to_owned(),
+            restart: 0,
+            checkpoint_dir: None,
+            on_preempt: None,
+            preempt_poll: 5,
         }
     }
 

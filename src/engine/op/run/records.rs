@@ -75,6 +75,32 @@ pub struct RunRecord {
     /// Set when a state probe found the job's process gone without an exit status.
     #[serde(default)]
     pub lost: bool,
+    /// `--recover`: the attempts before the one `nodes` describes, oldest first (one per
+    /// restart after an eviction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// The Preempt notices the nodes' watchers reported, over every attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preemptions: Vec<super::preempt::Notice>,
+    /// Why `--recover` could not bring evicted nodes back, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gave_up: Option<String>,
+}
+
+/// One attempt of a run that was started again after an eviction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Its `DSINFRA_RESTART_COUNT` (0 for the first).
+    pub restart: u32,
+    /// When it started.
+    pub started: DateTime<Utc>,
+    /// How each node ended.
+    pub nodes: Vec<NodeRun>,
+    /// The nodes an eviction took (deallocated or deleted), as found after it ended.
+    pub evicted: Vec<String>,
+    /// What the recovery did before the next attempt (started, created again, steps re-run).
+    #[serde(default)]
+    pub recovery: Vec<String>,
 }
 
 /// A new run id for a run starting at `now`.
@@ -124,6 +150,30 @@ impl RunRecord {
             None if self.nodes.iter().all(|n| n.exit.is_some()) => Some(0),
             None => None,
         }
+    }
+
+    /// The current attempt as it ended, for [`RunRecord::attempts`]: started at `started` as
+    /// restart `restart`, `evicted` the nodes an eviction took, `recovery` what bringing them
+    /// back did.
+    pub fn close_attempt(
+        &self,
+        restart: u32,
+        started: DateTime<Utc>,
+        evicted: Vec<String>,
+        recovery: Vec<String>,
+    ) -> Attempt {
+        Attempt {
+            restart,
+            started,
+            nodes: self.nodes.clone(),
+            evicted,
+            recovery,
+        }
+    }
+
+    /// How many times the job was started again after an eviction.
+    pub fn restarts(&self) -> usize {
+        self.attempts.len()
     }
 
     /// How long it ran (until now while running).
@@ -248,6 +298,9 @@ mod tests {
             ended: None,
             nodes,
             lost: false,
+            attempts: Vec::new(),
+            preemptions: Vec::new(),
+            gave_up: None,
         }
     }
 

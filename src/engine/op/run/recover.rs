@@ -1,0 +1,306 @@
+//! `dsinfra run --recover` (issue 34, docs/run.md): once an attempt of the job ended without
+//! success, find the spot VMs of its block an eviction took ([`evicted`], waiting out a notice
+//! the watchers reported), bring them back ([`bring_back`]: a deallocated VM is started through
+//! the unpark operation, a deleted one created again through a targeted apply, each retried
+//! with backoff while Azure answers with a capacity error), with exactly the steps the new or
+//! restarted nodes need, plus the block-wide ones an eviction breaks (a BeeOND scratch and what
+//! was staged into it, [`super::preempt::rebuilt_steps`]).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::super::apply::{ApplyOutcome, ApplyRequest, Manifest};
+use super::super::steps::StepsOptions;
+use super::super::{AutoApprove, Cancel, Error, Events, OpEvent, ParkRequest};
+use super::Where;
+use super::preempt::{self, Notice};
+use crate::addr::Address;
+use crate::azure::ResourceId;
+use crate::azure::types::compute::PowerState;
+use crate::diag::SourceMap;
+use crate::engine::advice::ResourceError;
+use crate::engine::power::PowerChange;
+use crate::engine::reach::NodeReach;
+use crate::model::BackendConfig;
+use crate::plan::Mode;
+
+/// What a recovery needs besides the run's [`Where`].
+pub struct Recover<'a> {
+    /// The manifest's text, for located problems.
+    pub sources: &'a SourceMap,
+    /// Steps options (identity; the recovery adds the steps it forces).
+    pub steps: StepsOptions,
+    /// The manifest's `backend` block: the recovery locks the state it names.
+    pub backend: Option<&'a BackendConfig>,
+    /// `--max-restarts`: how many times the job is started again at most.
+    pub max_restarts: u32,
+    /// The first wait after a capacity refusal; doubled at each further one.
+    pub backoff: Duration,
+    /// How many times bringing the nodes back is tried while Azure has no capacity.
+    pub tries: u32,
+}
+
+/// How an eviction left a VM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// Deallocated (eviction policy Deallocate): its disks are kept; start it.
+    Deallocated,
+    /// Deleted (eviction policy Delete): create it again.
+    Deleted,
+}
+
+/// A node an eviction took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evicted {
+    /// The node (`cluster.train[2]`).
+    pub node: String,
+    /// Its VM resource.
+    pub vm: Address,
+    /// What the eviction did to it.
+    pub gone: Gone,
+}
+
+/// How long past a notice's `NotBefore` the recovery waits for Azure to carry the eviction out.
+const EVICTION_GRACE: Duration = Duration::from_mins(3);
+
+/// How often the VMs are read while waiting for an eviction.
+const EVICTION_POLL: Duration = Duration::from_secs(1);
+
+fn is_spot(at: &Where<'_>, vm: &Address) -> bool {
+    at.desired
+        .resource(vm)
+        .and_then(|r| r.attrs.get("priority"))
+        .and_then(Value::as_str)
+        == Some("Spot")
+}
+
+/// The spot VMs of `block` an eviction took: each read from ARM (404: deleted; deallocated:
+/// deallocated). A node whose watcher reported a notice is waited for until its `NotBefore`
+/// has passed and Azure has acted, at most [`EVICTION_GRACE`] longer.
+///
+/// # Errors
+///
+/// ARM could not be read, or Ctrl-C.
+pub async fn evicted(
+    at: &Where<'_>,
+    block: &[NodeReach],
+    notices: &[Notice],
+    cancel: &Cancel,
+) -> Result<Vec<Evicted>, Error> {
+    let mut found = Vec::new();
+    for node in block.iter().filter(|n| is_spot(at, &n.vm)) {
+        let Some(id) = at.state.resource(&node.vm).and_then(|r| r.id.clone()) else {
+            continue;
+        };
+        let id = ResourceId::from_raw(id);
+        let deadline = notices
+            .iter()
+            .filter(|n| n.node == node.node().to_string())
+            .filter_map(preempt::not_before)
+            .max()
+            .map(|t| {
+                let left = (t - chrono::Utc::now()).to_std().unwrap_or_default();
+                tokio::time::Instant::now() + left + EVICTION_GRACE
+            });
+        loop {
+            let view = cancel
+                .interruptible(at.arm.client.get_instance_view(&id))
+                .await?
+                .map_err(|e| Error::Failed(format!("reading {}: {e}", node.vm)))?;
+            let gone = match view {
+                None => Some(Gone::Deleted),
+                Some(v) => matches!(
+                    v.power_state(),
+                    Some(PowerState::Deallocated | PowerState::Deallocating)
+                )
+                .then_some(Gone::Deallocated),
+            };
+            if let Some(gone) = gone {
+                found.push(Evicted {
+                    node: node.node().to_string(),
+                    vm: node.vm.clone(),
+                    gone,
+                });
+                break;
+            }
+            match deadline {
+                Some(d) if tokio::time::Instant::now() < d => {
+                    cancel
+                        .interruptible(tokio::time::sleep(EVICTION_POLL))
+                        .await?;
+                }
+                _ => break,
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Brings the evicted nodes back: starts the deallocated VMs (the unpark operation: quota
+/// check, start, per-boot steps of the restarted nodes) and creates the deleted ones again
+/// (apply targeted at them: the new VM gets every step), forcing the block-wide steps an
+/// eviction breaks. A capacity refusal is tried again after a growing wait, up to
+/// [`Recover::tries`] times. Returns what was done, one line each.
+///
+/// # Errors
+///
+/// A failure that is not a capacity refusal, capacity refused every time (with what to try
+/// instead), the state could not be opened, or Ctrl-C.
+pub async fn bring_back(
+    at: &Where<'_>,
+    recover: &Recover<'_>,
+    gone: &[Evicted],
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<Vec<String>, Error> {
+    let mut steps = recover.steps.clone();
+    for block in gone
+        .iter()
+        .map(|e| e.vm.block_address())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        steps
+            .rerun
+            .extend(preempt::rebuilt_steps(&at.desired.steps, &block));
+    }
+    let mut done = Vec::new();
+    if !steps.rerun.is_empty() {
+        done.push(format!(
+            "forced across the block: {}",
+            steps.rerun.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let failures = once(at, recover, gone, &steps, events, cancel).await?;
+        if failures.is_empty() {
+            for e in gone {
+                done.push(match e.gone {
+                    Gone::Deallocated => format!("{}: started again", e.node),
+                    Gone::Deleted => format!("{}: created again", e.node),
+                });
+            }
+            if tries > 1 {
+                done.push(format!("after {} capacity refusal(s)", tries - 1));
+            }
+            return Ok(done);
+        }
+        let capacity = failures
+            .iter()
+            .all(|f| f.code.as_deref().is_some_and(preempt::is_capacity));
+        let first = &failures[0];
+        if !capacity {
+            return Err(Error::Failed(format!(
+                "the evicted nodes could not be brought back: {first}"
+            )));
+        }
+        if tries >= recover.tries {
+            return Err(Error::Failed(capacity_advice(at, gone, first, tries)));
+        }
+        let wait = preempt::backoff(recover.backoff, tries);
+        events.event(OpEvent::Note(&format!(
+            "Azure has no capacity for the evicted nodes now ({}): trying again in {}s \
+             (try {} of {})",
+            first.code.as_deref().unwrap_or("capacity"),
+            wait.as_secs(),
+            tries + 1,
+            recover.tries
+        )));
+        cancel.interruptible(tokio::time::sleep(wait)).await?;
+    }
+}
+
+/// One try: the unpark of the deallocated nodes and the apply of the deleted ones; the
+/// resources that failed.
+async fn once(
+    at: &Where<'_>,
+    recover: &Recover<'_>,
+    gone: &[Evicted],
+    steps: &StepsOptions,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<Vec<ResourceError>, Error> {
+    let mut failures = Vec::new();
+    let stopped: Vec<String> = gone
+        .iter()
+        .filter(|e| e.gone == Gone::Deallocated)
+        .map(|e| e.node.clone())
+        .collect();
+    if !stopped.is_empty() {
+        let (backend, state) = super::super::open_applied(at.manifest, recover.backend).await?;
+        let request = ParkRequest {
+            change: PowerChange::Unpark,
+            desired: at.desired,
+            sources: recover.sources,
+            manifest: at.manifest,
+            backend,
+            state,
+            arm: at.arm,
+            only: &stopped,
+            steps: steps.clone(),
+        };
+        let outcome = super::super::park(request, events, &AutoApprove, cancel).await?;
+        failures.extend(outcome.failures);
+        if failures.is_empty()
+            && let Some(problem) = outcome.problem
+        {
+            return Err(problem);
+        }
+    }
+    let deleted: Vec<Address> = gone
+        .iter()
+        .filter(|e| e.gone == Gone::Deleted)
+        .map(|e| e.vm.clone())
+        .collect();
+    if !deleted.is_empty() {
+        let request = ApplyRequest {
+            manifest: Manifest {
+                path: at.manifest,
+                desired: at.desired,
+                sources: recover.sources,
+                backend: recover.backend,
+            },
+            arm: at.arm,
+            mode: Mode::Normal,
+            targets: deleted,
+            steps: steps.clone(),
+        };
+        match super::super::apply(request, events, &AutoApprove, cancel).await? {
+            ApplyOutcome::Walked(walked) if walked.failed > 0 => {
+                if walked.report.failed.is_empty() {
+                    return Err(Error::Failed(
+                        "the evicted nodes were created again, but their steps failed (the \
+                         apply's summary above says which)"
+                            .to_owned(),
+                    ));
+                }
+                failures.extend(walked.report.failed);
+            }
+            ApplyOutcome::Declined | ApplyOutcome::Abandoned => {
+                return Err(Error::Failed(
+                    "the apply that creates the evicted nodes again did not finish".to_owned(),
+                ));
+            }
+            ApplyOutcome::Walked(_) | ApplyOutcome::NothingToDo => {}
+        }
+    }
+    Ok(failures)
+}
+
+/// What to do when Azure keeps refusing capacity: the size and region, and the levers.
+fn capacity_advice(at: &Where<'_>, gone: &[Evicted], first: &ResourceError, tries: u32) -> String {
+    let size = gone
+        .first()
+        .and_then(|e| at.desired.resource(&e.vm))
+        .and_then(|r| r.attrs.get("size"))
+        .and_then(Value::as_str)
+        .unwrap_or("this size");
+    format!(
+        "Azure had no spot capacity for {size} in {} after {tries} tries ({first}): try again \
+         later with `dsinfra run --recover`, list other sizes with `sizes = [...]`, move the \
+         experiment to another region (`azure {{ location }}`), or use `priority = \"regular\"`",
+        at.desired.azure.location
+    )
+}

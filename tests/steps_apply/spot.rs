@@ -1,0 +1,237 @@
+//! Issue 34: spot clusters whose runs survive an eviction. A 4-node spot cluster of sshd hosts
+//! runs a job that counts its own steps and checkpoints them every half second to a directory
+//! every node shares (`--checkpoint-dir`, as a file share would be); one node is evicted in the
+//! middle, through the emulator's eviction route: its Preempt event appears in the Scheduled
+//! Events of the IMDS stand-in, the nodes' watchers see it, the job is stopped everywhere, the
+//! emulator carries the eviction out (the node's host powers off, its processes with it), and
+//! `run --recover` brings the node back, re-runs the steps it needs (its per-boot step, not the
+//! others' nor its once step), and starts the job again with `DSINFRA_RESTART_COUNT=1`: it
+//! resumes from its checkpoint and finishes, exit 0, one restart.
+
+use super::*;
+
+/// Steps a node's job counts to; a step takes half a second.
+const STEPS: u32 = 12;
+
+/// The job: resume from this rank's checkpoint, count to [`STEPS`], checkpoint each step.
+const JOB: &str = "ckpt=$DSINFRA_CHECKPOINT_DIR/rank$NODE_RANK; \
+    mkdir -p $DSINFRA_CHECKPOINT_DIR; step=$(cat $ckpt 2>/dev/null || echo 0); \
+    echo restart=$DSINFRA_RESTART_COUNT rank=$NODE_RANK from=$step; \
+    while [ $step -lt 12 ]; do sleep 0.5; step=$((step+1)); echo $step > $ckpt.tmp && mv $ckpt.tmp $ckpt; done; \
+    echo rank=$NODE_RANK done at $step";
+
+/// A 4-node spot cluster of small sizes with a once step and a per-boot step that write where
+/// they ran.
+fn write_spot_cluster(w: &World, eviction: &str) {
+    let farm = w.farm.as_ref().expect("a farm");
+    let out = w.out().display().to_string();
+    let body = format!(
+        r#"cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 4
+  image          = "ubuntu-22.04"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  priority       = "spot"
+  eviction       = "{eviction}"
+  step "script" {{
+    name   = "setup"
+    script = "echo $DSINFRA_NODE >> {out}/setup-$DSINFRA_RANK"
+  }}
+  step "script" {{
+    name   = "mount"
+    run    = "per_boot"
+    script = "echo $DSINFRA_NODE >> {out}/mount-$DSINFRA_RANK"
+  }}
+}}
+"#,
+        user = farm.user(),
+        key = farm.client_public_key(),
+    );
+    w.write_hcl("stepsdemo", &body);
+}
+
+/// Lines in `out/<name>` (0 when the file does not exist).
+fn lines_in(w: &World, name: &str) -> usize {
+    std::fs::read_to_string(w.out().join(name)).map_or(0, |t| t.lines().count())
+}
+
+/// Asks the emulator to evict `vm` (a resource id) with `notice` seconds of notice.
+async fn evict(w: &World, vm: &str, notice: u64) {
+    let answer = reqwest::Client::new()
+        .post(format!("{}/_emulator/evictions", w.handle.endpoint()))
+        .json(&serde_json::json!({"resourceId": vm, "noticeSeconds": notice}))
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert_eq!(answer.status().as_u16(), 202, "{:?}", answer.text().await);
+}
+
+/// Runs the job with `--recover` in the background, evicts node 2 once its job has
+/// checkpointed a few steps, and returns the run's output.
+async fn run_and_evict_node_2(w: &World) -> (Output, String) {
+    // Shared by every node, writable by the login user, as a file share mounted for it is.
+    let ckpt = w.out().join("ckpt");
+    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
+    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("checkpoint dir mode");
+    let ckpt_arg = ckpt.display().to_string();
+    let mut cmd = w.command(&[
+        "run",
+        "stepsdemo.hcl",
+        "cluster.train",
+        "--recover",
+        "--max-restarts",
+        "2",
+        "--checkpoint-dir",
+        &ckpt_arg,
+        "--",
+        JOB,
+    ]);
+    cmd.env("DSINFRA_PREEMPT_POLL_SECS", "1")
+        .env("DSINFRA_RECOVER_BACKOFF_SECS", "1");
+    let running = tokio::spawn(output(cmd));
+    let rank2 = ckpt.join("rank2");
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while std::fs::read_to_string(&rank2)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .is_none_or(|step| step < 3)
+    {
+        if running.is_finished() {
+            let out = running.await.expect("the run finishes");
+            panic!(
+                "the run ended before node 2 checkpointed:\n{}",
+                describe(&out)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never checkpointed on node 2"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let vm = w.resource("cluster.train[2].vm")["id"]
+        .as_str()
+        .expect("the VM's id")
+        .to_owned();
+    evict(w, &vm, 2).await;
+    let out = running.await.expect("the run finishes");
+    let text = describe(&out);
+    (out, text)
+}
+
+/// What every recovered run shows: exit 0 after one restart, every rank done, node 2 resumed
+/// from its checkpoint (not from 0), stdout only the job's, and the steps re-run only where
+/// needed: the per-boot step on node 2 only, and its once step only when node 2 is a new VM
+/// (`new_vm`).
+fn assert_recovered(w: &World, out: &Output, text: &str, new_vm: bool) {
+    assert!(out.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for rank in 0..4 {
+        assert!(
+            stdout.contains(&format!("rank={rank} done at {STEPS}")),
+            "rank {rank} finished:\n{text}"
+        );
+    }
+    let resumed = stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("restart=1 rank=2 from=")
+                .and_then(|(_, n)| n.trim().parse::<u32>().ok())
+        })
+        .unwrap_or_else(|| panic!("node 2 started again with DSINFRA_RESTART_COUNT=1:\n{text}"));
+    assert!(
+        (3..STEPS).contains(&resumed),
+        "node 2 resumed from its checkpoint ({resumed}):\n{text}"
+    );
+    assert!(
+        text.contains("Azure announced the eviction of this spot VM"),
+        "the watcher's notice:\n{text}"
+    );
+    assert!(text.contains(", 1 restart"), "{text}");
+    assert!(
+        stdout.lines().all(|l| l.starts_with("cluster.train[")),
+        "stdout holds the job's lines only:\n{stdout}"
+    );
+    // The restarted node ran its per-boot step again; the others did not, and no once step ran
+    // again anywhere.
+    assert_eq!(lines_in(w, "mount-2"), 2, "{text}");
+    for rank in [0, 1, 3] {
+        assert_eq!(
+            lines_in(w, &format!("mount-{rank}")),
+            1,
+            "rank {rank}\n{text}"
+        );
+    }
+    for rank in [0, 1, 3] {
+        assert_eq!(
+            lines_in(w, &format!("setup-{rank}")),
+            1,
+            "rank {rank}\n{text}"
+        );
+    }
+    assert_eq!(lines_in(w, "setup-2"), 1 + usize::from(new_vm), "{text}");
+}
+
+/// Deallocated on eviction, and the first start after it refused for capacity (Azure's
+/// AllocationFailed): recovery waits, tries again and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deallocated_spot_node_is_started_again_after_a_capacity_refusal_and_the_job_resumes() {
+    let Some((farm, w)) = World::with_farm().await else {
+        return;
+    };
+    write_spot_cluster(&w, "deallocate");
+    w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    w.handle.add_fault(FaultRule {
+        method: Some("POST".into()),
+        path: Some("*/virtualMachines/stepsdemo-train-2/start".into()),
+        resource_type: None,
+        count: Some(1),
+        action: FaultAction::FailOperation {
+            status: 200,
+            code: "AllocationFailed".into(),
+            message: "Allocation failed. We do not have sufficient capacity for the requested \
+                      VM size in this region."
+                .into(),
+        },
+    });
+    let (out, text) = run_and_evict_node_2(&w).await;
+    assert_recovered(&w, &out, &text, false);
+    assert!(
+        text.contains("Azure has no capacity for the evicted nodes now (AllocationFailed)"),
+        "{text}"
+    );
+    assert_eq!(
+        farm.evictions(),
+        vec![("stepsdemo-train-2".to_owned(), false)]
+    );
+    let runs = w.ok(&["runs", "stepsdemo.hcl"]).await;
+    assert!(runs.contains("succeeded, 1 restart"), "{runs}");
+}
+
+/// Deleted on eviction: recovery creates the VM again (a new host) and it gets its steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
+    let Some((farm, w)) = World::with_farm().await else {
+        return;
+    };
+    write_spot_cluster(&w, "delete");
+    farm.set_marker_root(&w.path("markers"));
+    w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    let (out, text) = run_and_evict_node_2(&w).await;
+    assert!(text.contains("cluster.train[2]: created again"), "{text}");
+    assert_recovered(&w, &out, &text, true);
+    assert_eq!(
+        farm.evictions(),
+        vec![("stepsdemo-train-2".to_owned(), true)]
+    );
+    // A new VM: booted twice under the same name.
+    assert_eq!(
+        farm.started()
+            .iter()
+            .filter(|n| *n == "stepsdemo-train-2")
+            .count(),
+        2
+    );
+}
