@@ -128,6 +128,9 @@ async fn status_of(
     if let Some(note) = found.refreshed.as_ref().and_then(view::drift_note) {
         out.note(&note);
     }
+    for eviction in &found.evictions {
+        out.note(eviction);
+    }
     Ok(Outcome::Success)
 }
 

@@ -107,6 +107,8 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
         // Announces a spot VM's eviction (a Preempt event) and carries it out after the notice:
         // what `simulateEviction` does, with the notice chosen per call.
         ("POST", "evictions") => evict(shared, body),
+        // Azure takes back a low-priority AmlCompute node: `{"computeId": ..., "nodeId": ...}`.
+        ("POST", "aml-preemptions") => preempt(shared, body),
         ("GET", "evictions") => {
             let evictions = lock(&shared.cloud).evictions.clone();
             reply(StatusCode::OK, &json!({ "value": evictions }))
@@ -143,6 +145,35 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str, body: &[u8]) -> 
             StatusCode::NOT_FOUND,
             &json!({"error": {"code": "NotFound", "message": format!("No emulator admin route {method} {path}.")}}),
         ),
+    }
+}
+
+/// `POST /_emulator/aml-preemptions {"computeId": AmlCompute id, "nodeId": id}`.
+fn preempt(shared: &Shared, body: &[u8]) -> Response {
+    #[derive(Deserialize)]
+    struct PreemptRequest {
+        #[serde(rename = "computeId")]
+        compute_id: String,
+        #[serde(rename = "nodeId")]
+        node_id: String,
+    }
+    let request: PreemptRequest = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(err) => return bad_request(&err.to_string()),
+    };
+    let now = shared.clock.now();
+    let mut cloud = lock(&shared.cloud);
+    match super::ml::preempt_node(
+        &mut cloud,
+        &shared.config,
+        (&super::resource::key(&request.compute_id), &request.node_id),
+        now,
+    ) {
+        Ok(()) => {
+            let _ = shared.save(&mut cloud);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(message) => bad_request(&message),
     }
 }
 

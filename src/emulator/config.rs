@@ -187,6 +187,10 @@ pub struct QuotaConfig {
     pub limits: Vec<QuotaLimit>,
 }
 
+/// How long Azure gives a spot VM between the Preempt notice and its eviction (the documented
+/// minimum), and what `simulateEviction` gives in the emulator unless configured otherwise.
+pub const DEFAULT_NOTICE_SECS: u64 = 30;
+
 fn default_low_priority_limit() -> u32 {
     1000
 }
@@ -475,7 +479,7 @@ impl Default for EmulatorConfig {
             on_vm_boot: None,
             on_aml_node: None,
             on_vm_evict: None,
-            eviction_notice_secs: super::compute::DEFAULT_NOTICE_SECS,
+            eviction_notice_secs: DEFAULT_NOTICE_SECS,
             blob_data_plane: None,
             kube_schemas: None,
         }

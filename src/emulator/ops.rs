@@ -197,7 +197,13 @@ pub(crate) struct Completions {
     acted: Vec<(Kind, PowerAfter)>,
     /// Run after a resource group is deleted, with its key.
     group_deleted: Vec<Hook>,
+    /// Run at every advance of the clock, after the operations due: whether they changed
+    /// anything.
+    timers: Vec<Timer>,
 }
+
+/// A timer of the emulator's clock (see [`Completions::on_tick`]).
+type Timer = fn(&mut Cloud, DateTime<Utc>, &Completions) -> bool;
 
 impl Completions {
     /// Registers what a completed DELETE of a `kind` resource does first.
@@ -212,6 +218,20 @@ impl Completions {
     pub fn on_action(mut self, kind: Kind, power_after: PowerAfter) -> Self {
         self.acted.push((kind, power_after));
         self
+    }
+
+    /// Registers what happens at every advance of the clock, once the operations due are done.
+    #[must_use]
+    pub fn on_tick(mut self, timer: Timer) -> Self {
+        self.timers.push(timer);
+        self
+    }
+
+    /// Runs what a completed DELETE of a `kind` resource does first, for `key`.
+    pub fn run_deleted(&self, cloud: &mut Cloud, kind: Kind, key: &str) {
+        for (_, hook) in self.deleted.iter().filter(|(k, _)| *k == kind) {
+            hook(cloud, key);
+        }
     }
 
     /// Registers what a completed group DELETE does after the group's resources are gone.
@@ -233,18 +253,12 @@ pub(crate) fn advance(cloud: &mut Cloud, now: DateTime<Utc>, completions: &Compl
     for (_, id) in &due {
         complete(cloud, id, completions);
     }
-    // A spot VM whose eviction notice ran out goes as a deleted VM goes, with its hooks.
-    let evicted = super::compute::evict_due(cloud, now, &|cloud: &mut Cloud, vm: &str| {
-        for (_, hook) in completions
-            .deleted
-            .iter()
-            .filter(|(k, _)| *k == Kind::VirtualMachine)
-        {
-            hook(cloud, vm);
-        }
-        cloud.remove_tree(vm);
-    });
-    !due.is_empty() || evicted
+    // What else the clock brings (a spot VM whose eviction notice ran out goes).
+    let mut ticked = false;
+    for timer in &completions.timers {
+        ticked |= timer(cloud, now, completions);
+    }
+    !due.is_empty() || ticked
 }
 
 fn complete(cloud: &mut Cloud, id: &str, completions: &Completions) {

@@ -22,6 +22,7 @@ pub(crate) fn completions() -> ops::Completions {
         .on_action(Kind::ManagedCluster, aks::power_after)
         .on_group_delete(super::authorization::remove_inside)
         .on_group_delete(aks::remove_orphan_node_groups)
+        .on_tick(compute::spot_tick)
 }
 
 pub(crate) fn dispatch(

@@ -361,13 +361,39 @@ pub(crate) struct Cloud {
     pub kube: BTreeMap<String, KubeObjects>,
     /// Spot evictions announced (a Preempt event) and not yet carried out (compute/spot.rs).
     #[serde(default)]
-    pub evictions: Vec<crate::emulator::compute::Eviction>,
+    pub evictions: Vec<Eviction>,
     /// VMs evictions took, until the boot hooks hear of them.
     #[serde(default)]
-    pub evicted: Vec<crate::emulator::compute::Evicted>,
+    pub evicted: Vec<Evicted>,
     /// The Scheduled Events `DocumentIncarnation`: one more at every change of the events.
     #[serde(default)]
     pub event_incarnation: u64,
+}
+
+/// A spot eviction the emulator has announced and not yet carried out (compute/spot.rs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Eviction {
+    /// The Scheduled Events `EventId` (a GUID).
+    pub event_id: String,
+    /// The VM's key.
+    pub vm: String,
+    /// Its name, as `Resources` lists it.
+    pub name: String,
+    /// The availability set it is in, whose members see the event too.
+    pub fabric: Option<String>,
+    /// When the VM goes.
+    pub not_before: DateTime<Utc>,
+}
+
+/// A VM an eviction took, for the boot hooks (drained by `boot.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Evicted {
+    /// The VM's key.
+    pub vm: String,
+    /// Its name.
+    pub name: String,
+    /// Deleted (policy Delete) rather than deallocated.
+    pub deleted: bool,
 }
 
 /// What one cluster's Kubernetes API holds: its objects by `{group}/{resource}/{namespace}/{name}`
@@ -529,6 +555,10 @@ pub(crate) struct Node {
     /// When it is gone for good.
     #[serde(default)]
     pub gone_at: Option<DateTime<Utc>>,
+    /// When Azure took it back (a low-priority node preempted): listed as `preempted` until it
+    /// is gone, a new node allocated in its place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_at: Option<DateTime<Utc>>,
 }
 
 /// A subscription's registration with one provider namespace.

@@ -197,8 +197,8 @@ impl CostSummary {
             spot: Vec::new(),
         };
         for (address, kind, before, after) in rows {
-            if let Some((spot, on_demand)) = after.and_then(|a| spot_compute(kind, a)) {
-                summary.add_spot(address.block_address(), spot, on_demand);
+            if let Some((vms, spot, on_demand)) = after.and_then(|a| spot_compute(kind, a)) {
+                summary.add_spot(address.block_address(), vms, (spot, on_demand));
             }
             let before = before.map(|a| rate_of(kind, a));
             let after_rate = after.map(|a| rate_of(kind, a));
@@ -234,15 +234,15 @@ impl CostSummary {
 }
 
 impl CostSummary {
-    fn add_spot(&mut self, block: Address, spot: f64, on_demand: f64) {
+    fn add_spot(&mut self, block: Address, vms: usize, (spot, on_demand): (f64, f64)) {
         if let Some(row) = self.spot.iter_mut().find(|r| r.block == block) {
-            row.vms += 1;
+            row.vms += vms;
             row.spot_per_hour = micro(row.spot_per_hour + spot);
             row.on_demand_per_hour = micro(row.on_demand_per_hour + on_demand);
         } else {
             self.spot.push(SpotSaving {
                 block,
-                vms: 1,
+                vms,
                 spot_per_hour: micro(spot),
                 on_demand_per_hour: micro(on_demand),
             });
@@ -250,14 +250,22 @@ impl CostSummary {
     }
 }
 
-/// A spot VM's compute price per hour, and the same at pay-as-you-go, when its size has both
-/// in its region.
-fn spot_compute(kind: ResourceKind, attrs: &Attrs) -> Option<(f64, f64)> {
-    if kind != ResourceKind::VirtualMachine || text(attrs, "priority") != Some("Spot") {
-        return None;
-    }
+/// How many VMs of a spot VM (one) or a low-priority AmlCompute (its nodes) a resource is, and
+/// their compute per hour at the spot price and at pay-as-you-go, when the size has both in its
+/// region.
+fn spot_compute(kind: ResourceKind, attrs: &Attrs) -> Option<(usize, f64, f64)> {
+    let vms = match (kind, text(attrs, "priority")) {
+        (ResourceKind::VirtualMachine, Some("Spot")) => 1,
+        (ResourceKind::MlCompute, Some("LowPriority")) => {
+            usize::try_from(attrs.get("count").and_then(Value::as_u64)?).ok()?
+        }
+        _ => return None,
+    };
     let price = catalog::price(text(attrs, "size")?, text(attrs, "location")?)?;
-    Some((price.spot?, price.linux_payg))
+    // Node counts are small: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let n = vms as f64;
+    Some((vms, n * price.spot?, n * price.linux_payg))
 }
 
 fn text<'a>(attrs: &'a Attrs, key: &str) -> Option<&'a str> {
@@ -634,6 +642,22 @@ mod tests {
         assert!(rate.parked_per_hour.abs() < f64::EPSILON);
         assert_eq!(what, "4 x Standard_ND40rs_v2 AmlCompute");
         let (low, what) = compute("LowPriority", "southcentralus");
+        // Its block's saving is in the plan's spot lines, as a spot cluster's.
+        let address: Address = "aml_cluster.scratch.compute".parse().expect("address");
+        let summary = CostSummary::from_rows([(
+            &address,
+            ResourceKind::MlCompute,
+            None,
+            Some(&attrs(&[
+                ("size", Value::from("Standard_ND40rs_v2")),
+                ("location", Value::from("southcentralus")),
+                ("count", Value::from(4)),
+                ("priority", Value::from("LowPriority")),
+            ])),
+        )]);
+        assert_eq!(summary.spot.len(), 1);
+        assert_eq!(summary.spot[0].vms, 4);
+        assert_eq!(summary.spot[0].block.to_string(), "aml_cluster.scratch");
         let spot = price
             .spot
             .expect("the catalog has a spot price for ND40rs_v2");

@@ -554,9 +554,14 @@ fn render_steps(out: &mut String, plan: &Plan, colour: bool) {
 fn render_spot(out: &mut String, cost: &CostSummary) {
     for spot in &cost.spot {
         let plural = if spot.vms == 1 { "" } else { "s" };
+        let noun = if spot.block.kind == "aml_cluster" {
+            "low-priority node"
+        } else {
+            "spot VM"
+        };
         let _ = writeln!(
             out,
-            "  {}: {} spot VM{plural} at ${:.3}/h instead of ${:.3}/h on-demand: saves ${:.3}/h ({}%) while running",
+            "  {}: {} {noun}{plural} at ${:.3}/h instead of ${:.3}/h on-demand: saves ${:.3}/h ({}%) while running",
             spot.block,
             spot.vms,
             spot.spot_per_hour,

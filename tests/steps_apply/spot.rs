@@ -208,6 +208,17 @@ async fn a_deallocated_spot_node_is_started_again_after_a_capacity_refusal_and_t
     );
     let runs = w.ok(&["runs", "stepsdemo.hcl"]).await;
     assert!(runs.contains("succeeded, 1 restart"), "{runs}");
+    // An eviction outside any run: `status` says what happened and what brings the node back.
+    let vm1 = w.resource("cluster.train[1].vm")["id"]
+        .as_str()
+        .expect("the VM's id")
+        .to_owned();
+    evict(&w, &vm1, 0).await;
+    let status = w.ok(&["status", "stepsdemo.hcl"]).await;
+    assert!(
+        status.contains("cluster.train[1].vm: deallocated by Azure (a spot eviction)"),
+        "{status}"
+    );
 }
 
 /// Deleted on eviction: recovery creates the VM again (a new host) and it gets its steps.

@@ -31,9 +31,7 @@ pub(crate) use power::{power_after, vm_action};
 pub(crate) use quota::{check_nodes, usages};
 pub(crate) use skus::{skus, vm_sizes};
 pub(crate) use spot::schedule as schedule_eviction;
-pub(crate) use spot::{
-    DEFAULT_NOTICE_SECS, Evicted, Eviction, evict_due, is_spot, scheduled_events,
-};
+pub(crate) use spot::{is_spot, scheduled_events, tick as spot_tick};
 use vm::CUSTOM_DATA_DIGEST;
 pub(crate) use vm::put_vm;
 

@@ -14,44 +14,14 @@
 //! docs/decisions.md (not re-read here: no network), the error codes and words of ARM's refusals.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::avset::vm_fabric;
 use crate::emulator::error::ArmError;
 use crate::emulator::json::At as _;
+use crate::emulator::ops::Completions;
 use crate::emulator::resource::key;
-use crate::emulator::store::{Cloud, Kind, Resource};
-
-/// How long Azure gives a spot VM between the Preempt notice and its eviction (the documented
-/// minimum, and what `simulateEviction` gives in the emulator unless configured otherwise).
-pub const DEFAULT_NOTICE_SECS: u64 = 30;
-
-/// An eviction the emulator has announced and not yet carried out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Eviction {
-    /// The Scheduled Events `EventId` (a GUID).
-    pub event_id: String,
-    /// The VM's key.
-    pub vm: String,
-    /// Its name, as `Resources` lists it.
-    pub name: String,
-    /// The availability set it is in, whose members see the event too.
-    pub fabric: Option<String>,
-    /// When the VM goes.
-    pub not_before: DateTime<Utc>,
-}
-
-/// A VM an eviction took, for the boot hooks (drained by `boot.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Evicted {
-    /// The VM's key.
-    pub vm: String,
-    /// Its name.
-    pub name: String,
-    /// Deleted (policy Delete) rather than deallocated.
-    pub deleted: bool,
-}
+use crate::emulator::store::{Cloud, Evicted, Eviction, Kind, Resource};
 
 /// A VM's priority as stored: `Regular` when the body has none.
 pub(crate) fn priority(vm_body: &Value) -> &str {
@@ -319,6 +289,15 @@ pub(crate) fn schedule(
     cloud.evictions.push(eviction.clone());
     cloud.event_incarnation += 1;
     Ok(eviction)
+}
+
+/// [`evict_due`] as a timer of the emulator's clock (`ops::Completions::on_tick`): an evicted
+/// VM that goes is deleted as a completed DELETE deletes it, with the kind's hooks.
+pub(crate) fn tick(cloud: &mut Cloud, now: DateTime<Utc>, completions: &Completions) -> bool {
+    evict_due(cloud, now, &|cloud: &mut Cloud, vm: &str| {
+        completions.run_deleted(cloud, Kind::VirtualMachine, vm);
+        cloud.remove_tree(vm);
+    })
 }
 
 /// Carries out the evictions whose notice has run out: a `Deallocate` VM is deallocated (its

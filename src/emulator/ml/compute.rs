@@ -674,9 +674,65 @@ pub(crate) fn render(resource: &Resource, now: DateTime<Utc>) -> Value {
         "preparingNodeCount": count(NodeState::Preparing),
         "unusableNodeCount": 0,
         "leavingNodeCount": count(NodeState::Leaving),
-        "preemptedNodeCount": 0,
+        "preemptedNodeCount": count(NodeState::Preempted),
     });
     body
+}
+
+/// Azure takes back the low-priority node `node_id` of the compute at `compute_key` (the admin
+/// route `/_emulator/aml-preemptions`): it is listed as `preempted`, and AmlCompute allocates a
+/// new node in its place, as on Azure.
+///
+/// # Errors
+///
+/// No such compute, a dedicated one, or no such usable node: the message says which.
+pub(crate) fn preempt_node(
+    cloud: &mut Cloud,
+    config: &crate::emulator::config::EmulatorConfig,
+    (compute_key, node_id): (&str, &str),
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    let Some(stored) = cloud.resources.get(compute_key) else {
+        return Err(format!("no AmlCompute {compute_key}"));
+    };
+    if !is_low_priority(&stored.body) {
+        return Err("only a low-priority AmlCompute's nodes are preempted".to_owned());
+    }
+    let size = stored
+        .body
+        .at("/properties/properties/vmSize")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let (seq, target) = (stored.seq, target_of(&stored.body));
+    let mut nodes = cloud
+        .resources
+        .get_mut(compute_key)
+        .map(|r| std::mem::take(&mut r.nodes))
+        .unwrap_or_default();
+    let preempted = nodes::preempt(&mut nodes, node_id, &size, config, now);
+    if preempted {
+        let cluster = Cluster {
+            seq,
+            vm_size: &size,
+        };
+        nodes::resize(
+            &mut nodes,
+            usize::try_from(target).unwrap_or(usize::MAX),
+            &cluster,
+            config,
+            now,
+            |n| nodes::node_id(cloud.next_seq(), n, now),
+        );
+    }
+    if let Some(r) = cloud.resources.get_mut(compute_key) {
+        r.nodes = nodes;
+    }
+    if preempted {
+        Ok(())
+    } else {
+        Err(format!("the compute has no usable node {node_id}"))
+    }
 }
 
 /// The cluster's public address, where every node's port is.

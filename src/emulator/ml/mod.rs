@@ -23,7 +23,7 @@ use super::resource::{Target, not_implemented};
 use super::store::{Cloud, Kind, Resource};
 
 pub(crate) use boot::{AmlBoots, forget};
-pub(crate) use compute::{patch_compute, put_compute, usages, vm_sizes};
+pub(crate) use compute::{patch_compute, preempt_node, put_compute, usages, vm_sizes};
 pub(crate) use deps::{purge_vault, put_insights, put_log_analytics, put_registry, put_vault};
 pub(crate) use workspace::put_workspace;
 

@@ -26,6 +26,7 @@ pub(crate) enum NodeState {
     Preparing,
     Idle,
     Leaving,
+    Preempted,
 }
 
 impl NodeState {
@@ -35,6 +36,7 @@ impl NodeState {
             Self::Preparing => "preparing",
             Self::Idle => "idle",
             Self::Leaving => "leaving",
+            Self::Preempted => "preempted",
         }
     }
 }
@@ -57,7 +59,9 @@ impl Node {
 
     /// The node's state at `now` (meaningful while it is listed).
     pub fn state(&self, now: DateTime<Utc>) -> NodeState {
-        if self.leaving_at.is_some_and(|at| at <= now) {
+        if self.preempted_at.is_some_and(|at| at <= now) {
+            NodeState::Preempted
+        } else if self.leaving_at.is_some_and(|at| at <= now) {
             NodeState::Leaving
         } else if now < self.ready_at {
             NodeState::Preparing
@@ -144,8 +148,31 @@ pub(crate) fn resize(
             ready_at,
             leaving_at: None,
             gone_at: None,
+            preempted_at: None,
         });
     }
+}
+
+/// Azure takes the node `id` back at `now` (a low-priority node preempted): it is listed as
+/// `preempted` for a short while, then gone; it no longer counts toward the cluster, so the next
+/// [`resize`] allocates one in its place, as AmlCompute does. False when no such usable node.
+pub(crate) fn preempt(
+    nodes: &mut [Node],
+    id: &str,
+    vm_size: &str,
+    config: &EmulatorConfig,
+    now: DateTime<Utc>,
+) -> bool {
+    let Some(node) = nodes
+        .iter_mut()
+        .find(|n| n.id == id && n.staying() && n.listed(now))
+    else {
+        return false;
+    };
+    node.preempted_at = Some(now);
+    node.leaving_at = Some(now);
+    node.gone_at = Some(after(now, config, timing(vm_size).leave));
+    true
 }
 
 /// Every node starts leaving (the cluster is being deleted); they are gone by `gone`.
@@ -181,6 +208,44 @@ mod tests {
             latency_scale: 0.01,
             ..EmulatorConfig::default()
         }
+    }
+
+    /// Issue 34: a preempted low-priority node is listed as `preempted`, stops counting toward
+    /// the cluster (the next resize allocates one in its place), then is gone.
+    #[test]
+    fn a_preempted_node_is_listed_as_such_then_replaced() {
+        let config = config();
+        let t0 = Utc::now();
+        let cluster = Cluster {
+            seq: 3,
+            vm_size: "Standard_D2_v2",
+        };
+        let mut counter = 0;
+        let mut ids = |_| {
+            counter += 1;
+            node_id(counter, 1, t0)
+        };
+        let mut nodes = Vec::new();
+        resize(&mut nodes, 2, &cluster, &config, t0, &mut ids);
+        let ready = t0 + chrono::Duration::seconds(5);
+        let id = nodes[1].id.clone();
+        assert!(!preempt(
+            &mut nodes,
+            "nope",
+            cluster.vm_size,
+            &config,
+            ready
+        ));
+        assert!(preempt(&mut nodes, &id, cluster.vm_size, &config, ready));
+        assert_eq!(nodes[1].state(ready), NodeState::Preempted);
+        assert_eq!(nodes[1].state(ready).as_str(), "preempted");
+        assert!(nodes[1].listed(ready));
+        resize(&mut nodes, 2, &cluster, &config, ready, &mut ids);
+        assert_eq!(nodes.iter().filter(|n| n.staying()).count(), 2);
+        let later = ready + chrono::Duration::seconds(5);
+        assert!(!nodes[1].listed(later), "gone");
+        assert!(nodes[2].usable(later), "its replacement");
+        assert_ne!(nodes[2].id, id);
     }
 
     #[test]

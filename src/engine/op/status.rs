@@ -38,6 +38,8 @@ pub struct StatusOutcome {
     pub at: DateTime<Utc>,
     /// What the refresh found, when there was a connection.
     pub refreshed: Option<RefreshReport>,
+    /// Spot VMs the refresh found evicted (deallocated or deleted by Azure), one line each.
+    pub evictions: Vec<String>,
 }
 
 /// One AmlCompute cluster in `status`.
@@ -131,12 +133,48 @@ pub async fn status(request: StatusRequest<'_>, cancel: &Cancel) -> Result<Statu
         .await??;
     Ok(StatusOutcome {
         cost: power::hourly_cost(&state),
+        evictions: evictions(&state, report),
         state,
         vms,
         clusters,
         at,
         refreshed,
     })
+}
+
+/// The spot VMs a refresh found evicted: deleted (policy Delete), or deallocated while the state
+/// had them running (nothing dsinfra did: an eviction, policy Deallocate), with what brings
+/// them back.
+pub fn evictions(state: &State, report: &RefreshReport) -> Vec<String> {
+    let spot = |address: &Address| {
+        state
+            .resource(address)
+            .and_then(|r| r.attrs.get("priority"))
+            .and_then(serde_json::Value::as_str)
+            == Some("Spot")
+    };
+    let mut lines = Vec::new();
+    for r in state.resources.iter().filter(|r| spot(&r.address)) {
+        if r.drift == Some(Drift::Deleted) {
+            lines.push(format!(
+                "{}: deleted by Azure (a spot eviction, `eviction = \"delete\"`): \
+                 `dsinfra run --recover` or `dsinfra apply` creates it again",
+                r.address
+            ));
+        }
+    }
+    for (address, before, after) in &report.power_changed {
+        if spot(address)
+            && *before == Some(PowerState::Running)
+            && *after == PowerState::Deallocated
+        {
+            lines.push(format!(
+                "{address}: deallocated by Azure (a spot eviction): `dsinfra run --recover` or \
+                 `dsinfra unpark` starts it again"
+            ));
+        }
+    }
+    lines
 }
 
 /// One block's idle parking (`park { idle }`, issue 18) as `status` shows it.

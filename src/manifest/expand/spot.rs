@@ -1,6 +1,7 @@
 //! `priority = "spot"` on a `vm` or `cluster` block, with `max_price` and `eviction`: checked
 //! against the shipped catalog (a size and region without a spot price have no spot offer:
-//! Azure publishes none for the B-series, promo sizes, or where it sells no spot capacity) and
+//! Azure's price list has none for the original B-series, promo sizes, or where it sells no spot
+//! capacity) and
 //! against what ARM accepts (decision 75).
 
 use crate::catalog::{self, VmSize};
@@ -123,8 +124,8 @@ fn check_offer(check: &mut Check<'_>, size: &str, location: &str, span: crate::d
         .collect();
     let help = if elsewhere.is_empty() {
         format!(
-            "Azure sells no spot capacity of {size} in any region (the B-series and promo sizes \
-             have none): remove `priority = \"spot\"`, or pick a size with a SPOT $/H in \
+            "Azure's price list has no spot price for {size} in any region (the original B-series \
+             and promo sizes have none): remove `priority = \"spot\"`, or pick a size with a SPOT $/H in \
              `dsinfra sizes --region {location}`"
         )
     } else {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::emulator::store::Evicted;
 use chrono::TimeZone as _;
 
 const SET: &str =
