@@ -85,6 +85,8 @@ async fn the_azure_sdk_for_python_runs_a_whole_lifecycle_against_the_emulator() 
         response_validator: Some(Arc::new(move |request, response| {
             response_violations(&specs, request, response)
         })),
+        // The `spot_eviction` step waits out the notice `simulateEviction` gives.
+        eviction_notice_secs: 1,
         ..EmulatorConfig::default()
     })
     .await

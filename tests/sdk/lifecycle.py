@@ -455,6 +455,48 @@ class Lifecycle:
             first and f"HTTP {first.status_code} with headers {sorted(first.headers)}",
         )
 
+    def spot(self):
+        """Issue 34: a spot VM as the SDK writes one (priority, evictionPolicy,
+        billingProfile.maxPrice), simulateEviction (204), and the eviction that follows the
+        notice: the VM deallocated. A regular VM with an eviction policy is refused."""
+        nic = self.begin_nic("nic-spot").result()
+        self.ids["nic-spot"] = nic.id
+        vms = self.compute.virtual_machines
+        try:
+            self.spot_vm(vms)
+        finally:
+            # Gone before the lists are read, whatever happened.
+            try:
+                vms.begin_delete(GROUP, "vm-spot", **COMPUTE).result()
+            except HttpResponseError:
+                pass
+            self.network.network_interfaces.begin_delete(GROUP, "nic-spot", **NETWORK).result()
+
+    def spot_vm(self, vms):
+        body = self.vm_body("vm-spot", "nic-spot")
+        regular = json.loads(json.dumps(body))
+        regular["properties"]["evictionPolicy"] = "Deallocate"
+        expect_error(
+            "an eviction policy on a regular VM",
+            lambda: vms.begin_create_or_update(GROUP, "vm-regular", regular, **COMPUTE).result(),
+            [400],
+            "InvalidParameter",
+        )
+        body["properties"].update(
+            {"priority": "Spot", "evictionPolicy": "Deallocate", "billingProfile": {"maxPrice": -1}}
+        )
+        vm = vms.begin_create_or_update(GROUP, "vm-spot", body, **COMPUTE).result()
+        expect("spot priority", "Spot", vm.priority)
+        expect("spot evictionPolicy", "Deallocate", vm.eviction_policy)
+        expect("spot maxPrice", -1, vm.billing_profile.max_price)
+        vms.simulate_eviction(GROUP, "vm-spot", **COMPUTE)
+        deadline = time.monotonic() + 30
+        state = power_state(self.compute, GROUP, "vm-spot")
+        while state != "PowerState/deallocated" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            state = power_state(self.compute, GROUP, "vm-spot")
+        expect("spot VM after simulateEviction and its notice", "PowerState/deallocated", state)
+
     def power(self):
         vms = self.compute.virtual_machines
         for action, state in [
@@ -1099,6 +1141,7 @@ class Lifecycle:
             [
                 ("vm_patch_attach_disk", self.vm_attach_disk, ["vm_create", "disk_create"]),
                 ("power_actions", self.power, ["vm_create"]),
+                ("spot_eviction", self.spot, ["network"]),
                 ("vm_available_sizes", self.vm_available_sizes, ["vm_create"]),
                 ("error_codes", self.errors, ["vm_create", "storage_account_keys"]),
                 ("ml_compute", self.ml_compute, ["ml_workspace"]),

@@ -70,6 +70,8 @@ async fn evict(w: &World, vm: &str, notice: u64) {
 /// Runs the job with `--recover` in the background, evicts node 2 once its job has
 /// checkpointed a few steps, and returns the run's output.
 async fn run_and_evict_node_2(w: &World) -> (Output, String) {
+    let hook =
+        "echo $DSINFRA_NODE $DSINFRA_PREEMPT_NOT_BEFORE >> $DSINFRA_CHECKPOINT_DIR/preempted";
     // Shared by every node, writable by the login user, as a file share mounted for it is.
     let ckpt = w.out().join("ckpt");
     std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
@@ -85,6 +87,8 @@ async fn run_and_evict_node_2(w: &World) -> (Output, String) {
         "2",
         "--checkpoint-dir",
         &ckpt_arg,
+        "--on-preempt",
+        hook,
         "--",
         JOB,
     ]);
@@ -150,6 +154,13 @@ fn assert_recovered(w: &World, out: &Output, text: &str, new_vm: bool) {
         "the watcher's notice:\n{text}"
     );
     assert!(text.contains(", 1 restart"), "{text}");
+    // The --on-preempt hook ran on the evicted node, in the job's environment, before the stop.
+    let hooked = std::fs::read_to_string(w.out().join("ckpt/preempted")).unwrap_or_default();
+    assert_eq!(hooked.lines().count(), 1, "{hooked}\n{text}");
+    assert!(
+        hooked.starts_with("cluster.train[2] ") && hooked.trim_end().ends_with(" GMT"),
+        "{hooked}"
+    );
     assert!(
         stdout.lines().all(|l| l.starts_with("cluster.train[")),
         "stdout holds the job's lines only:\n{stdout}"

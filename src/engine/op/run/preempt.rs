@@ -61,9 +61,10 @@ pub fn not_before(notice: &Notice) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// The watcher (Python 3, which every Azure Linux image has): polls `{imds}/metadata/
 /// scheduledevents` with `Metadata: true` every `poll` seconds until a `Preempt` event lists
-/// `vm_name`; then writes `preempt` (event id, not-before) in the run directory, prints the
-/// tagged line on stderr, and runs `on_preempt.sh` there if present, in the job's environment
-/// with `DSINFRA_PREEMPT_NOT_BEFORE` set. An unanswered poll is tried again: the service may be
+/// `vm_name`; then writes `preempt` (event id, not-before) in the run directory, runs
+/// `on_preempt.sh` there if present, in the job's environment with `DSINFRA_PREEMPT_NOT_BEFORE`
+/// set, and only then prints the tagged line on stderr: the workstation stops the job when it
+/// reads it, and the hook (a last checkpoint) must have had its time first. An unanswered poll is tried again: the service may be
 /// slow, and the job must not stop for it.
 pub fn watcher_script(vm_name: &str, imds: &str, poll: u32) -> String {
     let url = format!(
@@ -88,11 +89,11 @@ while True:
             when = event.get("NotBefore", "")
             with open(os.path.join(run_dir, "preempt"), "w") as out:
                 out.write(event_id + " " + when + "\n")
-            print("{tag} " + event_id + " " + when, file=sys.stderr, flush=True)
             hook = os.path.join(run_dir, "on_preempt.sh")
             if os.path.exists(hook):
                 env = dict(os.environ, DSINFRA_PREEMPT_NOT_BEFORE=when)
                 subprocess.call(["bash", "-c", '. "$0/env.sh"; exec bash "$0/on_preempt.sh"', run_dir], env=env)
+            print("{tag} " + event_id + " " + when, file=sys.stderr, flush=True)
             sys.exit(0)
     time.sleep({poll})
 "#,
