@@ -37,6 +37,8 @@ use super::sshd::{self, ADMIN_USER, Host, Ib0, TEST_USER};
 pub struct FarmHosts {
     /// The hosts, by name; stopped before the directory goes (field order: hosts first).
     hosts: Mutex<BTreeMap<String, Host>>,
+    /// The port each name's host last listened on.
+    ports: Mutex<BTreeMap<String, u16>>,
     client_key: PathBuf,
     client_public: HostKey,
     dir: tempfile::TempDir,
@@ -53,6 +55,7 @@ impl FarmHosts {
         let (client_key, client_public) = sshd::write_client_key(dir.path());
         Some(Self {
             hosts: Mutex::new(BTreeMap::new()),
+            ports: Mutex::new(BTreeMap::new()),
             client_key,
             client_public,
             dir,
@@ -102,6 +105,14 @@ impl FarmHosts {
         // and the admin user's mesh moved next to it (`admin_mesh_dir`).
         let mesh = self.mesh_dir();
         let admin = self.admin_mesh_dir();
+        // A machine started (or created) again under its name keeps its address and port, as
+        // a VM keeps its NIC's private IP and port 22: the mesh's known_hosts stay right.
+        let port = self
+            .ports
+            .lock()
+            .expect("farm mutex not poisoned")
+            .get(name)
+            .copied();
         let host = Host::start_with_key_ib0_at(
             self.dir.path(),
             dir_name,
@@ -112,8 +123,12 @@ impl FarmHosts {
                 &admin.join("authorized_keys"),
             ],
             ib0,
-            address,
+            (address, port),
         );
+        self.ports
+            .lock()
+            .expect("farm mutex not poisoned")
+            .insert(name.to_owned(), host.port);
         self.keep(name, host)
     }
 
@@ -230,7 +245,13 @@ pub struct NodeFarm {
     /// Where the VMs' step markers live (`DSINFRA_MARKER_DIR`), when a test tells: a VM deleted
     /// by its eviction loses them with its disk.
     markers: Mutex<Option<PathBuf>>,
+    /// What else an evicted VM loses, when a test tells (what a stand-in keeps for it on this
+    /// shared filesystem and a real VM keeps on its temp disk or in memory: a mount).
+    on_evict: Mutex<Option<EvictionLoss>>,
 }
+
+/// See [`NodeFarm::set_on_evict`].
+type EvictionLoss = Arc<dyn Fn(&VmEviction) + Send + Sync>;
 
 impl std::ops::Deref for NodeFarm {
     type Target = FarmHosts;
@@ -270,6 +291,7 @@ impl NodeFarm {
             order: Mutex::new(Vec::new()),
             evicted: Mutex::new(Vec::new()),
             markers: Mutex::new(None),
+            on_evict: Mutex::new(None),
         }))
     }
 
@@ -295,6 +317,14 @@ impl NodeFarm {
                 if let Some(root) = markers.filter(|_| eviction.deleted) {
                     let _ = std::fs::remove_dir_all(root.join(&eviction.name));
                 }
+                let lose = farm
+                    .on_evict
+                    .lock()
+                    .expect("farm mutex not poisoned")
+                    .clone();
+                if let Some(lose) = lose {
+                    lose(eviction);
+                }
                 farm.evicted
                     .lock()
                     .expect("farm mutex not poisoned")
@@ -307,6 +337,12 @@ impl NodeFarm {
     /// deletes loses its own, as its disk goes.
     pub fn set_marker_root(&self, root: &Path) {
         *self.markers.lock().expect("farm mutex not poisoned") = Some(root.to_owned());
+    }
+
+    /// Tells the farm what else an evicted VM loses on this shared filesystem: `lose` is called
+    /// for each eviction, after the host powered off.
+    pub fn set_on_evict(&self, lose: impl Fn(&VmEviction) + Send + Sync + 'static) {
+        *self.on_evict.lock().expect("farm mutex not poisoned") = Some(Arc::new(lose));
     }
 
     /// The evictions so far: (VM name, deleted), in order.

@@ -204,20 +204,28 @@ impl Host {
         authorized: &[&Path],
         ib0: Option<&Ib0>,
     ) -> Self {
-        Self::start_listening(root, name, (private_key, public_key), authorized, ib0, None)
+        Self::start_listening(
+            root,
+            name,
+            (private_key, public_key),
+            authorized,
+            ib0,
+            (None, None),
+        )
     }
 
     /// [`Host::start_with_key_and_ib0`] that also listens on the loopback address `address`
-    /// (same port), when given.
+    /// (same port), when given, on `port` when given and free (a machine started again keeps
+    /// its address and port 22).
     pub fn start_with_key_ib0_at(
         root: &Path,
         name: &str,
         key: (&str, &HostKey),
         authorized: &[&Path],
         ib0: Option<&Ib0>,
-        address: Option<&str>,
+        (address, port): (Option<&str>, Option<u16>),
     ) -> Self {
-        Self::start_listening(root, name, key, authorized, ib0, address)
+        Self::start_listening(root, name, key, authorized, ib0, (address, port))
     }
 
     /// [`Host::start_with_key`] that also listens on the loopback address `address` (same port):
@@ -236,7 +244,7 @@ impl Host {
             (private_key, public_key),
             &[authorized],
             None,
-            Some(address),
+            (Some(address), None),
         )
     }
 
@@ -246,7 +254,7 @@ impl Host {
         (private_key, public_key): (&str, &HostKey),
         authorized: &[&Path],
         ib0: Option<&Ib0>,
-        also_listen: Option<&str>,
+        (also_listen, wanted_port): (Option<&str>, Option<u16>),
     ) -> Self {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("host dir can be created");
@@ -270,8 +278,11 @@ impl Host {
         let config = dir.join("sshd_config");
 
         let mut last_log = String::new();
-        for _ in 0..5 {
-            let port = free_port();
+        for attempt in 0..5 {
+            let port = match wanted_port {
+                Some(port) if attempt == 0 => port,
+                _ => free_port(),
+            };
             write_file(
                 &config,
                 sshd_config(

@@ -224,7 +224,8 @@ esac
 
 /// The stand-in root: an image's skeleton, the stand-ins in `bin`, an empty record every node may
 /// append to, and the BeeOND configuration directory owned by the mesh user (see the module doc).
-fn stand_in_root(farm: &AmlNodeFarm) -> std::path::PathBuf {
+/// Either farm's hosts (AML nodes, or VMs: the spot tests).
+pub(super) fn stand_in_root(farm: &common::nodes::FarmHosts) -> std::path::PathBuf {
     let root = farm.dir().join("beeond-root");
     for dir in [
         "bin",
@@ -259,7 +260,7 @@ fn stand_in_root(farm: &AmlNodeFarm) -> std::path::PathBuf {
 }
 
 /// The stand-ins' record: `(time, node, tool, argv)` per call.
-fn calls(root: &Path) -> Vec<(f64, String, String, String)> {
+pub(super) fn calls(root: &Path) -> Vec<(f64, String, String, String)> {
     std::fs::read_to_string(root.join("calls"))
         .expect("record")
         .lines()

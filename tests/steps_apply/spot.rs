@@ -69,7 +69,7 @@ async fn evict(w: &World, vm: &str, notice: u64) {
 
 /// Runs the job with `--recover` in the background, evicts node 2 once its job has
 /// checkpointed a few steps, and returns the run's output.
-async fn run_and_evict_node_2(w: &World) -> (Output, String) {
+async fn run_and_evict_node_2(w: &World, env: &[(&str, &Path)]) -> (Output, String) {
     let hook =
         "echo $DSINFRA_NODE $DSINFRA_PREEMPT_NOT_BEFORE >> $DSINFRA_CHECKPOINT_DIR/preempted";
     // Shared by every node, writable by the login user, as a file share mounted for it is.
@@ -94,6 +94,9 @@ async fn run_and_evict_node_2(w: &World) -> (Output, String) {
     ]);
     cmd.env("DSINFRA_PREEMPT_POLL_SECS", "1")
         .env("DSINFRA_RECOVER_BACKOFF_SECS", "1");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
     let running = tokio::spawn(output(cmd));
     let rank2 = ckpt.join("rank2");
     let deadline = std::time::Instant::now() + Duration::from_mins(1);
@@ -207,7 +210,7 @@ async fn a_deallocated_spot_node_is_started_again_after_a_capacity_refusal_and_t
                 .into(),
         },
     });
-    let (out, text) = run_and_evict_node_2(&w).await;
+    let (out, text) = run_and_evict_node_2(&w, &[]).await;
     assert_recovered(&w, &out, &text, false);
     assert!(
         text.contains("Azure has no capacity for the evicted nodes now (AllocationFailed)"),
@@ -241,7 +244,7 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
     write_spot_cluster(&w, "delete");
     farm.set_marker_root(&w.path("markers"));
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
-    let (out, text) = run_and_evict_node_2(&w).await;
+    let (out, text) = run_and_evict_node_2(&w, &[]).await;
     assert!(text.contains("cluster.train[2]: created again"), "{text}");
     assert_recovered(&w, &out, &text, true);
     assert_eq!(
@@ -255,5 +258,93 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
             .filter(|n| *n == "stepsdemo-train-2")
             .count(),
         2
+    );
+}
+
+/// A BeeOND scratch spans every node's local disk: when one node of a spot cluster is evicted,
+/// the recovery starts BeeOND again from the head across the whole block (the `beeond` step
+/// forced), on the stand-in root of tests/steps_apply/aml_beeond.rs, and the job resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
+    let Some(farm) = NodeFarm::start_addressed() else {
+        return;
+    };
+    let w = World::new(Some(Arc::clone(&farm))).await;
+    let out = w.out().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"cluster "train" {{
+  size           = "Standard_D2s_v3"
+  count          = 4
+  image          = "ubuntu-22.04"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  priority       = "spot"
+  step "ssh_mesh" {{
+    nodefile = "{out}/nodefile"
+  }}
+  step "beeond" {{
+    nodefile = "{out}/nodefile"
+    mount    = "{out}/scratch"
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+    let root = super::aml_beeond::stand_in_root(&farm);
+    // An evicted node loses its BeeOND mount (the stand-in keeps it per node address, the node
+    // of rank N being line N+1 of the nodefile BeeOND was started with).
+    let state = root.join("var/lib/stand-ins");
+    farm.set_on_evict(move |eviction| {
+        let rank: usize = eviction
+            .name
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a node's VM name ends in its rank");
+        let nodefile = std::fs::read_to_string(state.join("nodefile")).unwrap_or_default();
+        if let Some(address) = nodefile.lines().nth(rank) {
+            let _ = std::fs::remove_file(state.join("mounted").join(address));
+        }
+    });
+    let mesh = farm.mesh_dir();
+    let admin_mesh = farm.admin_mesh_dir();
+    let user = PathBuf::from(farm.user());
+    let temp = root.join("mnt/resource");
+    let env = [
+        ("DSINFRA_MESH_DIR", mesh.as_path()),
+        ("DSINFRA_MESH_USER", user.as_path()),
+        ("DSINFRA_MESH_ADMIN_DIR", admin_mesh.as_path()),
+        ("DSINFRA_BEEOND_ROOT", root.as_path()),
+        ("DSINFRA_TEMP_DIR", temp.as_path()),
+    ];
+    w.ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    let starts = |record: &[(f64, String, String, String)]| -> Vec<String> {
+        record
+            .iter()
+            .filter(|(_, _, tool, argv)| tool == "beeond" && argv.starts_with("start "))
+            .map(|(_, node, _, _)| node.clone())
+            .collect()
+    };
+    assert_eq!(
+        starts(&super::aml_beeond::calls(&root)),
+        ["cluster.train[0]"]
+    );
+    let (run, text) = run_and_evict_node_2(&w, &env).await;
+    assert!(run.status.success(), "{text}");
+    assert!(
+        text.contains("forced across the block: cluster.train/beeond"),
+        "{text}"
+    );
+    assert!(text.contains(", 1 restart"), "{text}");
+    // Started again once, from the head, for the whole block.
+    assert_eq!(
+        starts(&super::aml_beeond::calls(&root)),
+        ["cluster.train[0]", "cluster.train[0]"],
+        "{text}"
     );
 }
