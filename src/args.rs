@@ -204,7 +204,10 @@ Examples:
     /// NODE_RANK, NNODES and NPROC_PER_NODE (torchrun), and the mounts the block's steps made
     /// ($DSINFRA_SCRATCH for BeeOND). Output streams live, prefixed by node when several run;
     /// the exit code is the job's (several nodes: the first failure's). Each run is recorded
-    /// under .dsinfra/<manifest>/runs/<id>/. See docs/run.md.
+    /// under .dsinfra/<manifest>/runs/<id>/. On spot blocks each node watches for Azure's
+    /// eviction notice (--on-preempt runs then), and --recover brings an evicted node back and
+    /// starts the job again with $DSINFRA_RESTART_COUNT one higher: a job that checkpoints to
+    /// $DSINFRA_CHECKPOINT_DIR resumes. See docs/run.md.
     #[command(after_help = "\
 Examples:
   dsinfra run exp.hcl -- nvidia-smi                     on the head
@@ -212,7 +215,9 @@ Examples:
   dsinfra run exp.hcl cluster.train[2] -- df -h /mnt
   dsinfra run exp.hcl --park-after -- 'mpirun --hostfile $DSINFRA_HOSTFILE python train.py'
   dsinfra run exp.hcl --detach -- 'torchrun --nnodes 1 --nproc-per-node $NPROC_PER_NODE train.py'
-      then `dsinfra logs exp.hcl ID -f`")]
+      then `dsinfra logs exp.hcl ID -f`
+  dsinfra run exp.hcl cluster.train --recover --max-restarts 3 -- ./train.sh --resume
+      spot nodes: survive evictions (the job reads $DSINFRA_RESTART_COUNT)")]
     Run(RunArgs),
     /// List the runs recorded for a manifest (id, state, exit, start, duration, command).
     ///

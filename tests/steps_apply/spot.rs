@@ -235,7 +235,9 @@ async fn a_deallocated_spot_node_is_started_again_after_a_capacity_refusal_and_t
     );
 }
 
-/// Deleted on eviction: recovery creates the VM again (a new host) and it gets its steps.
+/// Deleted on eviction: recovery creates the VM again (a new host) and it gets its steps; the
+/// first create is refused for capacity inside its operation (ARM's
+/// OverconstrainedAllocationRequest, a placement group's), and the recovery tries again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
     let Some((farm, w)) = World::with_farm().await else {
@@ -244,7 +246,27 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
     write_spot_cluster(&w, "delete");
     farm.set_marker_root(&w.path("markers"));
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    w.handle.add_fault(FaultRule {
+        method: Some("PUT".into()),
+        path: Some("*/virtualMachines/stepsdemo-train-2".into()),
+        resource_type: None,
+        count: Some(1),
+        action: FaultAction::FailOperation {
+            status: 200,
+            code: "OverconstrainedAllocationRequest".into(),
+            message: "Allocation failed. VM(s) with the following constraints cannot be \
+                      allocated, because the condition is too restrictive. Please remove some \
+                      constraints and try again."
+                .into(),
+        },
+    });
     let (out, text) = run_and_evict_node_2(&w, &[]).await;
+    assert!(
+        text.contains(
+            "Azure has no capacity for the evicted nodes now (OverconstrainedAllocationRequest)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("cluster.train[2]: created again"), "{text}");
     assert_recovered(&w, &out, &text, true);
     assert_eq!(
@@ -263,7 +285,10 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
 
 /// A BeeOND scratch spans every node's local disk: when one node of a spot cluster is evicted,
 /// the recovery starts BeeOND again from the head across the whole block (the `beeond` step
-/// forced), on the stand-in root of tests/steps_apply/aml_beeond.rs, and the job resumes.
+/// forced), on the stand-in root of tests/steps_apply/aml_beeond.rs, and the job resumes. The
+/// evicted node's run directory records the event it heard. (The stand-in root models nodes
+/// reached at their own addresses, not InfiniBand's ib0 ones, so the cluster is of a size
+/// without InfiniBand: no availability set, whose members would hear each other's events.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
     let Some(farm) = NodeFarm::start_addressed() else {
@@ -341,6 +366,17 @@ async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
         "{text}"
     );
     assert!(text.contains(", 1 restart"), "{text}");
+    let runs = w.path("runs").join("stepsdemo-train-2");
+    let heard: Vec<String> = std::fs::read_dir(&runs)
+        .expect("the head's runs")
+        .flatten()
+        .filter_map(|run| std::fs::read_to_string(run.path().join("preemptions")).ok())
+        .collect();
+    assert_eq!(heard.len(), 1, "{heard:?}\n{text}");
+    assert!(
+        heard[0].trim_end().ends_with(" GMT stepsdemo-train-2"),
+        "{heard:?}"
+    );
     // Started again once, from the head, for the whole block.
     assert_eq!(
         starts(&super::aml_beeond::calls(&root)),

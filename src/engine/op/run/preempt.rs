@@ -60,8 +60,10 @@ pub fn not_before(notice: &Notice) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// The watcher (Python 3, which every Azure Linux image has): polls `{imds}/metadata/
-/// scheduledevents` with `Metadata: true` every `poll` seconds until a `Preempt` event lists
-/// `vm_name`; then writes `preempt` (event id, not-before) in the run directory, runs
+/// scheduledevents` with `Metadata: true` every `poll` seconds. Every `Preempt` event it sees
+/// is appended once to `preemptions` (event id, not-before, the VMs going): Azure delivers an
+/// availability set's events to all its VMs, so on an InfiniBand cluster the head's run
+/// directory records every node that goes and when. Once an event lists `vm_name` it writes `preempt` (event id, not-before) in the run directory, runs
 /// `on_preempt.sh` there if present, in the job's environment with `DSINFRA_PREEMPT_NOT_BEFORE`
 /// set, and only then prints the tagged line on stderr: the workstation stops the job when it
 /// reads it, and the hook (a last checkpoint) must have had its time first. An unanswered poll is tried again: the service may be
@@ -76,6 +78,7 @@ pub fn watcher_script(vm_name: &str, imds: &str, poll: u32) -> String {
 run_dir = os.path.dirname(os.path.abspath(__file__))
 name = {name}
 url = {url}
+seen = set()
 while True:
     try:
         request = urllib.request.Request(url, headers={{"Metadata": "true"}})
@@ -84,9 +87,16 @@ while True:
     except Exception:
         document = {{}}
     for event in document.get("Events", []):
-        if event.get("EventType") == "Preempt" and name in event.get("Resources", []):
-            event_id = event.get("EventId", "?")
-            when = event.get("NotBefore", "")
+        if event.get("EventType") != "Preempt":
+            continue
+        event_id = event.get("EventId", "?")
+        when = event.get("NotBefore", "")
+        going = event.get("Resources", [])
+        if event_id not in seen:
+            seen.add(event_id)
+            with open(os.path.join(run_dir, "preemptions"), "a") as out:
+                out.write(event_id + " " + when + " " + ",".join(going) + "\n")
+        if name in going:
             with open(os.path.join(run_dir, "preempt"), "w") as out:
                 out.write(event_id + " " + when + "\n")
             hook = os.path.join(run_dir, "on_preempt.sh")
