@@ -212,6 +212,25 @@ fn storage_removed_is_deleted() {
     insta::assert_snapshot!(render::plan_text(&plan, false));
 }
 
+/// Issue 34: the flagship cluster made spot. Azure fixes a VM's priority at creation, so every
+/// node is replaced (the plan names `priority`), and the cost section prices the nodes at the
+/// catalog's spot price beside the on-demand one, with the block's saving.
+#[test]
+fn the_flagship_cluster_goes_spot() {
+    let spot = cluster(4).replace(
+        "  ssh_key = \"",
+        "  priority = \"spot\"\n  eviction = \"delete\"\n  ssh_key = \"",
+    );
+    assert!(spot.contains("priority = \"spot\""));
+    let plan = plan_of(Some(&cluster(4)), &spot, Mode::Normal);
+    let text = render::plan_text(&plan, false);
+    assert!(
+        text.contains("cluster.train: 4 spot VMs at $19.543/h instead of $105.752/h on-demand: saves $86.209/h (82%) while running"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn cluster_grows_from_4_to_6_nodes() {
     let plan = plan_of(Some(&cluster(4)), &cluster(6), Mode::Normal);

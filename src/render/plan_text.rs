@@ -580,8 +580,14 @@ fn render_cost(out: &mut String, cost: &CostSummary, colour: bool) {
             colour,
             &bold(),
             &format!(
-                "Cost (pay-as-you-go Linux prices in {}, Azure's price list of {}):",
-                cost.location, cost.price_date
+                "Cost ({} Linux prices in {}, Azure's price list of {}):",
+                if cost.spot.is_empty() {
+                    "pay-as-you-go"
+                } else {
+                    "pay-as-you-go and spot"
+                },
+                cost.location,
+                cost.price_date
             )
         )
     );

@@ -295,7 +295,13 @@ fn vm_attrs(ex: &Expander<'_>, kit: &Kit<'_>, nic: &Address) -> (Attrs, Vec<Addr
     if let Some(spot) = &machine.spot {
         attrs.insert("priority".into(), json!("Spot"));
         attrs.insert("eviction_policy".into(), json!(spot.eviction));
-        attrs.insert("max_price".into(), json!(spot.max_price));
+        // -1 as the integer it is written as (the plan shows `-1`, not `-1.0`).
+        let cap = if (spot.max_price + 1.0).abs() < f64::EPSILON {
+            json!(-1)
+        } else {
+            json!(spot.max_price)
+        };
+        attrs.insert("max_price".into(), cap);
     }
     let mut deps = vec![nic.clone()];
     deps.extend(kit.disks.iter().map(|d| d.disk.clone()));
