@@ -143,7 +143,7 @@ pub async fn run(
         auth::identity(&auth::Sources::from_env(at.identity.as_deref())).map_err(Error::Failed)?;
     let mut job = make_job(&at, &selected.block, &endpoints, command.join(" "));
     job.on_preempt = on_preempt;
-    job.checkpoint_dir = checkpoint_dir.or_else(|| default_checkpoint_dir(&job));
+    job.checkpoint_dir = checkpoint_dir.or_else(|| durable_dir(&at, &selected));
     let mut record = RunRecord {
         id: job.id.clone(),
         command: job.command.clone(),
@@ -212,6 +212,12 @@ pub async fn run(
         park,
         interrupted,
     })
+}
+
+/// Where the selected block's job checkpoints unless told ([`job::durable_checkpoint_dir`]).
+fn durable_dir(at: &Where<'_>, selected: &target::Selected) -> Option<String> {
+    let head = selected.block.first()?;
+    job::durable_checkpoint_dir(&at.desired.steps, &head.block)
 }
 
 /// What `--detach` cannot be combined with.
@@ -326,11 +332,15 @@ async fn recover_from_eviction(
         .cloned()
         .collect();
     let gone = recover::evicted(at, &selected.block, &notices, cancel).await?;
-    if gone.is_empty() {
+    if gone.is_empty() && notices.is_empty() {
         // Not an eviction: the job failed on its own, and its exit status says so.
         return Ok(None);
     }
-    let names: Vec<String> = gone.iter().map(|e| e.node.clone()).collect();
+    let mut names: Vec<String> = gone.iter().map(|e| e.node.clone()).collect();
+    if names.is_empty() {
+        names = notices.iter().map(|n| n.node.clone()).collect();
+        names.dedup();
+    }
     if restart >= recover.max_restarts {
         events.event(OpEvent::Note(&format!(
             "{} evicted, but the job was already started again {restart} time(s) \
@@ -340,13 +350,27 @@ async fn recover_from_eviction(
         )));
         return Ok(None);
     }
+    let what = if gone.is_empty() {
+        "announced for eviction, which did not come:"
+    } else {
+        "evicted: bringing back, then"
+    };
     events.event(OpEvent::Note(&format!(
-        "{} evicted: bringing back, then starting the job again (restart {} of at most {})",
+        "{} {what} starting the job again (restart {} of at most {})",
         names.join(", "),
         restart + 1,
         recover.max_restarts
     )));
-    let recovery = match recover::bring_back(at, recover, &gone, events, cancel).await {
+    let brought = if gone.is_empty() {
+        // The job was stopped for a notice Azure did not carry out in time: nothing to bring
+        // back, but the job is to be started again.
+        Ok(vec![
+            "no eviction followed the notice: the job starts again as it was".to_owned(),
+        ])
+    } else {
+        recover::bring_back(at, recover, &gone, events, cancel).await
+    };
+    let recovery = match brought {
         Ok(done) => done,
         Err(Error::Interrupted(i)) => return Err(Error::Interrupted(i)),
         Err(err) => {
@@ -373,22 +397,6 @@ fn node_runs(job: &Job, ranks: &[usize]) -> Vec<NodeRun> {
             error: None,
         })
         .collect()
-}
-
-/// Where a job checkpoints unless told: under the first mount of the block that outlives an
-/// eviction (a file share, Blob container or NFS export; never the BeeOND scratch or a cache on
-/// the temp disk, which the eviction takes with the VM).
-fn default_checkpoint_dir(job: &Job) -> Option<String> {
-    const DURABLE: [&str; 4] = [
-        "DSINFRA_MOUNT_AZURE_FILES",
-        "DSINFRA_MOUNT_BLOBFUSE2",
-        "DSINFRA_MOUNT_BLOBFUSE",
-        "DSINFRA_MOUNT_NFS",
-    ];
-    job.mounts
-        .iter()
-        .find(|(var, _)| DURABLE.iter().any(|d| var.starts_with(d)))
-        .map(|(_, path)| format!("{}/checkpoints", path.trim_end_matches('/')))
 }
 
 /// The job for `block`: its nodes' private addresses, the slots of its size, its mounts.

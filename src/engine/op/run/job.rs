@@ -110,6 +110,19 @@ pub fn mounts(steps: &[Step], block: &crate::addr::Address) -> Vec<(String, Stri
     vars
 }
 
+/// Where a job on `block` checkpoints unless told: `checkpoints` under the mount of its first
+/// step whose storage outlives the VMs and is the same on every node (a file share, a Blob
+/// container, an NFS export); never the BeeOND scratch, a data disk (one node's) or the temp
+/// disk, which an eviction takes.
+pub fn durable_checkpoint_dir(steps: &[Step], block: &crate::addr::Address) -> Option<String> {
+    const DURABLE: [&str; 4] = ["azure_files", "blobfuse2", "blobfuse", "nfs_cache"];
+    steps
+        .iter()
+        .filter(|s| s.block == *block && DURABLE.contains(&s.kind.as_str()))
+        .find_map(|s| mount_point(&s.kind, s.params.get("mount").and_then(Value::as_str)))
+        .map(|path| format!("{}/checkpoints", path.trim_end_matches('/')))
+}
+
 impl Job {
     /// This job (made for the nodes as they are now) as the next attempt of `before`: its id,
     /// hook and checkpoint directory, one restart more.
@@ -389,6 +402,38 @@ mod tests {
             on_preempt: None,
             preempt_poll: 5,
         }
+    }
+
+    /// A job checkpoints under a shared, durable mount: a file share, Blob or NFS, not BeeOND.
+    #[test]
+    fn checkpoints_go_to_the_first_durable_shared_mount() {
+        let block: crate::addr::Address = "cluster.c".parse().expect("address");
+        let step = |name: &str, kind: &str, mount: Option<&str>| Step {
+            block: block.clone(),
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            scope: crate::model::StepScope::All,
+            run: crate::model::RunPolicy::PerBoot,
+            params: mount
+                .map(|m| ("mount".to_owned(), Value::from(m)))
+                .into_iter()
+                .collect(),
+            span: None,
+        };
+        let steps = vec![
+            step("beeond", "beeond", None),
+            step("results", "azure_files", Some("/mnt/results/")),
+            step("blob", "blobfuse2", None),
+        ];
+        assert_eq!(
+            durable_checkpoint_dir(&steps, &block).as_deref(),
+            Some("/mnt/results/checkpoints")
+        );
+        assert_eq!(
+            durable_checkpoint_dir(&steps[2..], &block).as_deref(),
+            Some("/mnt/blob/checkpoints")
+        );
+        assert_eq!(durable_checkpoint_dir(&steps[..1], &block), None);
     }
 
     #[test]
