@@ -256,13 +256,21 @@ async fn an_unreachable_host_times_out_naming_node_and_last_failure() {
         .expect_err("nothing listens");
     let waited = started.elapsed();
     assert!(
-        waited >= Duration::from_millis(900) && waited < Duration::from_secs(3),
+        // A bound, not a measurement: it gives up (about 1.5 s asked), it does not hang.
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
     assert!(error.is_unreachable() && error.is_timeout());
     let text = error.to_string();
-    let prefix = format!("node cluster.train[1]: SSH at 127.0.0.1:{port} not reachable after 1s (");
-    assert!(text.starts_with(&prefix), "{text}");
+    // The seconds the message gives are the time waited, rounded: 1 s asked, but a busy machine
+    // (a CI run with every test binary at once) may take a moment longer, which reads 2 s.
+    let prefix = format!("node cluster.train[1]: SSH at 127.0.0.1:{port} not reachable after ");
+    let seconds = text
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.split_once("s ("))
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!((1..=3).contains(&seconds), "{text}");
     assert!(
         text.ends_with(" attempts); last failure: connection refused"),
         "{text}"
