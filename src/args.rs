@@ -688,7 +688,8 @@ pub struct RunArgs {
     /// it, or create it again; capacity refusals are retried with backoff), re-run the steps it
     /// needs (a BeeOND scratch is rebuilt across the block) and start the job again with
     /// DSINFRA_RESTART_COUNT one higher. The job must checkpoint to resume (docs/run.md).
-    #[arg(long, conflicts_with = "detach")]
+    /// With --detach: `dsinfra logs FILE ID -f` recovers the run while it follows it.
+    #[arg(long)]
     pub recover: bool,
     /// With --recover: start the job again at most N times.
     #[arg(long, value_name = "N", default_value_t = 3, requires = "recover")]
@@ -737,7 +738,9 @@ pub struct LogsArgs {
     /// The run's id (`dsinfra runs FILE` lists them).
     #[arg(value_name = "ID")]
     pub id: String,
-    /// Follow a detached run's log on the head until the job ends.
+    /// Follow a detached run's log on the head until the job ends. A run started with
+    /// `--detach --recover` is recovered while followed: evicted spot nodes brought back and the
+    /// job started again, its log followed on.
     #[arg(short = 'f', long)]
     pub follow: bool,
     /// The SSH private key to reach the head with.

@@ -59,8 +59,13 @@ pub async fn run(args: &RunArgs, out: &Output, cancel: Cancel) -> anyhow::Result
     let outcome = op::run(request, &events, &cancel).await?;
     out.message(&view::summary(&outcome.record));
     if outcome.record.detached && outcome.record.exit().is_none() {
+        let recovers = if outcome.record.recover.is_some() {
+            ", which also brings evicted spot nodes back and starts the job again"
+        } else {
+            ""
+        };
         out.note(&format!(
-            "follow it with `dsinfra logs {} {} -f`",
+            "follow it with `dsinfra logs {} {} -f`{recovers}",
             manifest.display(),
             outcome.record.id
         ));
@@ -126,7 +131,7 @@ pub async fn runs(args: &RunsArgs, out: &Output, cancel: Cancel) -> anyhow::Resu
 /// `dsinfra logs`.
 pub async fn logs(args: &LogsArgs, out: &Output, cancel: Cancel) -> anyhow::Result<Outcome> {
     let loaded = load(&args.manifest, out)?;
-    let events: Events = Terminal::new(out, ProgressOn::Stderr);
+    let events: Events = Terminal::new(out, ProgressOn::Job);
     let lookup = lookup(&args.manifest, &args.connect, &loaded, out, &cancel).await;
     let request = op::LogsRequest {
         lookup: op::Lookup {
@@ -140,6 +145,18 @@ pub async fn logs(args: &LogsArgs, out: &Output, cancel: Cancel) -> anyhow::Resu
         },
         id: args.id.clone(),
         follow: args.follow,
+        // Used only for a detached run started with --recover, with that run's own limits.
+        recover: args.follow.then(|| op::run::Recover {
+            sources: &loaded.sources,
+            steps: op::StepsOptions {
+                identity: args.identity.clone(),
+                ..op::StepsOptions::default()
+            },
+            backend: loaded.backend.as_ref(),
+            max_restarts: 0,
+            backoff: recover_backoff(),
+            tries: RECOVER_TRIES,
+        }),
     };
     let record = op::logs(request, &events, &cancel).await?;
     if record.detached || args.follow {

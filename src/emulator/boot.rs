@@ -149,6 +149,34 @@ pub(crate) async fn handle(
     response
 }
 
+/// How often the emulator looks for spot evictions whose notice ran out.
+const EVICTION_TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Carries out spot evictions when their notice runs out, as Azure does, even when no request
+/// arrives (the emulator's other clocks move at requests only: nothing else happens to a
+/// resource by itself): while one is pending, the clock is advanced every [`EVICTION_TICK`],
+/// and with boot hooks the evicted VMs' hooks run (`booting`'s gate). Runs until aborted.
+pub(crate) async fn evict_on_time(shared: Arc<Shared>, booting: Option<Arc<Booting>>) {
+    let mut tick = tokio::time::interval(EVICTION_TICK);
+    loop {
+        tick.tick().await;
+        let acted = {
+            let mut cloud = lock(&shared.cloud);
+            if cloud.evictions.is_empty() {
+                continue;
+            }
+            let acted = super::ops::advance(&mut cloud, shared.clock.now(), &shared.completions);
+            if acted && let Err(err) = shared.save(&mut cloud) {
+                tracing::error!(message = %err.message, "the emulator could not save an eviction");
+            }
+            acted
+        };
+        if acted && let Some(booting) = &booting {
+            booting.settle().await;
+        }
+    }
+}
+
 impl Booting {
     /// Runs the boots that are due (VMs and AmlCompute nodes) and forgets the endpoints of
     /// deleted VMs and departed nodes; returns once done.

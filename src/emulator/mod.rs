@@ -145,22 +145,25 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
     let vm_hook = shared.config.on_vm_boot.clone();
     let aml_hook = shared.config.on_aml_node.clone();
     let evict_hook = shared.config.on_vm_evict.clone();
-    let app = if vm_hook.is_some() || aml_hook.is_some() {
-        axum::Router::new()
+    let booting = (vm_hook.is_some() || aml_hook.is_some()).then(|| {
+        Arc::new(boot::Booting {
+            shared: Arc::clone(&shared),
+            hook: vm_hook,
+            aml_hook,
+            evict_hook,
+            boots: boot::Boots::default(),
+            aml_boots: ml::AmlBoots::default(),
+        })
+    });
+    let app = match &booting {
+        Some(booting) => axum::Router::new()
             .fallback(boot::handle)
-            .with_state(Arc::new(boot::Booting {
-                shared: Arc::clone(&shared),
-                hook: vm_hook,
-                aml_hook,
-                evict_hook,
-                boots: boot::Boots::default(),
-                aml_boots: ml::AmlBoots::default(),
-            }))
-    } else {
-        axum::Router::new()
+            .with_state(Arc::clone(booting)),
+        None => axum::Router::new()
             .fallback(server::handle)
-            .with_state(Arc::clone(&shared))
+            .with_state(Arc::clone(&shared)),
     };
+    let evictions = tokio::spawn(boot::evict_on_time(Arc::clone(&shared), booting));
     let (stop, stopped) = oneshot::channel::<()>();
     let kube_router = axum::Router::new()
         .fallback(server::handle)
@@ -175,6 +178,7 @@ pub async fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorErr
         }
         let _ = stop_kube.send(());
         let _ = kube_task.await;
+        evictions.abort();
     });
     tracing::info!(endpoint = %shared.endpoint, "emulator listening");
     Ok(EmulatorHandle {

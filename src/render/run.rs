@@ -140,6 +140,7 @@ mod tests {
             attempts: Vec::new(),
             preemptions: Vec::new(),
             gave_up: None,
+            recover: None,
         }
     }
 

@@ -391,8 +391,9 @@ impl Host {
     }
 
     /// Stops the machine this host stands for at once, as an eviction does: every process its
-    /// sshd started (sessions, their shells and jobs: the descendants of sshd's pid) is killed
-    /// with SIGKILL, then sshd itself.
+    /// sshd started (sessions, their shells and jobs: the descendants of sshd's pid, and the
+    /// processes carrying this host's TMPDIR, which detached jobs do) is killed with SIGKILL,
+    /// then sshd itself.
     pub fn power_off(&mut self) {
         let root = fs::read_to_string(&self.pid_file)
             .ok()
@@ -422,6 +423,19 @@ impl Host {
                     .map(|(p, _)| *p),
             );
             i += 1;
+        }
+        // And what left the tree (a detached job: `setsid nohup` re-parents it to init), known
+        // by the environment every session of this host has: its own TMPDIR.
+        let marker = format!("TMPDIR={}", self.dir.join("tmp").display());
+        for (pid, _) in &parents {
+            let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if !tree.contains(pid)
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|entry| entry == marker.as_bytes())
+            {
+                tree.push(*pid);
+            }
         }
         for pid in tree.iter().skip(1) {
             let _ = Command::new("kill")

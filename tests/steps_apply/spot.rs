@@ -384,3 +384,106 @@ async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
         "{text}"
     );
 }
+
+/// A detached run started with `--recover` is recovered by `logs -f`, which follows it: the
+/// head itself is evicted (its host, the job with it, powers off), `logs -f` sees the stream
+/// end, brings the head back, starts the job again detached with `DSINFRA_RESTART_COUNT=1`, and
+/// follows on without printing the first attempt's lines again; the job resumes from its
+/// checkpoint and the run ends with exit 0 after one restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_run_is_recovered_by_the_client_following_it() {
+    let Some((_farm, w)) = World::with_farm().await else {
+        return;
+    };
+    write_spot_cluster(&w, "deallocate");
+    w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
+    let ckpt = w.out().join("ckpt");
+    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
+    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("checkpoint dir mode");
+    let ckpt_arg = ckpt.display().to_string();
+    // The watcher's poll is chosen when the job starts.
+    let poll = PathBuf::from("1");
+    let started = w
+        .ok_env(
+            &[
+                "run",
+                "stepsdemo.hcl",
+                "--detach",
+                "--recover",
+                "--checkpoint-dir",
+                &ckpt_arg,
+                "--",
+                JOB,
+            ],
+            &[("DSINFRA_PREEMPT_POLL_SECS", poll.as_path())],
+        )
+        .await;
+    let id = started
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .expect("the run's id")
+        .to_owned();
+    assert!(
+        started.contains("which also brings evicted spot nodes back"),
+        "{started}"
+    );
+    let mut cmd = w.command(&["logs", "stepsdemo.hcl", &id, "-f"]);
+    cmd.env("DSINFRA_PREEMPT_POLL_SECS", "1")
+        .env("DSINFRA_RECOVER_BACKOFF_SECS", "1");
+    let following = tokio::spawn(output(cmd));
+    let rank0 = ckpt.join("rank0");
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while std::fs::read_to_string(&rank0)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .is_none_or(|step| step < 3)
+    {
+        assert!(
+            !following.is_finished(),
+            "logs -f ended before the job checkpointed"
+        );
+        assert!(std::time::Instant::now() < deadline, "no checkpoint");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let head = w.resource("cluster.train[0].vm")["id"]
+        .as_str()
+        .expect("the head's id")
+        .to_owned();
+    evict(&w, &head, 2).await;
+    let out = following.await.expect("logs -f ends");
+    let text = describe(&out);
+    assert!(out.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("restart=0 rank=0 from=0").count(),
+        1,
+        "the first attempt's lines once:\n{text}"
+    );
+    let resumed = stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("restart=1 rank=0 from=")
+                .and_then(|(_, n)| n.trim().parse::<u32>().ok())
+        })
+        .unwrap_or_else(|| panic!("the job started again:\n{text}"));
+    assert!((3..STEPS).contains(&resumed), "{resumed}\n{text}");
+    assert!(
+        stdout.contains(&format!("rank=0 done at {STEPS}")),
+        "{text}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with("restart=") || l.starts_with("rank=")),
+        "stdout holds the job's lines only:\n{stdout}"
+    );
+    assert!(
+        text.contains("cluster.train[0]: Azure announced the eviction of this spot VM"),
+        "the head's watcher wrote its notice to the log:\n{text}"
+    );
+    assert!(text.contains("succeeded, exit 0"), "{text}");
+    let runs = w.ok(&["runs", "stepsdemo.hcl"]).await;
+    assert!(runs.contains("succeeded, 1 restart"), "{runs}");
+}

@@ -15,6 +15,7 @@ pub mod preempt;
 pub mod records;
 mod recover;
 pub(crate) mod remote;
+mod supervise;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ use crate::ssh::{Exit, Privilege, ScriptRequest, Session, Stream};
 use crate::state::State;
 
 pub use job::{DEFAULT_RUNS_DIR, MASTER_PORT};
-pub use records::{Attempt, NodeRun, RunRecord, RunState};
+pub use records::{Attempt, NodeRun, RecoverSpec, RunRecord, RunState};
 pub use recover::Recover;
 pub use target::RunTarget;
 
@@ -125,7 +126,7 @@ pub async fn run(
         on_preempt,
         checkpoint_dir,
     } = request;
-    refuse_detached(detach, park_after.is_some(), recover.is_some())?;
+    refuse_detached(detach, park_after.is_some())?;
     let endpoints = cancel
         .interruptible(super::endpoints::for_state(at.arm, &at.state))
         .await??;
@@ -144,19 +145,12 @@ pub async fn run(
     let mut job = make_job(&at, &selected.block, &endpoints, command.join(" "));
     job.on_preempt = on_preempt;
     job.checkpoint_dir = checkpoint_dir.or_else(|| durable_dir(&at, &selected));
-    let mut record = RunRecord {
-        id: job.id.clone(),
-        command: job.command.clone(),
-        target: selected.label.clone(),
-        detached: detach,
-        started: Utc::now(),
-        ended: None,
-        nodes: node_runs(&job, &selected.ranks),
-        lost: false,
-        attempts: Vec::new(),
-        preemptions: Vec::new(),
-        gave_up: None,
-    };
+    let spec = recover.as_ref().filter(|_| detach).map(|r| RecoverSpec {
+        max_restarts: r.max_restarts,
+        on_preempt: job.on_preempt.clone(),
+        checkpoint_dir: job.checkpoint_dir.clone(),
+    });
+    let mut record = new_record(&job, &selected, detach, spec);
     records::save(at.manifest, &record)?;
     let mut attempt_started = record.started;
     let interrupted = loop {
@@ -176,7 +170,7 @@ pub async fn run(
             attempt.run(at.manifest, &mut record, events, cancel).await
         };
         records::save(at.manifest, &record)?;
-        let Some(recover) = recover.as_ref().filter(|_| !interrupted) else {
+        let Some(recover) = recover.as_ref().filter(|_| !interrupted && !detach) else {
             break interrupted;
         };
         let Some(next) = recover_from_eviction(
@@ -221,20 +215,12 @@ fn durable_dir(at: &Where<'_>, selected: &target::Selected) -> Option<String> {
 }
 
 /// What `--detach` cannot be combined with.
-fn refuse_detached(detach: bool, park_after: bool, recover: bool) -> Result<(), Error> {
+fn refuse_detached(detach: bool, park_after: bool) -> Result<(), Error> {
     if detach && park_after {
         return Err(Error::Failed(
             "--park-after with --detach needs the idle watcher on the head, which is not built \
              yet: run attached (without --detach) to park when the job ends, or park later \
              with `dsinfra park`"
-                .to_owned(),
-        ));
-    }
-    if detach && recover {
-        return Err(Error::Failed(
-            "--recover watches the job from this client, so it runs attached: drop --detach \
-             (a detached job on spot nodes still gets --on-preempt and DSINFRA_RESTART_COUNT; \
-             start it again with `dsinfra run --recover` after an eviction)"
                 .to_owned(),
         ));
     }
@@ -383,6 +369,29 @@ async fn recover_from_eviction(
     record.attempts.push(closed);
     let state = super::open_applied(at.manifest, recover.backend).await?.1;
     Ok(Some(state))
+}
+
+/// The record of a run about to start; `recover` goes with a detached run, for `logs -f`.
+fn new_record(
+    job: &Job,
+    selected: &target::Selected,
+    detach: bool,
+    recover: Option<RecoverSpec>,
+) -> RunRecord {
+    RunRecord {
+        id: job.id.clone(),
+        command: job.command.clone(),
+        target: selected.label.clone(),
+        detached: detach,
+        started: Utc::now(),
+        ended: None,
+        nodes: node_runs(job, &selected.ranks),
+        lost: false,
+        attempts: Vec::new(),
+        preemptions: Vec::new(),
+        gave_up: None,
+        recover,
+    }
 }
 
 /// The records of the nodes at `ranks`, before they run.
@@ -771,6 +780,9 @@ pub struct LogsRequest<'a> {
     pub id: String,
     /// `-f`: follow a detached run until it ends.
     pub follow: bool,
+    /// With `follow`: what recovering a detached run started with `--recover` needs, when the
+    /// caller can give it (its limits are the run's own).
+    pub recover: Option<Recover<'a>>,
 }
 
 /// Prints a run's logs as [`OpEvent::Output`] events: the local logs of an attached run, the
@@ -785,7 +797,12 @@ pub async fn logs(
     events: &Events,
     cancel: &Cancel,
 ) -> Result<RunRecord, Error> {
-    let LogsRequest { lookup, id, follow } = request;
+    let LogsRequest {
+        lookup,
+        id,
+        follow,
+        recover,
+    } = request;
     let mut record = records::load(lookup.manifest, &id)?;
     if !record.detached {
         let prefixed = record.nodes.len() > 1;
@@ -802,25 +819,68 @@ pub async fn logs(
         }
         return Ok(record);
     }
-    let head = node_session(&lookup, &record.nodes[0].node, events)
+    if follow && let (Some(spec), Some(recover)) = (record.recover.clone(), recover) {
+        return supervise::follow_and_recover(lookup, record, (spec, recover), events, cancel)
+            .await;
+    }
+    let mut seen = Followed::default();
+    follow_once(&lookup, &mut record, (follow, 0), &mut seen, events, cancel).await?;
+    Ok(record)
+}
+
+/// What following a detached run's log saw.
+#[derive(Default)]
+struct Followed {
+    /// Lines printed.
+    printed: usize,
+    /// The Preempt notices among them (the head's watcher writes its line to the log).
+    notices: Vec<preempt::Notice>,
+}
+
+/// Prints a detached run's log from its line `skip + 1` (followed to the job's end with
+/// `follow`), counting into `seen` what it printed (also when the stream breaks), and updates
+/// the record with the head's closing answer.
+async fn follow_once(
+    lookup: &Lookup<'_>,
+    record: &mut RunRecord,
+    (follow, skip): (bool, usize),
+    seen: &mut Followed,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(), Error> {
+    let head_name = record.nodes[0].node.clone();
+    let head = node_session(lookup, &head_name, events)
         .await
         .ok_or_else(|| {
             Error::Failed(format!(
-                "run {id} is detached: its log is on the head, which cannot be reached now"
+                "run {} is detached: its log is on the head, which cannot be reached now",
+                record.id
             ))
         })?;
     let mut last = String::new();
     let exit = cancel
         .interruptible(head.exec(
             "bash -s",
-            job::log_script(&record.nodes[0].dir, follow).as_bytes(),
+            job::log_script(&record.nodes[0].dir, follow, skip).as_bytes(),
             None,
             &mut |stream, line| match stream {
-                Stream::Stdout => events.event(OpEvent::Output {
-                    node: None,
-                    stream,
-                    line,
-                }),
+                Stream::Stdout => {
+                    seen.printed += 1;
+                    if let Some(notice) = preempt::parse(&head_name, line) {
+                        events.event(OpEvent::Note(&format!(
+                            "{head_name}: Azure announced the eviction of this spot VM \
+                             (Preempt {}, not before {})",
+                            notice.event_id, notice.not_before
+                        )));
+                        seen.notices.push(notice);
+                        return;
+                    }
+                    events.event(OpEvent::Output {
+                        node: None,
+                        stream,
+                        line,
+                    });
+                }
                 Stream::Stderr => line.clone_into(&mut last),
             },
         ))
@@ -830,10 +890,10 @@ pub async fn logs(
     if exit.success()
         && let Some(answer) = job::parse_probe(&last)
     {
-        apply_probe(&mut record, answer);
-        records::save(lookup.manifest, &record)?;
+        apply_probe(record, answer);
+        records::save(lookup.manifest, record)?;
     }
-    Ok(record)
+    Ok(())
 }
 
 /// A session to `node`, the node a detached run was started on (through its block's head when

@@ -276,7 +276,7 @@ impl Job {
              \x20   echo \"dsinfra: cannot create the run directory $dir\" >&2; exit 125\n\
              \x20 fi\n\
              fi\n\
-             rm -f \"$dir/exit\" \"$dir/preempt\" \"$dir/preempt.py\" \"$dir/on_preempt.sh\"\n\
+             rm -f \"$dir/pid\" \"$dir/exit\" \"$dir/preempt\" \"$dir/preempt.py\" \"$dir/on_preempt.sh\"\n\
              for f in \"$DSINFRA_FILES\"/*; do cp \"$f\" \"$dir/\"; done\n\
              echo starting > \"$dir/state\"\n"
         );
@@ -331,23 +331,27 @@ pub fn state_probe(dir: &str) -> String {
     )
 }
 
-/// The shell that prints a detached run's log, and with `follow` keeps printing it until the
-/// job's process ends (`tail --pid`), then the closing state line of [`state_probe`] on stderr.
-pub fn log_script(dir: &str, follow: bool) -> String {
+/// The shell that prints a detached run's log from its line `skip + 1` (the lines before were
+/// printed already: a recovered run followed again), and with `follow` keeps printing it until
+/// the job's process ends (`tail --pid`), then the closing state line of [`state_probe`] on
+/// stderr.
+pub fn log_script(dir: &str, follow: bool, skip: usize) -> String {
     let quoted = shell_quote(dir);
+    let from = skip + 1;
     let mut script = format!("dir={quoted}\ntouch \"$dir/log\" 2>/dev/null\n");
     if follow {
-        script.push_str(
+        let _ = write!(
+            script,
             "for _ in $(seq 50); do [ -s \"$dir/pid\" ] && break; sleep 0.1; done\n\
              pid=$(cat \"$dir/pid\" 2>/dev/null)\n\
              if [ -n \"$pid\" ] && kill -0 \"$pid\" 2>/dev/null; then\n\
-             \x20 tail -n +1 -f --pid=\"$pid\" \"$dir/log\"\n\
+             \x20 tail -n +{from} -f --pid=\"$pid\" \"$dir/log\"\n\
              else\n\
-             \x20 cat \"$dir/log\"\n\
+             \x20 tail -n +{from} \"$dir/log\"\n\
              fi\n",
         );
     } else {
-        script.push_str("cat \"$dir/log\"\n");
+        let _ = writeln!(script, "tail -n +{from} \"$dir/log\"");
     }
     script
         .push_str(&state_probe(dir).replace("echo \"$state $code\"", "echo \"$state $code\" >&2"));
@@ -499,8 +503,11 @@ mod tests {
             ("start, detached", job.start_script(0, true)),
             ("job", job.job_script(1)),
             ("probe", state_probe("/var/lib/dsinfra/runs/vm0/x")),
-            ("logs -f", log_script("/var/lib/dsinfra/runs/vm0/x", true)),
-            ("logs", log_script("/var/lib/dsinfra/runs/vm0/x", false)),
+            (
+                "logs -f",
+                log_script("/var/lib/dsinfra/runs/vm0/x", true, 0),
+            ),
+            ("logs", log_script("/var/lib/dsinfra/runs/vm0/x", false, 0)),
             ("stop", stop_script("/var/lib/dsinfra/runs/vm0/x")),
             ("env.sh", job.files(1)[2].1.clone()),
         ];

@@ -85,6 +85,22 @@ pub struct RunRecord {
     /// Why `--recover` could not bring evicted nodes back, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gave_up: Option<String>,
+    /// `--recover` as a detached run was started with: `logs -f` goes on recovering it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover: Option<RecoverSpec>,
+}
+
+/// A detached run's `--recover` settings, for whoever follows it later (`logs -f`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoverSpec {
+    /// `--max-restarts`.
+    pub max_restarts: u32,
+    /// `--on-preempt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_preempt: Option<String>,
+    /// `DSINFRA_CHECKPOINT_DIR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_dir: Option<String>,
 }
 
 /// One attempt of a run that was started again after an eviction.
@@ -301,6 +317,7 @@ mod tests {
             attempts: Vec::new(),
             preemptions: Vec::new(),
             gave_up: None,
+            recover: None,
         }
     }
 
