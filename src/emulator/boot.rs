@@ -23,6 +23,11 @@
 //! customData is a secret (it carries the VM's private host key): it is decoded into memory for
 //! the hook and never stored, logged or echoed, as in ARM. Pending boots live in memory only: an
 //! emulator restarted while a VM is being created does not boot it.
+//!
+//! Spot evictions (compute/spot.rs) pass the same gate: an evicted VM's eviction hook runs (a
+//! test powers its host off), and a deallocated spot VM that is started again boots again with
+//! the customData it was created with, kept in memory for spot VMs only (never stored). The
+//! evictions themselves happen on time, not only at requests ([`evict_on_time`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
