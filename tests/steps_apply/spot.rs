@@ -487,3 +487,164 @@ async fn a_detached_run_is_recovered_by_the_client_following_it() {
     let runs = w.ok(&["runs", "stepsdemo.hcl"]).await;
     assert!(runs.contains("succeeded, 1 restart"), "{runs}");
 }
+
+/// A low-priority `aml_cluster` loses a node without a notice dsinfra can read: Azure Machine
+/// Learning takes it back (the emulator's preemption route; its host powers off, its BeeOND
+/// mount with it) and allocates a new node in its place. `run --recover` sees the node's session
+/// lost, stops the job on the others, finds the node preempted in `listNodes`, waits for the new
+/// node, runs the block's steps (the mesh and BeeOND on the new node, BeeOND started again from
+/// the head across the block) and starts the job again: every rank resumes from its checkpoint.
+#[allow(clippy::too_many_lines)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preempted_low_priority_aml_node_is_replaced_and_the_job_resumes() {
+    let Some(farm) = AmlNodeFarm::start() else {
+        return;
+    };
+    let w = World::with_aml_farm(Arc::clone(&farm)).await;
+    let out = w.out().display().to_string();
+    w.write_hcl(
+        "stepsdemo",
+        &format!(
+            r#"aml_workspace "ws" {{}}
+aml_cluster "scratch" {{
+  workspace      = aml_workspace.ws
+  size           = "Standard_D2_v2"
+  count          = 4
+  priority       = "low_priority"
+  admin_username = "{user}"
+  ssh_key        = "{key}"
+  step "ssh_mesh" {{
+    nodefile = "{out}/nodefile"
+  }}
+  step "beeond" {{
+    nodefile = "{out}/nodefile"
+    mount    = "{out}/scratch"
+  }}
+  step "script" {{
+    name   = "setup"
+    script = "echo $DSINFRA_NODE >> {out}/setup"
+  }}
+}}
+"#,
+            user = farm.user(),
+            key = farm.client_public_key(),
+        ),
+    );
+    let root = super::aml_beeond::stand_in_root(&farm);
+    let mesh = farm.mesh_dir();
+    let admin_mesh = farm.admin_mesh_dir();
+    let user = PathBuf::from(farm.user());
+    let temp = root.join("mnt/resource");
+    let env = [
+        ("DSINFRA_MESH_DIR", mesh.as_path()),
+        ("DSINFRA_MESH_USER", user.as_path()),
+        ("DSINFRA_MESH_ADMIN_DIR", admin_mesh.as_path()),
+        ("DSINFRA_BEEOND_ROOT", root.as_path()),
+        ("DSINFRA_TEMP_DIR", temp.as_path()),
+    ];
+    w.ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
+        .await;
+    assert_eq!(lines_in(&w, "setup"), 4);
+    let ckpt = w.out().join("ckpt");
+    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
+    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("checkpoint dir mode");
+    let ckpt_arg = ckpt.display().to_string();
+    let mut cmd = w.command(&[
+        "run",
+        "stepsdemo.hcl",
+        "aml_cluster.scratch",
+        "--recover",
+        "--checkpoint-dir",
+        &ckpt_arg,
+        "--",
+        JOB,
+    ]);
+    for (name, value) in &env {
+        cmd.env(name, value);
+    }
+    let running = tokio::spawn(output(cmd));
+    let rank2 = ckpt.join("rank2");
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while std::fs::read_to_string(&rank2)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .is_none_or(|step| step < 3)
+    {
+        assert!(
+            !running.is_finished(),
+            "the run ended before node 2 checkpointed"
+        );
+        assert!(std::time::Instant::now() < deadline, "no checkpoint");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut booted = farm.booted();
+    booted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+    let taken = booted[2].clone();
+    let answer = reqwest::Client::new()
+        .post(format!("{}/_emulator/aml-preemptions", w.handle.endpoint()))
+        .json(&serde_json::json!({"computeId": taken.compute_id, "nodeId": taken.node_id}))
+        .send()
+        .await
+        .expect("the emulator answers");
+    assert_eq!(answer.status().as_u16(), 204, "{:?}", answer.text().await);
+    // Azure takes the node: its host powers off, and its part of the BeeOND scratch goes.
+    assert!(farm.power_off(&taken.node_id));
+    let address = common::aml_nodes::loopback_for(&taken.private_ip).to_string();
+    let _ = std::fs::remove_file(root.join("var/lib/stand-ins/mounted").join(&address));
+
+    let out = running.await.expect("the run finishes");
+    let text = describe(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "aml_cluster.scratch[2] preempted (Azure Machine Learning took the node back)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("forced across the block: aml_cluster.scratch/beeond"),
+        "{text}"
+    );
+    assert!(text.contains(", 1 restart"), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for rank in 0..4 {
+        assert!(
+            stdout.contains(&format!("rank={rank} done at {STEPS}")),
+            "rank {rank} finished:\n{text}"
+        );
+        let resumed = stdout
+            .lines()
+            .find_map(|l| {
+                l.split_once(&format!("restart=1 rank={rank} from="))
+                    .and_then(|(_, n)| n.trim().parse::<u32>().ok())
+            })
+            .unwrap_or_else(|| panic!("rank {rank} started again:\n{text}"));
+        assert!(
+            resumed >= 3,
+            "rank {rank} resumed from its checkpoint:\n{text}"
+        );
+    }
+    // A fifth node booted in place of the preempted one; the steps ran on it (the once step on
+    // it alone), and BeeOND was started again from the head with the new node in the nodefile.
+    let booted = farm.booted();
+    assert_eq!(booted.len(), 5, "{text}");
+    let new = &booted[4];
+    assert_eq!(lines_in(&w, "setup"), 5, "{text}");
+    let starts: Vec<String> = super::aml_beeond::calls(&root)
+        .into_iter()
+        .filter(|(_, _, tool, argv)| tool == "beeond" && argv.starts_with("start "))
+        .map(|(_, node, _, _)| node)
+        .collect();
+    assert_eq!(
+        starts,
+        ["aml_cluster.scratch[0]", "aml_cluster.scratch[0]"],
+        "{text}"
+    );
+    let nodefile = w.read("nodefile");
+    let new_address = common::aml_nodes::loopback_for(&new.private_ip).to_string();
+    assert!(nodefile.lines().any(|l| l == new_address), "{nodefile}");
+    assert!(!nodefile.lines().any(|l| l == address), "{nodefile}");
+    let runs = w.ok(&["runs", "stepsdemo.hcl"]).await;
+    assert!(runs.contains("succeeded, 1 restart"), "{runs}");
+}

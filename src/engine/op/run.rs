@@ -270,6 +270,7 @@ impl Launch<'_> {
             sessions: Mutex::default(),
             notices: Mutex::default(),
             preempted: tokio::sync::Notify::new(),
+            lost: tokio::sync::Notify::new(),
             stop_on_preempt: self.stop_on_preempt,
         };
         let interrupted = tasks
@@ -338,6 +339,8 @@ async fn recover_from_eviction(
     }
     let what = if gone.is_empty() {
         "announced for eviction, which did not come:"
+    } else if gone.iter().all(|e| e.gone == recover::Gone::Preempted) {
+        "preempted (Azure Machine Learning took the node back): waiting for the new node, then"
     } else {
         "evicted: bringing back, then"
     };
@@ -537,6 +540,9 @@ struct Tasks<'a> {
     notices: Mutex<Vec<preempt::Notice>>,
     /// Pressed at each notice.
     preempted: tokio::sync::Notify,
+    /// Pressed when a node's session ends without the job's exit status (the node went away:
+    /// a low-priority AML node is taken back without a notice dsinfra can read).
+    lost: tokio::sync::Notify,
     /// `--recover`: a notice stops the job on every node (it starts again once the evicted
     /// node is back); without it the job goes on where it can.
     stop_on_preempt: bool,
@@ -574,6 +580,15 @@ impl Tasks<'_> {
                             "a spot node is being evicted: stopping the job on every node \
                              (SIGTERM to its process group); --recover starts it again once the \
                              node is back",
+                        ));
+                        self.stop_all().await;
+                    }
+                    () = self.lost.notified(), if self.stop_on_preempt && !stopped => {
+                        stopped = true;
+                        self.events.event(OpEvent::Note(
+                            "a node's session was lost: stopping the job on every node \
+                             (SIGTERM to its process group); --recover then checks whether \
+                             Azure took the node and starts the job again once it is back",
                         ));
                         self.stop_all().await;
                     }
@@ -636,6 +651,7 @@ impl Tasks<'_> {
             Err(why) => {
                 self.events.event(OpEvent::Note(&format!("{name}: {why}")));
                 entry.error = Some(why);
+                self.lost.notify_one();
             }
         }
     }

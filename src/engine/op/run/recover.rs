@@ -5,6 +5,13 @@
 //! with backoff while Azure answers with a capacity error), with exactly the steps the new or
 //! restarted nodes need, plus the block-wide ones an eviction breaks (a BeeOND scratch and what
 //! was staged into it, [`super::preempt::rebuilt_steps`]).
+//!
+//! A low-priority `aml_cluster` loses nodes differently: Azure Machine Learning takes a node
+//! back without a notice dsinfra can read (no Scheduled Events on the service's nodes) and
+//! allocates a new one in its place by itself. So a node of such a block that `listNodes` no
+//! longer shows usable after a failed attempt is [`Gone::Preempted`]: the recovery waits for the
+//! cluster to have its nodes again, runs the block's steps (all of them on the new node, the
+//! BeeOND scratch and what was staged into it across the block) and starts the job again.
 
 use std::time::Duration;
 
@@ -21,7 +28,7 @@ use crate::azure::types::compute::PowerState;
 use crate::diag::SourceMap;
 use crate::engine::advice::ResourceError;
 use crate::engine::power::PowerChange;
-use crate::engine::reach::NodeReach;
+use crate::engine::reach::{AmlNode, NodeReach, Route, aml, read_aml_nodes};
 use crate::model::BackendConfig;
 use crate::plan::Mode;
 
@@ -48,6 +55,9 @@ pub enum Gone {
     Deallocated,
     /// Deleted (eviction policy Delete): create it again.
     Deleted,
+    /// A low-priority AmlCompute node Azure took back: the service allocates a new node (a new
+    /// node id, host key and address) in its place; wait for it and run its steps.
+    Preempted,
 }
 
 /// A node an eviction took.
@@ -67,6 +77,14 @@ const EVICTION_GRACE: Duration = Duration::from_mins(3);
 /// How often the VMs are read while waiting for an eviction.
 const EVICTION_POLL: Duration = Duration::from_secs(1);
 
+/// How long the recovery waits for Azure Machine Learning to give a low-priority cluster its
+/// nodes back. The service allocates a new node in a few minutes when it has capacity, and keeps
+/// trying when it has not; past this the recovery gives up with advice.
+const REPLACEMENT_WAIT: Duration = Duration::from_mins(30);
+
+/// How often `listNodes` is read while waiting for the new nodes.
+const REPLACEMENT_POLL: Duration = Duration::from_secs(2);
+
 fn is_spot(at: &Where<'_>, vm: &Address) -> bool {
     at.desired
         .resource(vm)
@@ -75,9 +93,57 @@ fn is_spot(at: &Where<'_>, vm: &Address) -> bool {
         == Some("Spot")
 }
 
+/// The low-priority AmlCompute of `block`, when it is an `aml_cluster` of low-priority nodes.
+fn low_priority_compute(at: &Where<'_>, block: &[NodeReach]) -> Option<Address> {
+    let compute = block.first()?.aml_compute()?;
+    (at.desired
+        .resource(&compute)
+        .and_then(|r| r.attrs.get("priority"))
+        .and_then(Value::as_str)
+        == Some("LowPriority"))
+    .then_some(compute)
+}
+
+/// The nodes of `compute` as `listNodes` gives them now.
+async fn listed_nodes(
+    at: &Where<'_>,
+    compute: &Address,
+    cancel: &Cancel,
+) -> Result<Vec<AmlNode>, Error> {
+    let listed = cancel
+        .interruptible(read_aml_nodes(&at.arm.client, &at.state))
+        .await?
+        .map_err(|e| Error::Failed(format!("listing the nodes of {compute}: {e}")))?;
+    Ok(listed.get(compute).cloned().unwrap_or_default())
+}
+
+/// The nodes of a low-priority `aml_cluster` block that the attempt ran on and that `listNodes`
+/// no longer shows usable (preempted, leaving, or gone).
+async fn preempted(
+    at: &Where<'_>,
+    block: &[NodeReach],
+    cancel: &Cancel,
+) -> Result<Vec<Evicted>, Error> {
+    let Some(compute) = low_priority_compute(at, block) else {
+        return Ok(Vec::new());
+    };
+    let listed = listed_nodes(at, &compute, cancel).await?;
+    Ok(block
+        .iter()
+        .filter(|n| !matches!(n.route, Route::Unreachable { .. }))
+        .filter(|n| !listed.iter().any(|l| l.node_id == n.name && l.is_usable()))
+        .map(|n| Evicted {
+            node: n.node().to_string(),
+            vm: n.vm.clone(),
+            gone: Gone::Preempted,
+        })
+        .collect())
+}
+
 /// The spot VMs of `block` an eviction took: each read from ARM (404: deleted; deallocated:
 /// deallocated). A node whose watcher reported a notice is waited for until its `NotBefore`
-/// has passed and Azure has acted, at most [`EVICTION_GRACE`] longer.
+/// has passed and Azure has acted, at most [`EVICTION_GRACE`] longer. For a low-priority
+/// `aml_cluster`, the nodes Azure Machine Learning took back ([`Gone::Preempted`]).
 ///
 /// # Errors
 ///
@@ -88,7 +154,7 @@ pub async fn evicted(
     notices: &[Notice],
     cancel: &Cancel,
 ) -> Result<Vec<Evicted>, Error> {
-    let mut found = Vec::new();
+    let mut found = preempted(at, block, cancel).await?;
     for node in block.iter().filter(|n| is_spot(at, &n.vm)) {
         let Some(id) = at.state.resource(&node.vm).and_then(|r| r.id.clone()) else {
             continue;
@@ -180,6 +246,10 @@ pub async fn bring_back(
                 done.push(match e.gone {
                     Gone::Deallocated => format!("{}: started again", e.node),
                     Gone::Deleted => format!("{}: created again", e.node),
+                    Gone::Preempted => format!(
+                        "{}: preempted; Azure Machine Learning allocated a new node in its place",
+                        e.node
+                    ),
                 });
             }
             if tries > 1 {
@@ -249,11 +319,22 @@ async fn once(
             return Err(problem);
         }
     }
-    let deleted: Vec<Address> = gone
+    let mut deleted: Vec<Address> = gone
         .iter()
         .filter(|e| e.gone == Gone::Deleted)
         .map(|e| e.vm.clone())
         .collect();
+    // A preempted AML node comes back by itself: once the cluster has its nodes again, an apply
+    // targeted at its compute changes nothing in ARM and runs the block's steps where needed.
+    let computes: std::collections::BTreeSet<Address> = gone
+        .iter()
+        .filter(|e| e.gone == Gone::Preempted)
+        .map(|e| aml::compute_of(&e.vm.block_address()))
+        .collect();
+    for compute in computes {
+        replaced(at, &compute, events, cancel).await?;
+        deleted.push(compute);
+    }
     if !deleted.is_empty() {
         let request = ApplyRequest {
             manifest: Manifest {
@@ -287,6 +368,44 @@ async fn once(
         }
     }
     Ok(failures)
+}
+
+/// Waits until the low-priority AmlCompute `compute` lists its `count` nodes usable again
+/// (Azure Machine Learning allocates new ones in place of the preempted), at most
+/// [`REPLACEMENT_WAIT`].
+async fn replaced(
+    at: &Where<'_>,
+    compute: &Address,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(), Error> {
+    let count = at
+        .desired
+        .resource(compute)
+        .and_then(|r| r.attrs.get("count"))
+        .and_then(Value::as_u64)
+        .and_then(|c| usize::try_from(c).ok())
+        .unwrap_or(1);
+    events.event(OpEvent::Note(&format!(
+        "waiting for Azure Machine Learning to allocate new nodes in place of the preempted ones          ({compute}: {count} node(s) usable)"
+    )));
+    let deadline = tokio::time::Instant::now() + REPLACEMENT_WAIT;
+    loop {
+        let listed = listed_nodes(at, compute, cancel).await?;
+        let usable = listed.iter().filter(|n| n.is_usable()).count();
+        if usable >= count {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::Failed(format!(
+                "{compute} had {usable} of its {count} nodes usable {} minutes after the                  preemption: Azure Machine Learning has no low-priority capacity for it now; try                  again later with `dsinfra run --recover`, or use `priority = \"dedicated\"`                  or another size",
+                REPLACEMENT_WAIT.as_secs() / 60
+            )));
+        }
+        cancel
+            .interruptible(tokio::time::sleep(REPLACEMENT_POLL))
+            .await?;
+    }
 }
 
 /// What to do when Azure keeps refusing capacity: the size and region, and the levers.
