@@ -283,9 +283,11 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
     );
 }
 
-/// A BeeOND scratch spans every node's local disk: when one node of a spot cluster is evicted,
-/// the recovery starts BeeOND again from the head across the whole block (the `beeond` step
-/// forced), on the stand-in root of tests/steps_apply/aml_beeond.rs, and the job resumes. The
+/// A BeeOND scratch spans every node's local disk: when one node of a spot cluster is evicted
+/// (deleted, so it comes back as a new VM with a new host key), the recovery starts BeeOND again
+/// from the head across the whole block (the `beeond` step forced), on the stand-in root of
+/// tests/steps_apply/aml_beeond.rs, over a mesh the head wrote again for the new key, and the
+/// job resumes. The
 /// evicted node's run directory records the event it heard. (The stand-in root models nodes
 /// reached at their own addresses, not InfiniBand's ib0 ones, so the cluster is of a size
 /// without InfiniBand: no availability set, whose members would hear each other's events.)
@@ -306,6 +308,7 @@ async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
   admin_username = "{user}"
   ssh_key        = "{key}"
   priority       = "spot"
+  eviction       = "delete"
   step "ssh_mesh" {{
     nodefile = "{out}/nodefile"
   }}
@@ -319,6 +322,7 @@ async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
             key = farm.client_public_key(),
         ),
     );
+    farm.set_marker_root(&w.path("markers"));
     let root = super::aml_beeond::stand_in_root(&farm);
     // An evicted node loses its BeeOND mount (the stand-in keeps it per node address, the node
     // of rank N being line N+1 of the nodefile BeeOND was started with).
