@@ -421,3 +421,61 @@ async fn a_gen2_vm_created_without_a_security_profile_gets_trusted_launch_with_s
             .is_none()
     );
 }
+
+/// An AKS cluster's pools are scale sets of the same Compute quota, and one request that
+/// allocates several of them (the cluster's PUT, its start) is refused when their sum does not
+/// fit, even if each pool would fit alone (the emulator once checked each pool alone).
+#[tokio::test]
+async fn an_aks_clusters_pools_count_against_the_quota_together() {
+    const AKS: &str = "2025-10-01";
+    let env = env(EmulatorConfig {
+        quotas: QuotaConfig {
+            limits: vec![QuotaLimit {
+                location: "eastus".into(),
+                family: "standardDSv5Family".into(),
+                limit: 12,
+            }],
+            ..QuotaConfig::default()
+        },
+        ..fast()
+    })
+    .await;
+    env.group("rg").await;
+    let id = res("rg", "Microsoft.ContainerService/managedClusters/train");
+    let body = |system: u32, work: u32| {
+        json!({"location": "eastus", "properties": {"dnsPrefix": "train", "agentPoolProfiles": [
+            {"name": "system", "count": system, "vmSize": "Standard_D4s_v5", "mode": "System", "osType": "Linux"},
+            {"name": "work", "count": work, "vmSize": "Standard_D4s_v5", "mode": "User", "osType": "Linux"}]}})
+    };
+    // 8 + 8 vCPUs of a 12-vCPU family: each pool fits alone, both do not.
+    let refused = env.put(&id, AKS, &body(2, 2)).await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert_eq!(refused.code(), "QuotaExceeded");
+    assert!(
+        refused
+            .message()
+            .contains("Current Limit: 12, Current Usage: 0, Additional Required: 16,"),
+        "{}",
+        refused.message()
+    );
+    env.create(&id, AKS, &body(1, 2)).await;
+
+    // Stopped, the pools hold nothing; a VM takes 4 of the 12 meanwhile; starting the cluster
+    // needs all 12 again.
+    let stop = env.post(&format!("{id}/stop"), AKS).await;
+    assert_eq!(stop.status, 202, "{stop:?}");
+    let url = stop.header("azure-asyncoperation").expect("an operation");
+    assert_eq!(env.poll_status(url).await["status"], "Succeeded");
+    env.network("rg").await;
+    assert_eq!(env.vm("rg", "prep", "Standard_D4s_v5").await.status, 201);
+    let start = env.post(&format!("{id}/start"), AKS).await;
+    assert_eq!(start.status, 409, "{start:?}");
+    assert_eq!(start.code(), "OperationNotAllowed");
+    assert!(
+        start
+            .message()
+            .contains("Current Limit: 12, Current Usage: 4, Additional Required: 12,"),
+        "{}",
+        start.message()
+    );
+}

@@ -164,6 +164,7 @@ fn check_profiles(
     cluster_in: &InCluster<'_>,
 ) -> Result<Vec<(String, String, Value)>, ArmError> {
     let mut checked = Vec::new();
+    let mut allocations = Vec::new();
     for profile in profiles {
         let name = profile
             .get("name")
@@ -171,12 +172,17 @@ fn check_profiles(
             .unwrap_or_default();
         let pool_key = format!("{}/agentpools/{}", target.key, name.to_ascii_lowercase());
         let pool = cloud.resources.get(&pool_key);
-        let props = pools::check(cloud, ctx, (name, &pool_key), profile, cluster_in, pool)?;
+        let (props, allocation) = pools::check(ctx, name, profile, cluster_in, pool)?;
         if pool.is_some() && !is_system(profile) && pools::last_system_pool(cloud, &pool_key) {
             return Err(pools::needs_a_system_pool(name));
         }
+        allocations.push(allocation);
         checked.push((name.to_owned(), pool_key, props));
     }
+    // The pools' nodes together: AKS creates a scale set per pool, and Compute refuses the one
+    // that no longer fits.
+    let keys: Vec<&str> = checked.iter().map(|(_, key, _)| key.as_str()).collect();
+    pools::check_quota(cloud, ctx, cluster_in, &allocations, &keys)?;
     Ok(checked)
 }
 
@@ -392,27 +398,32 @@ fn power(
         return Ok(Reply::empty(204));
     }
     if action == "start" {
-        // Starting allocates every pool's nodes again, so Compute's quota applies.
-        for pool in cloud.children(&target.key, Kind::AgentPool) {
-            let size = pool
-                .body
-                .at("/properties/vmSize")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let count = pool
-                .body
-                .at("/properties/count")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            crate::emulator::compute::check_nodes(
-                cloud,
-                ctx.config,
-                (&target.path.sub, cluster.location()),
-                size,
-                u32::try_from(count).unwrap_or(u32::MAX),
-                "",
-            )?;
-        }
+        // Starting allocates every pool's nodes again, all of them: Compute's quota applies to
+        // their sum.
+        let wants: Vec<(&str, u32)> = cloud
+            .children(&target.key, Kind::AgentPool)
+            .into_iter()
+            .map(|pool| {
+                let size = pool
+                    .body
+                    .at("/properties/vmSize")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let count = pool
+                    .body
+                    .at("/properties/count")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                (size, u32::try_from(count).unwrap_or(u32::MAX))
+            })
+            .collect();
+        crate::emulator::compute::check_nodes(
+            cloud,
+            ctx.config,
+            (&target.path.sub, cluster.location()),
+            &wants,
+            &[],
+        )?;
     }
     let op = ops::start(
         cloud,

@@ -84,14 +84,9 @@ fn put_pool(cloud: &mut Cloud, ctx: &mut Ctx<'_>, target: &Target<'_>) -> Result
         location: cluster.location(),
         version: &version,
     };
-    let props = pools::check(
-        cloud,
-        ctx,
-        (target.name(), &target.key),
-        &asked,
-        &in_cluster,
-        existing.as_ref(),
-    )?;
+    let (props, allocation) =
+        pools::check(ctx, target.name(), &asked, &in_cluster, existing.as_ref())?;
+    pools::check_quota(cloud, ctx, &in_cluster, &[allocation], &[&target.key])?;
     let becomes_user = props.get("mode").and_then(Value::as_str) != Some("System");
     if existing.is_some() && becomes_user && pools::last_system_pool(cloud, &target.key) {
         return Err(pools::needs_a_system_pool(target.name()));

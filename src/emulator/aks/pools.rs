@@ -57,15 +57,15 @@ pub(super) struct InCluster<'a> {
 }
 
 /// Checks a pool as asked (its `properties`, or a profile with its `name`) and returns the
-/// properties to store.
+/// properties to store with the nodes it allocates; the quota is the caller's
+/// ([`check_quota`]: a cluster PUT checks all its pools together).
 pub(super) fn check(
-    cloud: &Cloud,
     ctx: &Ctx<'_>,
-    (name, pool_key): (&str, &str),
+    name: &str,
     asked: &Value,
     cluster: &InCluster<'_>,
     existing: Option<&Resource>,
-) -> Result<Value, ArmError> {
+) -> Result<(Value, Allocation), ArmError> {
     // A PUT of an existing pool keeps what it does not name (AKS's own stop example sends only
     // `powerState`).
     let merged;
@@ -139,21 +139,41 @@ pub(super) fn check(
     } else {
         u32::try_from(count).unwrap_or(u32::MAX)
     };
+    let props = stored_properties(asked, (mode, count, size_name, os), asked_version, &version);
+    let allocation = Allocation {
+        size: size_name.to_owned(),
+        nodes,
+    };
+    Ok((props, allocation))
+}
+
+/// The nodes a checked pool allocates: `nodes` VMs of `size` (none for a pool asked stopped).
+pub(super) struct Allocation {
+    pub size: String,
+    pub nodes: u32,
+}
+
+/// Checks that the pools one request allocates (`allocations`) fit Compute's quota together,
+/// leaving out what the pools `except` (those of the request) hold today.
+pub(super) fn check_quota(
+    cloud: &Cloud,
+    ctx: &Ctx<'_>,
+    cluster: &InCluster<'_>,
+    allocations: &[Allocation],
+    except: &[&str],
+) -> Result<(), ArmError> {
+    let wants: Vec<(&str, u32)> = allocations
+        .iter()
+        .map(|a| (a.size.as_str(), a.nodes))
+        .collect();
     check_nodes(
         cloud,
         ctx.config,
         (cluster.sub, cluster.location),
-        size_name,
-        nodes,
-        pool_key,
+        &wants,
+        except,
     )
-    .map_err(|e| quota_exceeded(&e))?;
-    Ok(stored_properties(
-        asked,
-        (mode, count, size_name, os),
-        asked_version,
-        &version,
-    ))
+    .map_err(|e| quota_exceeded(&e))
 }
 
 /// The properties stored for a checked pool: what was asked, with AKS's values and defaults.

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::emulator::config::{EmulatorConfig, normalize_location};
+use crate::emulator::config::{EmulatorConfig, VmSizeSpec, normalize_location};
 use crate::emulator::error::ArmError;
 use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
@@ -39,7 +39,7 @@ fn usage(
     sub: &str,
     location: &str,
     family: &str,
-    except: &str,
+    except: &[&str],
 ) -> Held {
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let mut family_usage = 0;
@@ -51,7 +51,7 @@ fn usage(
         let in_sub = id
             .get(..prefix.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(&prefix));
-        if id.eq_ignore_ascii_case(except) || !in_sub || !holds_cores(vm) {
+        if except.iter().any(|e| id.eq_ignore_ascii_case(e)) || !in_sub || !holds_cores(vm) {
             continue;
         }
         let same_location = vm
@@ -77,7 +77,7 @@ fn usage(
     }
     // AKS nodes are scale-set VMs in the cluster's node group: they hold the same Compute quota.
     for (pool_key, size, nodes) in pools_holding_cores(cloud, &prefix, location) {
-        if pool_key.eq_ignore_ascii_case(except) {
+        if except.iter().any(|e| pool_key.eq_ignore_ascii_case(e)) {
             continue;
         }
         let Some(size) = config.vm_size(size) else {
@@ -153,13 +153,13 @@ pub(super) fn check_quota(
     spot: bool,
 ) -> Result<(), ArmError> {
     if !spot {
-        return check_nodes(cloud, config, (sub, location), size, 1, vm_key);
+        return check_nodes(cloud, config, (sub, location), &[(size, 1)], &[vm_key]);
     }
     let Some(spec) = config.vm_size(size) else {
         return Ok(());
     };
     let location = normalize_location(location);
-    let held = usage(cloud, config, sub, &location, &spec.family, vm_key);
+    let held = usage(cloud, config, sub, &location, &spec.family, &[vm_key]);
     let limit = config.quotas.low_priority_limit;
     if held.low_priority + spec.vcpus > limit {
         return Err(quota_error(
@@ -173,44 +173,60 @@ pub(super) fn check_quota(
     Ok(())
 }
 
-/// Checks that `nodes` VMs of `size` in `location` fit the family and regional quotas, leaving
-/// out what `except` (a VM, or an AKS pool being scaled) holds today.
+/// Checks that the allocations `wants` (`(size, nodes)` each) in `location` fit the family and
+/// regional quotas together, leaving out what `except` (a VM, or the AKS pools being created or
+/// scaled) holds today. One request that allocates several pools (a cluster PUT, a start) is
+/// refused when their sum does not fit, as Compute refuses the scale sets AKS creates for them
+/// one after the other: each pool fitting alone is not enough.
 pub(crate) fn check_nodes(
     cloud: &Cloud,
     config: &EmulatorConfig,
     (sub, location): (&str, &str),
-    size: &str,
-    nodes: u32,
-    except: &str,
+    wants: &[(&str, u32)],
+    except: &[&str],
 ) -> Result<(), ArmError> {
-    let Some(spec) = config.vm_size(size) else {
-        return Ok(());
-    };
     let location = normalize_location(location);
-    let Held {
-        family: family_usage,
-        regional,
-        ..
-    } = usage(cloud, config, sub, &location, &spec.family, except);
-    let family_limit = config.quotas.family_limit(&location, &spec.family);
-    let required = spec.vcpus * nodes;
-    if family_usage + required > family_limit {
-        return Err(quota_error(
-            &format!("{} Cores", spec.family),
-            &location,
-            family_limit,
-            family_usage,
-            required,
-        ));
+    let known: Vec<(&VmSizeSpec, u32)> = wants
+        .iter()
+        .filter_map(|&(size, nodes)| Some((config.vm_size(size)?, nodes)))
+        .collect();
+    let mut regional_required = 0;
+    let mut regional_held = None;
+    for (i, (spec, _)) in known.iter().enumerate() {
+        let same_family_before = known[..i]
+            .iter()
+            .any(|(s, _)| s.family.eq_ignore_ascii_case(&spec.family));
+        if same_family_before {
+            continue;
+        }
+        let required: u32 = known
+            .iter()
+            .filter(|(s, _)| s.family.eq_ignore_ascii_case(&spec.family))
+            .map(|(s, n)| s.vcpus.saturating_mul(*n))
+            .sum();
+        let held = usage(cloud, config, sub, &location, &spec.family, except);
+        regional_held.get_or_insert(held.regional);
+        let family_limit = config.quotas.family_limit(&location, &spec.family);
+        if held.family + required > family_limit {
+            return Err(quota_error(
+                &format!("{} Cores", spec.family),
+                &location,
+                family_limit,
+                held.family,
+                required,
+            ));
+        }
+        regional_required += required;
     }
+    let regional = regional_held.unwrap_or_default();
     let regional_limit = config.quotas.regional_limit;
-    if regional + required > regional_limit {
+    if regional + regional_required > regional_limit {
         return Err(quota_error(
             "Total Regional Cores",
             &location,
             regional_limit,
             regional,
-            required,
+            regional_required,
         ));
     }
     Ok(())
@@ -238,7 +254,7 @@ pub(crate) fn usages(
 ) -> Result<Reply, ArmError> {
     let location = normalize_location(location);
     let families = ctx.config.families_offered_in(&location);
-    let held = usage(cloud, ctx.config, sub, &location, "", "");
+    let held = usage(cloud, ctx.config, sub, &location, "", &[]);
     let prefix = key(&format!("/subscriptions/{sub}/"));
     let vm_count = cloud
         .of_kind(Kind::VirtualMachine)
@@ -256,7 +272,7 @@ pub(crate) fn usages(
                "name": {"value": "virtualMachines", "localizedValue": "Virtual Machines"}}),
     ];
     for family in families {
-        let current = usage(cloud, ctx.config, sub, &location, family, "").family;
+        let current = usage(cloud, ctx.config, sub, &location, family, &[]).family;
         value.push(json!({
             "unit": "Count",
             "currentValue": current,
