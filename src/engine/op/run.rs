@@ -370,7 +370,11 @@ async fn recover_from_eviction(
     };
     let closed = record.close_attempt(restart, attempt_started, names, recovery);
     record.attempts.push(closed);
-    let state = super::open_applied(at.manifest, recover.backend).await?.1;
+    // Read under the lock (the recovery's writes are done), which is released at once: the
+    // next attempt must not hold it (a remote state's lease would otherwise stay taken).
+    let (backend, state) =
+        recover::open_state(at.manifest, recover.backend, events, cancel).await?;
+    super::walk::release(backend, events).await;
     Ok(Some(state))
 }
 

@@ -31,6 +31,7 @@ use crate::engine::power::PowerChange;
 use crate::engine::reach::{AmlNode, NodeReach, Route, aml, read_aml_nodes};
 use crate::model::BackendConfig;
 use crate::plan::Mode;
+use crate::state::StateError;
 
 /// What a recovery needs besides the run's [`Where`].
 pub struct Recover<'a> {
@@ -84,6 +85,47 @@ const REPLACEMENT_WAIT: Duration = Duration::from_mins(30);
 
 /// How often `listNodes` is read while waiting for the new nodes.
 const REPLACEMENT_POLL: Duration = Duration::from_secs(2);
+
+/// How long the recovery waits for another dsinfra process (an apply, a park) to release the
+/// state before it gives up: bringing nodes back writes the state, so it takes the lock.
+const LOCK_WAIT: Duration = Duration::from_mins(10);
+
+/// How often the lock is tried while another process holds it.
+const LOCK_POLL: Duration = Duration::from_secs(5);
+
+/// Opens the applied state with its lock, waiting while another dsinfra process holds it (at
+/// most [`LOCK_WAIT`], saying so once) instead of failing the recovery at once: an eviction in
+/// the middle of a colleague's apply should cost minutes, not the run.
+///
+/// # Errors
+///
+/// The state is still locked after the wait, it could not be read, or Ctrl-C.
+pub async fn open_state(
+    manifest: &std::path::Path,
+    backend: Option<&BackendConfig>,
+    events: &Events,
+    cancel: &Cancel,
+) -> Result<(Box<dyn crate::state::Backend + Send>, crate::state::State), Error> {
+    let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+    let mut said = false;
+    loop {
+        match super::super::open_applied(manifest, backend).await {
+            Err(Error::State(
+                locked @ (StateError::Locked { .. } | StateError::RemoteLocked { .. }),
+            )) if tokio::time::Instant::now() < deadline => {
+                if !said {
+                    said = true;
+                    events.event(OpEvent::Note(&format!(
+                        "{locked}: the recovery waits for it (at most {} minutes)",
+                        LOCK_WAIT.as_secs() / 60
+                    )));
+                }
+                cancel.interruptible(tokio::time::sleep(LOCK_POLL)).await?;
+            }
+            opened => return opened,
+        }
+    }
+}
 
 fn is_spot(at: &Where<'_>, vm: &Address) -> bool {
     at.desired
@@ -299,7 +341,7 @@ async fn once(
         .map(|e| e.node.clone())
         .collect();
     if !stopped.is_empty() {
-        let (backend, state) = super::super::open_applied(at.manifest, recover.backend).await?;
+        let (backend, state) = open_state(at.manifest, recover.backend, events, cancel).await?;
         let request = ParkRequest {
             change: PowerChange::Unpark,
             desired: at.desired,
@@ -336,6 +378,9 @@ async fn once(
         deleted.push(compute);
     }
     if !deleted.is_empty() {
+        // The apply takes the lock itself and fails at once when it is held: wait for it here.
+        let (backend, _) = open_state(at.manifest, recover.backend, events, cancel).await?;
+        super::super::walk::release(backend, events).await;
         let request = ApplyRequest {
             manifest: Manifest {
                 path: at.manifest,
@@ -422,4 +467,77 @@ fn capacity_advice(at: &Where<'_>, gone: &[Evicted], first: &ResourceError, trie
          experiment to another region (`azure {{ location }}`), or use `priority = \"regular\"`",
         at.desired.azure.location
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::engine::op::Listener;
+    use crate::state::State;
+
+    #[derive(Default)]
+    struct Notes(Mutex<Vec<String>>);
+
+    impl Listener for Notes {
+        fn event(&self, event: OpEvent<'_>) {
+            if let OpEvent::Note(text) = event {
+                self.0.lock().expect("not poisoned").push(text.to_owned());
+            }
+        }
+    }
+
+    /// A manifest whose applied state exists, and its lock held by "another process".
+    async fn held(
+        dir: &std::path::Path,
+    ) -> (std::path::PathBuf, Box<dyn crate::state::Backend + Send>) {
+        let manifest = dir.join("exp.hcl");
+        let mut backend = crate::state::open_backend(&manifest, None, "dsinfra apply exp.hcl")
+            .await
+            .expect("the lock");
+        backend.save(&mut State::new("exp")).await.expect("saved");
+        (manifest, backend)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_recovery_waits_for_the_state_lock_and_says_so_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (manifest, backend) = held(dir.path()).await;
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(12)).await;
+            backend.unlock().await.expect("released");
+        });
+        let notes = Arc::new(Notes::default());
+        let events: Events = notes.clone();
+        let started = tokio::time::Instant::now();
+        let (_backend, state) = open_state(&manifest, None, &events, &Cancel::never())
+            .await
+            .expect("opened once released");
+        release.await.expect("the holder ends");
+        assert_eq!(state.experiment, "exp");
+        assert!(started.elapsed() >= Duration::from_secs(12));
+        let notes = notes.0.lock().expect("not poisoned").clone();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("running `dsinfra apply exp.hcl`")
+                && notes[0].ends_with("the recovery waits for it (at most 10 minutes)"),
+            "{notes:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lock_held_past_the_wait_ends_the_recovery_with_the_lock_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (manifest, _backend) = held(dir.path()).await;
+        let events: Events = Arc::new(Notes::default());
+        let err = open_state(&manifest, None, &events, &Cancel::never())
+            .await
+            .err()
+            .expect("still locked");
+        assert!(
+            matches!(err, Error::State(StateError::Locked { .. })),
+            "{err}"
+        );
+    }
 }
