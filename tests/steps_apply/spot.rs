@@ -67,16 +67,51 @@ async fn evict(w: &World, vm: &str, notice: u64) {
     assert_eq!(answer.status().as_u16(), 202, "{:?}", answer.text().await);
 }
 
+/// A checkpoint directory every node shares, writable by the login user, as a file share
+/// mounted for it is.
+fn shared_checkpoint_dir(w: &World) -> PathBuf {
+    let ckpt = w.out().join("ckpt");
+    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
+    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("checkpoint dir mode");
+    ckpt
+}
+
+/// Waits until rank `rank`'s job has checkpointed step 3 or later in `ckpt`: at most a minute,
+/// and failing with the command's output if `running` (the run or `logs -f`) ends first.
+async fn until_checkpointed(
+    ckpt: &Path,
+    rank: usize,
+    running: &mut tokio::task::JoinHandle<Output>,
+) {
+    let file = ckpt.join(format!("rank{rank}"));
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .is_none_or(|step| step < 3)
+    {
+        if running.is_finished() {
+            let out = running.await.expect("the command finishes");
+            panic!(
+                "the command ended before rank {rank} checkpointed:\n{}",
+                describe(&out)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never checkpointed on rank {rank}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Runs the job with `--recover` in the background, evicts node 2 once its job has
 /// checkpointed a few steps, and returns the run's output.
 async fn run_and_evict_node_2(w: &World, env: &[(&str, &Path)]) -> (Output, String) {
     let hook =
         "echo $DSINFRA_NODE $DSINFRA_PREEMPT_NOT_BEFORE >> $DSINFRA_CHECKPOINT_DIR/preempted";
-    // Shared by every node, writable by the login user, as a file share mounted for it is.
-    let ckpt = w.out().join("ckpt");
-    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
-    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .expect("checkpoint dir mode");
+    let ckpt = shared_checkpoint_dir(w);
     let ckpt_arg = ckpt.display().to_string();
     let mut cmd = w.command(&[
         "run",
@@ -97,27 +132,8 @@ async fn run_and_evict_node_2(w: &World, env: &[(&str, &Path)]) -> (Output, Stri
     for (name, value) in env {
         cmd.env(name, value);
     }
-    let running = tokio::spawn(output(cmd));
-    let rank2 = ckpt.join("rank2");
-    let deadline = std::time::Instant::now() + Duration::from_mins(1);
-    while std::fs::read_to_string(&rank2)
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok())
-        .is_none_or(|step| step < 3)
-    {
-        if running.is_finished() {
-            let out = running.await.expect("the run finishes");
-            panic!(
-                "the run ended before node 2 checkpointed:\n{}",
-                describe(&out)
-            );
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job never checkpointed on node 2"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let mut running = tokio::spawn(output(cmd));
+    until_checkpointed(&ckpt, 2, &mut running).await;
     let vm = w.resource("cluster.train[2].vm")["id"]
         .as_str()
         .expect("the VM's id")
@@ -287,10 +303,10 @@ async fn a_deleted_spot_node_is_created_again_and_the_job_resumes() {
 /// (deleted, so it comes back as a new VM with a new host key), the recovery starts BeeOND again
 /// from the head across the whole block (the `beeond` step forced), on the stand-in root of
 /// tests/steps_apply/aml_beeond.rs, over a mesh the head wrote again for the new key, and the
-/// job resumes. The
-/// evicted node's run directory records the event it heard. (The stand-in root models nodes
-/// reached at their own addresses, not InfiniBand's ib0 ones, so the cluster is of a size
-/// without InfiniBand: no availability set, whose members would hear each other's events.)
+/// job resumes. The evicted node's run directory records the event it heard. (The stand-in root
+/// models nodes reached at their own addresses, not InfiniBand's ib0 ones, so the cluster is of
+/// a size without InfiniBand: no availability set, whose members would hear each other's
+/// events.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_beeond_scratch_is_rebuilt_across_the_cluster_after_an_eviction() {
     let Some(farm) = NodeFarm::start_addressed() else {
@@ -401,10 +417,7 @@ async fn a_detached_run_is_recovered_by_the_client_following_it() {
     };
     write_spot_cluster(&w, "deallocate");
     w.ok(&["apply", "stepsdemo.hcl", "--auto-approve"]).await;
-    let ckpt = w.out().join("ckpt");
-    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
-    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .expect("checkpoint dir mode");
+    let ckpt = shared_checkpoint_dir(&w);
     let ckpt_arg = ckpt.display().to_string();
     // The watcher's poll is chosen when the job starts.
     let poll = PathBuf::from("1");
@@ -436,21 +449,8 @@ async fn a_detached_run_is_recovered_by_the_client_following_it() {
     let mut cmd = w.command(&["logs", "stepsdemo.hcl", &id, "-f"]);
     cmd.env("DSINFRA_PREEMPT_POLL_SECS", "1")
         .env("DSINFRA_RECOVER_BACKOFF_SECS", "1");
-    let following = tokio::spawn(output(cmd));
-    let rank0 = ckpt.join("rank0");
-    let deadline = std::time::Instant::now() + Duration::from_mins(1);
-    while std::fs::read_to_string(&rank0)
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok())
-        .is_none_or(|step| step < 3)
-    {
-        assert!(
-            !following.is_finished(),
-            "logs -f ended before the job checkpointed"
-        );
-        assert!(std::time::Instant::now() < deadline, "no checkpoint");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let mut following = tokio::spawn(output(cmd));
+    until_checkpointed(&ckpt, 0, &mut following).await;
     let head = w.resource("cluster.train[0].vm")["id"]
         .as_str()
         .expect("the head's id")
@@ -549,10 +549,7 @@ aml_cluster "scratch" {{
     w.ok_env(&["apply", "stepsdemo.hcl", "--auto-approve"], &env)
         .await;
     assert_eq!(lines_in(&w, "setup"), 4);
-    let ckpt = w.out().join("ckpt");
-    std::fs::create_dir_all(&ckpt).expect("checkpoint dir");
-    std::fs::set_permissions(&ckpt, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .expect("checkpoint dir mode");
+    let ckpt = shared_checkpoint_dir(&w);
     let ckpt_arg = ckpt.display().to_string();
     let mut cmd = w.command(&[
         "run",
@@ -567,21 +564,8 @@ aml_cluster "scratch" {{
     for (name, value) in &env {
         cmd.env(name, value);
     }
-    let running = tokio::spawn(output(cmd));
-    let rank2 = ckpt.join("rank2");
-    let deadline = std::time::Instant::now() + Duration::from_mins(1);
-    while std::fs::read_to_string(&rank2)
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok())
-        .is_none_or(|step| step < 3)
-    {
-        assert!(
-            !running.is_finished(),
-            "the run ended before node 2 checkpointed"
-        );
-        assert!(std::time::Instant::now() < deadline, "no checkpoint");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let mut running = tokio::spawn(output(cmd));
+    until_checkpointed(&ckpt, 2, &mut running).await;
     let mut booted = farm.booted();
     booted.sort_by(|a, b| a.node_id.cmp(&b.node_id));
     let taken = booted[2].clone();

@@ -403,19 +403,7 @@ fn power(
         let wants: Vec<(&str, u32)> = cloud
             .children(&target.key, Kind::AgentPool)
             .into_iter()
-            .map(|pool| {
-                let size = pool
-                    .body
-                    .at("/properties/vmSize")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let count = pool
-                    .body
-                    .at("/properties/count")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                (size, u32::try_from(count).unwrap_or(u32::MAX))
-            })
+            .filter_map(crate::emulator::compute::pool_nodes)
             .collect();
         crate::emulator::compute::check_nodes(
             cloud,

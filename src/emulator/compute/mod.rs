@@ -28,7 +28,7 @@ pub(crate) use identity::{principal_of, principals};
 pub(crate) use images::handle as vm_image;
 use power::instance_view;
 pub(crate) use power::{power_after, vm_action};
-pub(crate) use quota::{check_nodes, usages};
+pub(crate) use quota::{check_nodes, pool_nodes, usages};
 pub(crate) use skus::{skus, vm_sizes};
 pub(crate) use spot::schedule as schedule_eviction;
 pub(crate) use spot::{is_spot, scheduled_events, tick as spot_tick};

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::emulator::config::{EmulatorConfig, VmSizeSpec, normalize_location};
+use crate::emulator::config::{EmulatorConfig, normalize_location};
 use crate::emulator::error::ArmError;
 use crate::emulator::http::{Ctx, Reply};
 use crate::emulator::json::At as _;
@@ -121,10 +121,16 @@ fn pools_holding_cores<'c>(
             {
                 return None;
             }
-            let size = pool.body.at("/properties/vmSize").and_then(Value::as_str)?;
-            let nodes = pool.body.at("/properties/count").and_then(Value::as_u64)?;
-            Some((pool_key, size, u32::try_from(nodes).unwrap_or(u32::MAX)))
+            let (size, nodes) = pool_nodes(pool)?;
+            Some((pool_key, size, nodes))
         })
+}
+
+/// An AKS pool's nodes as stored: `(size, count)`.
+pub(crate) fn pool_nodes(pool: &Resource) -> Option<(&str, u32)> {
+    let size = pool.body.at("/properties/vmSize").and_then(Value::as_str)?;
+    let nodes = pool.body.at("/properties/count").and_then(Value::as_u64)?;
+    Some((size, u32::try_from(nodes).unwrap_or(u32::MAX)))
 }
 
 /// ARM's OperationNotAllowed for a vCPU quota, in its exact words.
@@ -186,39 +192,38 @@ pub(crate) fn check_nodes(
     except: &[&str],
 ) -> Result<(), ArmError> {
     let location = normalize_location(location);
-    let known: Vec<(&VmSizeSpec, u32)> = wants
-        .iter()
-        .filter_map(|&(size, nodes)| Some((config.vm_size(size)?, nodes)))
-        .collect();
-    let mut regional_required = 0;
-    let mut regional_held = None;
-    for (i, (spec, _)) in known.iter().enumerate() {
-        let same_family_before = known[..i]
-            .iter()
-            .any(|(s, _)| s.family.eq_ignore_ascii_case(&spec.family));
-        if same_family_before {
+    // vCPUs asked per family (as the config spells it), in the order the families first appear.
+    let mut families: Vec<(&str, u32)> = Vec::new();
+    for &(size, nodes) in wants {
+        let Some(spec) = config.vm_size(size) else {
             continue;
+        };
+        let vcpus = spec.vcpus.saturating_mul(nodes);
+        match families
+            .iter_mut()
+            .find(|(f, _)| f.eq_ignore_ascii_case(&spec.family))
+        {
+            Some((_, required)) => *required += vcpus,
+            None => families.push((&spec.family, vcpus)),
         }
-        let required: u32 = known
-            .iter()
-            .filter(|(s, _)| s.family.eq_ignore_ascii_case(&spec.family))
-            .map(|(s, n)| s.vcpus.saturating_mul(*n))
-            .sum();
-        let held = usage(cloud, config, sub, &location, &spec.family, except);
-        regional_held.get_or_insert(held.regional);
-        let family_limit = config.quotas.family_limit(&location, &spec.family);
+    }
+    let mut regional = 0;
+    for &(family, required) in &families {
+        let held = usage(cloud, config, sub, &location, family, except);
+        // The same for every family: what the region holds.
+        regional = held.regional;
+        let family_limit = config.quotas.family_limit(&location, family);
         if held.family + required > family_limit {
             return Err(quota_error(
-                &format!("{} Cores", spec.family),
+                &format!("{family} Cores"),
                 &location,
                 family_limit,
                 held.family,
                 required,
             ));
         }
-        regional_required += required;
     }
-    let regional = regional_held.unwrap_or_default();
+    let regional_required: u32 = families.iter().map(|(_, r)| r).sum();
     let regional_limit = config.quotas.regional_limit;
     if regional + regional_required > regional_limit {
         return Err(quota_error(

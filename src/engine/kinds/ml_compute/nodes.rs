@@ -287,7 +287,7 @@ pub async fn read_aml_nodes(
 
 /// Every node `listNodes` gives for one compute, following `nextLink`; `None` when ARM answers
 /// that the compute does not exist.
-async fn list_nodes(
+pub(crate) async fn list_nodes(
     client: &ArmClient,
     compute: &ResourceId,
 ) -> Result<Option<Vec<AmlNode>>, ArmError> {

@@ -28,7 +28,7 @@ use crate::azure::types::compute::PowerState;
 use crate::diag::SourceMap;
 use crate::engine::advice::ResourceError;
 use crate::engine::power::PowerChange;
-use crate::engine::reach::{AmlNode, NodeReach, Route, aml, read_aml_nodes};
+use crate::engine::reach::{AmlNode, NodeReach, Route, aml};
 use crate::model::BackendConfig;
 use crate::plan::Mode;
 use crate::state::StateError;
@@ -146,17 +146,20 @@ fn low_priority_compute(at: &Where<'_>, block: &[NodeReach]) -> Option<Address> 
     .then_some(compute)
 }
 
-/// The nodes of `compute` as `listNodes` gives them now.
+/// The nodes of `compute` as `listNodes` gives them now (none when ARM no longer has it).
 async fn listed_nodes(
     at: &Where<'_>,
     compute: &Address,
     cancel: &Cancel,
 ) -> Result<Vec<AmlNode>, Error> {
+    let Some(id) = at.state.resource(compute).and_then(|r| r.id.as_deref()) else {
+        return Ok(Vec::new());
+    };
     let listed = cancel
-        .interruptible(read_aml_nodes(&at.arm.client, &at.state))
+        .interruptible(aml::list_nodes(&at.arm.client, &ResourceId::from_raw(id)))
         .await?
         .map_err(|e| Error::Failed(format!("listing the nodes of {compute}: {e}")))?;
-    Ok(listed.get(compute).cloned().unwrap_or_default())
+    Ok(listed.unwrap_or_default())
 }
 
 /// The nodes of a low-priority `aml_cluster` block that the attempt ran on and that `listNodes`
@@ -361,7 +364,8 @@ async fn once(
             return Err(problem);
         }
     }
-    let mut deleted: Vec<Address> = gone
+    // The apply's targets: the deleted VMs, and the computes of preempted AML nodes.
+    let mut targets: Vec<Address> = gone
         .iter()
         .filter(|e| e.gone == Gone::Deleted)
         .map(|e| e.vm.clone())
@@ -375,9 +379,9 @@ async fn once(
         .collect();
     for compute in computes {
         replaced(at, &compute, events, cancel).await?;
-        deleted.push(compute);
+        targets.push(compute);
     }
-    if !deleted.is_empty() {
+    if !targets.is_empty() {
         // The apply takes the lock itself and fails at once when it is held: wait for it here.
         let (backend, _) = open_state(at.manifest, recover.backend, events, cancel).await?;
         super::super::walk::release(backend, events).await;
@@ -390,7 +394,7 @@ async fn once(
             },
             arm: at.arm,
             mode: Mode::Normal,
-            targets: deleted,
+            targets,
             steps: steps.clone(),
         };
         match super::super::apply(request, events, &AutoApprove, cancel).await? {
@@ -432,7 +436,8 @@ async fn replaced(
         .and_then(|c| usize::try_from(c).ok())
         .unwrap_or(1);
     events.event(OpEvent::Note(&format!(
-        "waiting for Azure Machine Learning to allocate new nodes in place of the preempted ones          ({compute}: {count} node(s) usable)"
+        "waiting for Azure Machine Learning to allocate new nodes in place of the preempted ones \
+         ({compute}: {count} node(s) usable)"
     )));
     let deadline = tokio::time::Instant::now() + REPLACEMENT_WAIT;
     loop {
@@ -443,7 +448,10 @@ async fn replaced(
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(Error::Failed(format!(
-                "{compute} had {usable} of its {count} nodes usable {} minutes after the                  preemption: Azure Machine Learning has no low-priority capacity for it now; try                  again later with `dsinfra run --recover`, or use `priority = \"dedicated\"`                  or another size",
+                "{compute} had {usable} of its {count} nodes usable {} minutes after the \
+                 preemption: Azure Machine Learning has no low-priority capacity for it now; try \
+                 again later with `dsinfra run --recover`, or use `priority = \"dedicated\"` \
+                 or another size",
                 REPLACEMENT_WAIT.as_secs() / 60
             )));
         }
